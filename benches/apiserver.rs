@@ -1,0 +1,193 @@
+//! API server benchmark: GET, LIST of 5,000 objects, CREATE, and watch event latency with 50 watchers, both
+//! in-process (the console's and tests' path) and over loopback HTTPS (kubectl's path).
+//!
+//! Run with `cargo bench --bench apiserver`. Prints one table; numbers are per operation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use tokio::sync::Barrier;
+
+const LIST_SIZE: usize = 5_000;
+const GETS: usize = 2_000;
+const CREATES: usize = 1_000;
+const WATCHERS: usize = 50;
+const WATCH_EVENTS: usize = 200;
+
+fn configmap(name: String) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            labels: Some([("bench".to_string(), "yes".to_string())].into()),
+            ..Default::default()
+        },
+        data: Some([("payload".to_string(), "x".repeat(256))].into()),
+        ..Default::default()
+    }
+}
+
+/// Percentiles of a set of durations.
+struct Summary {
+    p50: Duration,
+    p99: Duration,
+    mean: Duration,
+}
+
+fn summarise(mut samples: Vec<Duration>) -> Summary {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    Summary {
+        p50: at(0.5),
+        p99: at(0.99),
+        mean,
+    }
+}
+
+fn row(transport: &str, operation: &str, s: &Summary) {
+    println!(
+        "{transport:<11} {operation:<34} {:>10.1?} {:>10.1?} {:>10.1?}",
+        s.p50, s.p99, s.mean
+    );
+}
+
+async fn run(transport: &str, client: kube::Client) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut creates = Vec::with_capacity(CREATES);
+    for i in 0..LIST_SIZE {
+        let started = Instant::now();
+        api.create(&PostParams::default(), &configmap(format!("cm-{i:05}")))
+            .await
+            .expect("create");
+        if i < CREATES {
+            creates.push(started.elapsed());
+        }
+    }
+    row(transport, "CREATE", &summarise(creates));
+
+    let mut gets = Vec::with_capacity(GETS);
+    for i in 0..GETS {
+        let started = Instant::now();
+        api.get(&format!("cm-{:05}", (i * 7) % LIST_SIZE))
+            .await
+            .expect("get");
+        gets.push(started.elapsed());
+    }
+    row(transport, "GET", &summarise(gets));
+
+    let mut lists = Vec::new();
+    for _ in 0..10 {
+        let started = Instant::now();
+        let list = api.list(&ListParams::default()).await.expect("list");
+        assert_eq!(list.items.len(), LIST_SIZE);
+        lists.push(started.elapsed());
+    }
+    row(
+        transport,
+        &format!("LIST ({LIST_SIZE} objects)"),
+        &summarise(lists),
+    );
+
+    let rv = api
+        .list(&ListParams::default().limit(1))
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
+    let barrier = Arc::new(Barrier::new(WATCHERS + 1));
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHERS {
+        let stream = api
+            .watch(
+                &WatchParams::default().labels("watched=yes").timeout(60),
+                &rv,
+            )
+            .await
+            .expect("watch");
+        let barrier = barrier.clone();
+        watchers.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut stream = stream.boxed();
+            let mut arrivals = Vec::with_capacity(WATCH_EVENTS);
+            while arrivals.len() < WATCH_EVENTS {
+                match stream.try_next().await {
+                    Ok(Some(WatchEvent::Added(_))) => arrivals.push(Instant::now()),
+                    Ok(Some(_)) => {}
+                    _ => break,
+                }
+            }
+            arrivals
+        }));
+    }
+    barrier.wait().await;
+    let mut sent = Vec::with_capacity(WATCH_EVENTS);
+    for i in 0..WATCH_EVENTS {
+        let mut cm = configmap(format!("watched-{i:04}"));
+        cm.metadata.labels = Some([("watched".to_string(), "yes".to_string())].into());
+        sent.push(Instant::now());
+        api.create(&PostParams::default(), &cm)
+            .await
+            .expect("create watched");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut latencies = Vec::new();
+    for w in watchers {
+        let arrivals = w.await.expect("watcher");
+        assert_eq!(
+            arrivals.len(),
+            WATCH_EVENTS,
+            "every watcher sees every event"
+        );
+        latencies.extend(
+            arrivals
+                .iter()
+                .zip(&sent)
+                .map(|(a, s)| a.duration_since(*s)),
+        );
+    }
+    row(
+        transport,
+        &format!("watch event latency ({WATCHERS} watchers)"),
+        &summarise(latencies),
+    );
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        println!(
+            "{:<11} {:<34} {:>10} {:>10} {:>10}",
+            "transport", "operation", "p50", "p99", "mean"
+        );
+        let in_process = EmbeddedCluster::start(EmbeddedOptions::default())
+            .await
+            .expect("cluster");
+        run("in-process", in_process.client()).await;
+        in_process.shutdown().await;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let https = EmbeddedCluster::start(EmbeddedOptions {
+            listen: Some("127.0.0.1:0".parse().expect("addr")),
+            kubeconfig_out: Some(kubeconfig.clone()),
+            ..Default::default()
+        })
+        .await
+        .expect("cluster");
+        let config = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+            .await
+            .expect("config");
+        let client = kube::Client::try_from(config).expect("client");
+        run("https", client).await;
+        https.shutdown().await;
+    });
+}

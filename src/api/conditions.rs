@@ -1,0 +1,15 @@
+//! Condition vocabulary shared by every kind that reports `status.conditions`.
+//!
+//! One condition type across kinds lets the console show "why is this not done" the same way for
+//! modules, shims, image caches and day-0 configurations, and lets printer columns read one path.
+
+/// Condition type that summarises whether the object reached its desired state.
+///
+/// Its `reason` is what the `REASON` printer column shows; its `message` says what to do next.
+pub const READY: &str = "Ready";
+
+/// Condition type set while work toward the desired state is under way (pods, jobs, rollouts).
+pub const PROGRESSING: &str = "Progressing";
+
+/// Condition type set when some part of the work failed and needs a person's attention.
+pub const DEGRADED: &str = "Degraded";

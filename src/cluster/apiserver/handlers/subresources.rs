@@ -1,0 +1,111 @@
+//! Subresources other than status: pod logs, pod binding (what a scheduler posts), pod eviction (what a drain
+//! posts) and namespace finalize.
+
+use http::{Response, StatusCode};
+use serde_json::json;
+
+use super::RequestContext;
+use super::delete::{DeletePolicy, delete_object};
+use crate::cluster::apiserver::errors::ApiError;
+use crate::cluster::apiserver::request::Verb;
+use crate::cluster::apiserver::{ApiServer, ResponseBody, json_response, logs, objects};
+use crate::cluster::store::CommitError;
+
+/// Route a subresource request.
+pub async fn handle(
+    server: &ApiServer,
+    ctx: &RequestContext,
+    sub: &str,
+    verb: Verb,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let core = ctx.rt.group.is_empty();
+    match (core, ctx.rt.plural.as_str(), sub, verb) {
+        (true, "pods", "log", Verb::Get) => logs::serve(server, ctx),
+        (true, "pods", "binding", Verb::Create) => bind(server, ctx),
+        (true, "pods", "eviction", Verb::Create) => evict(server, ctx),
+        (true, "namespaces", "finalize", Verb::Update) => super::write::update(server, ctx),
+        _ => Err(ApiError::no_route(&format!("{}/{sub}", ctx.rt.plural))),
+    }
+}
+
+/// `pods/binding`: assign a pending pod to a node, once.
+fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+    let binding = ctx.body_object()?;
+    let node = binding
+        .pointer("/target/name")
+        .and_then(|v| v.as_str())
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::bad_request("a Binding needs target.name (the node)"))?;
+    let current = server
+        .store()
+        .get(&ctx.storage, ctx.namespace(), ctx.name())
+        .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
+    if current
+        .value
+        .pointer("/spec/nodeName")
+        .and_then(|v| v.as_str())
+        .is_some_and(|n| !n.is_empty())
+    {
+        return Err(ApiError::conflict(
+            "",
+            "pods",
+            ctx.name(),
+            &format!(
+                "pod {} is already assigned to node {:?}",
+                ctx.name(),
+                current.value["spec"]["nodeName"]
+            ),
+        ));
+    }
+    let mut pod = current.value.clone();
+    pod["spec"]["nodeName"] = json!(node);
+    let now = objects::now_rfc3339();
+    let conditions = pod["status"]
+        .get("conditions")
+        .and_then(|c| c.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut conditions: Vec<_> = conditions
+        .into_iter()
+        .filter(|c| c["type"] != "PodScheduled")
+        .collect();
+    conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+    pod["status"]["conditions"] = json!(conditions);
+    match server.store().put(&ctx.storage, Some(current.rv), pod) {
+        Ok(_) => Ok(json_response(
+            StatusCode::CREATED,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )),
+        Err(CommitError::Conflict) => Err(ApiError::stale("", "pods", ctx.name())),
+        Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+    }
+}
+
+/// `pods/eviction`: delete the pod (no PodDisruptionBudgets exist in the embedded cluster).
+fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+    let current = server
+        .store()
+        .get(&ctx.storage, ctx.namespace(), ctx.name())
+        .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
+    if ctx.dry_run() {
+        return Ok(json_response(
+            StatusCode::CREATED,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        ));
+    }
+    delete_object(
+        server,
+        &ctx.rt,
+        &ctx.storage,
+        &current,
+        DeletePolicy::Background,
+    )
+    .map_err(|e| match e {
+        CommitError::Conflict => ApiError::stale("", "pods", ctx.name()),
+        CommitError::Storage(e) => ApiError::internal(e),
+    })?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

@@ -1,0 +1,257 @@
+//! A Kubernetes-compatible API server, served in-process to `kube::Client` and over HTTPS to kubectl.
+//!
+//! The server is a `tower::Service` over `http` requests: [`ApiServer::handle`] turns one request into one
+//! response. The in-process client calls it directly (no socket) and `serve` puts it behind TLS and a bearer token.
+//! Semantics follow kube-apiserver closely enough that kube-rs watchers, controllers and kubectl cannot tell the
+//! difference for the resources served: see the README for what is and is not implemented.
+
+pub mod admission;
+pub mod builtin;
+pub mod controllers;
+pub mod discovery;
+pub mod errors;
+pub mod events;
+pub mod handlers;
+pub mod jsonpath;
+pub mod logs;
+pub mod objects;
+pub mod openapi;
+pub mod patch;
+pub mod registry;
+pub mod request;
+pub mod schema;
+pub mod selector;
+pub mod table;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::store::Store;
+use errors::ApiError;
+use logs::PodLogs;
+use registry::Registry;
+use request::{Endpoint, Query};
+
+/// The body of every response: a full JSON document, or a stream of watch events or log lines.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The largest request body accepted, as kube-apiserver's default (3 MiB plus slack for JSON overhead).
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The Kubernetes version the server reports; it serves that version's API for the resources it knows.
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
+
+/// The API server. Cloning is cheap; every clone serves the same store.
+#[derive(Clone)]
+pub struct ApiServer {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<Store>,
+    pub(crate) registry: Registry,
+    pub(crate) logs: PodLogs,
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl ApiServer {
+    /// Serve `store`, registering every CRD it already holds. Background controllers (garbage collection,
+    /// namespace deletion) start with [`ApiServer::start_controllers`].
+    pub fn new(store: Arc<Store>) -> Self {
+        let registry = Registry::with_builtins();
+        let crd_key =
+            registry::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+        for crd in store.list(&crd_key, None).0 {
+            match registry::from_crd(&crd.value) {
+                Ok(rt) => registry.insert(rt),
+                Err(e) => tracing::warn!(crd = crd.name(), "stored CRD cannot be served: {e}"),
+            }
+        }
+        let inner = Inner {
+            store,
+            registry,
+            logs: PodLogs::default(),
+            shutdown: CancellationToken::new(),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Start the cluster-side controllers the API relies on (owner-reference garbage collection, namespace
+    /// deletion). They stop when [`ApiServer::shutdown`] is called.
+    pub fn start_controllers(&self) {
+        controllers::spawn(self.clone());
+    }
+
+    /// End every open watch and log stream and stop the controllers.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// The store this server writes to.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    /// The table of served resources.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Container logs, written by the node simulation and served by `pods/log`.
+    pub fn logs(&self) -> &PodLogs {
+        &self.inner.logs
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// Answer one request whose body has been read.
+    pub async fn handle(&self, request: Request<Bytes>) -> Response<ResponseBody> {
+        let (parts, body) = request.into_parts();
+        let result = self
+            .route(&parts.method, &parts.uri, &parts.headers, body)
+            .await;
+        let response = result.unwrap_or_else(|e| error_response(&e));
+        tracing::debug!(method = %parts.method, uri = %parts.uri, status = response.status().as_u16(), "request");
+        response
+    }
+
+    async fn route(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let registry = &self.inner.registry;
+        let endpoint = request::parse_path(uri.path(), |group, plural| {
+            registry.get(group, plural).is_some_and(|rt| rt.namespaced)
+        })?;
+        let query = Query::parse(uri.query());
+        if !matches!(endpoint, Endpoint::Resource(_)) && method != Method::GET {
+            return Err(ApiError::method_not_allowed(method.as_str(), uri.path()));
+        }
+        match endpoint {
+            Endpoint::Version => Ok(json_response(StatusCode::OK, &version_document())),
+            Endpoint::Health => Ok(Response::new(full(Bytes::from_static(b"ok")))),
+            Endpoint::CoreVersions => {
+                Ok(json_response(StatusCode::OK, &discovery::core_versions()))
+            }
+            Endpoint::Groups => Ok(json_response(StatusCode::OK, &discovery::groups(registry))),
+            Endpoint::Group(group) => Ok(json_response(
+                StatusCode::OK,
+                &discovery::group(registry, &group)?,
+            )),
+            Endpoint::Resources { group, version } => Ok(json_response(
+                StatusCode::OK,
+                &discovery::resources(registry, &group, &version)?,
+            )),
+            Endpoint::OpenApiIndex => Ok(json_response(StatusCode::OK, &openapi::index(registry))),
+            Endpoint::OpenApiGroupVersion { group, version } => Ok(json_response(
+                StatusCode::OK,
+                &openapi::group_version(registry, &group, &version)?,
+            )),
+            Endpoint::Resource(path) => {
+                let ctx = handlers::RequestContext::new(self, method, path, query, headers, body)?;
+                handlers::dispatch(self, ctx).await
+            }
+        }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for ApiServer
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let server = self.clone();
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    return Ok(error_response(&ApiError::too_large(MAX_BODY_BYTES)));
+                }
+                Err(e) => {
+                    return Ok(error_response(&ApiError::bad_request(format!(
+                        "reading request body: {e}"
+                    ))));
+                }
+            };
+            Ok(server.handle(Request::from_parts(parts, bytes)).await)
+        })
+    }
+}
+
+/// `/version`, as kubectl and kube-rs read it.
+fn version_document() -> Value {
+    let (major, minor) = KUBERNETES_VERSION;
+    json!({
+        "major": major,
+        "minor": minor,
+        "gitVersion": format!("v{major}.{minor}.0-kmm-tui.{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+/// A whole body.
+pub fn full(bytes: Bytes) -> ResponseBody {
+    Full::new(bytes).boxed_unsync()
+}
+
+/// A JSON response.
+pub fn json_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
+    bytes_response(
+        status,
+        Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+        "application/json",
+    )
+}
+
+/// A response whose body is already serialised.
+pub fn bytes_response(
+    status: StatusCode,
+    body: Bytes,
+    content_type: &'static str,
+) -> Response<ResponseBody> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// The `metav1.Status` response for an error.
+pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
+    let status = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(status, &error.to_status())
+}

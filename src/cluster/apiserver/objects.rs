@@ -1,0 +1,291 @@
+//! Metadata rules every write follows, as kube-apiserver applies them: names, generateName, uid, timestamps,
+//! generation, and which parts of an object a request may change.
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+
+use super::errors::Cause;
+use super::registry::ResourceType;
+
+/// Current time in the RFC 3339 second-precision form Kubernetes uses for `metav1.Time`.
+pub fn now_rfc3339() -> String {
+    let now = jiff::Timestamp::now();
+    jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
+}
+
+/// `metadata` of an object as a map, created if missing or not an object.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
+}
+
+/// A string field of `metadata`.
+pub fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(key)?.as_str()
+}
+
+/// Append the random suffix kube-apiserver uses for `generateName` (5 characters without vowels or look-alikes).
+pub fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    let keep = prefix.len().min(63 - 5);
+    format!("{}{suffix}", &prefix[..keep])
+}
+
+/// DNS-1123 subdomain check (most object names): why the name is invalid, or None.
+pub fn check_subdomain(name: &str) -> Option<String> {
+    if name.len() > 253 {
+        return Some("must be no more than 253 characters".into());
+    }
+    let ok = !name.is_empty()
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        });
+    (!ok).then(|| {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into()
+    })
+}
+
+/// DNS-1123 label check (namespace names): why the name is invalid, or None.
+pub fn check_label(name: &str) -> Option<String> {
+    if name.len() > 63 {
+        return Some("must be no more than 63 characters".into());
+    }
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    (!ok).then(|| {
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
+    })
+}
+
+/// Validate the name of a new object of `rt`; a cause for a 422 when it is invalid.
+pub fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
+    let problem = if rt.group.is_empty() && rt.plural == "namespaces" {
+        check_label(name)
+    } else {
+        check_subdomain(name)
+    };
+    problem.map(|p| Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {name:?}: {p}"),
+        field: "metadata.name".into(),
+    })
+}
+
+/// Fields of metadata the server owns: a client can never set or change them.
+const SERVER_OWNED: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+];
+
+/// Fill in server-owned metadata for a new object.
+pub fn init_metadata(rt: &ResourceType, obj: &mut Value) {
+    let meta = meta_mut(obj);
+    for key in SERVER_OWNED {
+        meta.remove(*key);
+    }
+    meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+    if rt.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    }
+    if !rt.namespaced {
+        meta.remove("namespace");
+    }
+    drop_empty(
+        meta,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
+}
+
+/// Carry server-owned metadata from the stored object into an update, so a client cannot change it, and bump
+/// `generation` when anything other than metadata and status changed.
+pub fn carry_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let meta = meta_mut(new);
+    for key in SERVER_OWNED {
+        match old_meta.get(*key) {
+            Some(v) => meta.insert(key.to_string(), v.clone()),
+            None => meta.remove(*key),
+        };
+    }
+    meta.insert(
+        "name".into(),
+        old_meta.get("name").cloned().unwrap_or(Value::Null),
+    );
+    match old_meta.get("namespace") {
+        Some(ns) => meta.insert("namespace".into(), ns.clone()),
+        None => meta.remove("namespace"),
+    };
+    drop_empty(
+        meta,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
+    if rt.tracks_generation && spec_changed(old, new) {
+        let generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
+        meta_mut(new).insert("generation".into(), json!(generation));
+    }
+}
+
+/// Whether anything other than `metadata` and `status` differs.
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    strip(old) != strip(new)
+}
+
+/// Keep `status` as it was (main endpoint of a resource with a status subresource).
+pub fn keep_status(old: &Value, new: &mut Value) {
+    let Some(obj) = new.as_object_mut() else {
+        return;
+    };
+    match old.get("status") {
+        Some(status) => obj.insert("status".into(), status.clone()),
+        None => obj.remove("status"),
+    };
+}
+
+/// Build the object a `/status` write produces: the stored object with only its status (and nothing else) taken
+/// from the request.
+pub fn with_status_from(old: &Value, request: &Value) -> Value {
+    let mut out = old.clone();
+    if let Some(obj) = out.as_object_mut() {
+        match request.get("status") {
+            Some(status) => obj.insert("status".into(), status.clone()),
+            None => obj.remove("status"),
+        };
+    }
+    out
+}
+
+/// Remove keys whose value is null or an empty map/list: the server never stores them, so clients that send
+/// `labels: {}` and clients that omit labels see the same object.
+fn drop_empty(meta: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        let empty = match meta.get(*key) {
+            Some(Value::Null) => true,
+            Some(Value::Object(m)) => m.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            _ => false,
+        };
+        if empty {
+            meta.remove(*key);
+        }
+    }
+}
+
+/// The finalizers of an object.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether deletion has been requested (the object waits for finalizers).
+pub fn is_terminating(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+}
+
+/// The labels of an object.
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.pointer("/metadata/labels").and_then(Value::as_object)
+}
+
+/// The field manager of a request: `?fieldManager=` or, as kube-apiserver does, the user agent up to its first `/`.
+pub fn field_manager(param: Option<&str>, user_agent: Option<&str>) -> String {
+    param
+        .map(str::to_string)
+        .or_else(|| {
+            user_agent.map(|ua| {
+                ua.split('/')
+                    .next()
+                    .unwrap_or(ua)
+                    .chars()
+                    .take(128)
+                    .collect()
+            })
+        })
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_dns_rules() {
+        assert!(check_subdomain("worker-1.example").is_none());
+        assert!(check_subdomain("Worker").is_some());
+        assert!(check_subdomain("-a").is_some());
+        assert!(check_subdomain("").is_some());
+        assert!(check_label("a.b").is_some());
+        assert!(check_label("kube-system").is_none());
+        assert!(check_label(&"a".repeat(64)).is_some());
+    }
+
+    #[test]
+    fn generated_names_keep_prefix_and_fit() {
+        let n = generate_name("pull-");
+        assert!(n.starts_with("pull-") && n.len() == 10, "{n}");
+        assert!(generate_name(&"x".repeat(100)).len() <= 63);
+    }
+
+    #[test]
+    fn field_manager_defaults_to_user_agent_program() {
+        assert_eq!(
+            field_manager(None, Some("kubectl/v1.32.4 (linux/amd64)")),
+            "kubectl"
+        );
+        assert_eq!(field_manager(Some("engine"), Some("kubectl/v1")), "engine");
+        assert_eq!(field_manager(None, None), "unknown");
+    }
+}

@@ -1,0 +1,515 @@
+//! The resource registry: which resources the server serves, under which group/version, and how.
+//!
+//! Built-in kinds are a fixed table; custom resources are added when a CustomResourceDefinition is created and
+//! removed when it is deleted. Discovery, OpenAPI, routing and storage all read this one table, so a CRD becomes
+//! usable everywhere at the same moment, as on a real cluster.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use super::schema::Schema;
+use super::table::{self, Column};
+
+/// Every verb a fully-featured resource supports, in the order discovery lists them.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// Where a resource comes from; custom ones carry their schema per served version.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    /// Compiled into the server; validated by round-tripping through the k8s-openapi types.
+    Builtin,
+    /// Declared by a CRD; validated by its structural schema.
+    Custom {
+        /// Name of the CRD (`plural.group`).
+        crd: String,
+        /// Compiled structural schema per served version name.
+        schemas: HashMap<String, Arc<Schema>>,
+    },
+}
+
+/// One served resource (e.g. `apps/v1 deployments`).
+#[derive(Debug, Clone)]
+pub struct ResourceType {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// The version objects are stored in; other served versions differ only by `apiVersion`.
+    pub storage_version: String,
+    /// Every served version, storage version included.
+    pub versions: Vec<String>,
+    /// Plural name used in URLs.
+    pub plural: String,
+    /// Singular name, for discovery and `kubectl get <singular>`.
+    pub singular: String,
+    /// Object kind.
+    pub kind: String,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Short names (`nmc`, `po`, ...), for kubectl.
+    pub short_names: Vec<String>,
+    /// Categories (`all`, `kmm`), for `kubectl get <category>`.
+    pub categories: Vec<String>,
+    /// Whether a `/status` subresource exists; if so the main endpoint ignores status changes.
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` is maintained (bumped on every non-metadata, non-status change).
+    pub tracks_generation: bool,
+    /// Verbs the resource supports.
+    pub verbs: Vec<&'static str>,
+    /// Columns for `kubectl get` (server-side Table rendering).
+    pub columns: Vec<Column>,
+    /// Builtin or custom (with its schemas).
+    pub origin: Origin,
+}
+
+impl ResourceType {
+    /// `group/version` for `apiVersion`, with the core group written as just the version.
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{}", self.group, version)
+        }
+    }
+
+    /// The storage key prefix of this resource, independent of version.
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey::new(&self.group, &self.plural)
+    }
+
+    /// Whether the given version is served.
+    pub fn serves(&self, version: &str) -> bool {
+        self.versions.iter().any(|v| v == version)
+    }
+
+    /// The structural schema of a custom resource at a version.
+    pub fn schema(&self, version: &str) -> Option<&Arc<Schema>> {
+        match &self.origin {
+            Origin::Custom { schemas, .. } => schemas
+                .get(version)
+                .or_else(|| schemas.get(&self.storage_version)),
+            Origin::Builtin => None,
+        }
+    }
+
+    /// `Kind` + `List`, the kind of list responses.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+}
+
+/// Identifies a resource in the store independently of its version (`apps/deployments`, `/pods`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceKey(pub Arc<str>);
+
+impl ResourceKey {
+    /// Build the key from group and plural.
+    pub fn new(group: &str, plural: &str) -> Self {
+        Self(Arc::from(format!("{group}/{plural}")))
+    }
+
+    /// The API group part.
+    pub fn group(&self) -> &str {
+        self.0.split_once('/').map(|(g, _)| g).unwrap_or("")
+    }
+
+    /// The plural resource part.
+    pub fn plural(&self) -> &str {
+        self.0.split_once('/').map(|(_, p)| p).unwrap_or(&self.0)
+    }
+}
+
+impl std::fmt::Display for ResourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The live table of served resources, shared by every request.
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_key: RwLock<HashMap<ResourceKey, Arc<ResourceType>>>,
+}
+
+impl Registry {
+    /// A registry holding the built-in resources.
+    pub fn with_builtins() -> Self {
+        let registry = Self::default();
+        for rt in builtin_resources() {
+            registry.insert(rt);
+        }
+        registry
+    }
+
+    /// Add or replace a resource.
+    pub fn insert(&self, rt: ResourceType) {
+        let mut map = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(rt.key(), Arc::new(rt));
+    }
+
+    /// Remove a resource (when its CRD goes away).
+    pub fn remove(&self, key: &ResourceKey) {
+        let mut map = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+        map.remove(key);
+    }
+
+    /// Look a resource up by group and plural.
+    pub fn get(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        map.get(&ResourceKey::new(group, plural)).cloned()
+    }
+
+    /// Look a resource up by its key.
+    pub fn get_key(&self, key: &ResourceKey) -> Option<Arc<ResourceType>> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        map.get(key).cloned()
+    }
+
+    /// Find the resource serving `kind` in `group`, e.g. for owner references and events.
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        map.values()
+            .find(|rt| rt.group == group && rt.kind == kind)
+            .cloned()
+    }
+
+    /// Every resource, sorted by group then plural so discovery output is stable.
+    pub fn all(&self) -> Vec<Arc<ResourceType>> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<_> = map.values().cloned().collect();
+        all.sort_by(|a, b| {
+            (a.group.as_str(), a.plural.as_str()).cmp(&(b.group.as_str(), b.plural.as_str()))
+        });
+        all
+    }
+}
+
+/// Describes one built-in resource compactly.
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+    generation: bool,
+    verbs: &'static [&'static str],
+}
+
+const CREATE_ONLY: &[&str] = &["create"];
+
+/// The built-in resources the embedded cluster serves: what the engine, the simulation, kubectl and the console use.
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+        short_names: &["ns"],
+        categories: &[],
+        status: true,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        kind: "Node",
+        namespaced: false,
+        short_names: &["no"],
+        categories: &[],
+        status: true,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        kind: "Pod",
+        namespaced: true,
+        short_names: &["po"],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        kind: "ConfigMap",
+        namespaced: true,
+        short_names: &["cm"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        kind: "Secret",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        kind: "Deployment",
+        namespaced: true,
+        short_names: &["deploy"],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        plural: "daemonsets",
+        kind: "DaemonSet",
+        namespaced: true,
+        short_names: &["ds"],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        kind: "Job",
+        namespaced: true,
+        short_names: &[],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "node.k8s.io",
+        version: "v1",
+        plural: "runtimeclasses",
+        kind: "RuntimeClass",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        kind: "Lease",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        plural: "customresourcedefinitions",
+        kind: "CustomResourceDefinition",
+        namespaced: false,
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "selfsubjectaccessreviews",
+        kind: "SelfSubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: CREATE_ONLY,
+    },
+];
+
+fn builtin_resources() -> Vec<ResourceType> {
+    BUILTINS
+        .iter()
+        .map(|b| ResourceType {
+            group: b.group.to_string(),
+            storage_version: b.version.to_string(),
+            versions: vec![b.version.to_string()],
+            plural: b.plural.to_string(),
+            singular: b.kind.to_lowercase(),
+            kind: b.kind.to_string(),
+            namespaced: b.namespaced,
+            short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
+            categories: b.categories.iter().map(|s| s.to_string()).collect(),
+            status_subresource: b.status,
+            tracks_generation: b.generation,
+            verbs: b.verbs.to_vec(),
+            columns: table::builtin_columns(b.group, b.plural),
+            origin: Origin::Builtin,
+        })
+        .collect()
+}
+
+/// Build the registry entry a CRD declares, or say why the CRD cannot be served.
+pub fn from_crd(crd: &Value) -> Result<ResourceType, String> {
+    let spec = crd.get("spec").ok_or("spec is required")?;
+    let group = str_at(spec, "group").ok_or("spec.group is required")?;
+    let names = spec.get("names").ok_or("spec.names is required")?;
+    let plural = str_at(names, "plural").ok_or("spec.names.plural is required")?;
+    let kind = str_at(names, "kind").ok_or("spec.names.kind is required")?;
+    let singular = str_at(names, "singular")
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_lowercase());
+    let namespaced = match str_at(spec, "scope") {
+        Some("Namespaced") => true,
+        Some("Cluster") => false,
+        other => {
+            return Err(format!(
+                "spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+            ));
+        }
+    };
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .ok_or("spec.versions is required")?;
+    let mut served = Vec::new();
+    let mut storage = None;
+    let mut schemas = HashMap::new();
+    let mut status = false;
+    let mut columns = None;
+    for (i, v) in versions.iter().enumerate() {
+        let name =
+            str_at(v, "name").ok_or_else(|| format!("spec.versions[{i}].name is required"))?;
+        if v.get("served").and_then(Value::as_bool).unwrap_or(false) {
+            served.push(name.to_string());
+        }
+        if v.get("storage").and_then(Value::as_bool).unwrap_or(false) {
+            if storage.is_some() {
+                return Err("spec.versions: Invalid value: must have exactly one version marked as storage version".into());
+            }
+            storage = Some(name.to_string());
+            status = v.pointer("/subresources/status").is_some();
+            let printer = v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            columns = Some(
+                table::crd_columns(&printer)
+                    .map_err(|e| format!("spec.versions[{i}].additionalPrinterColumns: {e}"))?,
+            );
+        }
+        if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+            let compiled = Schema::compile(schema)
+                .map_err(|e| format!("spec.versions[{i}].schema.openAPIV3Schema: {e}"))?;
+            schemas.insert(name.to_string(), Arc::new(compiled));
+        }
+    }
+    let storage = storage.ok_or(
+        "spec.versions: Invalid value: must have exactly one version marked as storage version",
+    )?;
+    if served.is_empty() {
+        return Err("spec.versions: Invalid value: must have at least one served version".into());
+    }
+    let list = |key: &str| -> Vec<String> {
+        names
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(ResourceType {
+        group: group.to_string(),
+        storage_version: storage,
+        versions: served,
+        plural: plural.to_string(),
+        singular,
+        kind: kind.to_string(),
+        namespaced,
+        short_names: list("shortNames"),
+        categories: list("categories"),
+        status_subresource: status,
+        tracks_generation: true,
+        verbs: ALL_VERBS.to_vec(),
+        columns: columns.unwrap_or_default(),
+        origin: Origin::Custom {
+            crd: format!("{plural}.{group}"),
+            schemas,
+        },
+    })
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}

@@ -1,0 +1,120 @@
+//! The embedded cluster: a Kubernetes-compatible API server with a durable store, usable in-process through an
+//! ordinary `kube::Client` and over HTTPS by kubectl. It is what runs when there is no cluster at hand, and what
+//! every test runs against.
+
+pub mod apiserver;
+mod bootstrap;
+pub mod https;
+pub mod kubeconfig;
+pub mod store;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use apiserver::ApiServer;
+use store::Store;
+
+/// How to start an embedded cluster.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Keep the store (and TLS material) here so everything survives restarts; in memory when None.
+    pub state_dir: Option<PathBuf>,
+    /// Also serve HTTPS on this loopback address (port 0 picks a free port); in-process only when None.
+    pub listen: Option<SocketAddr>,
+    /// Write the kubeconfig for the HTTPS endpoint here (mode 0600).
+    pub kubeconfig_out: Option<PathBuf>,
+    /// How many events the store keeps for watches to resume from; the default when None.
+    pub history: Option<usize>,
+}
+
+/// A running embedded cluster.
+pub struct EmbeddedCluster {
+    server: ApiServer,
+    client: kube::Client,
+    address: Option<SocketAddr>,
+    kubeconfig: Option<String>,
+    stop: CancellationToken,
+}
+
+impl EmbeddedCluster {
+    /// Open the store, start the API server and its controllers, install the namespaces every cluster has and the
+    /// project's CRDs, and (with `listen`) serve HTTPS and write the kubeconfig.
+    pub async fn start(options: EmbeddedOptions) -> anyhow::Result<Self> {
+        let history = options.history.unwrap_or(store::DEFAULT_HISTORY);
+        let store = match &options.state_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating the state directory {}", dir.display()))?;
+                Store::open(dir, history)
+                    .with_context(|| format!("opening the store in {}", dir.display()))?
+            }
+            None => Store::in_memory(history),
+        };
+        let server = ApiServer::new(Arc::new(store));
+        server.start_controllers();
+        let client = kube::Client::new(server.clone(), "default");
+        bootstrap::run(&client)
+            .await
+            .context("installing the cluster's namespaces and CRDs")?;
+        let stop = CancellationToken::new();
+        let (address, kubeconfig) = match options.listen {
+            Some(listen) => {
+                let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
+                let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+                    format!("cannot listen on {listen}; is another server using it? Pass --listen 127.0.0.1:0 for any free port")
+                })?;
+                let address = listener.local_addr()?;
+                let token = kubeconfig::random_token();
+                let config = kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, &token);
+                https::spawn(listener, server.clone(), &tls, token, stop.clone())?;
+                if let Some(path) = &options.kubeconfig_out {
+                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    tls::write_private(path, &config)?;
+                }
+                (Some(address), Some(config))
+            }
+            None => (None, None),
+        };
+        Ok(Self {
+            server,
+            client,
+            address,
+            kubeconfig,
+            stop,
+        })
+    }
+
+    /// A client served in-process (no socket, no TLS): the same API kubectl sees over HTTPS.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// The API server, for the parts of the simulation that live beside it (e.g. container logs).
+    pub fn server(&self) -> &ApiServer {
+        &self.server
+    }
+
+    /// Where HTTPS is served, when it is.
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.address
+    }
+
+    /// The kubeconfig for the HTTPS endpoint, when it is served.
+    pub fn kubeconfig(&self) -> Option<&str> {
+        self.kubeconfig.as_deref()
+    }
+
+    /// Stop serving: close the listener, end watches and controllers. Every acknowledged write is already durable.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        self.server.shutdown();
+        tokio::task::yield_now().await;
+    }
+}

@@ -1,0 +1,501 @@
+//! The object store behind the embedded API server.
+//!
+//! Objects live in memory (one ordered map per resource) so reads and lists never touch disk; every acknowledged
+//! write is first committed to SQLite when the store is durable (see [`durable`]). Writes are compare-and-swap on
+//! the object's resourceVersion, which gives the API its optimistic concurrency: handlers read, compute the new
+//! object without holding any lock, and commit only if nobody wrote in between (the way kube-apiserver's
+//! `GuaranteedUpdate` works against etcd).
+//!
+//! Every committed write becomes an [`Event`], kept in a bounded history and broadcast to watchers. A watch from a
+//! resourceVersion still in the history resumes exactly; an older one gets `410 Expired` and the client relists.
+
+pub mod durable;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::cluster::apiserver::registry::ResourceKey;
+use durable::Durable;
+
+/// How many events the store remembers for watches that resume from an older resourceVersion.
+pub const DEFAULT_HISTORY: usize = 100_000;
+
+/// How many events may queue for one slow watcher before its stream is closed (it then resumes or relists).
+const BROADCAST_CAPACITY: usize = 65_536;
+
+/// One stored object: its JSON value, its serialised form (so lists and watches only copy bytes), and its version.
+#[derive(Debug)]
+pub struct StoredObject {
+    /// The object, with `metadata.resourceVersion` set.
+    pub value: Value,
+    /// `value` serialised once at write time.
+    pub json: Bytes,
+    /// The resourceVersion of the write that produced this object.
+    pub rv: u64,
+}
+
+impl StoredObject {
+    fn new(mut value: Value, rv: u64) -> Self {
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        Self { value, json, rv }
+    }
+
+    /// The object's namespace (empty for cluster-scoped objects).
+    pub fn namespace(&self) -> &str {
+        self.value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        self.value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// What a write did, as watchers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// The object was created.
+    Added,
+    /// The object was changed.
+    Modified,
+    /// The object was removed; the event carries its last state.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch-protocol name of the event type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+
+    fn code(self) -> i64 {
+        match self {
+            EventType::Added => 0,
+            EventType::Modified => 1,
+            EventType::Deleted => 2,
+        }
+    }
+
+    fn from_code(code: i64) -> Self {
+        match code {
+            0 => EventType::Added,
+            1 => EventType::Modified,
+            _ => EventType::Deleted,
+        }
+    }
+}
+
+/// One committed write.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The resourceVersion the write was given.
+    pub rv: u64,
+    /// Which resource it concerns.
+    pub resource: ResourceKey,
+    /// Added, modified or deleted.
+    pub kind: EventType,
+    /// The object after the write (for deletions, its last state with the deletion's resourceVersion).
+    pub object: Arc<StoredObject>,
+    /// The object before the write, so watches with selectors can turn a change into ADDED or DELETED.
+    pub previous: Option<Arc<StoredObject>>,
+}
+
+/// Why a commit did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// The object's current resourceVersion is not the one the caller read (or it exists/does not exist).
+    #[error("the object has been modified")]
+    Conflict,
+    /// The durable store failed; nothing was changed.
+    #[error("storage failure: {0}")]
+    Storage(String),
+}
+
+/// The store's answer to a watch that wants history from a resourceVersion.
+#[derive(Debug, thiserror::Error)]
+#[error("too old resource version: {requested} ({oldest})")]
+pub struct TooOld {
+    /// What the client asked for.
+    pub requested: u64,
+    /// The oldest resourceVersion still resumable.
+    pub oldest: u64,
+}
+
+type ObjectKey = (String, String);
+
+/// What a new watch starts from: the events it missed, and a receiver for those to come.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
+struct State {
+    rv: u64,
+    objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>>,
+    history: VecDeque<Arc<Event>>,
+    /// Lowest resourceVersion a watch may resume after without missing events.
+    compacted_through: u64,
+}
+
+/// The object store. Cheap to share behind an `Arc`.
+pub struct Store {
+    state: Mutex<State>,
+    events: broadcast::Sender<Arc<Event>>,
+    durable: Option<Mutex<Durable>>,
+    history_limit: usize,
+}
+
+impl Store {
+    /// A store that lives only in memory.
+    pub fn in_memory(history_limit: usize) -> Self {
+        Self::from_parts(0, HashMap::new(), VecDeque::new(), None, history_limit)
+    }
+
+    /// A store backed by an SQLite database in `dir`, loading whatever an earlier run committed.
+    pub fn open(dir: &Path, history_limit: usize) -> Result<Self, CommitError> {
+        let (durable, loaded) =
+            Durable::open(dir, history_limit).map_err(|e| CommitError::Storage(e.to_string()))?;
+        let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
+            HashMap::new();
+        for row in loaded.objects {
+            let obj = Arc::new(StoredObject::new(row.value, row.rv));
+            objects
+                .entry(ResourceKey(Arc::from(row.resource.as_str())))
+                .or_default()
+                .insert((obj.namespace().to_string(), obj.name().to_string()), obj);
+        }
+        let history = loaded
+            .events
+            .into_iter()
+            .map(|e| {
+                Arc::new(Event {
+                    rv: e.rv,
+                    resource: ResourceKey(Arc::from(e.resource.as_str())),
+                    kind: EventType::from_code(e.kind),
+                    object: Arc::new(StoredObject::new(e.value, e.rv)),
+                    previous: None,
+                })
+            })
+            .collect();
+        Ok(Self::from_parts(
+            loaded.rv,
+            objects,
+            history,
+            Some(Mutex::new(durable)),
+            history_limit,
+        ))
+    }
+
+    fn from_parts(
+        rv: u64,
+        objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>>,
+        history: VecDeque<Arc<Event>>,
+        durable: Option<Mutex<Durable>>,
+        history_limit: usize,
+    ) -> Self {
+        let compacted_through = history
+            .front()
+            .map(|e: &Arc<Event>| e.rv.saturating_sub(1))
+            .unwrap_or(rv);
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        Self {
+            state: Mutex::new(State {
+                rv,
+                objects,
+                history,
+                compacted_through,
+            }),
+            events,
+            durable,
+            history_limit: history_limit.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The newest resourceVersion (what a list is consistent with).
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// Whether writes reach disk.
+    pub fn is_durable(&self) -> bool {
+        self.durable.is_some()
+    }
+
+    /// One object.
+    pub fn get(
+        &self,
+        resource: &ResourceKey,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<StoredObject>> {
+        let state = self.lock();
+        state
+            .objects
+            .get(resource)?
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// All objects of a resource (in one namespace, or all when `namespace` is None), ordered by namespace and
+    /// name, together with the resourceVersion the snapshot is consistent with.
+    pub fn list(
+        &self,
+        resource: &ResourceKey,
+        namespace: Option<&str>,
+    ) -> (Vec<Arc<StoredObject>>, u64) {
+        let state = self.lock();
+        let Some(map) = state.objects.get(resource) else {
+            return (Vec::new(), state.rv);
+        };
+        let items = match namespace {
+            Some(ns) => map
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, o)| o.clone())
+                .collect(),
+            None => map.values().cloned().collect(),
+        };
+        (items, state.rv)
+    }
+
+    /// The objects of a resource as they were at resourceVersion `at`, for paginated lists that must stay one
+    /// consistent snapshot across pages. Rebuilt by undoing the newer events; fails when those are compacted.
+    pub fn list_at(
+        &self,
+        resource: &ResourceKey,
+        namespace: Option<&str>,
+        at: u64,
+    ) -> Result<Vec<Arc<StoredObject>>, TooOld> {
+        let state = self.lock();
+        if at < state.compacted_through || at > state.rv {
+            return Err(TooOld {
+                requested: at,
+                oldest: state.compacted_through,
+            });
+        }
+        let mut snapshot: BTreeMap<ObjectKey, Arc<StoredObject>> =
+            state.objects.get(resource).cloned().unwrap_or_default();
+        for event in state.history.iter().rev().take_while(|e| e.rv > at) {
+            if &event.resource != resource {
+                continue;
+            }
+            let key = (
+                event.object.namespace().to_string(),
+                event.object.name().to_string(),
+            );
+            match (&event.kind, &event.previous) {
+                (EventType::Added, _) => {
+                    snapshot.remove(&key);
+                }
+                (_, Some(previous)) => {
+                    snapshot.insert(key, previous.clone());
+                }
+                // Events reloaded from disk carry no previous state: the snapshot cannot be rebuilt exactly.
+                (_, None) => {
+                    return Err(TooOld {
+                        requested: at,
+                        oldest: event.rv,
+                    });
+                }
+            }
+        }
+        Ok(snapshot
+            .into_iter()
+            .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+            .map(|(_, o)| o)
+            .collect())
+    }
+
+    /// Number of objects of a resource in a namespace (or everywhere).
+    pub fn count(&self, resource: &ResourceKey, namespace: Option<&str>) -> usize {
+        self.list(resource, namespace).0.len()
+    }
+
+    /// Write `value` if the object's current resourceVersion is `expected` (`None` = it must not exist yet).
+    pub fn put(
+        &self,
+        resource: &ResourceKey,
+        expected: Option<u64>,
+        value: Value,
+    ) -> Result<Arc<StoredObject>, CommitError> {
+        let namespace = value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let key = (namespace, name);
+        let mut state = self.lock();
+        let previous = state
+            .objects
+            .get(resource)
+            .and_then(|m| m.get(&key))
+            .cloned();
+        if previous.as_ref().map(|p| p.rv) != expected {
+            return Err(CommitError::Conflict);
+        }
+        let rv = state.rv + 1;
+        let object = Arc::new(StoredObject::new(value, rv));
+        let kind = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.persist(resource, &key, kind, &object)?;
+        state.rv = rv;
+        state
+            .objects
+            .entry(resource.clone())
+            .or_default()
+            .insert(key, object.clone());
+        self.record(
+            &mut state,
+            Event {
+                rv,
+                resource: resource.clone(),
+                kind,
+                object: object.clone(),
+                previous,
+            },
+        );
+        Ok(object)
+    }
+
+    /// Remove an object if its current resourceVersion is `expected`; returns its last state.
+    pub fn delete(
+        &self,
+        resource: &ResourceKey,
+        namespace: &str,
+        name: &str,
+        expected: u64,
+    ) -> Result<Arc<StoredObject>, CommitError> {
+        let key = (namespace.to_string(), name.to_string());
+        let mut state = self.lock();
+        let previous = state
+            .objects
+            .get(resource)
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or(CommitError::Conflict)?;
+        if previous.rv != expected {
+            return Err(CommitError::Conflict);
+        }
+        let rv = state.rv + 1;
+        let object = Arc::new(StoredObject::new(previous.value.clone(), rv));
+        self.persist(resource, &key, EventType::Deleted, &object)?;
+        state.rv = rv;
+        if let Some(map) = state.objects.get_mut(resource) {
+            map.remove(&key);
+        }
+        self.record(
+            &mut state,
+            Event {
+                rv,
+                resource: resource.clone(),
+                kind: EventType::Deleted,
+                object: object.clone(),
+                previous: Some(previous),
+            },
+        );
+        Ok(object)
+    }
+
+    fn persist(
+        &self,
+        resource: &ResourceKey,
+        key: &ObjectKey,
+        kind: EventType,
+        object: &StoredObject,
+    ) -> Result<(), CommitError> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let mut db = durable.lock().unwrap_or_else(|p| p.into_inner());
+        db.commit(
+            &resource.0,
+            &key.0,
+            &key.1,
+            kind.code(),
+            object.rv,
+            &object.json,
+        )
+        .map_err(|e| CommitError::Storage(e.to_string()))
+    }
+
+    fn record(&self, state: &mut State, event: Event) {
+        let event = Arc::new(event);
+        state.history.push_back(event.clone());
+        while state.history.len() > self.history_limit {
+            if let Some(old) = state.history.pop_front() {
+                state.compacted_through = old.rv;
+            }
+        }
+        // Sending while holding the state lock keeps the broadcast order equal to the resourceVersion order and
+        // lets `watch_from` subscribe without a gap.
+        let _ = self.events.send(event);
+    }
+
+    /// Start watching from `since`: the events already committed after it, and a receiver for the ones to come.
+    /// Fails with [`TooOld`] when events after `since` have been compacted away.
+    pub fn watch_from(&self, since: u64) -> Result<WatchStart, TooOld> {
+        let state = self.lock();
+        if since < state.compacted_through {
+            return Err(TooOld {
+                requested: since,
+                oldest: state.compacted_through,
+            });
+        }
+        let backlog = state
+            .history
+            .iter()
+            .filter(|e| e.rv > since)
+            .cloned()
+            .collect();
+        Ok((backlog, self.events.subscribe()))
+    }
+
+    /// Every resource key that currently has objects, for cleanup passes (namespace deletion, garbage collection).
+    pub fn resources(&self) -> Vec<ResourceKey> {
+        let state = self.lock();
+        state
+            .objects
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Forget old history in the durable store too (called periodically; history in memory is bounded already).
+    pub fn compact(&self) -> Result<(), CommitError> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let through = self.lock().compacted_through;
+        let mut db = durable.lock().unwrap_or_else(|p| p.into_inner());
+        db.compact(through)
+            .map_err(|e| CommitError::Storage(e.to_string()))
+    }
+}

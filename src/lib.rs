@@ -1,0 +1,3 @@
+//! kmm-tui: a terminal console and reconciler engine for the software that lives on Kubernetes nodes.
+pub mod api;
+pub mod cluster;

@@ -1,0 +1,10 @@
+//! Integration tests of the embedded API server, driven through a real `kube::Client` (typed and dynamic), as
+//! the engine, the console and any kube-rs program use it.
+
+mod common;
+mod crd;
+mod crud;
+mod lifecycle;
+mod patch;
+mod selectors;
+mod watch;
