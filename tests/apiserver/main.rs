@@ -6,5 +6,6 @@ mod crd;
 mod crud;
 mod lifecycle;
 mod patch;
+mod samples;
 mod selectors;
 mod watch;
