@@ -111,23 +111,27 @@ impl TlsMaterial {
     }
 }
 
-/// Write a file readable by its owner only: it holds a key or a token.
+/// Write a file readable by its owner only (it holds a key or a token), atomically: the content goes to a
+/// temporary file beside it that is renamed into place, so a reader never sees half of it.
 pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = std::path::PathBuf::from(temporary);
     let mut options = fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     options.mode(0o600);
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let mut file = options.open(&temporary).with_context(|| format!("writing {}", temporary.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
     }
     file.write_all(contents.as_bytes())?;
+    file.sync_all()?;
+    fs::rename(&temporary, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

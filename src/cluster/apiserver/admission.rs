@@ -103,7 +103,7 @@ fn invalid(ctx: &RequestContext, obj: &Value, causes: Vec<Cause>) -> ApiError {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or(ctx.name());
-    ApiError::invalid(&ctx.rt.group, &ctx.rt.plural, &ctx.rt.kind, name, causes)
+    ApiError::invalid(&ctx.rt.group, &ctx.rt.kind, name, causes)
 }
 
 /// The validation kube-apiserver does on built-in kinds that clients commonly get wrong.

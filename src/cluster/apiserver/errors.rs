@@ -170,25 +170,24 @@ impl ApiError {
         )
     }
 
-    /// 415: a PATCH with a content type the resource does not support.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415: a body in a media type the endpoint does not accept; `accepted` lists what it does accept.
+    pub fn unsupported_media_type(content_type: &str, accepted: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+                "the body of the request was in an unknown format ({content_type:?}) - accepted media types include: {accepted}"
             ),
         )
     }
 
+    /// 422 for a request that is well-formed but cannot be carried out (e.g. a failing JSON patch `test`).
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(422, "Invalid", message)
+    }
+
     /// 422: the object fails validation; `causes` say which fields and why.
-    pub fn invalid(
-        group: &str,
-        resource: &str,
-        kind: &str,
-        name: &str,
-        causes: Vec<Cause>,
-    ) -> Self {
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let summary = causes
             .iter()
             .map(|c| {
@@ -207,7 +206,8 @@ impl ApiError {
                 _ => format!("[{}]", summary.join(", ")),
             }
         );
-        let mut err = Self::new(422, "Invalid", message).with_details(group, resource, name);
+        // kube-apiserver names the kind (not the resource) in the details of an Invalid error, and kubectl prints it.
+        let mut err = Self::new(422, "Invalid", message).with_details(group, kind, name);
         if let Some(details) = err.details.as_mut() {
             details.causes = causes;
         }

@@ -17,6 +17,9 @@ use crate::cluster::apiserver::patch::{self, ApplyError, ApplyRequest};
 use crate::cluster::apiserver::{ApiServer, ResponseBody, bytes_response, events, registry};
 use crate::cluster::store::{CommitError, StoredObject};
 
+/// The patch media types every resource accepts (built-ins also take strategic merge patches).
+const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
+
 /// How many times a patch is recomputed when another writer commits in between.
 const PATCH_RETRIES: usize = 16;
 
@@ -66,7 +69,6 @@ fn create_object(
         };
         return Err(ApiError::invalid(
             &ctx.rt.group,
-            &ctx.rt.plural,
             &ctx.rt.kind,
             "",
             vec![cause],
@@ -84,7 +86,6 @@ fn create_object(
         if let Some(cause) = objects::check_name(&ctx.rt, &name) {
             return Err(ApiError::invalid(
                 &ctx.rt.group,
-                &ctx.rt.plural,
                 &ctx.rt.kind,
                 &name,
                 vec![cause],
@@ -168,7 +169,6 @@ pub fn update(
             };
             return Err(ApiError::invalid(
                 &ctx.rt.group,
-                &ctx.rt.plural,
                 &ctx.rt.kind,
                 ctx.name(),
                 vec![cause],
@@ -200,7 +200,7 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         | "application/json-patch+json"
         | "application/strategic-merge-patch+json" => serde_json::from_slice(&ctx.body)
             .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?,
-        other => return Err(ApiError::unsupported_media_type(other)),
+        other => return Err(ApiError::unsupported_media_type(other, PATCH_TYPES)),
     };
     let is_apply = content_type == "application/apply-patch+yaml";
     if is_apply && ctx.query.get("fieldManager").is_none() {
@@ -212,7 +212,8 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         && !matches!(ctx.rt.origin, registry::Origin::Builtin)
     {
         return Err(ApiError::unsupported_media_type(
-            "application/strategic-merge-patch+json is not supported for custom resources; use application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (strategic merge patch is for built-in kinds only)",
         ));
     }
     let types = admission::list_types(&ctx.rt, &ctx.path.version);
@@ -239,13 +240,12 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
             }
             "application/json-patch+json" => {
                 let mut v = old.clone();
-                patch::json_patch(&mut v, &patch_doc)
-                    .map_err(|e| unprocessable(ctx, e.to_string()))?;
+                patch::json_patch(&mut v, &patch_doc).map_err(|e| unprocessable(e.to_string()))?;
                 v
             }
             "application/strategic-merge-patch+json" => {
                 patch::strategic_merge_patch(&old, &patch_doc, types.as_ref())
-                    .map_err(|e| unprocessable(ctx, e.to_string()))?
+                    .map_err(|e| unprocessable(e.to_string()))?
             }
             _ => apply(ctx, Some(&old), &patch_doc, types.as_ref())?,
         };
@@ -304,7 +304,7 @@ fn apply(
                 causes,
             )
         }
-        ApplyError::Invalid(message) => unprocessable(ctx, message),
+        ApplyError::Invalid(message) => unprocessable(message),
     })
 }
 
@@ -331,7 +331,6 @@ fn apply_create(
     if let Some(cause) = objects::check_name(&ctx.rt, ctx.name()) {
         return Err(ApiError::invalid(
             &ctx.rt.group,
-            &ctx.rt.plural,
             &ctx.rt.kind,
             ctx.name(),
             vec![cause],
@@ -591,19 +590,8 @@ fn access_review(mut review: Value) -> Response<ResponseBody> {
     value_response(StatusCode::CREATED, &review)
 }
 
-fn unprocessable(ctx: &RequestContext, message: String) -> ApiError {
-    let cause = Cause {
-        reason: "FieldValueInvalid".into(),
-        message: message.clone(),
-        field: String::new(),
-    };
-    ApiError::invalid(
-        &ctx.rt.group,
-        &ctx.rt.plural,
-        &ctx.rt.kind,
-        ctx.name(),
-        vec![cause],
-    )
+fn unprocessable(message: String) -> ApiError {
+    ApiError::unprocessable(message)
 }
 
 fn value_response(status: StatusCode, value: &Value) -> Response<ResponseBody> {
