@@ -6,6 +6,7 @@ pub mod apiserver;
 mod bootstrap;
 pub mod https;
 pub mod kubeconfig;
+pub mod sim;
 pub mod store;
 pub mod tls;
 

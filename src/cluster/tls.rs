@@ -124,7 +124,9 @@ pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     options.mode(0o600);
-    let mut file = options.open(&temporary).with_context(|| format!("writing {}", temporary.display()))?;
+    let mut file = options
+        .open(&temporary)
+        .with_context(|| format!("writing {}", temporary.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

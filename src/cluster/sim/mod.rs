@@ -1,0 +1,82 @@
+//! The node simulation: the scheduler, kubelets and container runtimes, registry, image builder and Machine Config
+//! Operator of the embedded cluster.
+//!
+//! Every component acts only through the API server, as the real ones do: the scheduler binds pods, kubelets
+//! report node and pod status and record events, the Machine Config Operator cordons, drains and reboots nodes. So
+//! the engine and the console cannot tell the simulation from a real cluster. What lies beneath the API — each
+//! node's kernel, loaded modules, shim binaries, containerd configuration and image store — is kept in
+//! [`machine::Machines`] and changed only by kubelets (image pulls and garbage collection), by the effects of the
+//! privileged pods the kubelets run (see `effects`), and by reboots.
+//!
+//! Time is simulated ([`clock::SimClock`]) and every random choice comes from the scenario's seed, so a run is
+//! reproducible and tests go through minutes of simulated time in milliseconds.
+
+pub mod clock;
+pub mod faults;
+pub mod machine;
+pub mod registry;
+pub mod scenario;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::apiserver::ApiServer;
+use clock::SimClock;
+use faults::Faults;
+use machine::Machines;
+use registry::SimRegistry;
+use scenario::Scenario;
+
+/// The namespace where the simulation publishes what it knows about each machine (one ConfigMap per node).
+pub const SIM_NAMESPACE: &str = "kmm-tui-sim";
+
+/// The field manager of every write the simulation makes.
+pub const MANAGER: &str = "kmm-tui-sim";
+
+/// Everything the simulation's components share.
+pub struct World {
+    /// Client of the embedded API server (in-process).
+    pub client: kube::Client,
+    /// The API server itself, for container logs (which a real kubelet keeps on the node).
+    pub server: ApiServer,
+    /// Simulated time.
+    pub clock: SimClock,
+    /// The machines behind the nodes.
+    pub machines: Machines,
+    /// The container registry.
+    pub registry: SimRegistry,
+    /// Injected faults.
+    pub faults: Faults,
+    /// The scenario the simulation runs.
+    pub scenario: Scenario,
+    /// Cancelled when the simulation stops.
+    pub stop: CancellationToken,
+}
+
+impl World {
+    /// The shared state for a scenario.
+    pub fn new(server: ApiServer, client: kube::Client, scenario: Scenario) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            server,
+            clock: SimClock::new(scenario.time_scale),
+            machines: Machines::default(),
+            registry: SimRegistry::new(&scenario.registry),
+            faults: Faults::new(scenario.faults.clone()),
+            scenario,
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// A random number generator for one component, derived from the scenario's seed and the component's name
+    /// so that components do not disturb each other's sequences.
+    pub fn rng(&self, component: &str) -> rand::rngs::StdRng {
+        use rand::SeedableRng;
+        let mut seed = self.scenario.seed;
+        for byte in component.bytes() {
+            seed = seed.wrapping_mul(31).wrapping_add(u64::from(byte));
+        }
+        rand::rngs::StdRng::seed_from_u64(seed)
+    }
+}

@@ -1,0 +1,129 @@
+//! The simulated container registry: which images exist, how long pulls take, and the shim artifacts Shims
+//! download. Build and sign pods push to it; faults can take it down or remove images.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::scenario::{RegistrySpec, ShimArtifact};
+
+/// Why a pull failed, worded as a container runtime reports it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PullError {
+    /// The image does not exist.
+    #[error(
+        "failed to pull and unpack image \"{0}\": failed to resolve reference \"{0}\": {0}: not found"
+    )]
+    NotFound(String),
+    /// The image needs credentials the pod does not have.
+    #[error(
+        "failed to pull and unpack image \"{0}\": failed to authorize: failed to fetch anonymous token: unexpected status: 401 Unauthorized"
+    )]
+    Unauthorized(String),
+    /// The registry is down.
+    #[error(
+        "failed to pull and unpack image \"{0}\": failed to do request: dial tcp: connect: connection refused"
+    )]
+    Unavailable(String),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    size_bytes: u64,
+    pull_secret: Option<String>,
+}
+
+/// The registry.
+#[derive(Debug)]
+pub struct SimRegistry {
+    images: Mutex<BTreeMap<String, Entry>>,
+    shims: Vec<ShimArtifact>,
+    latency: Duration,
+    bytes_per_second: f64,
+}
+
+/// Normalise an image reference the way runtimes do for lookups: no tag and no digest means `:latest`.
+pub fn normalise(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') || last.contains(':') {
+        image.to_string()
+    } else {
+        format!("{image}:latest")
+    }
+}
+
+impl SimRegistry {
+    /// The registry a scenario describes.
+    pub fn new(spec: &RegistrySpec) -> Self {
+        let images = spec
+            .images
+            .iter()
+            .map(|i| {
+                (
+                    normalise(&i.name),
+                    Entry {
+                        size_bytes: i.size_mi_b * 1024 * 1024,
+                        pull_secret: i.pull_secret.clone(),
+                    },
+                )
+            })
+            .collect();
+        Self {
+            images: Mutex::new(images),
+            shims: spec.shims.clone(),
+            latency: spec.latency,
+            bytes_per_second: spec.bandwidth_mi_b_per_second * 1024.0 * 1024.0,
+        }
+    }
+
+    fn images(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.images.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Resolve an image for a pull with the given pull-secret names: its size, or why it cannot be pulled.
+    /// Outages are faults, checked by the caller.
+    pub fn resolve(&self, image: &str, pull_secrets: &[String]) -> Result<u64, PullError> {
+        let key = normalise(image);
+        let images = self.images();
+        let entry = images
+            .get(&key)
+            .ok_or_else(|| PullError::NotFound(image.to_string()))?;
+        match &entry.pull_secret {
+            Some(secret) if !pull_secrets.iter().any(|s| s == secret) => {
+                Err(PullError::Unauthorized(image.to_string()))
+            }
+            _ => Ok(entry.size_bytes),
+        }
+    }
+
+    /// Whether the image exists.
+    pub fn exists(&self, image: &str) -> bool {
+        self.images().contains_key(&normalise(image))
+    }
+
+    /// Simulated time a pull of `size_bytes` takes.
+    pub fn pull_duration(&self, size_bytes: u64) -> Duration {
+        self.latency + Duration::from_secs_f64(size_bytes as f64 / self.bytes_per_second)
+    }
+
+    /// Push (or overwrite) an image.
+    pub fn push(&self, image: &str, size_bytes: u64) {
+        self.images().insert(
+            normalise(image),
+            Entry {
+                size_bytes,
+                pull_secret: None,
+            },
+        );
+    }
+
+    /// Remove an image; returns whether it existed.
+    pub fn remove(&self, image: &str) -> bool {
+        self.images().remove(&normalise(image)).is_some()
+    }
+
+    /// The shim artifact at a URL.
+    pub fn shim(&self, url: &str) -> Option<&ShimArtifact> {
+        self.shims.iter().find(|s| s.url == url)
+    }
+}
