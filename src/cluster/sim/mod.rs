@@ -19,6 +19,7 @@ pub mod scenario;
 
 use std::sync::Arc;
 
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::apiserver::ApiServer;
@@ -50,6 +51,9 @@ pub struct World {
     pub faults: Faults,
     /// The scenario the simulation runs.
     pub scenario: Scenario,
+    /// Announces (by node name) that a machine changed underneath its node — a reboot, a fault, an effect — so
+    /// the kubelet republishes what the API shows of it.
+    pub machine_changed: broadcast::Sender<String>,
     /// Cancelled when the simulation stops.
     pub stop: CancellationToken,
 }
@@ -65,6 +69,7 @@ impl World {
             registry: SimRegistry::new(&scenario.registry),
             faults: Faults::new(scenario.faults.clone()),
             scenario,
+            machine_changed: broadcast::channel(4096).0,
             stop: CancellationToken::new(),
         })
     }

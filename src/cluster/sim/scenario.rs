@@ -238,6 +238,9 @@ pub struct OsImage {
     pub kernel_version: String,
     /// OS image a node reports after booting it.
     pub os_image: String,
+    /// The OpenShift release whose payload ships this OS image, for ClusterVersion upgrades.
+    #[serde(default)]
+    pub release: Option<String>,
 }
 
 /// Kubelet settings.
