@@ -4,9 +4,7 @@
 //! resourceVersions. The writers go on across restarts until 1,000 creates have been issued.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,6 +13,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::mpsc;
+
+mod support;
+
+use support::ServeProcess;
 
 /// Creates issued in total, across every run of the server.
 const TOTAL_CREATES: usize = 1_000;
@@ -27,9 +29,6 @@ const WRITERS: usize = 4;
 
 const NAMESPACE: &str = "default";
 
-/// How long a server may take to write its kubeconfig.
-const STARTUP_LIMIT: Duration = Duration::from_secs(30);
-
 /// A bound on the whole test; reaching it means something hangs.
 const TEST_LIMIT: Duration = Duration::from_secs(180);
 
@@ -40,82 +39,15 @@ struct Ack {
     resource_version: u64,
 }
 
-/// One `kmm-tui serve` process, killed with SIGKILL when dropped or killed explicitly.
-struct Server {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Server {
-    /// Start a server on `state`, wait for the kubeconfig it writes into `dir`, and connect to it over HTTPS.
-    async fn start(dir: &Path, state: &Path, run: usize) -> (Self, kube::Client) {
-        let kubeconfig = dir.join("kubeconfig");
-        // A restarted server rewrites the file in place: remove the old one so that waiting for it means waiting
-        // for the new server.
-        let _ = std::fs::remove_file(&kubeconfig);
-        let log = dir.join(format!("server-{run}.log"));
-        let log_file = File::create(&log).expect("creating the server log");
-        let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .arg("--state-dir")
-            .arg(state)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("sharing the server log"))
-            .stderr(log_file)
-            .spawn()
-            .expect("starting kmm-tui serve");
-        let mut server = Self { child, log };
-        let config = server.wait_for_kubeconfig(&kubeconfig).await;
-        let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
-            .await
-            .expect("the written kubeconfig is usable by kube-rs");
-        let client = kube::Client::try_from(config).expect("building a client from the kubeconfig");
-        (server, client)
-    }
-
-    /// The kubeconfig is complete once it parses and names its context.
-    async fn wait_for_kubeconfig(&mut self, path: &Path) -> Kubeconfig {
-        let deadline = tokio::time::Instant::now() + STARTUP_LIMIT;
-        loop {
-            if let Ok(config) = Kubeconfig::read_from(path)
-                && config.current_context.as_deref() == Some("kmm-tui-embedded")
-            {
-                return config;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "kmm-tui serve exited early ({status}):\n{}",
-                    self.log_text()
-                );
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no kubeconfig after {STARTUP_LIMIT:?}:\n{}",
-                self.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// SIGKILL (what `Child::kill` sends on unix): no shutdown path runs.
-    fn kill_9(mut self) {
-        self.child.kill().expect("sending SIGKILL");
-        self.child.wait().expect("reaping the killed server");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Start a server on `state` and connect to it over HTTPS with the kubeconfig it wrote.
+async fn start_server(dir: &Path, state: &Path, run: usize) -> (ServeProcess, kube::Client) {
+    let server = ServeProcess::start(dir, state, &format!("server-{run}.log"));
+    let config = Kubeconfig::read_from(server.kubeconfig()).expect("the written kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .expect("the written kubeconfig is usable by kube-rs");
+    let client = kube::Client::try_from(config).expect("building a client from the kubeconfig");
+    (server, client)
 }
 
 fn config_map(name: &str, seq: usize) -> ConfigMap {
@@ -172,7 +104,7 @@ async fn writer(api: Api<ConfigMap>, issued: Arc<AtomicUsize>, acks: mpsc::Unbou
 /// writers are done, if they finish first). Returns this run's acknowledgements.
 async fn write_until_killed(
     api: &Api<ConfigMap>,
-    server: Server,
+    server: ServeProcess,
     issued: &Arc<AtomicUsize>,
 ) -> Vec<Ack> {
     let (sender, mut receiver) = mpsc::unbounded_channel();
@@ -247,7 +179,7 @@ async fn kill_and_restart_until_all_creates_issued() {
     let mut acked: Vec<Ack> = Vec::new();
     let mut kills = 0;
     for run in 0.. {
-        let (server, client) = Server::start(dir.path(), &state, run).await;
+        let (server, client) = start_server(dir.path(), &state, run).await;
         let api: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
         let newest_before = acked.iter().map(|a| a.resource_version).max().unwrap_or(0);
         assert_acknowledged_creates_survived(&api, &acked, issued.load(Ordering::SeqCst)).await;

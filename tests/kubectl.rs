@@ -3,79 +3,16 @@
 //! CRDs, finalizers, garbage collection, namespace deletion, pagination). Skipped where kubectl is not installed.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long the server may take to write its kubeconfig.
-const STARTUP_LIMIT: Duration = Duration::from_secs(30);
+mod support;
+
+use support::ServeProcess;
 
 /// An upper bound for the whole script; its own waits are bounded far below this, so hitting it means a hang.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(240);
-
-/// A `kmm-tui serve` process, killed when dropped so a failing test never leaves it behind.
-struct Server {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Server {
-    /// Start the binary on a free loopback port and wait until its kubeconfig is complete.
-    fn start(dir: &Path) -> (Self, PathBuf) {
-        let kubeconfig = dir.join("kubeconfig");
-        let log = dir.join("server.log");
-        let log_file = File::create(&log).expect("creating the server log");
-        let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("sharing the server log"))
-            .stderr(log_file)
-            .spawn()
-            .expect("starting kmm-tui serve");
-        let mut server = Self { child, log };
-        server.wait_for_kubeconfig(&kubeconfig);
-        (server, kubeconfig)
-    }
-
-    /// The kubeconfig is written in place after the listener is up; it is complete once it names its context.
-    fn wait_for_kubeconfig(&mut self, path: &Path) {
-        let deadline = Instant::now() + STARTUP_LIMIT;
-        loop {
-            let written = std::fs::read_to_string(path).unwrap_or_default();
-            if written.contains("current-context: kmm-tui-embedded") && written.contains("token:") {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "kmm-tui serve exited early ({status}):\n{}",
-                    self.log_text()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no kubeconfig after {STARTUP_LIMIT:?}:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn kubectl_installed() -> bool {
     Command::new("kubectl")
@@ -121,7 +58,8 @@ fn kubectl_end_to_end() {
         return;
     }
     let dir = tempfile::tempdir().expect("creating a temporary directory");
-    let (server, kubeconfig) = Server::start(dir.path());
+    let server = ServeProcess::start(dir.path(), &dir.path().join("state"), "server.log");
+    let kubeconfig = server.kubeconfig().to_path_buf();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubectl/e2e.sh");
     let started = Instant::now();
     let (status, output) = run_script(&script, &kubeconfig, dir.path());
