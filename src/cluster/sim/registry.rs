@@ -27,6 +27,29 @@ pub enum PullError {
     Unavailable(String),
 }
 
+/// Images every simulated registry holds (unless a fault removes them): the pause image and the images the
+/// operators' own pods use by default — KMM's worker, build (kaniko) and sign images, runtime-class-manager's
+/// downloader and node installer, kube-fledged's busybox and CRI client — so their pods run on the simulation.
+pub const SYSTEM_IMAGES: &[(&str, u64)] = &[
+    ("registry.k8s.io/pause:3.10", 1),
+    (
+        "gcr.io/k8s-staging-kmm/kernel-module-management-worker:latest",
+        40,
+    ),
+    ("gcr.io/kaniko-project/executor:latest", 80),
+    (
+        "gcr.io/k8s-staging-kmm/kernel-module-management-signimage:latest",
+        60,
+    ),
+    ("ghcr.io/spinframework/shim-downloader:latest", 10),
+    ("ghcr.io/spinframework/node-installer:latest", 20),
+    ("senthilrch/kubefledged-cri-client:v0.10.0", 30),
+    ("senthilrch/busybox:1.35.0", 2),
+];
+
+/// The pause image, pinned in every node's store.
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+
 #[derive(Debug, Clone)]
 struct Entry {
     size_bytes: u64,
