@@ -17,6 +17,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("demo", include_str!("scenarios/demo.yaml")),
     ("large", include_str!("scenarios/large.yaml")),
     ("chaos", include_str!("scenarios/chaos.yaml")),
+    ("empty", include_str!("scenarios/empty.yaml")),
 ];
 
 /// A whole scenario.
@@ -540,7 +541,7 @@ mod tests {
     fn built_in_scenarios_load() {
         for name in Scenario::built_in_names() {
             let scenario = Scenario::load(name).unwrap_or_else(|e| panic!("{e}"));
-            assert!(!scenario.node_names().is_empty(), "{name} has nodes");
+            assert_eq!(scenario.node_names().is_empty(), name == "empty", "{name}");
         }
         assert_eq!(Scenario::load("large").unwrap().node_names().len(), 5000);
     }
