@@ -563,6 +563,7 @@ registry:
     - {name: quay.io/org/kmod:5.14.0-284.el9.x86_64, sizeMiB: 120}
   shims:
     - {url: https://example.com/shim-v1.tar.gz, binary: containerd-shim-spin-v2}
+  latency: 300ms
 faults:
   - {kind: registryOutage, from: 1m, to: 90}
   - {kind: containerdRestartFailure, nodes: [worker-3], times: 2}
@@ -575,6 +576,7 @@ timeScale: 10
         assert_eq!(s.nodes[0].disk_gi_b, 40);
         assert_eq!(s.registry.images[0].size_mi_b, 120);
         assert_eq!(s.manifests.len(), 1);
+        assert_eq!(s.registry.latency, Duration::from_millis(300));
         assert!(
             matches!(s.faults[0], Fault::RegistryOutage { from, to } if from == Duration::from_secs(60) && to == Duration::from_secs(90))
         );
