@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
+use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 
 /// A console for the software that lives on Kubernetes nodes: kernel modules, containerd shims and pre-pulled
@@ -41,6 +42,10 @@ struct ServeArgs {
     /// Keep the cluster's data here so it survives restarts (and `kill -9`); without it, everything is in memory.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// The simulated nodes, registry and faults: a built-in scenario (demo, large, chaos, empty) or a scenario
+    /// file (see the README for the format).
+    #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
+    scenario: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -64,11 +69,12 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        None => runtime.block_on(serve(ServeArgs {
-            listen: "127.0.0.1:6443".parse()?,
-            kubeconfig_out: None,
-            state_dir: None,
-        })),
+        None => {
+            // No subcommand: serve with every option at its default.
+            let defaults =
+                ServeArgs::augment_args(clap::Command::new("serve")).get_matches_from(["serve"]);
+            runtime.block_on(serve(ServeArgs::from_arg_matches(&defaults)?))
+        }
     }
 }
 
@@ -80,15 +86,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(dir) => dir.join("kubeconfig"),
             None => std::env::temp_dir().join("kmm-tui.kubeconfig"),
         });
+    let scenario = Scenario::load(&args.scenario)?;
+    let nodes = scenario.node_names().len();
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
         state_dir: args.state_dir.clone(),
         listen: Some(args.listen),
         kubeconfig_out: Some(kubeconfig_out.clone()),
         history: None,
+        scenario: Some(scenario),
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
-    println!("kmm-tui: embedded cluster serving https://{address}");
+    println!(
+        "kmm-tui: embedded cluster serving https://{address} (scenario {}, {nodes} nodes)",
+        args.scenario
+    );
     println!(
         "kmm-tui: kubeconfig written to {}",
         kubeconfig_out.display()

@@ -31,11 +31,14 @@ pub struct EmbeddedOptions {
     pub kubeconfig_out: Option<PathBuf>,
     /// How many events the store keeps for watches to resume from; the default when None.
     pub history: Option<usize>,
+    /// Simulate the nodes, registry and faults of this scenario; no nodes at all when None.
+    pub scenario: Option<sim::scenario::Scenario>,
 }
 
 /// A running embedded cluster.
 pub struct EmbeddedCluster {
     server: ApiServer,
+    simulation: Option<sim::run::Simulation>,
     client: kube::Client,
     address: Option<SocketAddr>,
     kubeconfig: Option<String>,
@@ -62,6 +65,12 @@ impl EmbeddedCluster {
         bootstrap::run(&client)
             .await
             .context("installing the cluster's namespaces and CRDs")?;
+        let simulation = match options.scenario {
+            Some(scenario) => {
+                Some(sim::run::Simulation::start(server.clone(), client.clone(), scenario).await?)
+            }
+            None => None,
+        };
         let stop = CancellationToken::new();
         let (address, kubeconfig) = match options.listen {
             Some(listen) => {
@@ -85,6 +94,7 @@ impl EmbeddedCluster {
         };
         Ok(Self {
             server,
+            simulation,
             client,
             address,
             kubeconfig,
@@ -102,6 +112,11 @@ impl EmbeddedCluster {
         &self.server
     }
 
+    /// The node simulation, when the cluster runs a scenario.
+    pub fn simulation(&self) -> Option<&sim::run::Simulation> {
+        self.simulation.as_ref()
+    }
+
     /// Where HTTPS is served, when it is.
     pub fn address(&self) -> Option<SocketAddr> {
         self.address
@@ -114,6 +129,9 @@ impl EmbeddedCluster {
 
     /// Stop serving: close the listener, end watches and controllers. Every acknowledged write is already durable.
     pub async fn shutdown(self) {
+        if let Some(simulation) = self.simulation {
+            simulation.shutdown();
+        }
         self.stop.cancel();
         self.server.shutdown();
         tokio::task::yield_now().await;

@@ -28,7 +28,7 @@ impl ServeProcess {
         let log_file = File::create(&log).expect("creating the server log");
         let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--scenario", "empty", "--listen", "127.0.0.1:0"])
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .arg("--state-dir")

@@ -12,10 +12,16 @@
 //! reproducible and tests go through minutes of simulated time in milliseconds.
 
 pub mod clock;
+pub mod effects;
 pub mod faults;
+pub mod kubelet;
 pub mod machine;
+pub mod mco;
+mod objects;
 pub mod registry;
+pub mod run;
 pub mod scenario;
+pub mod scheduler;
 
 use std::sync::Arc;
 

@@ -1,0 +1,86 @@
+//! Scale benchmark of the node simulation: `kmm-tui serve --scenario large` (5,000 nodes).
+//!
+//! Measures the time until the cluster is ready (all nodes registered and the kubeconfig written), then the
+//! process's CPU use while idle over 60 seconds and its resident memory, from /proc. Linux only.
+//!
+//! Run with `cargo bench --bench large_scenario`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Idle measurement window.
+const IDLE_WINDOW: Duration = Duration::from_secs(60);
+
+/// User plus system CPU time of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks).
+fn cpu_time(pid: u32) -> Duration {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/<pid>/stat");
+    let after_name = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_secs_f64(ticks as f64 / 100.0)
+}
+
+/// Resident set size in MiB, from /proc/<pid>/status.
+fn rss_mib(pid: u32) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/<pid>/status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS");
+    kib / 1024.0
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
+        .args([
+            "serve",
+            "--scenario",
+            "large",
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            "warn",
+            "--kubeconfig-out",
+        ])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting kmm-tui serve");
+    while !kubeconfig.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("kmm-tui serve exited during start-up: {status}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "not ready after 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let startup = started.elapsed();
+    let pid = child.id();
+    // Let the start-up work (first pulls, status writes) settle before measuring idle.
+    std::thread::sleep(Duration::from_secs(10));
+    let before = cpu_time(pid);
+    std::thread::sleep(IDLE_WINDOW);
+    let idle_cpu = cpu_time(pid) - before;
+    let rss = rss_mib(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    println!("large scenario (5,000 nodes)");
+    println!("  start-up until ready      {startup:>10.2?}");
+    println!(
+        "  idle CPU over {}s          {:>10.2?} ({:.2} % of one core)",
+        IDLE_WINDOW.as_secs(),
+        idle_cpu,
+        idle_cpu.as_secs_f64() / IDLE_WINDOW.as_secs_f64() * 100.0
+    );
+    println!("  resident memory           {rss:>10.1} MiB");
+}

@@ -1,0 +1,291 @@
+//! The scheduler of the simulated cluster: binds pending pods to nodes through `pods/{name}/binding`, as
+//! kube-scheduler does, so every component above it (the engine, the console, kubectl) sees pods scheduled the
+//! way a real cluster schedules them.
+//!
+//! It serves pods whose `schedulerName` is `default-scheduler` (or empty) and whose `spec.nodeName` is empty.
+//! A node qualifies when it passes the filters of [`filter`] (cordon, taints and tolerations, readiness, node
+//! selector and required node affinity); among qualifying nodes the one running the fewest pods wins, ties broken
+//! by the scenario's seed. A pod no node can run stays Pending with `PodScheduled=False`, reason `Unschedulable`
+//! and kube-scheduler's message, plus a `FailedScheduling` event whenever that message changes; it is tried again
+//! whenever nodes or pods change. Everything it decides from is in the API, so a restart loses nothing.
+
+pub mod events;
+mod filter;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use super::{MANAGER, World};
+use events::{Recorder, Severity};
+
+/// The scheduler name pods ask for (an empty name means this one too).
+pub const SCHEDULER_NAME: &str = "default-scheduler";
+
+/// Start the scheduler; it runs until the world stops.
+pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut scheduler = Scheduler {
+            recorder: Recorder::new(world.client.clone(), SCHEDULER_NAME),
+            rng: world.rng("scheduler"),
+            bound: HashMap::new(),
+            world,
+        };
+        scheduler.run().await;
+    })
+}
+
+struct Scheduler {
+    world: Arc<World>,
+    recorder: Recorder,
+    rng: StdRng,
+    /// Pods bound by this scheduler whose binding the pod watch has not shown yet: uid → node.
+    bound: HashMap<String, String>,
+}
+
+impl Scheduler {
+    async fn run(&mut self) {
+        let client = self.world.client.clone();
+        let (pods, pod_writer) = reflector::store::<Pod>();
+        let (nodes, node_writer) = reflector::store::<Node>();
+        let pod_events = reflector::reflector(
+            pod_writer,
+            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
+        )
+        .default_backoff();
+        let node_events = reflector::reflector(
+            node_writer,
+            watcher(Api::<Node>::all(client), watcher::Config::default()),
+        )
+        .default_backoff();
+        let mut events =
+            futures::stream::select(pod_events.map(drop).boxed(), node_events.map(drop).boxed());
+        loop {
+            tokio::select! {
+                () = self.world.stop.cancelled() => return,
+                next = events.next() => if next.is_none() { return },
+            }
+            while let Some(Some(())) = events.next().now_or_never() {}
+            if pods.wait_until_ready().now_or_never().is_none()
+                || nodes.wait_until_ready().now_or_never().is_none()
+            {
+                continue;
+            }
+            self.pass(&pods, &nodes).await;
+        }
+    }
+
+    /// Try every pending pod once, oldest first.
+    async fn pass(&mut self, pods: &Store<Pod>, nodes: &Store<Node>) {
+        let mut nodes = nodes.state();
+        nodes.sort_by_key(|n| n.name_any());
+        let pods = pods.state();
+        let waiting: HashSet<String> = pods
+            .iter()
+            .filter(|p| node_name(p).is_none())
+            .filter_map(|p| p.uid())
+            .collect();
+        self.bound.retain(|uid, _| waiting.contains(uid));
+        let mut load: HashMap<String, usize> = HashMap::new();
+        for pod in pods.iter().filter(|p| !is_terminal(p)) {
+            if let Some(node) = node_name(pod) {
+                *load.entry(node.to_string()).or_default() += 1;
+            }
+        }
+        for node in self.bound.values() {
+            *load.entry(node.clone()).or_default() += 1;
+        }
+        let mut pending: Vec<&Arc<Pod>> = pods
+            .iter()
+            .filter(|p| is_ours_to_schedule(p))
+            .filter(|p| p.uid().is_none_or(|uid| !self.bound.contains_key(&uid)))
+            .collect();
+        pending.sort_by_key(|p| {
+            (
+                p.creation_timestamp().map(|t| t.0),
+                p.namespace(),
+                p.name_any(),
+            )
+        });
+        for pod in pending {
+            self.schedule(pod, &nodes, &mut load).await;
+        }
+    }
+
+    async fn schedule(
+        &mut self,
+        pod: &Pod,
+        nodes: &[Arc<Node>],
+        load: &mut HashMap<String, usize>,
+    ) {
+        let mut reasons = BTreeMap::new();
+        let mut fitting = Vec::new();
+        for node in nodes {
+            match filter::check(pod, node) {
+                Ok(()) => fitting.push(node.name_any()),
+                Err(reason) => *reasons.entry(reason).or_insert(0) += 1,
+            }
+        }
+        let least = fitting
+            .iter()
+            .map(|n| load.get(n).copied().unwrap_or(0))
+            .min();
+        let Some(least) = least else {
+            let message = filter::unschedulable_message(nodes.len(), &reasons);
+            self.report_unschedulable(pod, &message).await;
+            return;
+        };
+        let ties: Vec<&String> = fitting
+            .iter()
+            .filter(|n| load.get(*n).copied().unwrap_or(0) == least)
+            .collect();
+        let chosen = ties[self.rng.random_range(0..ties.len())].clone();
+        if self.bind(pod, &chosen).await {
+            *load.entry(chosen.clone()).or_default() += 1;
+            if let Some(uid) = pod.uid() {
+                self.bound.insert(uid, chosen);
+            }
+        }
+    }
+
+    /// POST the binding; true when the pod is now on `node`.
+    async fn bind(&self, pod: &Pod, node: &str) -> bool {
+        let namespace = pod.namespace().unwrap_or_default();
+        let name = pod.name_any();
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(node.to_string()),
+                ..ObjectReference::default()
+            },
+        };
+        let api: Api<Pod> = Api::namespaced(self.world.client.clone(), &namespace);
+        let bound = api
+            .create_subresource::<Binding, serde_json::Value>(
+                "binding",
+                &name,
+                &PostParams::default(),
+                &binding,
+            )
+            .await;
+        match bound {
+            Ok(_) => {
+                let message = format!("Successfully assigned {namespace}/{name} to {node}");
+                self.event(pod, Severity::Normal, "Scheduled", &message)
+                    .await;
+                true
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => false,
+            Err(error) => {
+                tracing::warn!(pod = %name, %namespace, %node, %error, "binding failed");
+                false
+            }
+        }
+    }
+
+    /// Set `PodScheduled=False` and record `FailedScheduling`, unless the pod already says exactly this.
+    async fn report_unschedulable(&self, pod: &Pod, message: &str) {
+        let conditions = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let previous = conditions.iter().find(|c| c.type_ == "PodScheduled");
+        if previous.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && c.message.as_deref() == Some(message)
+        }) {
+            return;
+        }
+        let since = previous
+            .filter(|c| c.status == "False")
+            .and_then(|c| c.last_transition_time.clone())
+            .unwrap_or_else(|| Time(jiff::Timestamp::now()));
+        let mut updated: Vec<PodCondition> = conditions
+            .iter()
+            .filter(|c| c.type_ != "PodScheduled")
+            .cloned()
+            .collect();
+        updated.push(PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            message: Some(message.to_string()),
+            last_transition_time: Some(since),
+            ..PodCondition::default()
+        });
+        let namespace = pod.namespace().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.world.client.clone(), &namespace);
+        let params = PatchParams {
+            field_manager: Some(MANAGER.to_string()),
+            ..PatchParams::default()
+        };
+        let patch = json!({"status": {"conditions": updated}});
+        if let Err(error) = api
+            .patch_status(&pod.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(pod = %pod.name_any(), %error, "pod status not updated");
+            return;
+        }
+        self.event(pod, Severity::Warning, "FailedScheduling", message)
+            .await;
+    }
+
+    async fn event(&self, pod: &Pod, severity: Severity, reason: &str, message: &str) {
+        if let Err(error) = self
+            .recorder
+            .record(pod.object_ref(&()), severity, reason, message)
+            .await
+        {
+            tracing::debug!(pod = %pod.name_any(), %error, "event not recorded");
+        }
+    }
+}
+
+fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Unbound, alive, not gated, and asking for this scheduler.
+fn is_ours_to_schedule(pod: &Pod) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    node_name(pod).is_none()
+        && pod.metadata.deletion_timestamp.is_none()
+        && !is_terminal(pod)
+        && spec.scheduling_gates.as_ref().is_none_or(Vec::is_empty)
+        && matches!(
+            spec.scheduler_name.as_deref(),
+            None | Some("") | Some(SCHEDULER_NAME)
+        )
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the node simulation, through kube::Client against the embedded cluster.
+
+mod common_control;
+mod common_kubelet;
+mod control;
+mod effects;
+mod kubelet;
+mod scenarios;
