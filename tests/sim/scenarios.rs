@@ -153,3 +153,188 @@ async fn the_chaos_scenario_starts() {
     );
     cluster.shutdown().await;
 }
+
+/// The machine ConfigMap of a node, read through the API until `ready` holds (or a minute of test time passes).
+async fn machine_record(
+    cluster: &EmbeddedCluster,
+    node: &str,
+    ready: impl Fn(&std::collections::BTreeMap<String, String>) -> bool,
+) -> std::collections::BTreeMap<String, String> {
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(cluster.client(), "kmm-tui-sim");
+    let mut data = Default::default();
+    for _ in 0..600 {
+        if let Some(cm) = maps.get_opt(&format!("machine-{node}")).await.unwrap() {
+            data = cm.data.unwrap_or_default();
+            if ready(&data) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    data
+}
+
+async fn pod_phase(pods: &Api<Pod>, name: &str, want: &str) -> Pod {
+    for _ in 0..600 {
+        let pod = pods.get(name).await.unwrap();
+        if pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(want) {
+            return pod;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "{name} never reached {want}: {:?}",
+        pods.get(name).await.unwrap().status
+    );
+}
+
+const NODES_AND_SHIM: &str = r#"
+nodes:
+  - {namePrefix: worker-, count: 2, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414}
+registry:
+  images:
+    - {name: quay.io/acme/kmod:5.14.0-284.el9.x86_64, sizeMiB: 50}
+  shims:
+    - {url: https://example.com/spin.tar.gz, binary: containerd-shim-spin}
+faults:
+  - {kind: containerdRestartFailure, nodes: [worker-1], times: 1}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_kmm_worker_pod_run_by_the_kubelet_loads_the_module_on_its_node() {
+    let scenario = Scenario::parse(NODES_AND_SHIM, "test", None).unwrap();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let config = "containerImage: quay.io/acme/kmod:5.14.0-284.el9.x86_64\nkernelVersion: 5.14.0-284.el9.x86_64\ninsecurePull: false\nmodprobe:\n  moduleName: acme_accel\n";
+    let worker: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "kmm-worker-worker-0-acme",
+            "labels": {"kmm.node.kubernetes.io/worker-action": "Load", "kmm.node.kubernetes.io/module.name": "acme"},
+            "annotations": {"kmm.node.kubernetes.io/worker-config": config}
+        },
+        "spec": {
+            "nodeName": "worker-0",
+            "restartPolicy": "OnFailure",
+            "initContainers": [{"name": "image-extractor", "image": "quay.io/acme/kmod:5.14.0-284.el9.x86_64", "command": ["/bin/sh", "-c", "cp -R /opt/lib/modules /tmp/opt/lib/modules"]}],
+            "containers": [{
+                "name": "worker",
+                "image": "gcr.io/k8s-staging-kmm/kernel-module-management-worker:latest",
+                "args": ["kmod", "load", "/etc/kmm-worker/config.yaml"],
+                "securityContext": {"capabilities": {"add": ["SYS_MODULE"]}}
+            }]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &worker).await.unwrap();
+    pod_phase(&pods, "kmm-worker-worker-0-acme", "Succeeded").await;
+    let record = machine_record(&cluster, "worker-0", |d| {
+        d.get("lsmod").is_some_and(|l| l.contains("acme_accel"))
+    })
+    .await;
+    assert_eq!(
+        record.get("lsmod").map(String::as_str),
+        Some("acme_accel\n"),
+        "{record:?}"
+    );
+    let other = machine_record(&cluster, "worker-1", |_| true).await;
+    assert_eq!(
+        other.get("lsmod").map(String::as_str),
+        Some(""),
+        "only the worker's node changed"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_containerd_restart_fault_is_visible_and_rolled_back() {
+    let scenario = Scenario::parse(NODES_AND_SHIM, "test", None).unwrap();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let before = machine_record(&cluster, "worker-1", |d| d.contains_key("config.toml")).await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let installer = |name: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"spinkube.dev/shimName": "spin"}},
+            "spec": {
+                "nodeName": "worker-1",
+                "restartPolicy": "Never",
+                "hostPID": true,
+                "initContainers": [{
+                    "name": "downloader",
+                    "image": "ghcr.io/spinframework/shim-downloader:latest",
+                    "env": [{"name": "SHIM_NAME", "value": "spin"}, {"name": "SHIM_LOCATION", "value": "https://example.com/spin.tar.gz"}],
+                    "securityContext": {"privileged": true}
+                }],
+                "containers": [{
+                    "name": "provisioner",
+                    "image": "ghcr.io/spinframework/node-installer:latest",
+                    "args": ["install", "-H", "/mnt/node-root", "-r", "spin"],
+                    "securityContext": {"privileged": true}
+                }]
+            }
+        }))
+        .unwrap()
+    };
+    // The first install hits the fault: the pod fails, saying the configuration was rolled back.
+    pods.create(&PostParams::default(), &installer("install-1"))
+        .await
+        .unwrap();
+    let failed = pod_phase(&pods, "install-1", "Failed").await;
+    let terminated = failed.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_ne!(terminated.exit_code, 0);
+    assert!(
+        terminated
+            .message
+            .unwrap_or_default()
+            .contains("rolled back"),
+        "the failure says what happened"
+    );
+    let after_fault = machine_record(&cluster, "worker-1", |d| {
+        d.get("containerd")
+            .is_some_and(|c| c.contains("rolled back"))
+    })
+    .await;
+    assert_eq!(
+        after_fault.get("config.toml"),
+        before.get("config.toml"),
+        "the configuration is the one before the install"
+    );
+    // The fault happens once: a second install succeeds and the runtime is configured.
+    pods.create(&PostParams::default(), &installer("install-2"))
+        .await
+        .unwrap();
+    pod_phase(&pods, "install-2", "Succeeded").await;
+    let installed = machine_record(&cluster, "worker-1", |d| {
+        d.get("config.toml")
+            .is_some_and(|c| c.contains("runtimes.spin"))
+    })
+    .await;
+    assert!(
+        installed
+            .get("config.toml")
+            .unwrap()
+            .contains("/opt/rcm/bin/containerd-shim-spin")
+    );
+    assert!(
+        installed
+            .get("shims")
+            .unwrap()
+            .contains("containerd-shim-spin")
+    );
+    cluster.shutdown().await;
+}

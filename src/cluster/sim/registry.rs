@@ -47,9 +47,6 @@ pub const SYSTEM_IMAGES: &[(&str, u64)] = &[
     ("senthilrch/busybox:1.35.0", 2),
 ];
 
-/// The pause image, pinned in every node's store.
-pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
-
 #[derive(Debug, Clone)]
 struct Entry {
     size_bytes: u64,
@@ -78,19 +75,21 @@ pub fn normalise(image: &str) -> String {
 impl SimRegistry {
     /// The registry a scenario describes.
     pub fn new(spec: &RegistrySpec) -> Self {
-        let images = spec
-            .images
-            .iter()
-            .map(|i| {
-                (
-                    normalise(&i.name),
-                    Entry {
-                        size_bytes: i.size_mi_b * 1024 * 1024,
-                        pull_secret: i.pull_secret.clone(),
-                    },
-                )
-            })
-            .collect();
+        let system = SYSTEM_IMAGES.iter().map(|(name, mib)| {
+            let entry = Entry {
+                size_bytes: mib * 1024 * 1024,
+                pull_secret: None,
+            };
+            (normalise(name), entry)
+        });
+        let listed = spec.images.iter().map(|i| {
+            let entry = Entry {
+                size_bytes: i.size_mi_b * 1024 * 1024,
+                pull_secret: i.pull_secret.clone(),
+            };
+            (normalise(&i.name), entry)
+        });
+        let images = system.chain(listed).collect();
         Self {
             images: Mutex::new(images),
             shims: spec.shims.clone(),
