@@ -16,7 +16,7 @@ pub struct Simulation {
 
 impl Simulation {
     /// Check the scenario's objects against the server, register the nodes, apply the objects and start the
-    /// scheduler, kubelets, Machine Config Operator and registry faults.
+    /// scheduler, kubelets (which also apply the scenario's timed faults) and the Machine Config Operator.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
@@ -29,7 +29,6 @@ impl Simulation {
         let mut tasks = kubelet::spawn(world.clone());
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
-        tasks.push(tokio::spawn(registry_faults(world.clone())));
         Ok(Self { world, tasks })
     }
 
@@ -43,21 +42,6 @@ impl Simulation {
         self.world.stop.cancel();
         for task in self.tasks {
             task.abort();
-        }
-    }
-}
-
-/// Remove images from the registry when `removeImage` faults say so.
-async fn registry_faults(world: Arc<World>) {
-    let mut removals = world.faults.image_removals();
-    removals.sort_by_key(|(_, at)| *at);
-    for (image, at) in removals {
-        tokio::select! {
-            _ = world.clock.sleep_until(at) => {
-                world.registry.remove(&image);
-                tracing::info!(%image, "scenario fault: the registry lost the image");
-            }
-            _ = world.stop.cancelled() => return,
         }
     }
 }
