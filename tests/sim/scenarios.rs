@@ -68,16 +68,7 @@ async fn demo_starts_with_every_node_ready_and_its_objects_applied() {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let mut phase = String::new();
-    for _ in 0..600 {
-        let pod = pods.get("web").await.unwrap();
-        phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
-        if phase == "Running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(phase, "Running");
+    pod_phase(&pods, "web", "Running").await;
     cluster.shutdown().await;
 }
 
