@@ -329,3 +329,92 @@ async fn a_containerd_restart_fault_is_visible_and_rolled_back() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_os_image_change_reboots_the_pool_one_node_at_a_time_with_the_real_kubelet() {
+    let text = r#"
+nodes:
+  - {namePrefix: worker-, count: 3, labels: {node-role.kubernetes.io/worker: ""}, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414}
+osImages:
+  - {url: quay.io/os/rhcos@sha256:414, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414, release: 4.14.0}
+  - {url: quay.io/os/rhcos@sha256:415, kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
+"#;
+    let scenario = Scenario::parse(text, "test", None).unwrap();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let nodes: Api<Node> = Api::all(cluster.client());
+    let boot_ids = |list: &[Node]| -> Vec<String> {
+        list.iter()
+            .filter_map(|n| {
+                n.status
+                    .as_ref()?
+                    .node_info
+                    .as_ref()
+                    .map(|i| i.boot_id.clone())
+            })
+            .collect()
+    };
+    let before = boot_ids(&nodes.list(&ListParams::default()).await.unwrap().items);
+    let configs = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "MachineConfig"),
+        "machineconfigs",
+    );
+    let configs: Api<DynamicObject> = Api::all_with(cluster.client(), &configs);
+    let config: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-os", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:415"}
+    }))
+    .unwrap();
+    configs
+        .create(&PostParams::default(), &config)
+        .await
+        .unwrap();
+    let mut most_unavailable = 0;
+    let mut list = Vec::new();
+    for _ in 0..3000 {
+        list = nodes.list(&ListParams::default()).await.unwrap().items;
+        let unavailable = list
+            .iter()
+            .filter(|n| !ready(n) || n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true))
+            .count();
+        most_unavailable = most_unavailable.max(unavailable);
+        let done = list.iter().all(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .is_some_and(|i| i.kernel_version == "5.14.0-362.el9.x86_64")
+        }) && list
+            .iter()
+            .all(|n| ready(n) && n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true));
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for node in &list {
+        let info = node
+            .status
+            .as_ref()
+            .and_then(|s| s.node_info.as_ref())
+            .unwrap();
+        assert_eq!(
+            info.kernel_version,
+            "5.14.0-362.el9.x86_64",
+            "{} runs the new kernel",
+            node.metadata.name.as_deref().unwrap_or("")
+        );
+        assert_eq!(info.os_image, "RHCOS 415");
+    }
+    let after = boot_ids(&list);
+    assert!(
+        before.iter().all(|b| !after.contains(b)),
+        "every node rebooted: {before:?} -> {after:?}"
+    );
+    assert_eq!(most_unavailable, 1, "one node at a time");
+    cluster.shutdown().await;
+}
