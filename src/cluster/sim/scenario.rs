@@ -96,7 +96,8 @@ pub struct NodeGroup {
     /// Operating system.
     #[serde(default = "default_os")]
     pub operating_system: String,
-    /// The MachineConfigPool the nodes belong to (default: `worker`, or `master` with the control-plane role).
+    /// The MachineConfigPool the nodes belong to: they get its role label `node-role.kubernetes.io/<pool>` (a custom
+    /// pool must be among the scenario's objects; `worker` and `master` exist by default).
     #[serde(default)]
     pub pool: Option<String>,
 }

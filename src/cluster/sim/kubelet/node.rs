@@ -50,6 +50,10 @@ pub fn new_object(world: &World, group: &NodeGroup, machine: &Machine, index: us
     labels.insert("kubernetes.io/hostname".into(), machine.name.clone());
     labels.insert("kubernetes.io/os".into(), machine.operating_system.clone());
     labels.insert("kubernetes.io/arch".into(), machine.architecture.clone());
+    // The Machine Config Operator assigns pools by role label, as on OpenShift.
+    if let Some(pool) = &group.pool {
+        labels.insert(format!("node-role.kubernetes.io/{pool}"), String::new());
+    }
     let annotations = BTreeMap::from([
         ("node.alpha.kubernetes.io/ttl".to_string(), "0".to_string()),
         (
