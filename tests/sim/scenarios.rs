@@ -18,16 +18,21 @@ fn ready(node: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-#[tokio::test(start_paused = true)]
-async fn demo_starts_with_every_node_ready_and_its_objects_applied() {
-    let scenario = Scenario::load("demo").unwrap();
-    let expected_nodes = scenario.node_names().len();
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+/// An embedded cluster simulating `scenario`.
+async fn start(scenario: Scenario) -> EmbeddedCluster {
+    EmbeddedCluster::start(EmbeddedOptions {
         scenario: Some(scenario),
         ..Default::default()
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn demo_starts_with_every_node_ready_and_its_objects_applied() {
+    let scenario = Scenario::load("demo").unwrap();
+    let expected_nodes = scenario.node_names().len();
+    let cluster = start(scenario).await;
     let nodes: Api<Node> = Api::all(cluster.client());
     let list = nodes.list(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), expected_nodes);
@@ -126,12 +131,7 @@ objects:
 async fn the_chaos_scenario_starts() {
     let scenario = Scenario::load("chaos").unwrap();
     let expected_nodes = scenario.node_names().len();
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(scenario),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let cluster = start(scenario).await;
     let nodes: Api<Node> = Api::all(cluster.client());
     assert_eq!(
         nodes
@@ -195,12 +195,7 @@ faults:
 #[tokio::test(start_paused = true)]
 async fn a_kmm_worker_pod_run_by_the_kubelet_loads_the_module_on_its_node() {
     let scenario = Scenario::parse(NODES_AND_SHIM, "test", None).unwrap();
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(scenario),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let cluster = start(scenario).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     let config = "containerImage: quay.io/acme/kmod:5.14.0-284.el9.x86_64\nkernelVersion: 5.14.0-284.el9.x86_64\ninsecurePull: false\nmodprobe:\n  moduleName: acme_accel\n";
     let worker: Pod = serde_json::from_value(json!({
@@ -245,12 +240,7 @@ async fn a_kmm_worker_pod_run_by_the_kubelet_loads_the_module_on_its_node() {
 #[tokio::test(start_paused = true)]
 async fn a_containerd_restart_fault_is_visible_and_rolled_back() {
     let scenario = Scenario::parse(NODES_AND_SHIM, "test", None).unwrap();
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(scenario),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let cluster = start(scenario).await;
     let before = machine_record(&cluster, "worker-1", |d| d.contains_key("config.toml")).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     let installer = |name: &str| -> Pod {
@@ -340,12 +330,7 @@ osImages:
   - {url: quay.io/os/rhcos@sha256:415, kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
 "#;
     let scenario = Scenario::parse(text, "test", None).unwrap();
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(scenario),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let cluster = start(scenario).await;
     let nodes: Api<Node> = Api::all(cluster.client());
     let boot_ids = |list: &[Node]| -> Vec<String> {
         list.iter()
