@@ -1,3 +1,4 @@
 //! kmm-tui: a terminal console and reconciler engine for the software that lives on Kubernetes nodes.
 pub mod api;
 pub mod cluster;
+pub mod engine;

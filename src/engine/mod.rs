@@ -1,0 +1,66 @@
+//! The KMM engine: reconcilers that take a `Module` to every matching node.
+//!
+//! `Module` → [`module`] → one `ModuleImagesConfig` per Module and one `NodeModulesConfig` entry per node whose
+//! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
+//! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node.
+//!
+//! Every reconciler runs on `kube::runtime::Controller` and talks only through `kube::Client`, so the same code runs
+//! against the embedded cluster and a real one. Passes are level-triggered and idempotent: the engine may be killed
+//! at any point and restarted. [`leader`] makes sure two engines never act at once.
+
+pub mod context;
+pub mod kernel;
+pub mod labels;
+pub mod leader;
+pub mod mbsc;
+pub mod mic;
+pub mod module;
+pub mod nmc;
+pub mod nodes;
+pub mod status;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use context::{Context, PodImages};
+pub use leader::LeaseConfig;
+
+/// How to run the engine.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Images of the pods the engine creates.
+    pub images: PodImages,
+    /// The Lease that elects one acting engine.
+    pub lease: LeaseConfig,
+}
+
+/// Run every reconciler until `shutdown` is cancelled, acting only while this engine holds the lease. Returns once
+/// the reconcilers have stopped and the lease is released.
+pub async fn run(
+    client: kube::Client,
+    config: EngineConfig,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let context = Arc::new(Context::new(
+        client.clone(),
+        config.images.clone(),
+        Some(config.lease.identity.clone()),
+    ));
+    leader::run_as_leader(client, config.lease, shutdown, move |leading| {
+        run_reconcilers(context.clone(), leading)
+    })
+    .await
+}
+
+/// Run the reconcilers until `stop` is cancelled.
+pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
+    tracing::info!("engine acting: reconcilers started");
+    tokio::join!(
+        module::run(context.clone(), stop.clone()),
+        mic::run(context.clone(), stop.clone()),
+        mbsc::run(context.clone(), stop.clone()),
+        nmc::run(context, stop),
+    );
+    tracing::info!("reconcilers stopped");
+}

@@ -1,0 +1,12 @@
+//! Placeholder until the nmc reconciler lands.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Context;
+
+/// Run the reconciler until `stop` is cancelled.
+pub async fn run(_context: Arc<Context>, stop: CancellationToken) {
+    stop.cancelled().await;
+}
