@@ -1,0 +1,139 @@
+//! Set-up shared by the engine tests: an embedded cluster running a scenario from `tests/engine/scenarios`, an
+//! engine that can be started, stopped and killed, and polling helpers on tokio time.
+// Each test module uses a different part of this one.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kmm_tui::cluster::sim::scenario::Scenario;
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::{self, Context, PodImages};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Path of a scenario file of these tests.
+pub fn scenario_path(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/engine/scenarios")
+        .join(file)
+}
+
+/// An embedded cluster simulating a scenario, and the engine acting on it.
+pub struct Harness {
+    /// The cluster; its client is what tests and engine use.
+    pub cluster: EmbeddedCluster,
+    engine: Option<(CancellationToken, JoinHandle<()>)>,
+}
+
+impl Harness {
+    /// Start the cluster for `tests/engine/scenarios/<file>` (or a built-in scenario name), without an engine.
+    pub async fn start(scenario: &str) -> Self {
+        let path = scenario_path(scenario);
+        let source = if path.exists() {
+            path.to_string_lossy().into_owned()
+        } else {
+            scenario.to_owned()
+        };
+        let scenario = Scenario::load(&source).expect("the scenario loads");
+        let cluster = EmbeddedCluster::start(EmbeddedOptions {
+            scenario: Some(scenario),
+            ..Default::default()
+        })
+        .await
+        .expect("the embedded cluster starts");
+        Self {
+            cluster,
+            engine: None,
+        }
+    }
+
+    /// The cluster's client.
+    pub fn client(&self) -> kube::Client {
+        self.cluster.client()
+    }
+
+    /// A fresh engine context on this cluster, with the default pod images.
+    pub fn context(&self) -> Arc<Context> {
+        Arc::new(Context::new(
+            self.client(),
+            PodImages::default(),
+            Some("test".to_owned()),
+        ))
+    }
+
+    /// Start every reconciler (no leader election: the test is the only engine).
+    pub fn start_engine(&mut self) {
+        assert!(self.engine.is_none(), "the engine is already running");
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(engine::run_reconcilers(self.context(), stop.clone()));
+        self.engine = Some((stop, task));
+    }
+
+    /// Start only the reconcilers `start` spawns (for tests of one reconciler).
+    pub fn start_with<F, Fut>(&mut self, start: F)
+    where
+        F: FnOnce(Arc<Context>, CancellationToken) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        assert!(self.engine.is_none(), "the engine is already running");
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(start(self.context(), stop.clone()));
+        self.engine = Some((stop, task));
+    }
+
+    /// Stop the engine gracefully and wait for it.
+    pub async fn stop_engine(&mut self) {
+        if let Some((stop, task)) = self.engine.take() {
+            stop.cancel();
+            let _ = task.await;
+        }
+    }
+
+    /// Kill the engine wherever it is: its task is aborted mid-pass, as a crash would.
+    pub async fn kill_engine(&mut self) {
+        if let Some((_, task)) = self.engine.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// Stop the engine and the cluster.
+    pub async fn shutdown(mut self) {
+        self.kill_engine().await;
+        self.cluster.shutdown().await;
+    }
+}
+
+/// Poll `check` until it returns true, or fail after `secs` seconds (tokio time) with `what`.
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    wait_for(secs, what, || {
+        let fut = check();
+        async move { fut.await.then_some(()) }
+    })
+    .await
+}
+
+/// Poll `probe` until it yields a value, or fail after `secs` seconds (tokio time) with `what`.
+pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {secs} s waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,3 @@
+//! End-to-end tests of the KMM engine on the embedded cluster and its simulated nodes, through `kube::Client`.
+
+mod common;
