@@ -13,3 +13,7 @@ pub const PROGRESSING: &str = "Progressing";
 
 /// Condition type set when some part of the work failed and needs a person's attention.
 pub const DEGRADED: &str = "Degraded";
+
+/// Condition type of a Module: the module is loaded on every node that should have it (the Kubernetes
+/// workload convention, so `kubectl wait --for=condition=Available` works).
+pub const AVAILABLE: &str = "Available";

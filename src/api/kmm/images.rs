@@ -145,6 +145,10 @@ pub struct ModuleBuildSignImage {
     pub spec: ModuleImageSpec,
     /// Build or sign.
     pub action: BuildSignAction,
+    /// The MIC image generation this work answers; a new one replaces a finished build or sign, so a failed build is
+    /// retried when the user asks and never otherwise (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
 }
 
 /// Kind of work on an image.
@@ -172,6 +176,9 @@ pub struct BuildSignImageStatus {
     pub action: BuildSignAction,
     /// How it went.
     pub status: BuildSignOutcome,
+    /// The spec `generation` this outcome answers (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
 }
 
 /// How a build or sign ended.
