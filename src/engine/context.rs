@@ -137,3 +137,19 @@ pub fn retry_on_error<K>(
     tracing::warn!(%error, "reconcile failed; retrying");
     Action::requeue(RETRY_AFTER)
 }
+
+/// Create/replace parameters that record the engine as the writer.
+pub fn post_params() -> kube::api::PostParams {
+    kube::api::PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// Patch parameters that record the engine as the writer.
+pub fn patch_params() -> kube::api::PatchParams {
+    kube::api::PatchParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..Default::default()
+    }
+}

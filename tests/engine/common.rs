@@ -137,3 +137,81 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Every pod a label selector matched while it ran, and the most that were alive at once per key — for
+/// assertions like "never two pull pods for one image".
+pub struct PodRecorder {
+    seen: Arc<std::sync::Mutex<PodRecord>>,
+    task: JoinHandle<()>,
+}
+
+/// What a [`PodRecorder`] saw.
+#[derive(Default, Clone, Debug)]
+pub struct PodRecord {
+    /// Names of every pod created, in order (a name used twice appears twice).
+    pub created: Vec<String>,
+    /// UIDs of every pod seen.
+    pub uids: std::collections::BTreeSet<String>,
+    /// Alive pods (UIDs) per key.
+    pub alive: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// The most pods alive at once for each key.
+    pub most_alive: std::collections::BTreeMap<String, usize>,
+}
+
+impl PodRecorder {
+    /// Watch pods in every namespace matching `selector`, keyed by `key(pod)`.
+    pub fn start(
+        client: kube::Client,
+        selector: &str,
+        key: impl Fn(&k8s_openapi::api::core::v1::Pod) -> String + Send + 'static,
+    ) -> Self {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let seen = Arc::new(std::sync::Mutex::new(PodRecord::default()));
+        let record = seen.clone();
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::all(client);
+        let stream = watcher(pods, watcher::Config::default().labels(selector));
+        let task = tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                let Ok(event) = event else { continue };
+                let mut record = record.lock().expect("pod record");
+                match event {
+                    watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
+                        let name = pod.metadata.name.clone().unwrap_or_default();
+                        let uid = pod.metadata.uid.clone().unwrap_or_default();
+                        let key = key(&pod);
+                        let alive = record.alive.entry(key.clone()).or_default();
+                        alive.insert(uid.clone());
+                        let count = alive.len();
+                        if record.uids.insert(uid) {
+                            record.created.push(name);
+                        }
+                        let most = record.most_alive.entry(key).or_default();
+                        *most = (*most).max(count);
+                    }
+                    watcher::Event::Delete(pod) => {
+                        let uid = pod.metadata.uid.clone().unwrap_or_default();
+                        let key = key(&pod);
+                        if let Some(alive) = record.alive.get_mut(&key) {
+                            alive.remove(&uid);
+                        }
+                    }
+                    watcher::Event::Init | watcher::Event::InitDone => {}
+                }
+            }
+        });
+        Self { seen, task }
+    }
+
+    /// What was seen so far.
+    pub fn record(&self) -> PodRecord {
+        self.seen.lock().expect("pod record").clone()
+    }
+}
+
+impl Drop for PodRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -47,7 +47,10 @@ pub fn pod_ip(index: usize, host: u8) -> String {
 /// The Node object a kubelet registers for a machine of `group`.
 pub fn new_object(world: &World, group: &NodeGroup, machine: &Machine, index: usize) -> Node {
     let mut labels = group.labels.clone();
-    labels.insert("kubernetes.io/hostname".into(), machine.name.clone());
+    // A scenario may set the hostname label, as kubelet's --hostname-override does.
+    labels
+        .entry("kubernetes.io/hostname".into())
+        .or_insert_with(|| machine.name.clone());
     labels.insert("kubernetes.io/os".into(), machine.operating_system.clone());
     labels.insert("kubernetes.io/arch".into(), machine.architecture.clone());
     // The Machine Config Operator assigns pools by role label, as on OpenShift.

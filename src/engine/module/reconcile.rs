@@ -1,0 +1,266 @@
+//! One pass over one Module: finalizer and namespace label, the plan, the MIC, the NMC entries, ordered-upgrade
+//! labels, then the status with its reasons.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch};
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use super::entries;
+use super::plan::{self, Plan};
+use super::report::{self, Observed};
+use super::{ModuleContext, finalize, images};
+use crate::api::kmm::{DaemonSetCounts, Module, ModuleStatus};
+use crate::engine::context::{Error, KubeResultExt, RETRY_AFTER, patch_params, post_params};
+use crate::engine::labels;
+
+/// Reconcile one Module.
+pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Result<Action, Error> {
+    if module.metadata.deletion_timestamp.is_some() {
+        return finalize::finalize(&module, &context).await;
+    }
+    let namespace = module
+        .namespace()
+        .ok_or_else(|| Error::Invalid(format!("Module {} has no namespace", module.name_any())))?;
+    label_namespace(&context, &namespace).await?;
+    if !module
+        .finalizers()
+        .iter()
+        .any(|f| f == labels::MODULE_FINALIZER)
+    {
+        add_finalizer(&context, &module, &namespace).await?;
+        // The write triggers the next pass.
+        return Ok(Action::await_change());
+    }
+    let Some(loader) = &module.spec.module_loader else {
+        write_status(
+            &context,
+            &module,
+            None,
+            &Plan::default(),
+            &Observed::default(),
+        )
+        .await?;
+        return Ok(Action::await_change());
+    };
+    let all_nodes = context.nodes.state();
+    let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
+    let plan = plan::plan(&module, &loader.container, &node_refs);
+    apply_version_labels(&context, &plan, &namespace, &module.name_any()).await?;
+    let mic = images::ensure_mic(&context.engine, &module, &loader.container, &plan).await?;
+    let image_states: BTreeMap<String, _> = mic
+        .status
+        .iter()
+        .flat_map(|s| &s.images_states)
+        .map(|s| (s.image.clone(), s.status))
+        .collect();
+    let counts = entries::sync(
+        &context.engine,
+        &module,
+        loader,
+        &plan,
+        &image_states,
+        &context.nmcs.state(),
+    )
+    .await?;
+    let mut observed = observe(&context, &module, &namespace).await?;
+    observed.image_states = image_states;
+    observed.desired = counts.desired;
+    observed.available = counts.available;
+    observed.mic_name = mic.name_any();
+    let trigger = mic
+        .status
+        .as_ref()
+        .and_then(|s| s.image_rebuild_trigger_generation);
+    write_status(&context, &module, trigger, &plan, &observed).await?;
+    Ok(Action::await_change())
+}
+
+/// Retry a failed pass soon: most failures are conflicts with a concurrent writer.
+pub fn error_policy(module: Arc<Module>, error: &Error, _context: Arc<ModuleContext>) -> Action {
+    tracing::warn!(module = %module.name_any(), %error, "module pass failed; retrying");
+    Action::requeue(RETRY_AFTER)
+}
+
+async fn label_namespace(context: &ModuleContext, namespace: &str) -> Result<(), Error> {
+    let api: Api<Namespace> = Api::all(context.engine.client.clone());
+    let labelled = api
+        .get(namespace)
+        .await
+        .doing(|| format!("reading namespace {namespace}"))?
+        .labels()
+        .contains_key(labels::NAMESPACE_CONTAINS_MODULES);
+    if !labelled {
+        let patch = json!({"metadata": {"labels": {labels::NAMESPACE_CONTAINS_MODULES: ""}}});
+        api.patch(namespace, &patch_params(), &Patch::Merge(&patch))
+            .await
+            .doing(|| format!("labelling namespace {namespace}"))?;
+    }
+    Ok(())
+}
+
+async fn add_finalizer(
+    context: &ModuleContext,
+    module: &Module,
+    namespace: &str,
+) -> Result<(), Error> {
+    let mut finalizers = module.finalizers().to_vec();
+    finalizers.push(labels::MODULE_FINALIZER.to_owned());
+    let patch = json!({"metadata": {"resourceVersion": module.resource_version(), "finalizers": finalizers}});
+    Api::<Module>::namespaced(context.engine.client.clone(), namespace)
+        .patch(&module.name_any(), &patch_params(), &Patch::Merge(&patch))
+        .await
+        .doing(|| {
+            format!(
+                "adding the finalizer of Module {namespace}/{}",
+                module.name_any()
+            )
+        })?;
+    Ok(())
+}
+
+/// Move the ordered-upgrade worker labels one step.
+async fn apply_version_labels(
+    context: &ModuleContext,
+    plan: &Plan,
+    namespace: &str,
+    name: &str,
+) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(context.engine.client.clone());
+    let key = labels::version_worker_pod(namespace, name);
+    for (node, change) in &plan.version_labels {
+        let patch = json!({"metadata": {"labels": {key.as_str(): change}}});
+        api.patch(node, &patch_params(), &Patch::Merge(&patch))
+            .await
+            .doing(|| format!("moving the module version label of node {node}"))?;
+    }
+    Ok(())
+}
+
+/// What the pods of the Module show: pulls stuck in back-off and failing workers.
+async fn observe(
+    context: &ModuleContext,
+    module: &Module,
+    namespace: &str,
+) -> Result<Observed, Error> {
+    let name = module.name_any();
+    let pods: Api<Pod> = Api::namespaced(context.engine.client.clone(), namespace);
+    let mut observed = Observed::default();
+    let pullers = pods
+        .list(&ListParams::default().labels(&format!("{}={name}", labels::IMAGE_OWNER)))
+        .await
+        .doing(|| format!("listing the pull pods of Module {namespace}/{name}"))?;
+    for pod in &pullers.items {
+        let Some(spec) = &pod.spec else { continue };
+        let Some(image) = spec.containers.first().and_then(|c| c.image.clone()) else {
+            continue;
+        };
+        let waiting = pod
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+            .find(|w| {
+                matches!(
+                    w.reason.as_deref(),
+                    Some("ErrImagePull" | "ImagePullBackOff")
+                )
+            });
+        if let Some(waiting) = waiting {
+            let reason = waiting.reason.clone().unwrap_or_default();
+            let text = match waiting.message.as_deref().filter(|m| !m.is_empty()) {
+                Some(message) => format!("{reason}: {message}"),
+                None => reason,
+            };
+            observed.pull_waits.insert(image, text);
+        }
+    }
+    let workers = pods
+        .list(&ListParams::default().labels(&format!(
+            "{},{}={name}",
+            labels::WORKER_ACTION,
+            labels::MODULE_NAME
+        )))
+        .await
+        .doing(|| format!("listing the worker pods of Module {namespace}/{name}"))?;
+    for pod in &workers.items {
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        let failure = pod
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .filter(|c| c.restart_count > 0)
+            .find_map(|c| {
+                let last = c.last_state.as_ref()?.terminated.as_ref()?;
+                Some(
+                    last.message
+                        .clone()
+                        .filter(|m| !m.is_empty())
+                        .or_else(|| last.reason.clone())
+                        .unwrap_or_else(|| format!("exit code {}", last.exit_code)),
+                )
+            });
+        if let Some(message) = failure {
+            observed
+                .worker_failures
+                .insert(node, message.trim().to_owned());
+        }
+    }
+    Ok(observed)
+}
+
+/// Write counters, kernels and conditions when they differ from what is stored.
+async fn write_status(
+    context: &ModuleContext,
+    module: &Module,
+    rebuild_trigger: Option<i64>,
+    plan: &Plan,
+    observed: &Observed,
+) -> Result<(), Error> {
+    let current = module.status.clone().unwrap_or_default();
+    let mut status = ModuleStatus {
+        module_loader: None,
+        device_plugin: current.device_plugin.clone(),
+        dra: current.dra.clone(),
+        image_rebuild_trigger_generation: rebuild_trigger,
+        kernels: plan.kernels.clone(),
+        conditions: current.conditions.clone(),
+    };
+    if module.spec.module_loader.is_some() {
+        status.module_loader = Some(DaemonSetCounts {
+            nodes_matching_selector_number: plan.targeted as i32,
+            desired_number: observed.desired,
+            available_number: observed.available,
+        });
+        report::set_conditions(
+            &mut status.conditions,
+            plan,
+            observed,
+            module.metadata.generation,
+        );
+    }
+    if status == current {
+        return Ok(());
+    }
+    let mut updated = module.clone();
+    updated.status = Some(status);
+    let namespace = module.namespace().unwrap_or_default();
+    Api::<Module>::namespaced(context.engine.client.clone(), &namespace)
+        .replace_status(&module.name_any(), &post_params(), &updated)
+        .await
+        .doing(|| {
+            format!(
+                "writing the status of Module {namespace}/{}",
+                module.name_any()
+            )
+        })?;
+    Ok(())
+}
