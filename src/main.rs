@@ -1,12 +1,28 @@
 //! The `kmm-tui` command line.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_tui::engine::rbac::EngineRbac;
+use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages};
+use tokio_util::sync::CancellationToken;
+
+/// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
+const EMBEDDED_IDENTITY: &str = "embedded";
+
+/// Lease duration of the engine `serve --with-engine` runs.
+const EMBEDDED_LEASE_DURATION: Duration = Duration::from_secs(15);
+
+/// How long `controller` waits for the cluster to answer before giving up.
+const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 /// A console for the software that lives on Kubernetes nodes: kernel modules, containerd shims and pre-pulled
 /// images. Without a subcommand it runs the embedded cluster (see `serve`).
@@ -23,8 +39,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the embedded cluster headless until interrupted (Ctrl-C or SIGTERM), serving the Kubernetes API over
-    /// HTTPS on loopback. Point kubectl at it with the kubeconfig it writes.
+    /// HTTPS on loopback. Point kubectl at it with the kubeconfig it writes. With `--with-engine`, the KMM engine
+    /// runs in the same process and acts on the embedded cluster.
     Serve(ServeArgs),
+    /// Run the KMM engine headless against a cluster until interrupted (Ctrl-C or SIGTERM). Several engines may
+    /// point at one cluster: a Lease elects the one that acts, and a standby takes over when it dies or stops.
+    Controller(ControllerArgs),
     /// Print the CustomResourceDefinitions of every kind kmm-tui manages as multi-document YAML, ready for
     /// `kmm-tui crds | kubectl apply -f -`.
     Crds,
@@ -46,15 +66,114 @@ struct ServeArgs {
     /// file (see the README for the format).
     #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
     scenario: String,
+    /// Also run the KMM engine in this process, on the embedded cluster (identity `embedded`). It takes part in
+    /// the same leader election as `kmm-tui controller` processes pointed at this cluster.
+    #[arg(long)]
+    with_engine: bool,
+    #[command(flatten)]
+    images: ImageArgs,
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+#[derive(Args)]
+struct ControllerArgs {
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// Namespace of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_LEASE_NAMESPACE)]
+    lease_namespace: String,
+    /// Name of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
+    lease_name: String,
+    /// This engine's name in the Lease; must differ between engines. Defaults to `<hostname>-<pid>`.
+    #[arg(long, value_name = "ID")]
+    identity: Option<String>,
+    /// Seconds a leader's Lease holds without renewal: how long a standby waits after the leader dies.
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    lease_duration: u64,
+    #[command(flatten)]
+    images: ImageArgs,
+    /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
+    /// bindings) as YAML, and exit.
+    #[arg(long)]
+    print_rbac: bool,
+}
+
+/// Images of the pods the engine creates; each defaults to the upstream project's published image.
+#[derive(Args)]
+struct ImageArgs {
+    /// Image of the worker pods that load and unload kernel modules on nodes.
+    #[arg(long, value_name = "IMG")]
+    worker_image: Option<String>,
+    /// Image of the pods that build kernel module images.
+    #[arg(long, value_name = "IMG")]
+    build_image: Option<String>,
+    /// Image holding `sign-file`, for the pods that sign kernel modules.
+    #[arg(long, value_name = "IMG")]
+    sign_image: Option<String>,
+}
+
+impl ImageArgs {
+    fn pod_images(self) -> PodImages {
+        let defaults = PodImages::default();
+        PodImages {
+            worker: self.worker_image.unwrap_or(defaults.worker),
+            build: self.build_image.unwrap_or(defaults.build),
+            sign: self.sign_image.unwrap_or(defaults.sign),
+        }
+    }
+}
+
+/// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kmm-tui: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line. Many causes repeat their own cause in their message; those repeats are
+/// left out.
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let message = cause
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !line.contains(&message) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&message);
+        }
+    }
+    line
+}
+
+/// The log filter `--log` asks for. kube's client logs every failed request as an error of its own; the engine
+/// already reports failures with what it was doing, so those are left out unless the filter names `kube_client`.
+fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(log).context("--log is not a valid filter")?;
+    Ok(if log.contains("kube_client") {
+        filter
+    } else {
+        filter.add_directive("kube_client::client::builder=off".parse()?)
+    })
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&cli.log)
-                .context("--log is not a valid filter")?,
-        )
+        .with_env_filter(log_filter(&cli.log)?)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -62,6 +181,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
+        Some(Command::Controller(args)) => runtime.block_on(controller(args)),
         Some(Command::Crds) => {
             print!(
                 "{}",
@@ -113,22 +233,131 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(dir) => println!("kmm-tui: state kept in {}", dir.display()),
         None => println!("kmm-tui: state kept in memory (pass --state-dir DIR to keep it)"),
     }
-    wait_for_signal().await?;
-    println!("kmm-tui: shutting down");
+    let shutdown = shutdown_on_signal(|| println!("kmm-tui: shutting down"))?;
+    // The engine stops (and releases its Lease) before the cluster it talks to goes away.
+    let engine = if args.with_engine {
+        println!("kmm-tui: engine running in-process as {EMBEDDED_IDENTITY}");
+        let config = EngineConfig {
+            images: args.images.pod_images(),
+            lease: LeaseConfig::new(
+                DEFAULT_LEASE_NAMESPACE,
+                DEFAULT_LEASE_NAME,
+                EMBEDDED_IDENTITY,
+                EMBEDDED_LEASE_DURATION,
+            ),
+        };
+        kmm_tui::engine::run(cluster.client(), config, shutdown).await
+    } else {
+        shutdown.cancelled().await;
+        Ok(())
+    };
     cluster.shutdown().await;
+    engine
+}
+
+/// Run the engine against the cluster the arguments point at, until a signal stops it.
+async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
+    let identity = args.identity.unwrap_or_else(default_identity);
+    let lease = LeaseConfig::new(
+        args.lease_namespace,
+        args.lease_name,
+        identity,
+        Duration::from_secs(args.lease_duration),
+    );
+    if args.print_rbac {
+        print!("{}", EngineRbac::new(&lease).to_yaml());
+        return Ok(());
+    }
+    let client = connect(args.kubeconfig.as_deref(), args.context).await?;
+    let shutdown = shutdown_on_signal(|| tracing::info!("signal received; shutting down"))?;
+    tracing::info!(
+        identity = %lease.identity,
+        lease = %format!("{}/{}", lease.namespace, lease.name),
+        "engine started; electing the acting engine"
+    );
+    let config = EngineConfig {
+        images: args.images.pod_images(),
+        lease,
+    };
+    kmm_tui::engine::run(client, config, shutdown).await?;
+    tracing::info!("engine stopped");
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result?,
-            _ = term.recv() => {}
+/// A client for the cluster of `kubeconfig` (or the inferred one), checked to answer: a wrong address or bad
+/// credentials are better reported at once than retried forever.
+async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<String>,
+) -> anyhow::Result<kube::Client> {
+    let options = kube::config::KubeConfigOptions {
+        context,
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .with_context(|| format!("loading kubeconfig {}", path.display()))?
+        }
+        None if options.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .context("loading the kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("finding a cluster (no kubeconfig, no in-cluster service account)")?,
+    };
+    let url = config.cluster_url.clone();
+    let client =
+        kube::Client::try_from(config).with_context(|| format!("setting up a client for {url}"))?;
+    match tokio::time::timeout(CONNECT_LIMIT, client.apiserver_version()).await {
+        Ok(Ok(_)) => Ok(client),
+        Ok(Err(error)) => {
+            Err(anyhow::Error::new(error).context(format!("cannot reach the cluster at {url}")))
+        }
+        Err(_) => {
+            anyhow::bail!("cannot reach the cluster at {url}: no answer within {CONNECT_LIMIT:?}")
         }
     }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await?;
-    Ok(())
+}
+
+/// `<hostname>-<pid>`: unique among engines on one cluster, and says where the leader runs.
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "kmm-tui".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// A token cancelled on Ctrl-C or SIGTERM, after `announce` has run. The handlers are installed at once, so a
+/// signal arriving right after this returns is not lost.
+fn shutdown_on_signal(announce: fn()) -> anyhow::Result<CancellationToken> {
+    let token = CancellationToken::new();
+    #[cfg(unix)]
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => {
+                if let Err(error) = interrupted {
+                    tracing::warn!(%error, "Ctrl-C cannot be caught; stop with SIGTERM");
+                    terminate.recv().await;
+                }
+            }
+            _ = terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        announce();
+        cancel.cancel();
+    });
+    Ok(token)
 }

@@ -17,6 +17,7 @@ pub mod mic;
 pub mod module;
 pub mod nmc;
 pub mod nodes;
+pub mod rbac;
 pub mod status;
 
 use std::sync::Arc;

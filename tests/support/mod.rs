@@ -21,6 +21,11 @@ impl ServeProcess {
     /// Start the binary with its state in `state`, logging to `dir/<log_name>`, and wait until the kubeconfig it
     /// writes to `dir/kubeconfig` is there (it is written atomically once the server is ready).
     pub fn start(dir: &Path, state: &Path, log_name: &str) -> Self {
+        Self::start_with(dir, state, log_name, &[])
+    }
+
+    /// [`ServeProcess::start`] with more arguments for `kmm-tui serve`.
+    pub fn start_with(dir: &Path, state: &Path, log_name: &str, extra_args: &[&str]) -> Self {
         let kubeconfig = dir.join("kubeconfig");
         // A restarted server writes the file again: remove the old one so that waiting for it waits for the new one.
         let _ = std::fs::remove_file(&kubeconfig);
@@ -33,6 +38,7 @@ impl ServeProcess {
             .arg(&kubeconfig)
             .arg("--state-dir")
             .arg(state)
+            .args(extra_args)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("sharing the server log"))
             .stderr(log_file)

@@ -1,0 +1,393 @@
+//! The least privilege the engine runs with on a real cluster, as typed RBAC objects: a ServiceAccount, a
+//! ClusterRole with exactly the verbs the reconcilers use, and a Role confined to the one Lease that elects the
+//! acting engine. `kmm-tui controller --print-rbac` prints them, so what an administrator grants is what the code
+//! needs and no more (no wildcards).
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
+use super::context::MANAGER;
+use super::leader::LeaseConfig;
+
+/// Name of the ServiceAccount, roles and bindings: the engine's own name, so they are easy to find and audit.
+pub const ENGINE_ACCOUNT: &str = MANAGER;
+
+/// API group of the KMM kinds.
+const KMM_GROUP: &str = "kmm.sigs.x-k8s.io";
+
+/// Read and follow objects.
+const READ: &[&str] = &["get", "list", "watch"];
+
+/// What the engine may do cluster-wide: (API group, resources, verbs).
+const CLUSTER_RULES: &[(&str, &[&str], &[&str])] = &[
+    // Modules are the users' to create and delete; the engine adds its finalizer and writes status.
+    (
+        KMM_GROUP,
+        &["modules"],
+        &["get", "list", "watch", "patch", "update"],
+    ),
+    // The engine's own bookkeeping objects, one per Module or per node.
+    (
+        KMM_GROUP,
+        &[
+            "moduleimagesconfigs",
+            "modulebuildsignconfigs",
+            "nodemodulesconfigs",
+        ],
+        &[
+            "get", "list", "watch", "create", "patch", "update", "delete",
+        ],
+    ),
+    (
+        KMM_GROUP,
+        &[
+            "modules/status",
+            "moduleimagesconfigs/status",
+            "modulebuildsignconfigs/status",
+            "nodemodulesconfigs/status",
+        ],
+        &["get", "patch", "update"],
+    ),
+    // Owner references with blockOwnerDeletion need update on the owner's finalizers subresource where the
+    // OwnerReferencesPermissionEnforcement admission plugin runs: Module → MIC → MBSC → build pods, MIC → pull
+    // pods, Node → NMC → worker pods.
+    (
+        KMM_GROUP,
+        &[
+            "modules/finalizers",
+            "moduleimagesconfigs/finalizers",
+            "modulebuildsignconfigs/finalizers",
+            "nodemodulesconfigs/finalizers",
+        ],
+        &["update"],
+    ),
+    ("", &["nodes/finalizers"], &["update"]),
+    // Worker, pull, build and sign pods.
+    (
+        "",
+        &["pods"],
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
+    ("", &["pods/status"], &["get"]),
+    // Kernel versions and boot IDs are read from nodes; module readiness is labelled on them.
+    ("", &["nodes"], &["get", "list", "watch", "patch"]),
+    // Dockerfiles and signing keys are read, never changed.
+    ("", &["configmaps", "secrets"], &["get"]),
+    // Namespaces holding Modules are labelled so they are not deleted from under them.
+    ("", &["namespaces"], &["get", "patch"]),
+    ("events.k8s.io", &["events"], &["create", "patch"]),
+];
+
+/// The RBAC objects that let the engine run under its own ServiceAccount.
+#[derive(Clone, Debug)]
+pub struct EngineRbac {
+    /// The identity the engine runs as, in the Lease's namespace.
+    pub service_account: ServiceAccount,
+    /// What the reconcilers do cluster-wide.
+    pub cluster_role: ClusterRole,
+    /// Grants the cluster role to the ServiceAccount.
+    pub cluster_role_binding: ClusterRoleBinding,
+    /// Leader election on the one Lease, in its namespace only.
+    pub role: Role,
+    /// Grants the role to the ServiceAccount.
+    pub role_binding: RoleBinding,
+}
+
+impl EngineRbac {
+    /// The objects for an engine electing its leader on `lease`; the ServiceAccount lives in the Lease's namespace.
+    pub fn new(lease: &LeaseConfig) -> Self {
+        let namespace = lease.namespace.as_str();
+        let subject = Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: ENGINE_ACCOUNT.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Subject::default()
+        };
+        Self {
+            service_account: ServiceAccount {
+                metadata: meta(Some(namespace)),
+                ..ServiceAccount::default()
+            },
+            cluster_role: ClusterRole {
+                metadata: meta(None),
+                rules: Some(
+                    CLUSTER_RULES
+                        .iter()
+                        .map(|rule| policy_rule(*rule))
+                        .collect(),
+                ),
+                ..ClusterRole::default()
+            },
+            cluster_role_binding: ClusterRoleBinding {
+                metadata: meta(None),
+                role_ref: role_ref("ClusterRole"),
+                subjects: Some(vec![subject.clone()]),
+            },
+            role: Role {
+                metadata: meta(Some(namespace)),
+                rules: Some(lease_rules(&lease.name)),
+            },
+            role_binding: RoleBinding {
+                metadata: meta(Some(namespace)),
+                role_ref: role_ref("Role"),
+                subjects: Some(vec![subject]),
+            },
+        }
+    }
+
+    /// Every object as multi-document YAML, ready for `kubectl apply -f -`.
+    pub fn to_yaml(&self) -> String {
+        [
+            yaml_document(&self.service_account),
+            yaml_document(&self.cluster_role),
+            yaml_document(&self.cluster_role_binding),
+            yaml_document(&self.role),
+            yaml_document(&self.role_binding),
+        ]
+        .concat()
+    }
+}
+
+/// Leader election needs to create the Lease (creation cannot be limited to a name) and to read, follow and update
+/// that one Lease.
+fn lease_rules(lease_name: &str) -> Vec<PolicyRule> {
+    let group = "coordination.k8s.io";
+    vec![
+        policy_rule((group, &["leases"], &["create"])),
+        PolicyRule {
+            resource_names: Some(vec![lease_name.to_owned()]),
+            ..policy_rule((group, &["leases"], &[READ, &["update"]].concat()))
+        },
+    ]
+}
+
+fn policy_rule((group, resources, verbs): (&str, &[&str], &[&str])) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+fn meta(namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(ENGINE_ACCOUNT.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        ..ObjectMeta::default()
+    }
+}
+
+fn role_ref(kind: &str) -> RoleRef {
+    RoleRef {
+        api_group: "rbac.authorization.k8s.io".to_owned(),
+        kind: kind.to_owned(),
+        name: ENGINE_ACCOUNT.to_owned(),
+    }
+}
+
+fn yaml_document<T: Serialize>(object: &T) -> String {
+    match serde_saphyr::to_string(object) {
+        Ok(yaml) => format!("---\n{yaml}"),
+        Err(error) => format!("---\n# not printable: {error}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Every API call the engine makes, as (group, resource, verb, cluster-wide), and the owner references it sets
+    /// (update on the owner's `finalizers`). Lease calls are namespaced.
+    const ENGINE_CALLS: &[(&str, &str, &str, bool)] = &[
+        (KMM_GROUP, "modules", "watch", true),
+        (KMM_GROUP, "modules", "patch", true),
+        (KMM_GROUP, "modules/status", "patch", true),
+        (KMM_GROUP, "modules/finalizers", "update", true),
+        (KMM_GROUP, "moduleimagesconfigs/finalizers", "update", true),
+        (
+            KMM_GROUP,
+            "modulebuildsignconfigs/finalizers",
+            "update",
+            true,
+        ),
+        (KMM_GROUP, "nodemodulesconfigs/finalizers", "update", true),
+        ("", "nodes/finalizers", "update", true),
+        (KMM_GROUP, "moduleimagesconfigs", "create", true),
+        (KMM_GROUP, "moduleimagesconfigs", "patch", true),
+        (KMM_GROUP, "moduleimagesconfigs", "delete", true),
+        (KMM_GROUP, "moduleimagesconfigs/status", "patch", true),
+        (KMM_GROUP, "modulebuildsignconfigs", "create", true),
+        (KMM_GROUP, "modulebuildsignconfigs", "patch", true),
+        (KMM_GROUP, "modulebuildsignconfigs", "delete", true),
+        (KMM_GROUP, "modulebuildsignconfigs/status", "patch", true),
+        (KMM_GROUP, "nodemodulesconfigs", "create", true),
+        (KMM_GROUP, "nodemodulesconfigs", "patch", true),
+        (KMM_GROUP, "nodemodulesconfigs", "delete", true),
+        (KMM_GROUP, "nodemodulesconfigs/status", "patch", true),
+        ("", "pods", "create", true),
+        ("", "pods", "delete", true),
+        ("", "pods", "patch", true),
+        ("", "pods", "list", true),
+        ("", "pods", "watch", true),
+        ("", "pods/status", "get", true),
+        ("", "nodes", "watch", true),
+        ("", "nodes", "patch", true),
+        ("", "configmaps", "get", true),
+        ("", "secrets", "get", true),
+        ("", "namespaces", "patch", true),
+        ("events.k8s.io", "events", "create", true),
+        ("events.k8s.io", "events", "patch", true),
+        ("coordination.k8s.io", "leases", "create", false),
+        ("coordination.k8s.io", "leases", "get", false),
+        ("coordination.k8s.io", "leases", "update", false),
+        ("coordination.k8s.io", "leases", "list", false),
+        ("coordination.k8s.io", "leases", "watch", false),
+    ];
+
+    fn rbac() -> EngineRbac {
+        EngineRbac::new(&LeaseConfig::new(
+            "engine-system",
+            "engine-lease",
+            "a",
+            Duration::from_secs(15),
+        ))
+    }
+
+    fn grants(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
+        rules.iter().any(|rule| {
+            let has = |list: &Option<Vec<String>>, item: &str| {
+                list.as_ref().is_some_and(|l| l.iter().any(|x| x == item))
+            };
+            has(&rule.api_groups, group)
+                && has(&rule.resources, resource)
+                && rule.verbs.iter().any(|v| v == verb)
+        })
+    }
+
+    #[test]
+    fn every_engine_call_is_granted_where_it_is_made() {
+        let rbac = rbac();
+        let cluster = rbac.cluster_role.rules.unwrap_or_default();
+        let namespaced = rbac.role.rules.unwrap_or_default();
+        for (group, resource, verb, cluster_wide) in ENGINE_CALLS {
+            let (granting, other) = if *cluster_wide {
+                (&cluster, &namespaced)
+            } else {
+                (&namespaced, &cluster)
+            };
+            assert!(
+                grants(granting, group, resource, verb),
+                "{verb} {group}/{resource} is not granted"
+            );
+            assert!(
+                !grants(other, group, resource, verb),
+                "{verb} {group}/{resource} is granted in the wrong scope"
+            );
+        }
+    }
+
+    #[test]
+    fn nothing_is_granted_that_the_engine_does_not_call() {
+        let rbac = rbac();
+        let rules = [
+            rbac.cluster_role.rules.unwrap_or_default(),
+            rbac.role.rules.unwrap_or_default(),
+        ]
+        .concat();
+        for rule in &rules {
+            for group in rule.api_groups.iter().flatten() {
+                for resource in rule.resources.iter().flatten() {
+                    let called = ENGINE_CALLS
+                        .iter()
+                        .any(|(g, r, _, _)| g == group && r == resource);
+                    assert!(called, "{group}/{resource} is granted but never called");
+                }
+            }
+            assert!(rule.verbs.iter().all(|verb| {
+                [
+                    "get", "list", "watch", "create", "patch", "update", "delete",
+                ]
+                .contains(&verb.as_str())
+            }));
+        }
+    }
+
+    #[test]
+    fn no_wildcards() {
+        let yaml = rbac().to_yaml();
+        assert!(!yaml.contains('*'), "a wildcard in:\n{yaml}");
+    }
+
+    #[test]
+    fn lease_access_is_confined_to_the_lease_namespace_and_name() {
+        let rbac = rbac();
+        assert_eq!(
+            rbac.role.metadata.namespace.as_deref(),
+            Some("engine-system")
+        );
+        let rules = rbac.role.rules.unwrap_or_default();
+        for rule in &rules {
+            let named = rule.resource_names.as_deref() == Some(&["engine-lease".to_owned()][..]);
+            // Creation cannot be limited by name; everything else is.
+            assert!(named || rule.verbs == ["create"], "unconfined: {rule:?}");
+        }
+    }
+
+    #[test]
+    fn the_bindings_grant_the_roles_to_the_service_account() {
+        let rbac = rbac();
+        let account = Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: ENGINE_ACCOUNT.to_owned(),
+            namespace: Some("engine-system".to_owned()),
+            ..Subject::default()
+        };
+        assert_eq!(rbac.service_account.metadata.namespace, account.namespace);
+        assert_eq!(
+            rbac.service_account.metadata.name.as_deref(),
+            Some(ENGINE_ACCOUNT)
+        );
+        assert_eq!(
+            rbac.cluster_role_binding.subjects,
+            Some(vec![account.clone()])
+        );
+        assert_eq!(rbac.role_binding.subjects, Some(vec![account]));
+        assert_eq!(rbac.cluster_role_binding.role_ref.kind, "ClusterRole");
+        assert_eq!(
+            rbac.cluster_role_binding.role_ref.name,
+            rbac.cluster_role.metadata.name.unwrap_or_default()
+        );
+        assert_eq!(rbac.role_binding.role_ref.kind, "Role");
+        assert_eq!(
+            rbac.role_binding.metadata.namespace,
+            rbac.role.metadata.namespace
+        );
+    }
+
+    #[test]
+    fn the_yaml_holds_five_typed_documents() {
+        let yaml = rbac().to_yaml();
+        let kinds: Vec<&str> = yaml
+            .lines()
+            .filter_map(|line| line.strip_prefix("kind: "))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Role",
+                "RoleBinding"
+            ]
+        );
+        assert_eq!(yaml.matches("---\n").count(), 5);
+    }
+}
