@@ -3,5 +3,6 @@
 mod common;
 mod kmm;
 mod module;
+mod nmc;
 mod restarts;
 mod samples;

@@ -1,0 +1,203 @@
+//! The NodeModulesConfig reconciler: runs the worker pods that load and unload kernel modules on a node, records
+//! what they did in the NMC status, and labels the node with the modules it runs.
+//!
+//! Each NMC (cluster-scoped, named after its node) lists in its spec the modules the node must run and in its status
+//! the modules the node runs. A pass compares the two with the node's worker pods and takes one step per module:
+//! load, unload first when the configuration changed, reload after a reboot, replace a worker crash-looping on an
+//! outdated template. Passes start on changes of the NMC, of its worker pods and of the node (kernel, boot,
+//! readiness, labels, taints); there is no polling.
+
+mod garbage;
+mod node_labels;
+mod pass;
+mod plan;
+mod settle;
+mod template;
+#[cfg(test)]
+mod testing;
+mod workers;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+use super::context::{Context, Error, KubeResultExt, retry_on_error};
+use super::{kernel, labels, nodes};
+use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
+
+/// Run the reconciler until `stop` is cancelled.
+pub async fn run(context: Arc<Context>, stop: CancellationToken) {
+    let client = context.client.clone();
+    let controller = Controller::new(
+        Api::<NodeModulesConfig>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let node_changes = NodeChanges::new(controller.store());
+    controller
+        .owns(
+            Api::<Pod>::all(client.clone()),
+            watcher::Config::default().labels(labels::WORKER_ACTION),
+        )
+        .watches(
+            Api::<Node>::all(client),
+            watcher::Config::default(),
+            move |node| node_changes.trigger(&node),
+        )
+        .graceful_shutdown_on(stop.cancelled_owned())
+        .run(reconcile, retry_on_error, context.clone())
+        .for_each(|result| {
+            let context = context.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    // A worker pod or a deletion woke an NMC that is gone: its pods wait for their finalizer.
+                    Err(controller::Error::ObjectNotFound(object)) => {
+                        if let Err(error) = workers::release_orphans(&context, &object.name).await {
+                            tracing::warn!(%error, "releasing worker pods of a deleted NodeModulesConfig");
+                        }
+                    }
+                    Err(error) => tracing::debug!(%error, "NodeModulesConfig reconciler"),
+                }
+            }
+        })
+        .await;
+}
+
+/// One pass over the NMC, read afresh (the controller's copy may predate this reconciler's own last status write,
+/// and acting on it would load a module twice).
+async fn reconcile(object: Arc<NodeModulesConfig>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = object.name_any();
+    let nmc = Api::<NodeModulesConfig>::all(ctx.client.clone())
+        .get_opt(&name)
+        .await
+        .doing(|| format!("reading NodeModulesConfig {name}"))?;
+    let Some(nmc) = nmc else {
+        workers::release_orphans(&ctx, &name).await?;
+        return Ok(Action::await_change());
+    };
+    let node = Api::<Node>::all(ctx.client.clone())
+        .get_opt(&name)
+        .await
+        .doing(|| format!("reading node {name}"))?;
+    // Without its node the NMC is garbage: it is owned by the node, so the collector removes it and its pods.
+    if let Some(node) = node {
+        pass::reconcile_node(&ctx, nmc, &node).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A module, by namespace and name, as NMC entries, worker pods and labels name it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct ModuleKey {
+    namespace: String,
+    name: String,
+}
+
+impl ModuleKey {
+    fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn of_spec(entry: &NodeModuleSpec) -> Self {
+        Self::new(&entry.namespace, &entry.name)
+    }
+
+    fn of_status(entry: &NodeModuleStatus) -> Self {
+        Self::new(&entry.namespace, &entry.name)
+    }
+}
+
+impl fmt::Display for ModuleKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Which node changes start a pass: kernel, boot, readiness, labels or taints of a node that has an NMC. Node
+/// status heartbeats and other churn would otherwise start a pass per node every few seconds.
+struct NodeChanges {
+    nmcs: Store<NodeModulesConfig>,
+    seen: Mutex<HashMap<String, u64>>,
+}
+
+impl NodeChanges {
+    fn new(nmcs: Store<NodeModulesConfig>) -> Self {
+        Self {
+            nmcs,
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The NMC to reconcile for this state of `node`, if what the reconciler reads of it changed.
+    fn trigger(&self, node: &Node) -> Option<ObjectRef<NodeModulesConfig>> {
+        let name = node.metadata.name.clone()?;
+        let fingerprint = fingerprint(node);
+        let previous = self
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), fingerprint);
+        let nmc = ObjectRef::new(&name);
+        (previous != Some(fingerprint) && self.nmcs.get(&nmc).is_some()).then_some(nmc)
+    }
+}
+
+/// A digest of what the reconciler reads of a node.
+fn fingerprint(node: &Node) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    kernel::node_kernel(node).hash(&mut hasher);
+    kernel::node_boot_id(node).hash(&mut hasher);
+    nodes::is_ready(node).hash(&mut hasher);
+    node.labels().hash(&mut hasher);
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_ref());
+    serde_json::to_string(&taints)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(boot: &str, heartbeat: &str, taint: bool) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n", "labels": {"a": "1"}},
+            "spec": {"taints": if taint { serde_json::json!([{"key": "k", "effect": "NoSchedule"}]) } else { serde_json::json!([]) }},
+            "status": {
+                "nodeInfo": {"kernelVersion": "5.14", "bootID": boot, "machineID": "", "systemUUID": "",
+                    "osImage": "", "containerRuntimeVersion": "", "kubeletVersion": "",
+                    "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+                "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}],
+            },
+        }))
+        .expect("node")
+    }
+
+    #[test]
+    fn only_what_the_reconciler_reads_changes_the_fingerprint() {
+        let base = fingerprint(&node("b1", "2024-01-01T00:00:00Z", false));
+        assert_eq!(
+            base,
+            fingerprint(&node("b1", "2024-01-01T00:05:00Z", false))
+        );
+        assert_ne!(
+            base,
+            fingerprint(&node("b2", "2024-01-01T00:00:00Z", false))
+        );
+        assert_ne!(base, fingerprint(&node("b1", "2024-01-01T00:00:00Z", true)));
+    }
+}
