@@ -2,3 +2,4 @@
 pub mod api;
 pub mod cluster;
 pub mod engine;
+pub mod tui;
