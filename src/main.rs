@@ -190,9 +190,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         None => {
-            // No subcommand: serve with every option at its default.
-            let defaults =
-                ServeArgs::augment_args(clap::Command::new("serve")).get_matches_from(["serve"]);
+            // No subcommand: serve the demo with the engine acting, every other option at its default.
+            let defaults = ServeArgs::augment_args(clap::Command::new("serve"))
+                .get_matches_from(["serve", "--with-engine"]);
             runtime.block_on(serve(ServeArgs::from_arg_matches(&defaults)?))
         }
     }
