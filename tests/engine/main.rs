@@ -1,3 +1,4 @@
 //! End-to-end tests of the KMM engine on the embedded cluster and its simulated nodes, through `kube::Client`.
 
 mod common;
+mod images;
