@@ -25,6 +25,9 @@ pub const RESOURCE_TYPE: &str = "kmm.node.kubernetes.io/resource-type";
 pub const TARGET_KERNEL: &str = "kmm.node.kubernetes.io/target-kernel";
 /// Annotation on build and sign pods: hash of what they would produce, so a changed recipe replaces them.
 pub const LAST_HASH: &str = "kmm.node.kubernetes.io/last-hash";
+/// Annotation on pull, build and sign pods: the MIC image generation they answer, so an older answer never settles
+/// a newer request.
+pub const IMAGE_GENERATION: &str = "kmm.node.kubernetes.io/image-generation";
 /// Annotation on sign pods: the generated Dockerfile.
 pub const DOCKERFILE: &str = "dockerfile";
 /// Finalizer on Modules, held until every node has unloaded the module.

@@ -17,13 +17,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{MANAGER, is_conflict, is_not_found};
+use super::context::{is_conflict, is_not_found, post_params};
 
 /// Namespace of the engine's Lease unless configured otherwise: it exists on every cluster.
 pub const DEFAULT_LEASE_NAMESPACE: &str = "kube-system";
@@ -639,13 +639,6 @@ impl Election {
                 "releasing the lease timed out; it expires on its own"
             ),
         }
-    }
-}
-
-fn post_params() -> PostParams {
-    PostParams {
-        field_manager: Some(MANAGER.to_owned()),
-        ..PostParams::default()
     }
 }
 

@@ -9,6 +9,7 @@
 //! at any point and restarted. [`leader`] makes sure two engines never act at once.
 
 pub mod context;
+pub mod digest;
 pub mod kernel;
 pub mod labels;
 pub mod leader;

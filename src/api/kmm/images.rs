@@ -70,6 +70,9 @@ pub struct ModuleImagesConfigStatus {
     /// Last `spec.imageRebuildTriggerGeneration` acted upon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_rebuild_trigger_generation: Option<i64>,
+    /// The `metadata.generation` this status answers (the container-runtime design's field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// Images whose state is `Exists`, for the printer column (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub existing_images: Option<i32>,

@@ -6,7 +6,6 @@
 //! replaced, a failed pod with the same hash stays failed (no retry loop) until the MIC asks for a new generation.
 
 mod build_pod;
-pub(crate) mod digest;
 mod kaniko;
 pub(crate) mod outcomes;
 mod recipe;
@@ -18,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
@@ -28,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use self::kaniko::action_name;
 use self::recipe::{Blocked, Template};
 use super::context::{
-    Context, Error, KubeResultExt, MANAGER, is_conflict, is_not_found, retry_on_error,
+    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, retry_on_error,
 };
 use super::{kernel, labels};
 use crate::api::kmm::{
@@ -37,10 +36,6 @@ use crate::api::kmm::{
 };
 
 pub(crate) use self::kaniko::pod_name;
-
-/// Annotation on pull, build and sign pods: the image generation the pod answers, so that the answer of an earlier
-/// request is never taken for the answer of a newer one.
-pub(crate) const IMAGE_GENERATION: &str = "kmm.node.kubernetes.io/image-generation";
 
 /// How soon a pass blocked by a missing Dockerfile ConfigMap or signing secret looks again (those are not watched).
 const BLOCKED_RETRY: Duration = Duration::from_secs(60);
@@ -309,14 +304,6 @@ async fn plan<'p>(
     plan.doomed
         .extend(pods.iter().filter(|p| !claimed.contains(&p.name_any())));
     Ok(plan)
-}
-
-/// Merge patches sent under the engine's field manager.
-pub(crate) fn patch_params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(MANAGER.to_owned()),
-        ..PatchParams::default()
-    }
 }
 
 /// The earlier entry whose pod has the name entry `index`'s pod would have (same kernel and action), if any: pod

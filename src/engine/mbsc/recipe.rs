@@ -7,12 +7,13 @@ use kube::{Api, ResourceExt};
 use serde_json::{Map, Value};
 
 use super::build_pod::{self, DOCKERFILE_KEY};
-use super::digest::sha256_hex;
+use super::entry_generation;
 use super::sign_pod::{self, Signing};
-use super::{IMAGE_GENERATION, entry_generation};
 use crate::api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage};
 use crate::engine::context::{Context, Error, is_not_found};
+use crate::engine::digest::sha256_hex;
 use crate::engine::labels;
+use crate::engine::labels::IMAGE_GENERATION;
 
 /// A pod ready to create, with the hash it carries.
 pub struct Template {

@@ -15,9 +15,9 @@ use crate::api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleBuildSignConfigSpec, ModuleImagesConfig,
     ModuleImagesConfigStatus,
 };
+use crate::engine::context::patch_params;
 use crate::engine::context::{Error, KubeResultExt, is_conflict, is_not_found};
 use crate::engine::labels;
-use crate::engine::mbsc::patch_params;
 
 /// The API calls of a pass over one MIC, each failure naming the MIC and what was being done.
 pub struct MicApi {

@@ -188,6 +188,7 @@ fn new_status(
     let mut status = stored.clone();
     status.images_states = wanted::to_record(wanted, states);
     status.image_rebuild_trigger_generation = mic.spec.image_rebuild_trigger_generation;
+    status.observed_generation = mic.metadata.generation;
     let existing = progress
         .iter()
         .filter(|(_, p)| *p == ImageProgress::Exists)

@@ -12,8 +12,8 @@ use serde::Serialize;
 use super::wanted::Wanted;
 use crate::api::kmm::ModuleImagesConfig;
 use crate::engine::context::Error;
-use crate::engine::mbsc::IMAGE_GENERATION;
-use crate::engine::mbsc::digest::sha256_hex;
+use crate::engine::digest::sha256_hex;
+use crate::engine::labels::IMAGE_GENERATION;
 use crate::engine::{labels, nodes};
 
 /// Name of the container that pulls.

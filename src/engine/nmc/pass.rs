@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, Preconditions};
 use serde_json::{Map, Value, json};
 
 use super::ModuleKey;
@@ -17,7 +17,9 @@ use super::settle::settle;
 use super::template::{self, WorkerRequest};
 use super::workers::{self, Worker};
 use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
-use crate::engine::context::{Context, Error, KubeResultExt, MANAGER, is_conflict, is_not_found};
+use crate::engine::context::{
+    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params,
+};
 use crate::engine::nodes;
 
 /// Reconcile `nmc` with its `node` and the node's worker pods.
@@ -227,13 +229,6 @@ fn loaded_modules(
             in_sync.then(|| (key, recorded.version.clone()))
         })
         .collect()
-}
-
-fn patch_params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(MANAGER.to_owned()),
-        ..Default::default()
-    }
 }
 
 /// Write the status entries (the whole list: this reconciler is its only writer).

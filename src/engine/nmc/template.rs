@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::api::kmm::{ImagePullPolicy, ModuleConfig, NodeModuleSpec, NodeModuleStatus};
 use crate::engine::context::Error;
+use crate::engine::digest::sha256_hex;
 use crate::engine::labels;
 
 /// Name of the container that runs `kmod`; its restart count tells a crash-looping worker.
@@ -359,7 +360,7 @@ fn quantities(cpu: &str, memory: &str) -> BTreeMap<String, Quantity> {
     ])
 }
 
-/// FNV-1a (64 bits) of the canonical JSON (keys sorted) of the pod's labels, annotations and spec, as 16 hex
+/// The first 16 hex digits of the SHA-256 of the canonical JSON (keys sorted) of the pod's labels, annotations and spec, as 16 hex
 /// digits: the same template always gives the same hash, in any process, on any machine.
 fn template_hash(pod: &Pod) -> Result<String, String> {
     let mut annotations = pod.metadata.annotations.clone().unwrap_or_default();
@@ -369,7 +370,9 @@ fn template_hash(pod: &Pod) -> Result<String, String> {
         "annotations": annotations,
         "spec": serde_json::to_value(&pod.spec).map_err(|e| e.to_string())?,
     });
-    Ok(format!("{:016x}", fnv1a(canonical(&template).as_bytes())))
+    let mut digest = sha256_hex(canonical(&template).as_bytes());
+    digest.truncate(16);
+    Ok(digest)
 }
 
 /// JSON text of `value` with every object's keys in sorted order.
@@ -390,12 +393,6 @@ fn canonical(value: &Value) -> String {
         }
         scalar => scalar.to_string(),
     }
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
