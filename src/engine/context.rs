@@ -86,7 +86,7 @@ impl Context {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The API refused or failed a call.
-    #[error("{action}: {source}")]
+    #[error("{action}: {}", describe(source))]
     Kube {
         /// What the engine was doing.
         action: String,
@@ -97,6 +97,24 @@ pub enum Error {
     /// An object the engine reads holds something it cannot act on.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// A kube error in one line: the API's own message and reason, without the debug dump of its `Status`.
+pub fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            format!("{} ({} {})", status.message, status.code, status.reason)
+        }
+        other => other.to_string(),
+    }
+}
+
+impl Error {
+    /// Whether the failure is a write that lost a race (409): routine for level-triggered passes, not worth a
+    /// warning.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube { source, .. } if is_conflict(source))
+    }
 }
 
 /// Attach what the engine was doing to a kube error.
@@ -134,7 +152,11 @@ pub fn retry_on_error<K>(
     error: &Error,
     _ctx: std::sync::Arc<Context>,
 ) -> Action {
-    tracing::warn!(%error, "reconcile failed; retrying");
+    if error.is_conflict() {
+        tracing::debug!(%error, "reconcile lost a race; retrying");
+    } else {
+        tracing::warn!(%error, "reconcile failed; retrying");
+    }
     Action::requeue(RETRY_AFTER)
 }
 

@@ -15,7 +15,7 @@ use super::plan::{self, Plan};
 use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
 use crate::api::kmm::{DaemonSetCounts, Module, ModuleStatus};
-use crate::engine::context::{Error, KubeResultExt, RETRY_AFTER, patch_params, post_params};
+use crate::engine::context::{Error, KubeResultExt, RETRY_AFTER, patch_params};
 use crate::engine::labels;
 
 /// Reconcile one Module.
@@ -82,7 +82,11 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
 
 /// Retry a failed pass soon: most failures are conflicts with a concurrent writer.
 pub fn error_policy(module: Arc<Module>, error: &Error, _context: Arc<ModuleContext>) -> Action {
-    tracing::warn!(module = %module.name_any(), %error, "module pass failed; retrying");
+    if error.is_conflict() {
+        tracing::debug!(module = %module.name_any(), %error, "module pass lost a race; retrying");
+    } else {
+        tracing::warn!(module = %module.name_any(), %error, "module pass failed; retrying");
+    }
     Action::requeue(RETRY_AFTER)
 }
 
@@ -250,11 +254,24 @@ async fn write_status(
     if status == current {
         return Ok(());
     }
-    let mut updated = module.clone();
-    updated.status = Some(status);
+    // Every field is spelled out (zeros and empty lists included), so the merge patch replaces what is stored
+    // without racing other writers of the object (this reconciler is the status' only writer).
+    let counts = status.module_loader.as_ref().map(|c| {
+        json!({
+            "nodesMatchingSelectorNumber": c.nodes_matching_selector_number,
+            "desiredNumber": c.desired_number,
+            "availableNumber": c.available_number,
+        })
+    });
+    let patch = json!({"status": {
+        "moduleLoader": counts,
+        "imageRebuildTriggerGeneration": status.image_rebuild_trigger_generation,
+        "kernels": status.kernels,
+        "conditions": status.conditions,
+    }});
     let namespace = module.namespace().unwrap_or_default();
     Api::<Module>::namespaced(context.engine.client.clone(), &namespace)
-        .replace_status(&module.name_any(), &post_params(), &updated)
+        .patch_status(&module.name_any(), &patch_params(), &Patch::Merge(&patch))
         .await
         .doing(|| {
             format!(
