@@ -5,13 +5,16 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::{self, Context, PodImages};
 use tokio::task::JoinHandle;
+
+#[path = "../support/wait.rs"]
+mod wait;
 use tokio_util::sync::CancellationToken;
+pub use wait::{eventually, wait_for};
 
 /// Path of a scenario file of these tests.
 pub fn scenario_path(file: &str) -> PathBuf {
@@ -103,38 +106,6 @@ impl Harness {
     pub async fn shutdown(mut self) {
         self.kill_engine().await;
         self.cluster.shutdown().await;
-    }
-}
-
-/// Poll `check` until it returns true, or fail after `secs` seconds (tokio time) with `what`.
-pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    wait_for(secs, what, || {
-        let fut = check();
-        async move { fut.await.then_some(()) }
-    })
-    .await
-}
-
-/// Poll `probe` until it yields a value, or fail after `secs` seconds (tokio time) with `what`.
-pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {secs} s waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kmm_tui::cluster::sim::World;
@@ -130,40 +129,6 @@ async fn publish_node_status(client: &kube::Client, world: &World, name: &str) {
         .expect("the node status is published");
 }
 
-/// Poll `check` until it returns true, or fail after `secs` seconds (tokio time) with `what`.
-pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Poll `probe` until it yields a value, or fail after `secs` seconds (tokio time) with `what`.
-pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+#[path = "../support/wait.rs"]
+mod wait;
+pub use wait::{eventually, wait_for};
