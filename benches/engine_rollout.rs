@@ -1,0 +1,160 @@
+//! Scale benchmark of the KMM engine: one Module rolled out to 5,000 simulated nodes on the embedded cluster,
+//! in-process.
+//!
+//! Measures the time until the image is proven to exist, until every node has an NMC entry, and until every node
+//! has the module loaded; the number of worker pods created (exactly one loader per node when nothing is redone);
+//! and the engine's and cluster's CPU use while idle afterwards, from /proc. Linux only.
+//!
+//! Run with `cargo bench --bench engine_rollout`.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kmm_tui::api::kmm::Module;
+use kmm_tui::cluster::sim::scenario::Scenario;
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::{self, Context, PodImages, labels};
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+const NODES: usize = 5000;
+const IDLE_WINDOW: Duration = Duration::from_secs(30);
+
+const SCENARIO: &str = r#"
+seed: 1
+timeScale: 100
+nodes:
+  - namePrefix: worker-
+    count: 5000
+    labels: {node-role.kubernetes.io/worker: ""}
+    kernelVersion: 5.14.0-284.el9.x86_64
+    osImage: RHCOS 414
+registry:
+  images:
+    - {name: quay.io/bench/kmod:5.14.0-284.el9.x86_64, sizeMiB: 20}
+objects:
+  - {apiVersion: v1, kind: Namespace, metadata: {name: bench}}
+"#;
+
+/// User plus system CPU time of this process, from /proc/self/stat (fields 14 and 15, in clock ticks).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("reading /proc/self/stat");
+    let after_name = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_secs_f64(ticks as f64 / 100.0)
+}
+
+async fn wait_until(
+    what: &str,
+    started: Instant,
+    mut check: impl AsyncFnMut() -> bool,
+) -> Duration {
+    loop {
+        if check().await {
+            let took = started.elapsed();
+            println!("{what}: {:.1} s", took.as_secs_f64());
+            return took;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let scenario = Scenario::parse(SCENARIO, "engine_rollout", None).expect("the scenario parses");
+    let begin = Instant::now();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario),
+        ..Default::default()
+    })
+    .await
+    .expect("the embedded cluster starts");
+    println!(
+        "{NODES} nodes ready: {:.1} s",
+        begin.elapsed().as_secs_f64()
+    );
+    let client = cluster.client();
+
+    let workers_created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = workers_created.clone();
+    let pods: Api<Pod> = Api::all(client.clone());
+    tokio::spawn(async move {
+        let mut uids = std::collections::HashSet::new();
+        let mut stream = std::pin::pin!(watcher(
+            pods,
+            watcher::Config::default().labels(labels::WORKER_ACTION)
+        ));
+        while let Some(Ok(event)) = stream.next().await {
+            if let watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) = event
+                && uids.insert(pod.metadata.uid.clone().unwrap_or_default())
+            {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+
+    let stop = CancellationToken::new();
+    let context = std::sync::Arc::new(Context::new(client.clone(), PodImages::default(), None));
+    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let module: Module = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+        "metadata": {"name": "kmod", "namespace": "bench"},
+        "spec": {
+            "selector": {"node-role.kubernetes.io/worker": ""},
+            "moduleLoader": {"container": {
+                "modprobe": {"moduleName": "bench_kmod"},
+                "kernelMappings": [{"regexp": "^.+$", "containerImage": "quay.io/bench/kmod:${KERNEL_FULL_VERSION}"}]
+            }}
+        }
+    }))
+    .expect("a Module");
+    let modules: Api<Module> = Api::namespaced(client.clone(), "bench");
+    let started = Instant::now();
+    modules
+        .create(&PostParams::default(), &module)
+        .await
+        .expect("the Module is created");
+    let counts = async || {
+        modules
+            .get("kmod")
+            .await
+            .ok()
+            .and_then(|m| m.status?.module_loader)
+            .map(|c| (c.desired_number as usize, c.available_number as usize))
+            .unwrap_or_default()
+    };
+    wait_until(
+        "every node has an entry (desired = 5000)",
+        started,
+        async || counts().await.0 == NODES,
+    )
+    .await;
+    wait_until(
+        "loaded on every node (available = 5000)",
+        started,
+        async || counts().await.1 == NODES,
+    )
+    .await;
+    let created = workers_created.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "worker pods created: {created} (one per node: {})",
+        created == NODES
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let cpu_before = cpu_time();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let idle = cpu_time() - cpu_before;
+    println!(
+        "idle afterwards (cluster, simulation and engine in one process): {} ms of CPU over {} s ({:.2} % of one core)",
+        idle.as_millis(),
+        IDLE_WINDOW.as_secs(),
+        idle.as_secs_f64() / IDLE_WINDOW.as_secs_f64() * 100.0
+    );
+    stop.cancel();
+    let _ = engine.await;
+    cluster.shutdown().await;
+}
