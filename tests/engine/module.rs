@@ -161,10 +161,15 @@ async fn a_missing_image_with_a_build_section_is_built_then_loaded() {
         || async { image_state(&harness, "kmod", &built).await == Some(ImageState::NeedsBuilding) },
     )
     .await;
-    let (_, reason, message) = condition(&harness, "kmod", "Available")
-        .await
-        .expect("Available");
-    assert_eq!(reason, "ImageMissing", "{message}");
+    // The other kernel's image may still be under its pull check; the Module
+    // reports the missing image once its status catches up with the MIC.
+    let message = wait_for(120, "Available names the missing image", || async {
+        condition(&harness, "kmod", "Available")
+            .await
+            .filter(|(_, reason, _)| reason == "ImageMissing")
+            .map(|(_, _, message)| message)
+    })
+    .await;
     assert!(
         message.contains(&format!("{built} NeedsBuilding")),
         "{message}"
