@@ -7,12 +7,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, FromArgMatches, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::EngineRbac;
 use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages};
+use kmm_tui::tui::app::EngineMode;
+use kmm_tui::tui::console::{self, ClusterChoice, ConsoleOptions};
 use tokio_util::sync::CancellationToken;
 
 /// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
@@ -25,15 +27,95 @@ const EMBEDDED_LEASE_DURATION: Duration = Duration::from_secs(15);
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 /// A console for the software that lives on Kubernetes nodes: kernel modules, containerd shims and pre-pulled
-/// images. Without a subcommand it runs the embedded cluster (see `serve`).
+/// images. Without a subcommand it opens the console: on the kubeconfig's cluster when there is one, else on the
+/// embedded cluster with the engine in the foreground.
 #[derive(Parser)]
-#[command(name = "kmm-tui", version, about, long_about = None)]
+#[command(name = "kmm-tui", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Log filter (tracing's env-filter syntax, e.g. `info`, `kmm_tui=debug`).
+    #[command(flatten)]
+    console: ConsoleArgs,
+    /// Log filter (tracing's env-filter syntax, e.g. `info`, `kmm_tui=debug`). The console logs to
+    /// `kmm-tui.log` in the system's temporary directory, never to the terminal it draws on.
     #[arg(long, global = true, env = "KMM_TUI_LOG", default_value = "info")]
     log: String,
+}
+
+/// The console's options.
+#[derive(Args)]
+struct ConsoleArgs {
+    /// Open the embedded cluster even when a kubeconfig is available.
+    #[arg(long, conflicts_with_all = ["kubeconfig", "context"])]
+    embedded: bool,
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the embedded cluster.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to open instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// Show only this namespace's Modules, images, pods and events.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: Option<String>,
+    /// The embedded cluster's scenario: demo, large, chaos, empty, or a scenario file. Implies --embedded.
+    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    scenario: Option<String>,
+    /// Serve the embedded cluster on a loopback port and write a kubeconfig for it here, so kubectl can watch
+    /// alongside. Implies --embedded.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"])]
+    kubeconfig_out: Option<PathBuf>,
+    /// Run the engine in this process (foreground) or leave the cluster to its controller (off). Foreground by
+    /// default on the embedded cluster, off on a real one.
+    #[arg(long, value_enum, value_name = "MODE")]
+    engine: Option<EngineArg>,
+    /// Refuse every write: browse only.
+    #[arg(long)]
+    readonly: bool,
+    /// Colour theme: dark, light, high-contrast, or a theme file. NO_COLOR turns colours off.
+    #[arg(long, value_name = "NAME|FILE")]
+    theme: Option<String>,
+    /// Keymap file that rebinds keys by command name (see `?` in the console for the names).
+    #[arg(long, value_name = "PATH")]
+    keymap: Option<PathBuf>,
+    #[command(flatten)]
+    images: ImageArgs,
+}
+
+/// Where the engine runs.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum EngineArg {
+    /// In this process.
+    Foreground,
+    /// Not here.
+    Off,
+}
+
+impl ConsoleArgs {
+    fn options(self) -> ConsoleOptions {
+        let embedded = self.embedded || self.scenario.is_some() || self.kubeconfig_out.is_some();
+        ConsoleOptions {
+            cluster: if embedded {
+                ClusterChoice::Embedded {
+                    scenario: self.scenario.unwrap_or_else(|| "demo".to_owned()),
+                    kubeconfig_out: self.kubeconfig_out,
+                }
+            } else {
+                ClusterChoice::Kubeconfig {
+                    path: self.kubeconfig,
+                    context: self.context,
+                }
+            },
+            namespace: self.namespace,
+            engine: self.engine.map(|engine| match engine {
+                EngineArg::Foreground => EngineMode::Foreground,
+                EngineArg::Off => EngineMode::Off,
+            }),
+            readonly: self.readonly,
+            theme: self.theme,
+            keymap: self.keymap,
+            images: self.images.pod_images(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -171,11 +253,26 @@ fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(&cli.log)?)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = log_filter(&cli.log)?;
+    if cli.command.is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        let path = std::env::temp_dir().join("kmm-tui.log");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening the log file {}", path.display()))?;
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(file))
+            .init();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -183,18 +280,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
         Some(Command::Controller(args)) => runtime.block_on(controller(args)),
         Some(Command::Crds) => {
-            print!(
-                "{}",
-                kmm_tui::api::crds::to_yaml(&kmm_tui::api::crds::all())
-            );
-            Ok(())
+            let yaml = kmm_tui::api::crds::to_yaml(&kmm_tui::api::crds::all());
+            match std::io::Write::write_all(&mut std::io::stdout(), yaml.as_bytes()) {
+                // A reader that stops early (`| head`) is not an error.
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(anyhow::Error::new(error).context("writing the CRDs"))
+                }
+                _ => Ok(()),
+            }
         }
-        None => {
-            // No subcommand: serve the demo with the engine acting, every other option at its default.
-            let defaults = ServeArgs::augment_args(clap::Command::new("serve"))
-                .get_matches_from(["serve", "--with-engine"]);
-            runtime.block_on(serve(ServeArgs::from_arg_matches(&defaults)?))
-        }
+        None => runtime.block_on(console::run(cli.console.options())),
     }
 }
 

@@ -1,5 +1,20 @@
-//! Foundations of the terminal console that do not draw anything themselves: the semantic colour theme every pane
-//! styles its text with, and the keymap that turns key presses into named commands and generates the hint bar and
-//! help from the same bindings, so what the console shows always matches what the keys do.
+//! The terminal console: state fed by watches, actions as messages, drawing as a pure function of state.
+//!
+//! - [`data`] holds the latest lists from the cluster; [`feed`] keeps them coming from kube-rs reflectors.
+//! - [`view`] turns them into the rows each pane shows; [`ui`] draws them.
+//! - [`app`] owns the state and turns every [`action::Action`] into state changes and [`app::Request`]s.
+//! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
+pub mod access;
+pub mod action;
+pub mod app;
+pub mod console;
+pub mod data;
+pub mod editor;
+pub mod feed;
 pub mod keymap;
+pub mod target;
 pub mod theme;
+pub mod ui;
+pub mod view;
+pub mod writes;
+pub mod yaml;

@@ -1,0 +1,23 @@
+//! The messages the UI task receives. Background tasks (terminal input, watches, writes, access reviews) only send
+//! these; the UI task alone owns and changes the console's state.
+
+use crossterm::event::Event as TerminalEvent;
+
+use super::access::AccessReport;
+use super::data::{FeedState, Kind, KindSnapshot};
+use super::writes::WriteOutcome;
+
+/// One message to the UI task.
+#[derive(Debug)]
+pub enum Action {
+    /// A key press, paste or resize from the terminal.
+    Terminal(TerminalEvent),
+    /// A new list of one watched kind.
+    Data(KindSnapshot),
+    /// A watch failed or recovered.
+    Feed(Kind, FeedState),
+    /// A write finished, well or badly.
+    Written(WriteOutcome),
+    /// What the user may do on this cluster.
+    Access(AccessReport),
+}

@@ -1,0 +1,384 @@
+//! The console's event loop: connect (to a kubeconfig's cluster or the embedded one), start the watches and,
+//! where asked, the engine; then receive [`Action`]s, update the [`App`] and draw only when something changed.
+//! The terminal is restored on every exit path: return, error, panic (ratatui's hook) and SIGTERM/SIGHUP.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, EventStream};
+use futures::StreamExt;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+
+use super::action::Action;
+use super::app::{App, EngineMode, Request, Session};
+use super::keymap::Keymap;
+use super::theme::Theme;
+use super::{access, feed, ui, writes};
+use crate::cluster::sim::scenario::Scenario;
+use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
+use crate::engine::{EngineConfig, LeaseConfig, PodImages};
+
+/// The context name the embedded cluster goes by.
+pub const EMBEDDED_CONTEXT: &str = "embedded";
+
+/// Which cluster to open.
+#[derive(Clone, Debug)]
+pub enum ClusterChoice {
+    /// The embedded cluster on this scenario, optionally writing a kubeconfig for kubectl.
+    Embedded {
+        /// Built-in scenario name or scenario file.
+        scenario: String,
+        /// Where to write a kubeconfig, serving HTTPS on a free loopback port.
+        kubeconfig_out: Option<PathBuf>,
+    },
+    /// A kubeconfig's cluster.
+    Kubeconfig {
+        /// The kubeconfig file; `None` means `$KUBECONFIG` or `~/.kube/config`.
+        path: Option<PathBuf>,
+        /// The context; `None` means the current one.
+        context: Option<String>,
+    },
+}
+
+/// Everything the console's command line decides.
+#[derive(Clone, Debug)]
+pub struct ConsoleOptions {
+    /// Which cluster.
+    pub cluster: ClusterChoice,
+    /// Limit the namespaced lists to one namespace.
+    pub namespace: Option<String>,
+    /// Whether to run the engine here; `None` means foreground on the embedded cluster, off elsewhere.
+    pub engine: Option<EngineMode>,
+    /// Refuse every write.
+    pub readonly: bool,
+    /// Theme name or file.
+    pub theme: Option<String>,
+    /// Keymap file.
+    pub keymap: Option<PathBuf>,
+    /// Images of the pods the engine creates.
+    pub images: PodImages,
+}
+
+/// A connected cluster and what runs against it.
+struct Connection {
+    client: Client,
+    session: Session,
+    embedded: Option<EmbeddedCluster>,
+    kubeconfig: Option<Kubeconfig>,
+}
+
+/// Run the console until the user quits.
+pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
+    let (theme, mut warnings) = Theme::from_env(options.theme.as_deref())?;
+    let keymap = match &options.keymap {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading keymap {}", path.display()))?;
+            let (keymap, keymap_warnings) = Keymap::from_toml(&text);
+            warnings.extend(
+                keymap_warnings
+                    .into_iter()
+                    .map(|w| format!("keymap {}: {w}", path.display())),
+            );
+            keymap
+        }
+        None => Keymap::default(),
+    };
+    let connection = connect(&options).await?;
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let engine_cancel = CancellationToken::new();
+    let engine = (connection.session.engine == EngineMode::Foreground).then(|| {
+        let config = EngineConfig {
+            images: options.images.clone(),
+            lease: LeaseConfig::new(
+                crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
+                crate::engine::leader::DEFAULT_LEASE_NAME,
+                format!("console-{}", std::process::id()),
+                std::time::Duration::from_secs(15),
+            ),
+        };
+        let client = connection.client.clone();
+        let cancel = engine_cancel.clone();
+        tokio::spawn(async move {
+            if let Err(error) = crate::engine::run(client, config, cancel).await {
+                tracing::error!(%error, "engine stopped");
+            }
+        })
+    });
+    let mut app = App::new(
+        connection.session.clone(),
+        theme,
+        keymap,
+        options.namespace.clone(),
+    );
+    app.warn(&warnings);
+    let result = event_loop(
+        &mut app,
+        connection.client.clone(),
+        connection.kubeconfig.clone(),
+        &options,
+        sender,
+        receiver,
+    )
+    .await;
+    engine_cancel.cancel();
+    if let Some(engine) = engine {
+        let _ = engine.await;
+    }
+    if let Some(cluster) = connection.embedded {
+        cluster.shutdown().await;
+    }
+    result
+}
+
+/// Open the cluster the options name. With no kubeconfig to be found, the embedded cluster opens instead.
+async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
+    let choice = match &options.cluster {
+        ClusterChoice::Kubeconfig {
+            path: None,
+            context: None,
+        } if !kubeconfig_available() => ClusterChoice::Embedded {
+            scenario: "demo".to_owned(),
+            kubeconfig_out: None,
+        },
+        other => other.clone(),
+    };
+    match choice {
+        ClusterChoice::Embedded {
+            scenario,
+            kubeconfig_out,
+        } => {
+            let scenario = Scenario::load(&scenario)?;
+            let cluster = EmbeddedCluster::start(EmbeddedOptions {
+                state_dir: None,
+                listen: kubeconfig_out
+                    .as_ref()
+                    .map(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+                kubeconfig_out,
+                history: None,
+                scenario: Some(scenario),
+            })
+            .await?;
+            Ok(Connection {
+                client: cluster.client(),
+                session: Session {
+                    context: EMBEDDED_CONTEXT.to_owned(),
+                    contexts: vec![EMBEDDED_CONTEXT.to_owned()],
+                    embedded: true,
+                    engine: options.engine.clone().unwrap_or(EngineMode::Foreground),
+                    readonly: options.readonly,
+                },
+                embedded: Some(cluster),
+                kubeconfig: None,
+            })
+        }
+        ClusterChoice::Kubeconfig { path, context } => {
+            let kubeconfig = match &path {
+                Some(path) => Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading kubeconfig {}", path.display()))?,
+                None => Kubeconfig::read().context("reading the kubeconfig")?,
+            };
+            let context = context
+                .or_else(|| kubeconfig.current_context.clone())
+                .context("the kubeconfig names no current context; pass --context")?;
+            let client = client_for(&kubeconfig, &context).await?;
+            Ok(Connection {
+                client,
+                session: Session {
+                    contexts: kubeconfig.contexts.iter().map(|c| c.name.clone()).collect(),
+                    context,
+                    embedded: false,
+                    engine: options.engine.clone().unwrap_or(EngineMode::Off),
+                    readonly: options.readonly,
+                },
+                embedded: None,
+                kubeconfig: Some(kubeconfig),
+            })
+        }
+    }
+}
+
+/// Whether a kubeconfig is there to use: `$KUBECONFIG` or `~/.kube/config`.
+fn kubeconfig_available() -> bool {
+    if std::env::var_os("KUBECONFIG").is_some_and(|value| !value.is_empty()) {
+        return true;
+    }
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".kube").join("config"))
+        .is_some_and(|path| path.exists())
+}
+
+/// A client for one context of a kubeconfig. It is not checked to answer: an unreachable cluster shows in the
+/// header while the watches retry, and the console stays usable.
+async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> anyhow::Result<Client> {
+    let options = KubeConfigOptions {
+        context: Some(context.to_owned()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+        .await
+        .with_context(|| format!("loading context {context} of the kubeconfig"))?;
+    let url = config.cluster_url.clone();
+    Client::try_from(config).with_context(|| format!("setting up a client for {url}"))
+}
+
+/// Start the watches and the access review of a connection.
+fn start_session(
+    client: &Client,
+    context: &str,
+    namespace: Option<&str>,
+    sender: &UnboundedSender<Action>,
+) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    feed::start(client, namespace, sender, &cancel);
+    let client = client.clone();
+    let context = context.to_owned();
+    let reports = sender.clone();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            report = access::review(&client, &context) => {
+                let _ = reports.send(Action::Access(report));
+            }
+        }
+    });
+    cancel
+}
+
+async fn event_loop(
+    app: &mut App,
+    mut client: Client,
+    kubeconfig: Option<Kubeconfig>,
+    options: &ConsoleOptions,
+    sender: UnboundedSender<Action>,
+    mut receiver: UnboundedReceiver<Action>,
+) -> anyhow::Result<()> {
+    let mut terminal = ratatui::try_init().context("opening the terminal")?;
+    let _restore = RestoreOnDrop;
+    crossterm::execute!(std::io::stdout(), EnableBracketedPaste).ok();
+    let size = terminal.size()?;
+    app.size = (size.width, size.height);
+    let mut session = start_session(
+        &client,
+        &app.session.context,
+        options.namespace.as_deref(),
+        &sender,
+    );
+    let input = sender.clone();
+    tokio::spawn(async move {
+        let mut events = EventStream::new();
+        while let Some(Ok(event)) = events.next().await {
+            if input.send(Action::Terminal(event)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut signals = Signals::new()?;
+    terminal.draw(|frame| ui::draw(frame, app))?;
+    loop {
+        let action = tokio::select! {
+            action = receiver.recv() => action,
+            () = signals.recv() => None,
+        };
+        let Some(action) = action else {
+            break;
+        };
+        let mut changed = app.update(action);
+        while let Ok(action) = receiver.try_recv() {
+            changed |= app.update(action);
+        }
+        for request in std::mem::take(&mut app.requests) {
+            match request {
+                Request::Write(request) => {
+                    let client = client.clone();
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        let outcome = writes::perform(&client, request).await;
+                        let _ = sender.send(Action::Written(outcome));
+                    });
+                }
+                Request::SwitchContext(context) => {
+                    let Some(kubeconfig) = &kubeconfig else {
+                        continue;
+                    };
+                    match client_for(kubeconfig, &context).await {
+                        Ok(new_client) => {
+                            session.cancel();
+                            client = new_client;
+                            app.switch_context(&context);
+                            session = start_session(
+                                &client,
+                                &context,
+                                options.namespace.as_deref(),
+                                &sender,
+                            );
+                        }
+                        Err(error) => app.fail(format!("{error:#}")),
+                    }
+                    changed = true;
+                }
+            }
+        }
+        if app.quit {
+            break;
+        }
+        if changed {
+            terminal.draw(|frame| ui::draw(frame, app))?;
+        }
+    }
+    session.cancel();
+    Ok(())
+}
+
+/// Restores the terminal when the loop ends, however it ends.
+struct RestoreOnDrop;
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        crossterm::execute!(std::io::stdout(), DisableBracketedPaste).ok();
+        ratatui::restore();
+    }
+}
+
+/// SIGTERM, SIGHUP and SIGINT (from `kill`; a Ctrl-C key press arrives as a key in raw mode).
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                terminate: signal(SignalKind::terminate())
+                    .context("installing the SIGTERM handler")?,
+                hangup: signal(SignalKind::hangup()).context("installing the SIGHUP handler")?,
+                interrupt: signal(SignalKind::interrupt())
+                    .context("installing the SIGINT handler")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        std::future::pending::<()>().await;
+    }
+}

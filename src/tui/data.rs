@@ -1,0 +1,231 @@
+//! What the console knows of the cluster: the latest list of every kind it watches, as shared immutable objects.
+//! The watch tasks send whole lists ([`KindSnapshot`]); the UI task swaps them in, so a frame always reads one
+//! consistent list per kind and nothing is copied but pointers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+
+use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+
+/// The kinds the console watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// KMM Modules.
+    Module,
+    /// ModuleImagesConfigs: the image states per Module.
+    ModuleImagesConfig,
+    /// NodeModulesConfigs: what each node should load and has loaded.
+    NodeModulesConfig,
+    /// Nodes.
+    Node,
+    /// The pods KMM runs: pull, build, sign and worker pods.
+    Pod,
+    /// Events (events.k8s.io/v1).
+    Event,
+}
+
+impl Kind {
+    /// Every watched kind.
+    pub const ALL: [Kind; 6] = [
+        Kind::Module,
+        Kind::ModuleImagesConfig,
+        Kind::NodeModulesConfig,
+        Kind::Node,
+        Kind::Pod,
+        Kind::Event,
+    ];
+
+    /// The kind's name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Module => "Module",
+            Kind::ModuleImagesConfig => "ModuleImagesConfig",
+            Kind::NodeModulesConfig => "NodeModulesConfig",
+            Kind::Node => "Node",
+            Kind::Pod => "Pod",
+            Kind::Event => "Event",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A whole list of one kind, as a watch task sends it.
+#[derive(Clone, Debug)]
+pub enum KindSnapshot {
+    /// Every Module.
+    Modules(Vec<Arc<Module>>),
+    /// Every ModuleImagesConfig.
+    ModuleImagesConfigs(Vec<Arc<ModuleImagesConfig>>),
+    /// Every NodeModulesConfig.
+    NodeModulesConfigs(Vec<Arc<NodeModulesConfig>>),
+    /// Every Node.
+    Nodes(Vec<Arc<Node>>),
+    /// Every KMM pod.
+    Pods(Vec<Arc<Pod>>),
+    /// The most recent events.
+    Events(Vec<Arc<Event>>),
+}
+
+impl KindSnapshot {
+    /// Which kind the list holds.
+    pub fn kind(&self) -> Kind {
+        match self {
+            KindSnapshot::Modules(_) => Kind::Module,
+            KindSnapshot::ModuleImagesConfigs(_) => Kind::ModuleImagesConfig,
+            KindSnapshot::NodeModulesConfigs(_) => Kind::NodeModulesConfig,
+            KindSnapshot::Nodes(_) => Kind::Node,
+            KindSnapshot::Pods(_) => Kind::Pod,
+            KindSnapshot::Events(_) => Kind::Event,
+        }
+    }
+}
+
+/// Whether a kind's watch is delivering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedState {
+    /// Not listed yet.
+    Loading,
+    /// Listed and watching.
+    Live,
+    /// The watch failed and is retrying with backoff; the lists shown are the last ones received.
+    Failing(String),
+}
+
+/// The latest lists of every watched kind, sorted by namespace and name (events newest first).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterData {
+    /// Modules.
+    pub modules: Vec<Arc<Module>>,
+    /// ModuleImagesConfigs.
+    pub mics: Vec<Arc<ModuleImagesConfig>>,
+    /// NodeModulesConfigs.
+    pub nmcs: Vec<Arc<NodeModulesConfig>>,
+    /// Nodes.
+    pub nodes: Vec<Arc<Node>>,
+    /// KMM pods.
+    pub pods: Vec<Arc<Pod>>,
+    /// Events, newest first.
+    pub events: Vec<Arc<Event>>,
+    /// Feed state per kind; a kind missing here has not reported yet.
+    pub feeds: BTreeMap<Kind, FeedState>,
+}
+
+impl ClusterData {
+    /// Swap in a new list of one kind.
+    pub fn apply(&mut self, snapshot: KindSnapshot) {
+        let kind = snapshot.kind();
+        match snapshot {
+            KindSnapshot::Modules(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.modules = list;
+            }
+            KindSnapshot::ModuleImagesConfigs(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.mics = list;
+            }
+            KindSnapshot::NodeModulesConfigs(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.nmcs = list;
+            }
+            KindSnapshot::Nodes(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.nodes = list;
+            }
+            KindSnapshot::Pods(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.pods = list;
+            }
+            KindSnapshot::Events(mut list) => {
+                list.sort_by_key(|event| std::cmp::Reverse(event_time(event)));
+                self.events = list;
+            }
+        }
+        self.feeds.insert(kind, FeedState::Live);
+    }
+
+    /// Record a watch failure (or recovery) of one kind.
+    pub fn set_feed(&mut self, kind: Kind, state: FeedState) {
+        self.feeds.insert(kind, state);
+    }
+
+    /// Whether every kind has been listed at least once.
+    pub fn loaded(&self) -> bool {
+        Kind::ALL
+            .iter()
+            .all(|kind| !matches!(self.feeds.get(kind), None | Some(FeedState::Loading)))
+    }
+
+    /// The first failing feed, for the header.
+    pub fn failure(&self) -> Option<(Kind, &str)> {
+        self.feeds.iter().find_map(|(kind, state)| match state {
+            FeedState::Failing(message) => Some((*kind, message.as_str())),
+            _ => None,
+        })
+    }
+
+    /// The Module `namespace/name`.
+    pub fn module(&self, namespace: &str, name: &str) -> Option<&Arc<Module>> {
+        find(&self.modules, namespace, name, |m| &m.metadata)
+    }
+
+    /// The ModuleImagesConfig of the Module `namespace/name` (same name and namespace).
+    pub fn mic(&self, namespace: &str, name: &str) -> Option<&Arc<ModuleImagesConfig>> {
+        find(&self.mics, namespace, name, |m| &m.metadata)
+    }
+
+    /// The Node `name`.
+    pub fn node(&self, name: &str) -> Option<&Arc<Node>> {
+        find(&self.nodes, "", name, |n| &n.metadata)
+    }
+
+    /// The NodeModulesConfig of node `name`.
+    pub fn nmc(&self, name: &str) -> Option<&Arc<NodeModulesConfig>> {
+        find(&self.nmcs, "", name, |n| &n.metadata)
+    }
+}
+
+/// The sort key of an object: namespace, then name.
+fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (&str, &str) {
+    (
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Binary search of a list sorted by [`key`].
+fn find<'a, T>(
+    list: &'a [Arc<T>],
+    namespace: &str,
+    name: &str,
+    meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<&'a Arc<T>> {
+    list.binary_search_by(|item| key(meta(item)).cmp(&(namespace, name)))
+        .ok()
+        .map(|index| &list[index])
+}
+
+/// When an event happened: its last observation, else its time, else its creation.
+pub fn event_time(event: &Event) -> Option<jiff::Timestamp> {
+    event
+        .series
+        .as_ref()
+        .map(|series| series.last_observed_time.0)
+        .or_else(|| event.event_time.as_ref().map(|time| time.0))
+        .or_else(|| event.deprecated_last_timestamp.as_ref().map(|time| time.0))
+        .or_else(|| {
+            event
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|time| time.0)
+        })
+}

@@ -1,0 +1,203 @@
+//! Watches that keep the console's lists current: one kube-rs reflector per kind (three for pods: pull, build/sign
+//! and worker pods, selected by KMM's labels), each sending its whole list to the UI task when it changed, at most
+//! every [`COALESCE`], so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and
+//! retried with backoff; the last lists stay on screen meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use super::action::Action;
+use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::engine::labels;
+
+/// The longest a change waits before its list is sent: changes within this window go out together.
+pub const COALESCE: Duration = Duration::from_millis(100);
+
+/// How many events the console keeps: the newest ones.
+pub const EVENT_LIMIT: usize = 1000;
+
+/// Start every watch; they stop when `cancel` fires. `namespace` limits the namespaced kinds.
+pub fn start(
+    client: &Client,
+    namespace: Option<&str>,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let scoped = |client: &Client| -> (Api<Module>, Api<ModuleImagesConfig>, Api<Pod>, Api<Event>) {
+        match namespace {
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
+            None => (
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+            ),
+        }
+    };
+    let (modules, mics, pods, events) = scoped(client);
+    let all = watcher::Config::default;
+    spawn(
+        Kind::Module,
+        vec![(modules, all())],
+        KindSnapshot::Modules,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ModuleImagesConfig,
+        vec![(mics, all())],
+        KindSnapshot::ModuleImagesConfigs,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::NodeModulesConfig,
+        vec![(Api::<NodeModulesConfig>::all(client.clone()), all())],
+        KindSnapshot::NodeModulesConfigs,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::Node,
+        vec![(Api::<Node>::all(client.clone()), all())],
+        KindSnapshot::Nodes,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::Pod,
+        [
+            labels::IMAGE_OWNER,
+            labels::RESOURCE_TYPE,
+            labels::WORKER_ACTION,
+        ]
+        .into_iter()
+        .map(|label| (pods.clone(), all().labels(label)))
+        .collect(),
+        KindSnapshot::Pods,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::Event,
+        vec![(events, all())],
+        newest_events,
+        sender,
+        cancel,
+    );
+}
+
+/// The newest [`EVENT_LIMIT`] events.
+fn newest_events(mut events: Vec<Arc<Event>>) -> KindSnapshot {
+    if events.len() > EVENT_LIMIT {
+        events.sort_by_key(|event| std::cmp::Reverse(event_time(event)));
+        events.truncate(EVENT_LIMIT);
+    }
+    KindSnapshot::Events(events)
+}
+
+/// Run reflectors over `sources` (their union is the kind's list) until `cancel`.
+fn spawn<K>(
+    kind: Kind,
+    sources: Vec<(Api<K>, watcher::Config)>,
+    snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let sender = sender.clone();
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        let mut stores: Vec<Store<K>> = Vec::new();
+        let mut streams = futures::stream::SelectAll::new();
+        for (api, config) in sources {
+            let (store, writer) = reflector::store();
+            stores.push(store);
+            streams.push(
+                reflector::reflector(writer, watcher(api, config).default_backoff())
+                    .map(|event| event.map(|_| ()))
+                    .boxed(),
+            );
+        }
+        let _ = sender.send(Action::Feed(kind, FeedState::Loading));
+        let mut pending = false;
+        let mut failing = false;
+        let mut deadline = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep_until(deadline), if pending => {
+                    pending = false;
+                    if stores.iter().all(|store| store.wait_until_ready().now_or_never_ready()) {
+                        let list = stores.iter().flat_map(Store::state).collect();
+                        if sender.send(Action::Data(snapshot(list))).is_err() {
+                            return;
+                        }
+                    }
+                }
+                event = streams.next() => match event {
+                    None => return,
+                    Some(Ok(())) => {
+                        if failing {
+                            failing = false;
+                            let _ = sender.send(Action::Feed(kind, FeedState::Live));
+                        }
+                        if !pending {
+                            pending = true;
+                            deadline = tokio::time::Instant::now() + COALESCE;
+                        }
+                    }
+                    Some(Err(error)) => {
+                        failing = true;
+                        let _ = sender.send(Action::Feed(kind, FeedState::Failing(describe(&error))));
+                    }
+                },
+            }
+        }
+    });
+}
+
+/// Whether a reflector store has listed at least once, without waiting.
+trait ReadyNow {
+    fn now_or_never_ready(self) -> bool;
+}
+
+impl<F: std::future::Future> ReadyNow for F {
+    fn now_or_never_ready(self) -> bool {
+        futures::FutureExt::now_or_never(self).is_some()
+    }
+}
+
+/// A watch error in one line, as the header shows it.
+fn describe(error: &watcher::Error) -> String {
+    let text = match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e.to_string(),
+        other => other.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

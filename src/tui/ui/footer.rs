@@ -1,0 +1,83 @@
+//! The footer: the last action's result (or the prompt being typed), and the key hints of the current scope,
+//! generated from the keymap, with commands that cannot run here dimmed.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::tui::app::{App, Availability, Mode, Severity};
+use crate::tui::keymap::{Command, Scope};
+
+/// Draw the status line and the hint bar.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let [status_area, hints_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
+    let theme = &app.theme;
+    let status = match &app.mode {
+        Mode::Command(prompt) => {
+            let suggestion = app
+                .completions(&prompt.text)
+                .first()
+                .and_then(|c| c.strip_prefix(prompt.text.trim_start()).map(str::to_owned))
+                .unwrap_or_default();
+            Line::from(vec![
+                Span::styled(":", theme.key()),
+                Span::styled(prompt.text.as_str(), theme.text()),
+                Span::styled(suggestion, theme.muted()),
+                Span::styled("▏", theme.accent()),
+            ])
+        }
+        Mode::Filter(prompt) => Line::from(vec![
+            Span::styled("/", theme.key()),
+            Span::styled(prompt.text.as_str(), theme.text()),
+            Span::styled("▏", theme.accent()),
+        ]),
+        _ => match &app.status {
+            Some(line) => Line::from(Span::styled(
+                line.text.as_str(),
+                match line.severity {
+                    Severity::Info => theme.ok(),
+                    Severity::Warning => theme.warn(),
+                    Severity::Error => theme.error(),
+                },
+            )),
+            None => Line::default(),
+        },
+    };
+    frame.render_widget(Paragraph::new(status), status_area);
+
+    let scope = app.scope();
+    let mut spans = Vec::new();
+    let mut hints = app.keymap.hints(scope);
+    if scope == Scope::Table {
+        hints.extend(app.keymap.hints(Scope::Global).into_iter().filter(|h| {
+            matches!(
+                h.command,
+                Command::CommandMode | Command::Help | Command::Back
+            )
+        }));
+        hints.retain(|h| {
+            !matches!(
+                h.command,
+                Command::Up
+                    | Command::Down
+                    | Command::Top
+                    | Command::Bottom
+                    | Command::PageUp
+                    | Command::PageDown
+            )
+        });
+    }
+    for hint in hints {
+        let available = app.availability(hint.command) == Availability::Available;
+        let (key_style, label_style) = if available {
+            (theme.key(), theme.text())
+        } else {
+            (theme.muted(), theme.muted())
+        };
+        spans.push(Span::styled(format!("<{}>", hint.keys), key_style));
+        spans.push(Span::styled(format!(" {}  ", hint.label), label_style));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), hints_area);
+}

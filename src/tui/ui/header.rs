@@ -1,0 +1,74 @@
+//! The header: where the console is connected, which engine acts, and how many Modules and nodes are in each state.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::tui::app::{App, EngineMode};
+use crate::tui::view::Health;
+
+/// Draw the header line.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let mut spans = vec![
+        Span::styled(" kmm-tui ", theme.title()),
+        Span::styled(format!(" {} ", app.session.context), theme.accent()),
+    ];
+    if app.session.embedded {
+        spans.push(Span::styled(" EMBEDDED ", theme.selection()));
+    }
+    spans.push(Span::styled(
+        match app.session.engine {
+            EngineMode::Foreground => " engine: foreground ",
+            EngineMode::Off => " engine: off (cluster controller) ",
+        },
+        theme.muted(),
+    ));
+    if app.session.readonly {
+        spans.push(Span::styled(" read-only ", theme.warn()));
+    }
+    if let Some(namespace) = &app.namespace {
+        spans.push(Span::styled(format!(" ns:{namespace} "), theme.accent()));
+    }
+    let count = |health: Health| {
+        app.rows
+            .modules
+            .iter()
+            .filter(|r| r.health == health)
+            .count()
+    };
+    spans.push(Span::styled(
+        format!(" Modules {} ", app.rows.modules.len()),
+        theme.text(),
+    ));
+    for (health, label, style) in [
+        (Health::Ok, "ok", theme.ok()),
+        (Health::Progressing, "busy", theme.progress()),
+        (Health::Warning, "waiting", theme.warn()),
+        (Health::Error, "degraded", theme.error()),
+    ] {
+        let n = count(health);
+        if n > 0 {
+            spans.push(Span::styled(format!("{n} {label} "), style));
+        }
+    }
+    let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
+    spans.push(Span::styled(
+        format!(" Nodes {ready}/{} ready ", app.rows.nodes.len()),
+        if ready == app.rows.nodes.len() {
+            theme.text()
+        } else {
+            theme.warn()
+        },
+    ));
+    if let Some((kind, message)) = app.data.failure() {
+        spans.push(Span::styled(
+            format!(" {kind} watch failing: {message} "),
+            theme.error(),
+        ));
+    } else if !app.data.loaded() {
+        spans.push(Span::styled(" loading… ", theme.progress()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.text()), area);
+}

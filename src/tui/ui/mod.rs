@@ -1,0 +1,60 @@
+//! Drawing: a pure function of [`App`]. Each pane and widget has its own module; this one lays out the header,
+//! the current view, overlays (prompt, confirmation, editor) and the footer.
+
+mod detail;
+mod dialog;
+mod editor;
+mod events;
+mod footer;
+mod header;
+mod help;
+mod images;
+mod modules;
+mod nodes;
+mod table;
+mod yaml;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+
+use super::app::{App, Mode, View};
+use super::view::Health;
+
+/// Draw the whole console.
+pub fn draw(frame: &mut Frame<'_>, app: &App) {
+    let [header_area, body, footer_area] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(2),
+    ])
+    .areas(frame.area());
+    header::draw(frame, header_area, app);
+    if let Some(editor) = &app.editor {
+        editor::draw(frame, body, app, editor);
+    } else {
+        match app.view() {
+            View::Modules => modules::draw(frame, body, app),
+            View::Images => images::draw(frame, body, app),
+            View::Nodes => nodes::draw(frame, body, app),
+            View::Events => events::draw(frame, body, app),
+            View::Detail(target) => detail::draw(frame, body, app, target),
+            View::Yaml(target) => yaml::draw(frame, body, app, target),
+            View::Help => help::draw(frame, body, app),
+        }
+    }
+    footer::draw(frame, footer_area, app);
+    if let Mode::Confirm(request) = &app.mode {
+        dialog::draw(frame, body, app, request);
+    }
+}
+
+/// The theme style of a health.
+pub(crate) fn health_style(app: &App, health: Health) -> ratatui::style::Style {
+    match health {
+        Health::Ok => app.theme.ok(),
+        Health::Progressing => app.theme.progress(),
+        Health::Warning => app.theme.warn(),
+        Health::Error => app.theme.error(),
+        Health::Unknown => app.theme.muted(),
+    }
+}

@@ -1,0 +1,78 @@
+//! The Nodes pane.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::widgets::{Cell, Row};
+
+use super::health_style;
+use super::table::ListTable;
+use crate::tui::app::{App, ListId};
+
+/// Draw every node: readiness, kernel, OS image, modules loaded, taints.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let wide = area.width >= 110;
+    let widths: &[Constraint] = if wide {
+        &[
+            Constraint::Length(20),
+            Constraint::Length(9),
+            Constraint::Length(30),
+            Constraint::Length(18),
+            Constraint::Length(16),
+            Constraint::Min(10),
+        ]
+    } else {
+        &[
+            Constraint::Length(16),
+            Constraint::Length(8),
+            Constraint::Length(24),
+            Constraint::Length(8),
+            Constraint::Min(8),
+        ]
+    };
+    let headings: &[&str] = if wide {
+        &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "TAINTS"]
+    } else {
+        &["NAME", "STATUS", "KERNEL", "MODULES", "TAINTS"]
+    };
+    ListTable {
+        title: "Nodes",
+        headings,
+        widths,
+        list: ListId::Nodes,
+        focused: true,
+        empty: "No nodes",
+    }
+    .draw(frame, area, app, |index| {
+        let row = &app.rows.nodes[index];
+        let status = match (row.ready, row.unschedulable) {
+            (true, false) => "Ready",
+            (true, true) => "Cordoned",
+            (false, _) => "NotReady",
+        };
+        let modules = if row.modules_pending > 0 {
+            format!(
+                "{} (+{} pending)",
+                row.modules_loaded.len(),
+                row.modules_pending
+            )
+        } else {
+            row.modules_loaded.len().to_string()
+        };
+        let taints = if row.taints.is_empty() {
+            "-".to_owned()
+        } else {
+            row.taints.join(", ")
+        };
+        let mut cells = vec![
+            Cell::from(row.name.clone()),
+            Cell::from(status).style(health_style(app, row.health)),
+            Cell::from(row.kernel.clone()),
+        ];
+        if wide {
+            cells.push(Cell::from(row.os_image.clone()));
+        }
+        cells.push(Cell::from(modules));
+        cells.push(Cell::from(taints));
+        Row::new(cells).style(app.theme.text())
+    });
+}
