@@ -354,9 +354,10 @@ impl App {
             }
             Action::Terminal(_) => false,
             Action::Data(snapshot) => {
+                let kind = snapshot.kind();
                 self.data.apply(snapshot);
                 self.now = jiff::Timestamp::now();
-                self.refresh();
+                self.refresh_kind(kind);
                 true
             }
             Action::Feed(kind, state) => {
@@ -431,6 +432,22 @@ impl App {
             nodes: nodes::rows(&self.data),
             events: events::rows(&self.data, self.now),
         };
+        self.refresh_open_view();
+        self.refresh_visible();
+    }
+
+    /// Rebuild only the rows a change of `kind` can alter: a node heartbeat must not rebuild every Module row.
+    fn refresh_kind(&mut self, kind: Kind) {
+        match kind {
+            Kind::Module => self.rows.modules = modules::rows(&self.data),
+            Kind::ModuleImagesConfig => {
+                self.rows.modules = modules::rows(&self.data);
+                self.rows.images = images::rows(&self.data, self.now);
+            }
+            Kind::Pod => self.rows.images = images::rows(&self.data, self.now),
+            Kind::Node | Kind::NodeModulesConfig => self.rows.nodes = nodes::rows(&self.data),
+            Kind::Event => self.rows.events = events::rows(&self.data, self.now),
+        }
         self.refresh_open_view();
         self.refresh_visible();
     }

@@ -1,0 +1,307 @@
+//! The console's behaviour, driven through `App::update` with key presses and data as the event loop delivers them:
+//! navigation, commands, filters, confirmations and what a write turns into.
+
+use std::sync::Arc;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use kmm_tui::api::kmm::{Module, ModuleImagesConfig};
+use kmm_tui::tui::access::{AccessReport, Capability};
+use kmm_tui::tui::action::Action;
+use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, View};
+use kmm_tui::tui::data::{Kind, KindSnapshot};
+use kmm_tui::tui::keymap::{Command, Keymap};
+use kmm_tui::tui::target::Target;
+use kmm_tui::tui::theme::Theme;
+use kmm_tui::tui::writes::{WriteError, WriteOutcome, WriteRequest};
+use serde_json::json;
+
+fn session(readonly: bool) -> Session {
+    Session {
+        context: "test".to_owned(),
+        contexts: vec!["test".to_owned(), "other".to_owned()],
+        embedded: true,
+        engine: EngineMode::Foreground,
+        readonly,
+    }
+}
+
+fn module(namespace: &str, name: &str) -> Arc<Module> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"selector": {}, "moduleLoader": {"container": {
+                "modprobe": {"moduleName": name},
+                "kernelMappings": [{"regexp": "^.+$", "containerImage": "quay.io/x/y:${KERNEL_FULL_VERSION}"}]}}}
+        }))
+        .expect("module"),
+    )
+}
+
+fn mic(namespace: &str, name: &str, images: &[&str]) -> Arc<ModuleImagesConfig> {
+    let images: Vec<_> = images
+        .iter()
+        .map(|image| json!({"image": image, "kernelVersion": "6.1.0", "generation": 1}))
+        .collect();
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"images": images, "imagePullPolicy": "IfNotPresent"}
+        }))
+        .expect("mic"),
+    )
+}
+
+fn app(readonly: bool) -> App {
+    let mut app = App::new(session(readonly), Theme::monochrome(), Keymap::default(), None);
+    app.update(Action::Data(KindSnapshot::Modules(vec![
+        module("b", "zeta"),
+        module("a", "alpha"),
+        module("a", "beta"),
+    ])));
+    app.update(Action::Data(KindSnapshot::ModuleImagesConfigs(vec![mic(
+        "a",
+        "alpha",
+        &["quay.io/x/y:6.1.0", "quay.io/x/y:6.2.0"],
+    )])));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Action::Terminal(Event::Key(KeyEvent::new(
+        code,
+        KeyModifiers::NONE,
+    ))));
+}
+
+fn ctrl(app: &mut App, c: char) {
+    app.update(Action::Terminal(Event::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    ))));
+}
+
+fn typed(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn status(app: &App) -> String {
+    app.status
+        .as_ref()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn modules_are_sorted_and_j_k_g_move_the_selection() {
+    let mut app = app(false);
+    let names: Vec<_> = app
+        .rows
+        .modules
+        .iter()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .collect();
+    assert_eq!(names, ["a/alpha", "a/beta", "b/zeta"]);
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('j'));
+    assert_eq!(app.selection(app.list()).index, 2, "stops at the last row");
+    key(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.selection(app.list()).index, 0);
+    key(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.selection(app.list()).index, 2);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.selection(app.list()).index, 1);
+}
+
+#[test]
+fn enter_opens_the_detail_and_esc_goes_back() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.view(),
+        &View::Detail(Target::namespaced(Kind::Module, "a", "alpha"))
+    );
+    let detail = app.detail.as_ref().expect("detail of a/alpha");
+    assert_eq!(detail.images.len(), 2);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Modules);
+}
+
+#[test]
+fn the_command_prompt_completes_and_switches_views() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Char(':'));
+    typed(&mut app, "no");
+    assert_eq!(app.completions("no"), ["nodes"]);
+    key(&mut app, KeyCode::Tab);
+    assert!(matches!(&app.mode, Mode::Command(p) if p.text == "nodes"));
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view(), &View::Nodes);
+    key(&mut app, KeyCode::Char(':'));
+    typed(&mut app, "bogus");
+    key(&mut app, KeyCode::Enter);
+    assert!(status(&app).contains("Unknown command :bogus"), "{}", status(&app));
+    key(&mut app, KeyCode::Char(':'));
+    typed(&mut app, "q");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.quit);
+}
+
+#[test]
+fn namespaces_and_contexts_complete_from_what_exists() {
+    let app = app(false);
+    assert_eq!(app.completions("ns "), ["ns a", "ns all", "ns b"]);
+    assert_eq!(app.completions("ctx o"), ["ctx other"]);
+}
+
+#[test]
+fn the_filter_narrows_rows_as_typed_and_esc_clears_it() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Char('/'));
+    typed(&mut app, "ZET");
+    assert_eq!(app.visible(app.list()).len(), 1, "case-insensitive");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter(app.list()), "zet");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.visible(app.list()).len(), 3);
+}
+
+#[test]
+fn ns_limits_namespaced_lists() {
+    let mut app = app(false);
+    app.execute("ns b");
+    assert_eq!(app.visible(app.list()).len(), 1);
+    app.execute("ns all");
+    assert_eq!(app.visible(app.list()).len(), 3);
+}
+
+#[test]
+fn rebuild_asks_first_then_requests_the_write() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Char('R'));
+    let Mode::Confirm(request) = &app.mode else {
+        panic!("R opens a confirmation");
+    };
+    assert_eq!(
+        request.describe(),
+        "Rebuild the images of Module a/alpha",
+        "the dialog names what will happen"
+    );
+    key(&mut app, KeyCode::Char('n'));
+    assert!(app.requests.is_empty(), "n sends nothing");
+    key(&mut app, KeyCode::Char('R'));
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.requests,
+        [Request::Write(WriteRequest::Rebuild {
+            module: Target::namespaced(Kind::Module, "a", "alpha"),
+            image: None
+        })]
+    );
+}
+
+#[test]
+fn rebuild_from_the_detail_image_section_names_the_image() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('R'));
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.requests,
+        [Request::Write(WriteRequest::Rebuild {
+            module: Target::namespaced(Kind::Module, "a", "alpha"),
+            image: Some("quay.io/x/y:6.2.0".to_owned())
+        })]
+    );
+}
+
+#[test]
+fn readonly_refuses_writes_before_asking() {
+    let mut app = app(true);
+    key(&mut app, KeyCode::Char('R'));
+    assert!(matches!(app.mode, Mode::Normal), "no dialog");
+    assert!(status(&app).contains("read-only"), "{}", status(&app));
+    ctrl(&mut app, 'd');
+    assert!(app.requests.is_empty());
+    assert!(matches!(
+        app.availability(Command::Delete),
+        Availability::Unavailable(_)
+    ));
+}
+
+#[test]
+fn writes_the_cluster_forbids_are_unavailable() {
+    let mut app = app(false);
+    let mut report = AccessReport {
+        context: "test".to_owned(),
+        ..Default::default()
+    };
+    report.allowed.insert(Capability::Delete(Kind::Module), false);
+    report.allowed.insert(Capability::Rebuild, true);
+    app.update(Action::Access(report));
+    assert_eq!(app.availability(Command::Rebuild), Availability::Available);
+    ctrl(&mut app, 'd');
+    assert!(matches!(app.mode, Mode::Normal), "no dialog");
+    assert!(status(&app).contains("not permitted"), "{}", status(&app));
+}
+
+#[test]
+fn a_failed_write_shows_in_the_footer() {
+    let mut app = app(false);
+    app.update(Action::Written(WriteOutcome {
+        request: WriteRequest::Delete {
+            target: Target::namespaced(Kind::Module, "a", "alpha"),
+        },
+        result: Err(WriteError {
+            message: "not permitted: cannot delete modules".to_owned(),
+            fields: Vec::new(),
+            code: Some(403),
+        }),
+    }));
+    assert_eq!(status(&app), "not permitted: cannot delete modules");
+}
+
+#[test]
+fn y_shows_yaml_without_managed_fields() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.view(),
+        &View::Yaml(Target::namespaced(Kind::Module, "a", "alpha"))
+    );
+    let lines = app.yaml.clone().expect("open").expect("shown");
+    assert!(lines.iter().any(|l| l.contains("name: alpha")), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("managedFields")));
+}
+
+#[test]
+fn a_selection_survives_rows_disappearing() {
+    let mut app = app(false);
+    key(&mut app, KeyCode::Char('G'));
+    app.update(Action::Data(KindSnapshot::Modules(vec![module("a", "alpha")])));
+    assert_eq!(app.selection(app.list()).index, 0);
+    app.update(Action::Data(KindSnapshot::Modules(Vec::new())));
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Char('R'));
+    assert!(app.requests.is_empty(), "nothing selected, nothing sent");
+}
+
+#[test]
+fn ctrl_c_quits_from_anywhere() {
+    for setup in [
+        (|_: &mut App| {}) as fn(&mut App),
+        |app| key(app, KeyCode::Char(':')),
+        |app| key(app, KeyCode::Char('/')),
+        |app| key(app, KeyCode::Char('R')),
+    ] {
+        let mut app = app(false);
+        setup(&mut app);
+        ctrl(&mut app, 'c');
+        assert!(app.quit);
+    }
+}
