@@ -22,6 +22,7 @@ fn session(readonly: bool) -> Session {
         embedded: true,
         engine: EngineMode::Foreground,
         readonly,
+        engine_identity: Some("console".to_owned()),
     }
 }
 
@@ -54,7 +55,12 @@ fn mic(namespace: &str, name: &str, images: &[&str]) -> Arc<ModuleImagesConfig> 
 }
 
 fn app(readonly: bool) -> App {
-    let mut app = App::new(session(readonly), Theme::monochrome(), Keymap::default(), None);
+    let mut app = App::new(
+        session(readonly),
+        Theme::monochrome(),
+        Keymap::default(),
+        None,
+    );
     app.update(Action::Data(KindSnapshot::Modules(vec![
         module("b", "zeta"),
         module("a", "alpha"),
@@ -144,7 +150,11 @@ fn the_command_prompt_completes_and_switches_views() {
     key(&mut app, KeyCode::Char(':'));
     typed(&mut app, "bogus");
     key(&mut app, KeyCode::Enter);
-    assert!(status(&app).contains("Unknown command :bogus"), "{}", status(&app));
+    assert!(
+        status(&app).contains("Unknown command :bogus"),
+        "{}",
+        status(&app)
+    );
     key(&mut app, KeyCode::Char(':'));
     typed(&mut app, "q");
     key(&mut app, KeyCode::Enter);
@@ -241,7 +251,9 @@ fn writes_the_cluster_forbids_are_unavailable() {
         context: "test".to_owned(),
         ..Default::default()
     };
-    report.allowed.insert(Capability::Delete(Kind::Module), false);
+    report
+        .allowed
+        .insert(Capability::Delete(Kind::Module), false);
     report.allowed.insert(Capability::Rebuild, true);
     app.update(Action::Access(report));
     assert_eq!(app.availability(Command::Rebuild), Availability::Available);
@@ -283,7 +295,9 @@ fn y_shows_yaml_without_managed_fields() {
 fn a_selection_survives_rows_disappearing() {
     let mut app = app(false);
     key(&mut app, KeyCode::Char('G'));
-    app.update(Action::Data(KindSnapshot::Modules(vec![module("a", "alpha")])));
+    app.update(Action::Data(KindSnapshot::Modules(vec![module(
+        "a", "alpha",
+    )])));
     assert_eq!(app.selection(app.list()).index, 0);
     app.update(Action::Data(KindSnapshot::Modules(Vec::new())));
     key(&mut app, KeyCode::Enter);
@@ -304,4 +318,41 @@ fn ctrl_c_quits_from_anywhere() {
         ctrl(&mut app, 'c');
         assert!(app.quit);
     }
+}
+
+#[test]
+fn the_header_says_which_engine_acts() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let lease = |holder: &str, renewed: jiff::Timestamp| {
+        Some(Arc::new(
+            serde_json::from_value::<Lease>(json!({
+                "metadata": {"name": "kmm-tui-engine", "namespace": "kube-system"},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                         "renewTime": renewed.to_string()}
+            }))
+            .expect("lease"),
+        ))
+    };
+    let mut app = app(false);
+    assert_eq!(app.engine_summary(), "engine: foreground (starting)");
+    app.update(Action::EngineLease(lease(
+        "console",
+        jiff::Timestamp::now(),
+    )));
+    assert_eq!(app.engine_summary(), "engine: foreground");
+    app.update(Action::EngineLease(lease(
+        "controller-7",
+        jiff::Timestamp::now(),
+    )));
+    assert_eq!(
+        app.engine_summary(),
+        "engine: foreground, standby (controller-7 acts)"
+    );
+    let long_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(600);
+    app.update(Action::EngineLease(lease("controller-7", long_ago)));
+    assert_eq!(
+        app.engine_summary(),
+        "engine: foreground (starting)",
+        "an expired Lease names nobody"
+    );
 }

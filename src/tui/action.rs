@@ -20,4 +20,6 @@ pub enum Action {
     Written(WriteOutcome),
     /// What the user may do on this cluster.
     Access(AccessReport),
+    /// The Lease that elects the acting engine changed (`None`: no engine holds it).
+    EngineLease(Option<std::sync::Arc<k8s_openapi::api::coordination::v1::Lease>>),
 }

@@ -43,6 +43,8 @@ pub struct Session {
     pub engine: EngineMode,
     /// Whether every write is refused.
     pub readonly: bool,
+    /// The identity the foreground engine holds the engine Lease under, to tell it from a cluster controller.
+    pub engine_identity: Option<String>,
 }
 
 /// A screen of the console. Lists are roots; the others open on top of them and `esc` closes them.
@@ -372,6 +374,26 @@ impl App {
                 self.access = report;
                 true
             }
+            Action::EngineLease(lease) => {
+                self.data.engine_lease = lease;
+                self.now = jiff::Timestamp::now();
+                true
+            }
+        }
+    }
+
+    /// Which engine acts, for the header: this console's (foreground), a controller in the cluster, or none.
+    pub fn engine_summary(&self) -> String {
+        let holder = self.data.engine_holder(self.now);
+        let ours = holder.is_some() && holder == self.session.engine_identity.as_deref();
+        match (&self.session.engine, holder) {
+            (EngineMode::Foreground, _) if ours => "engine: foreground".to_owned(),
+            (EngineMode::Foreground, Some(other)) => {
+                format!("engine: foreground, standby ({other} acts)")
+            }
+            (EngineMode::Foreground, None) => "engine: foreground (starting)".to_owned(),
+            (EngineMode::Off, Some(other)) => format!("engine: in cluster ({other})"),
+            (EngineMode::Off, None) => "engine: off (none acting)".to_owned(),
         }
     }
 

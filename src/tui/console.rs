@@ -96,7 +96,11 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
             lease: LeaseConfig::new(
                 crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
                 crate::engine::leader::DEFAULT_LEASE_NAME,
-                format!("console-{}", std::process::id()),
+                connection
+                    .session
+                    .engine_identity
+                    .clone()
+                    .unwrap_or_else(console_identity),
                 std::time::Duration::from_secs(15),
             ),
         };
@@ -170,6 +174,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     embedded: true,
                     engine: options.engine.clone().unwrap_or(EngineMode::Foreground),
                     readonly: options.readonly,
+                    engine_identity: Some(console_identity()),
                 },
                 embedded: Some(cluster),
                 kubeconfig: None,
@@ -193,12 +198,18 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     embedded: false,
                     engine: options.engine.clone().unwrap_or(EngineMode::Off),
                     readonly: options.readonly,
+                    engine_identity: Some(console_identity()),
                 },
                 embedded: None,
                 kubeconfig: Some(kubeconfig),
             })
         }
     }
+}
+
+/// The identity the console's engine holds the engine Lease under.
+fn console_identity() -> String {
+    format!("kmm-tui-console-{}", std::process::id())
 }
 
 /// Whether a kubeconfig is there to use: `$KUBECONFIG` or `~/.kube/config`.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
@@ -117,6 +118,8 @@ pub struct ClusterData {
     pub events: Vec<Arc<Event>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
+    /// The Lease electing the acting engine, so the header can say who acts.
+    pub engine_lease: Option<Arc<Lease>>,
 }
 
 impl ClusterData {
@@ -155,6 +158,15 @@ impl ClusterData {
     /// Record a watch failure (or recovery) of one kind.
     pub fn set_feed(&mut self, kind: Kind, state: FeedState) {
         self.feeds.insert(kind, state);
+    }
+
+    /// Who holds the engine Lease, if it is held and not expired at `now`.
+    pub fn engine_holder(&self, now: jiff::Timestamp) -> Option<&str> {
+        let spec = self.engine_lease.as_ref()?.spec.as_ref()?;
+        let holder = spec.holder_identity.as_deref().filter(|h| !h.is_empty())?;
+        let renewed = spec.renew_time.as_ref().map(|t| t.0)?;
+        let duration = i64::from(spec.lease_duration_seconds.unwrap_or(15));
+        (now.as_second() - renewed.as_second() <= duration).then_some(holder)
     }
 
     /// Whether every kind has been listed at least once.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::runtime::reflector::{self, Store};
@@ -20,6 +21,7 @@ use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::engine::labels;
+use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -101,6 +103,40 @@ pub fn start(
         sender,
         cancel,
     );
+    watch_engine_lease(client, sender, cancel);
+}
+
+/// Follow the Lease that elects the acting engine, so the header says whether this console's engine, a cluster
+/// controller, or nobody acts.
+fn watch_engine_lease(
+    client: &Client,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let api: Api<Lease> = Api::namespaced(client.clone(), DEFAULT_LEASE_NAMESPACE);
+    let config = watcher::Config::default().fields(&format!("metadata.name={DEFAULT_LEASE_NAME}"));
+    let sender = sender.clone();
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        let (store, writer) = reflector::store::<Lease>();
+        let mut stream =
+            reflector::reflector(writer, watcher(api, config).default_backoff()).boxed();
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                event = stream.next() => match event {
+                    None => return,
+                    Some(Ok(_)) => {
+                        if sender.send(Action::EngineLease(store.state().into_iter().next())).is_err() {
+                            return;
+                        }
+                    }
+                    // A cluster without the Lease (or without leave to read it) simply shows no acting engine.
+                    Some(Err(_)) => {}
+                },
+            }
+        }
+    });
 }
 
 /// The newest [`EVENT_LIMIT`] events.
