@@ -72,21 +72,16 @@ struct Connection {
 
 /// Run the console until the user quits.
 pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
-    let (theme, mut warnings) = Theme::from_env(options.theme.as_deref())?;
-    let keymap = match &options.keymap {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading keymap {}", path.display()))?;
-            let (keymap, keymap_warnings) = Keymap::from_toml(&text);
-            warnings.extend(
-                keymap_warnings
-                    .into_iter()
-                    .map(|w| format!("keymap {}: {w}", path.display())),
-            );
-            keymap
+    let (theme, mut warnings) = match Theme::from_env(options.theme.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            let (theme, mut warnings) = Theme::from_env(None)?;
+            warnings.insert(0, format!("{error}; using the default theme"));
+            (theme, warnings)
         }
-        None => Keymap::default(),
     };
+    let (keymap, keymap_warnings) = load_keymap(options.keymap.as_deref());
+    warnings.extend(keymap_warnings);
     let connection = connect(&options).await?;
     let (sender, receiver) = mpsc::unbounded_channel();
     let engine_cancel = CancellationToken::new();
@@ -136,6 +131,35 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         cluster.shutdown().await;
     }
     result
+}
+
+/// The keymap of `--keymap`, else of `$XDG_CONFIG_HOME/kmm-tui/keymap.toml` (or `~/.config/...`) when it
+/// exists, else the defaults. A file that cannot be read is a warning, not a reason to refuse to start.
+fn load_keymap(path: Option<&std::path::Path>) -> (Keymap, Vec<String>) {
+    let path = path.map(std::path::Path::to_path_buf).or_else(|| {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+            .map(|dir| dir.join("kmm-tui").join("keymap.toml"))
+            .filter(|file| file.exists())
+    });
+    let Some(path) = path else {
+        return (Keymap::default(), Vec::new());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let (keymap, warnings) = Keymap::from_toml(&text);
+            let warnings = warnings
+                .into_iter()
+                .map(|warning| format!("keymap {}: {warning}", path.display()))
+                .collect();
+            (keymap, warnings)
+        }
+        Err(error) => (
+            Keymap::default(),
+            vec![format!("keymap {}: {error}; using the default keys", path.display())],
+        ),
+    }
 }
 
 /// Open the cluster the options name. With no kubeconfig to be found, the embedded cluster opens instead.
