@@ -4,6 +4,7 @@
 //! - [`view`] turns them into the rows each pane shows; [`ui`] draws them.
 //! - [`app`] owns the state and turns every [`action::Action`] into state changes and [`app::Request`]s.
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
+//! - [`screenshot`] turns a rendered frame into a PNG, for the screenshots the README shows.
 pub mod access;
 pub mod action;
 pub mod app;
@@ -12,6 +13,7 @@ pub mod data;
 pub mod editor;
 pub mod feed;
 pub mod keymap;
+pub mod screenshot;
 pub mod target;
 pub mod theme;
 pub mod ui;
