@@ -15,6 +15,7 @@ use kmm_tui::engine::rbac::EngineRbac;
 use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages};
 use kmm_tui::tui::app::EngineMode;
 use kmm_tui::tui::console::{self, ClusterChoice, ConsoleOptions};
+use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
 
 /// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
@@ -130,6 +131,31 @@ enum Command {
     /// Print the CustomResourceDefinitions of every kind kmm-tui manages as multi-document YAML, ready for
     /// `kmm-tui crds | kubectl apply -f -`.
     Crds,
+    /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
+    /// the real rendered frame (the README's pictures).
+    Screenshots(ScreenshotArgs),
+}
+
+#[derive(Args)]
+struct ScreenshotArgs {
+    /// Directory to write the PNGs to.
+    #[arg(long, value_name = "DIR", default_value = "screenshots")]
+    out: PathBuf,
+    /// Scenario to run.
+    #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
+    scenario: String,
+    /// Seconds the engine works before the pictures are taken.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    settle: u64,
+    /// Terminal columns of the pictures.
+    #[arg(long, default_value_t = 120)]
+    columns: u16,
+    /// Terminal rows of the pictures.
+    #[arg(long, default_value_t = 40)]
+    rows: u16,
+    /// Theme of the pictures.
+    #[arg(long, value_name = "NAME|FILE", default_value = "dark")]
+    theme: String,
 }
 
 #[derive(Args)]
@@ -288,6 +314,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 _ => Ok(()),
             }
+        }
+        Some(Command::Screenshots(args)) => {
+            let written = runtime.block_on(gallery::capture(GalleryOptions {
+                out: args.out,
+                scenario: args.scenario,
+                settle: Duration::from_secs(args.settle),
+                size: (args.columns, args.rows),
+                theme: args.theme,
+            }))?;
+            for path in written {
+                println!("kmm-tui: wrote {}", path.display());
+            }
+            Ok(())
         }
         None => runtime.block_on(console::run(cli.console.options())),
     }

@@ -12,6 +12,7 @@ pub mod console;
 pub mod data;
 pub mod editor;
 pub mod feed;
+pub mod gallery;
 pub mod keymap;
 pub mod screenshot;
 pub mod target;

@@ -1,0 +1,137 @@
+//! `kmm-tui screenshots`: run the demo on the embedded cluster with the engine acting, let it converge, then draw
+//! each pane exactly as the console draws it and save the rendered buffer as a PNG. The README's pictures come from
+//! here, so anyone can regenerate them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::action::Action;
+use super::app::{App, EngineMode, Session};
+use super::keymap::Keymap;
+use super::theme::Theme;
+use super::{feed, screenshot, ui};
+use crate::cluster::sim::scenario::Scenario;
+use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
+use crate::engine::{EngineConfig, LeaseConfig, PodImages};
+
+/// What to capture and where.
+#[derive(Clone, Debug)]
+pub struct GalleryOptions {
+    /// Directory the PNGs go to.
+    pub out: PathBuf,
+    /// Scenario to run.
+    pub scenario: String,
+    /// How long the engine works before the pictures are taken.
+    pub settle: Duration,
+    /// Terminal size of the pictures (columns, rows).
+    pub size: (u16, u16),
+    /// Theme name or file.
+    pub theme: String,
+}
+
+/// The panes captured, by file name, with the keys that open each from the Modules pane.
+const PANES: [(&str, &[Step]); 7] = [
+    ("modules", &[]),
+    ("module-detail", &[Step::Key(KeyCode::Enter)]),
+    ("images", &[Step::Command("images")]),
+    ("nodes", &[Step::Command("nodes")]),
+    ("events", &[Step::Command("events")]),
+    ("yaml", &[Step::Key(KeyCode::Char('y'))]),
+    ("help", &[Step::Key(KeyCode::Char('?'))]),
+];
+
+/// One step towards a pane.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Press a key.
+    Key(KeyCode),
+    /// Run a `:` command.
+    Command(&'static str),
+}
+
+/// Run the scenario, capture every pane, and return the files written.
+pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
+    let (theme, _) = Theme::load(&options.theme)?;
+    let scenario = Scenario::load(&options.scenario)?;
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        state_dir: None,
+        listen: None,
+        kubeconfig_out: None,
+        history: None,
+        scenario: Some(scenario),
+    })
+    .await?;
+    let cancel = CancellationToken::new();
+    let identity = "kmm-tui-screenshots".to_owned();
+    let engine = tokio::spawn(crate::engine::run(
+        cluster.client(),
+        EngineConfig {
+            images: PodImages::default(),
+            lease: LeaseConfig::new(
+                crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
+                crate::engine::leader::DEFAULT_LEASE_NAME,
+                identity.clone(),
+                Duration::from_secs(15),
+            ),
+        },
+        cancel.clone(),
+    ));
+    let (sender, mut receiver) = mpsc::unbounded_channel();
+    feed::start(&cluster.client(), None, &sender, &cancel);
+    let session = Session {
+        context: super::console::EMBEDDED_CONTEXT.to_owned(),
+        contexts: vec![super::console::EMBEDDED_CONTEXT.to_owned()],
+        embedded: true,
+        engine: EngineMode::Foreground,
+        readonly: false,
+        engine_identity: Some(identity),
+    };
+    let mut app = App::new(session, theme, Keymap::default(), None);
+    app.update(Action::Terminal(Event::Resize(options.size.0, options.size.1)));
+    let deadline = tokio::time::Instant::now() + options.settle;
+    while let Ok(Some(action)) = tokio::time::timeout_at(deadline, receiver.recv()).await {
+        app.update(action);
+    }
+    while let Ok(action) = receiver.try_recv() {
+        app.update(action);
+    }
+    let written = write_panes(&mut app, &options.out, options.size);
+    cancel.cancel();
+    let _ = engine.await;
+    cluster.shutdown().await;
+    written
+}
+
+/// Draw each pane of [`PANES`] and write it as `<out>/<name>.png`.
+fn write_panes(app: &mut App, out: &Path, size: (u16, u16)) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut written = Vec::new();
+    for (name, steps) in PANES {
+        app.execute("modules");
+        for step in steps {
+            match step {
+                Step::Key(code) => {
+                    app.update(Action::Terminal(Event::Key(KeyEvent::new(
+                        *code,
+                        KeyModifiers::NONE,
+                    ))));
+                }
+                Step::Command(command) => app.execute(command),
+            }
+        }
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1))?;
+        terminal.draw(|frame| ui::draw(frame, app))?;
+        let png = screenshot::buffer_to_png(terminal.backend().buffer())?;
+        let path = out.join(format!("{name}.png"));
+        std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
