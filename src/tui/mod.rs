@@ -12,6 +12,7 @@ pub mod data;
 pub mod editor;
 pub mod feed;
 pub mod keymap;
+pub mod sample;
 pub mod target;
 pub mod theme;
 pub mod ui;

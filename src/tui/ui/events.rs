@@ -34,6 +34,7 @@ pub fn draw_list(
     headings.push("MESSAGE");
     ListTable {
         title: "Events",
+        note: "",
         headings: &headings,
         widths: &widths,
         list,

@@ -43,6 +43,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     };
     ListTable {
         title: "Modules",
+        note: "",
         headings,
         widths,
         list: ListId::Modules,

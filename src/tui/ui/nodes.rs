@@ -36,6 +36,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     };
     ListTable {
         title: "Nodes",
+        note: "",
         headings,
         widths,
         list: ListId::Nodes,
