@@ -73,7 +73,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         .map(|(state, count)| format!("{count} {state}"))
         .collect::<Vec<_>>()
         .join(" · ");
-    let (headings, widths): (&[&str], &[Constraint]) = if wide {
+    let very_wide = area.width >= 150;
+    let (headings, widths): (&[&str], &[Constraint]) = if very_wide {
         (
             &["NODE", "KERNEL", "STATE", "IMAGE", "WHY"],
             &[
@@ -82,6 +83,16 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
                 Constraint::Length(15),
                 Constraint::Fill(2),
                 Constraint::Fill(3),
+            ],
+        )
+    } else if wide {
+        (
+            &["NODE", "KERNEL", "STATE", "WHY"],
+            &[
+                Constraint::Length(18),
+                Constraint::Length(29),
+                Constraint::Length(15),
+                Constraint::Fill(1),
             ],
         )
     } else {
@@ -106,12 +117,19 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     .draw(frame, node_area, app, |index| {
         let row = &detail.nodes[index];
         let state = Cell::from(row.state.as_str()).style(health_style(app, row.health));
-        let cells = if wide {
+        let cells = if very_wide {
             vec![
                 Cell::from(row.node.as_str()),
                 Cell::from(row.kernel.as_str()),
                 state,
                 Cell::from(row.image.as_str()),
+                Cell::from(row.why.as_str()),
+            ]
+        } else if wide {
+            vec![
+                Cell::from(row.node.as_str()),
+                Cell::from(row.kernel.as_str()),
+                state,
                 Cell::from(row.why.as_str()),
             ]
         } else {
