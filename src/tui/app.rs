@@ -273,6 +273,8 @@ pub struct App {
     pub size: (u16, u16),
     /// The time ages are measured from, set when data arrives.
     pub now: jiff::Timestamp,
+    /// A fixed `now` that data arrivals keep, so snapshots, benchmarks and screenshots show the same ages every run.
+    pinned_clock: Option<jiff::Timestamp>,
 }
 
 /// Rows taken by the header, footer and table headings: the part of the screen tables do not get.
@@ -303,9 +305,18 @@ impl App {
             quit: false,
             size: (120, 40),
             now: jiff::Timestamp::now(),
+            pinned_clock: None,
         };
         app.refresh();
         app
+    }
+
+    /// Measure every age from `now`, now and after every data arrival, instead of the wall clock: for pictures of the
+    /// console (snapshots, benchmarks, screenshots) that must not change from one run to the next.
+    pub fn pin_clock(&mut self, now: jiff::Timestamp) {
+        self.pinned_clock = Some(now);
+        self.now = now;
+        self.refresh();
     }
 
     /// Show `warnings` (from config files) in the footer.
@@ -358,7 +369,7 @@ impl App {
             Action::Data(snapshot) => {
                 let kind = snapshot.kind();
                 self.data.apply(snapshot);
-                self.now = jiff::Timestamp::now();
+                self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 self.refresh_kind(kind);
                 true
             }
@@ -376,7 +387,7 @@ impl App {
             }
             Action::EngineLease(lease) => {
                 self.data.engine_lease = lease;
-                self.now = jiff::Timestamp::now();
+                self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 true
             }
         }

@@ -157,7 +157,10 @@ fn load_keymap(path: Option<&std::path::Path>) -> (Keymap, Vec<String>) {
         }
         Err(error) => (
             Keymap::default(),
-            vec![format!("keymap {}: {error}; using the default keys", path.display())],
+            vec![format!(
+                "keymap {}: {error}; using the default keys",
+                path.display()
+            )],
         ),
     }
 }

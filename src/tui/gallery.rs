@@ -94,7 +94,10 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         engine_identity: Some(identity),
     };
     let mut app = App::new(session, theme, Keymap::default(), None);
-    app.update(Action::Terminal(Event::Resize(options.size.0, options.size.1)));
+    app.update(Action::Terminal(Event::Resize(
+        options.size.0,
+        options.size.1,
+    )));
     let deadline = tokio::time::Instant::now() + options.settle;
     while let Ok(Some(action)) = tokio::time::timeout_at(deadline, receiver.recv()).await {
         app.update(action);

@@ -22,31 +22,40 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         );
         return;
     };
+    let image_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Images)).len())
+        .unwrap_or(u16::MAX)
+        .clamp(1, 8);
     let [summary, image_area, node_area, event_area] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Fill(1),
+        Constraint::Max(image_rows + 3),
+        Constraint::Fill(2),
         Constraint::Fill(1),
     ])
     .areas(area);
     let row = &detail.summary;
-    let mut line = vec![
+    let wide = area.width >= 110;
+    let counts = if wide {
+        format!(
+            " nodes {}/{}/{} (targeted/desired/available)  images {}/{} existing ",
+            row.targeted, row.desired, row.available, row.images_existing, row.images_total
+        )
+    } else {
+        format!(
+            " {}/{}/{} nodes  {}/{} images ",
+            row.targeted, row.desired, row.available, row.images_existing, row.images_total
+        )
+    };
+    let line = vec![
         Span::styled(
             format!(" {}/{} ", row.namespace, row.name),
             app.theme.title(),
         ),
+        Span::styled(counts, app.theme.text()),
         Span::styled(
-            format!(
-                " nodes {}/{}/{} (targeted/desired/available)  images {}/{} ",
-                row.targeted, row.desired, row.available, row.images_existing, row.images_total
-            ),
-            app.theme.text(),
+            row.reason.as_deref().unwrap_or("Available"),
+            health_style(app, row.health),
         ),
     ];
-    line.push(Span::styled(
-        row.reason.clone().unwrap_or_else(|| "Available".to_owned()),
-        health_style(app, row.health),
-    ));
     frame.render_widget(Paragraph::new(Line::from(line)), summary);
     let focus = app.section;
     images::draw_list(
@@ -58,30 +67,79 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         false,
         focus == DetailSection::Images,
     );
+    let note = detail
+        .node_states
+        .iter()
+        .map(|(state, count)| format!("{count} {state}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let very_wide = area.width >= 150;
+    let (headings, widths): (&[&str], &[Constraint]) = if very_wide {
+        (
+            &["NODE", "KERNEL", "STATE", "IMAGE", "WHY"],
+            &[
+                Constraint::Length(18),
+                Constraint::Length(24),
+                Constraint::Length(15),
+                Constraint::Fill(2),
+                Constraint::Fill(3),
+            ],
+        )
+    } else if wide {
+        (
+            &["NODE", "KERNEL", "STATE", "WHY"],
+            &[
+                Constraint::Length(18),
+                Constraint::Length(29),
+                Constraint::Length(15),
+                Constraint::Fill(1),
+            ],
+        )
+    } else {
+        (
+            &["NODE", "STATE", "WHY"],
+            &[
+                Constraint::Length(16),
+                Constraint::Length(15),
+                Constraint::Fill(1),
+            ],
+        )
+    };
     ListTable {
         title: "Nodes",
-        headings: &["NODE", "KERNEL", "STATE", "IMAGE", "WHY"],
-        widths: &[
-            Constraint::Length(16),
-            Constraint::Length(26),
-            Constraint::Length(15),
-            Constraint::Min(16),
-            Constraint::Min(10),
-        ],
+        note: &note,
+        headings,
+        widths,
         list: ListId::Detail(DetailSection::Nodes),
         focused: focus == DetailSection::Nodes,
-        empty: "No node is asked to load this Module",
+        empty: "No node matches the Module's selector",
     }
     .draw(frame, node_area, app, |index| {
         let row = &detail.nodes[index];
-        Row::new(vec![
-            Cell::from(row.node.clone()),
-            Cell::from(row.kernel.clone()),
-            Cell::from(row.state.clone()).style(health_style(app, row.health)),
-            Cell::from(row.image.clone()),
-            Cell::from(row.why.clone()),
-        ])
-        .style(app.theme.text())
+        let state = Cell::from(row.state.as_str()).style(health_style(app, row.health));
+        let cells = if very_wide {
+            vec![
+                Cell::from(row.node.as_str()),
+                Cell::from(row.kernel.as_str()),
+                state,
+                Cell::from(row.image.as_str()),
+                Cell::from(row.why.as_str()),
+            ]
+        } else if wide {
+            vec![
+                Cell::from(row.node.as_str()),
+                Cell::from(row.kernel.as_str()),
+                state,
+                Cell::from(row.why.as_str()),
+            ]
+        } else {
+            vec![
+                Cell::from(row.node.as_str()),
+                state,
+                Cell::from(row.why.as_str()),
+            ]
+        };
+        Row::new(cells).style(app.theme.text())
     });
     events::draw_list(
         frame,

@@ -23,17 +23,18 @@ pub fn draw_list(
     let mut widths = vec![
         Constraint::Length(5),
         Constraint::Length(8),
-        Constraint::Length(18),
+        Constraint::Length(if wide { 18 } else { 15 }),
     ];
     let mut headings = vec!["AGE", "TYPE", "REASON"];
     if show_object {
-        widths.push(Constraint::Length(if wide { 34 } else { 20 }));
+        widths.push(Constraint::Length(if wide { 34 } else { 24 }));
         headings.push("OBJECT");
     }
     widths.push(Constraint::Min(10));
     headings.push("MESSAGE");
     ListTable {
         title: "Events",
+        note: "",
         headings: &headings,
         widths: &widths,
         list,
@@ -48,7 +49,11 @@ pub fn draw_list(
             Cell::from(row.reason.clone()),
         ];
         if show_object {
-            cells.push(Cell::from(row.object.clone()));
+            cells.push(Cell::from(if wide {
+                row.object.clone()
+            } else {
+                short_object(&row.object)
+            }));
         }
         let note = if row.count > 1 {
             format!("{} (x{})", row.note, row.count)
@@ -71,4 +76,21 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         true,
         true,
     );
+}
+
+/// `Kind namespace/name` with the kind's short name (`mic`, `nmc`, `po`), so narrow screens keep the name.
+fn short_object(object: &str) -> String {
+    let Some((kind, name)) = object.split_once(' ') else {
+        return object.to_owned();
+    };
+    let short = match kind {
+        "Module" => "mod",
+        "ModuleImagesConfig" => "mic",
+        "ModuleBuildSignConfig" => "mbsc",
+        "NodeModulesConfig" => "nmc",
+        "Node" => "no",
+        "Pod" => "po",
+        other => other,
+    };
+    format!("{short} {name}")
 }

@@ -48,7 +48,6 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(status), status_area);
 
     let scope = app.scope();
-    let mut spans = Vec::new();
     let mut hints = app.keymap.hints(scope);
     if scope == Scope::Table {
         hints.extend(app.keymap.hints(Scope::Global).into_iter().filter(|h| {
@@ -69,15 +68,52 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             )
         });
     }
-    for hint in hints {
-        let available = app.availability(hint.command) == Availability::Available;
-        let (key_style, label_style) = if available {
-            (theme.key(), theme.text())
-        } else {
-            (theme.muted(), theme.muted())
-        };
-        spans.push(Span::styled(format!("<{}>", hint.keys), key_style));
-        spans.push(Span::styled(format!(" {}  ", hint.label), label_style));
-    }
+    // Help first: when the bar is too narrow for every hint, the one that lists them all stays.
+    hints.sort_by_key(|hint| hint.command != Command::Help);
+    let width = usize::from(area.width);
+    let items: Vec<(String, &str, bool)> = hints
+        .iter()
+        .map(|hint| {
+            let available = app.availability(hint.command) == Availability::Available;
+            (format!("<{}>", hint.keys), hint.label, available)
+        })
+        .collect();
+    let spans = fit_hints(&items, width)
+        .into_iter()
+        .flat_map(|(key, label, available, gap)| {
+            let (key_style, label_style) = if available {
+                (theme.key(), theme.text())
+            } else {
+                (theme.muted(), theme.muted())
+            };
+            [
+                Span::styled(key, key_style),
+                Span::styled(format!(" {label}{gap}"), label_style),
+            ]
+        })
+        .collect::<Vec<_>>();
     frame.render_widget(Paragraph::new(Line::from(spans)), hints_area);
+}
+
+/// The hints that fit in `width` columns: all of them two spaces apart if they fit, else one space apart, else as
+/// many as fit one space apart, the last (help and back come last) given up first.
+fn fit_hints<'a>(
+    items: &'a [(String, &'a str, bool)],
+    width: usize,
+) -> Vec<(&'a str, &'a str, bool, &'static str)> {
+    let length = |items: &[(String, &str, bool)], gap: usize| {
+        items
+            .iter()
+            .map(|(key, label, _)| key.chars().count() + 1 + label.chars().count() + gap)
+            .sum::<usize>()
+    };
+    let gap = if length(items, 2) <= width { "  " } else { " " };
+    let mut count = items.len();
+    while count > 0 && length(&items[..count], gap.len()) > width {
+        count -= 1;
+    }
+    items[..count]
+        .iter()
+        .map(|(key, label, available)| (key.as_str(), *label, *available, gap))
+        .collect()
 }

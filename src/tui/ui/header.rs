@@ -11,17 +11,23 @@ use crate::tui::view::Health;
 /// Draw the header line.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let theme = &app.theme;
-    let mut spans = vec![
-        Span::styled(" kmm-tui ", theme.title()),
-        Span::styled(format!(" {} ", app.session.context), theme.accent()),
-    ];
+    let wide = area.width >= 110;
+    let mut spans = Vec::new();
+    if wide {
+        spans.push(Span::styled(" kmm-tui ", theme.title()));
+    }
+    spans.push(Span::styled(
+        format!(" {} ", app.session.context),
+        theme.accent(),
+    ));
     if app.session.embedded {
         spans.push(Span::styled(" EMBEDDED ", theme.selection()));
     }
     spans.push(Span::styled(
-        match app.session.engine {
-            EngineMode::Foreground => " engine: foreground ",
-            EngineMode::Off => " engine: off (cluster controller) ",
+        match (&app.session.engine, wide) {
+            (_, true) => format!(" {} ", app.engine_summary()),
+            (EngineMode::Foreground, false) => " engine:fg ".to_owned(),
+            (EngineMode::Off, false) => " engine:off ".to_owned(),
         },
         theme.muted(),
     ));
@@ -31,37 +37,6 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if let Some(namespace) = &app.namespace {
         spans.push(Span::styled(format!(" ns:{namespace} "), theme.accent()));
     }
-    let count = |health: Health| {
-        app.rows
-            .modules
-            .iter()
-            .filter(|r| r.health == health)
-            .count()
-    };
-    spans.push(Span::styled(
-        format!(" Modules {} ", app.rows.modules.len()),
-        theme.text(),
-    ));
-    for (health, label, style) in [
-        (Health::Ok, "ok", theme.ok()),
-        (Health::Progressing, "busy", theme.progress()),
-        (Health::Warning, "waiting", theme.warn()),
-        (Health::Error, "degraded", theme.error()),
-    ] {
-        let n = count(health);
-        if n > 0 {
-            spans.push(Span::styled(format!("{n} {label} "), style));
-        }
-    }
-    let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
-    spans.push(Span::styled(
-        format!(" Nodes {ready}/{} ready ", app.rows.nodes.len()),
-        if ready == app.rows.nodes.len() {
-            theme.text()
-        } else {
-            theme.warn()
-        },
-    ));
     if let Some((kind, message)) = app.data.failure() {
         spans.push(Span::styled(
             format!(" {kind} watch failing: {message} "),
@@ -70,5 +45,45 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     } else if !app.data.loaded() {
         spans.push(Span::styled(" loading… ", theme.progress()));
     }
+    let count = |health: Health| {
+        app.rows
+            .modules
+            .iter()
+            .filter(|r| r.health == health)
+            .count()
+    };
+    spans.push(Span::styled(
+        if wide {
+            format!(" Modules {} ", app.rows.modules.len())
+        } else {
+            format!(" Mod {} ", app.rows.modules.len())
+        },
+        theme.text(),
+    ));
+    for (health, label, short, style) in [
+        (Health::Ok, "ok", "ok", theme.ok()),
+        (Health::Progressing, "busy", "busy", theme.progress()),
+        (Health::Warning, "waiting", "wait", theme.warn()),
+        (Health::Error, "degraded", "degr", theme.error()),
+    ] {
+        let n = count(health);
+        if n > 0 {
+            let label = if wide { label } else { short };
+            spans.push(Span::styled(format!("{n} {label} "), style));
+        }
+    }
+    let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
+    spans.push(Span::styled(
+        if wide {
+            format!(" Nodes {ready}/{} ready ", app.rows.nodes.len())
+        } else {
+            format!(" Nodes {ready}/{} ", app.rows.nodes.len())
+        },
+        if ready == app.rows.nodes.len() {
+            theme.text()
+        } else {
+            theme.warn()
+        },
+    ));
     frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.text()), area);
 }

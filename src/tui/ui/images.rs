@@ -39,6 +39,7 @@ pub fn draw_list(
     }
     ListTable {
         title: "Images",
+        note: "",
         headings: &headings,
         widths: &widths,
         list,

@@ -14,7 +14,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let widths: &[Constraint] = if wide {
         &[
             Constraint::Length(14),
-            Constraint::Length(20),
+            Constraint::Length(24),
             Constraint::Length(7),
             Constraint::Length(17),
             Constraint::Length(7),
@@ -22,11 +22,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ]
     } else {
         &[
-            Constraint::Length(18),
-            Constraint::Length(4),
-            Constraint::Length(11),
+            Constraint::Length(26),
+            Constraint::Length(10),
             Constraint::Length(5),
-            Constraint::Min(10),
+            Constraint::Fill(1),
         ]
     };
     let headings: &[&str] = if wide {
@@ -39,10 +38,11 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             "REASON",
         ]
     } else {
-        &["NAME", "KERN", "TGT/DES/AV", "IMGS", "REASON"]
+        &["NAMESPACE/NAME", "TGT/DES/AV", "IMGS", "REASON"]
     };
     ListTable {
         title: "Modules",
+        note: "",
         headings,
         widths,
         list: ListId::Modules,
@@ -67,7 +67,6 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         } else {
             vec![
                 Cell::from(format!("{}/{}", row.namespace, row.name)),
-                Cell::from(row.kernels.to_string()),
                 Cell::from(nodes),
                 Cell::from(images),
                 Cell::from(reason).style(style),

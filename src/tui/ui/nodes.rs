@@ -13,29 +13,30 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let widths: &[Constraint] = if wide {
         &[
-            Constraint::Length(20),
-            Constraint::Length(9),
-            Constraint::Length(30),
             Constraint::Length(18),
+            Constraint::Length(9),
+            Constraint::Length(29),
+            Constraint::Fill(2),
             Constraint::Length(16),
-            Constraint::Min(10),
+            Constraint::Fill(1),
         ]
     } else {
         &[
-            Constraint::Length(16),
+            Constraint::Length(12),
             Constraint::Length(8),
-            Constraint::Length(24),
-            Constraint::Length(8),
-            Constraint::Min(8),
+            Constraint::Length(29),
+            Constraint::Length(7),
+            Constraint::Fill(1),
         ]
     };
     let headings: &[&str] = if wide {
         &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "TAINTS"]
     } else {
-        &["NAME", "STATUS", "KERNEL", "MODULES", "TAINTS"]
+        &["NAME", "STATUS", "KERNEL", "LOADED", "TAINTS"]
     };
     ListTable {
         title: "Nodes",
+        note: "",
         headings,
         widths,
         list: ListId::Nodes,
@@ -49,7 +50,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             (true, true) => "Cordoned",
             (false, _) => "NotReady",
         };
-        let modules = if row.modules_pending > 0 {
+        let modules = if !wide {
+            format!(
+                "{}/{}",
+                row.modules_loaded.len(),
+                row.modules_loaded.len() + row.modules_pending
+            )
+        } else if row.modules_pending > 0 {
             format!(
                 "{} (+{} pending)",
                 row.modules_loaded.len(),

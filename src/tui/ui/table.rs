@@ -12,6 +12,8 @@ use crate::tui::app::{App, ListId};
 pub struct ListTable<'a> {
     /// Title (the view's name).
     pub title: &'a str,
+    /// A summary after the row count (counts by state), or empty.
+    pub note: &'a str,
     /// Column headings.
     pub headings: &'a [&'a str],
     /// Column widths.
@@ -41,6 +43,9 @@ impl ListTable<'_> {
             format!("[{}] ", visible.len()),
             app.theme.muted(),
         ));
+        if !self.note.is_empty() {
+            title.push(Span::styled(format!("{} ", self.note), app.theme.muted()));
+        }
         if !filter.is_empty() {
             title.push(Span::styled(format!("/{filter} "), app.theme.accent()));
         }

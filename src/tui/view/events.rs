@@ -1,7 +1,10 @@
 //! Rows of the Events pane and of a Module's recent events.
 
+use std::collections::HashSet;
+
 use k8s_openapi::api::events::v1::Event;
 
+use crate::engine::labels;
 use crate::tui::data::{ClusterData, event_time};
 
 use super::{Health, age, matches_filter};
@@ -73,23 +76,61 @@ pub fn rows(data: &ClusterData, now: jiff::Timestamp) -> Vec<EventRow> {
         .collect()
 }
 
-/// The events about one object, newest first, at most `limit`.
-pub fn rows_about(
+/// The events about a Module and the work done for it, newest first, at most `limit`: events regarding the Module,
+/// its ModuleImagesConfig and ModuleBuildSignConfig (same namespace and name), its pull, build, sign and worker pods
+/// (including pods already gone), and node events that name it (`Module ns/name loaded into the kernel`). The engine
+/// reports on those objects rather than on the Module itself, so a Module's own events alone are mostly empty.
+pub fn rows_about_module(
     data: &ClusterData,
-    kind: &str,
     namespace: &str,
     name: &str,
     now: jiff::Timestamp,
     limit: usize,
 ) -> Vec<EventRow> {
+    let pods: HashSet<&str> = data
+        .pods
+        .iter()
+        .filter(|pod| pod.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|pod| {
+            pod.metadata.labels.as_ref().is_some_and(|l| {
+                l.get(labels::MODULE_NAME).map(String::as_str) == Some(name)
+                    || l.get(labels::IMAGE_OWNER).map(String::as_str) == Some(name)
+            })
+        })
+        .filter_map(|pod| pod.metadata.name.as_deref())
+        .collect();
+    let pod_prefixes = [
+        labels::pull_pod_generate_name(name),
+        labels::build_pod_name(name, ""),
+        labels::sign_pod_name(name, ""),
+    ];
+    let worker_suffix = format!("-{name}");
+    let mention = format!("Module {namespace}/{name} ");
     data.events
         .iter()
         .filter(|event| {
-            event.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some(kind)
-                    && r.name.as_deref() == Some(name)
-                    && r.namespace.as_deref().unwrap_or_default() == namespace
-            })
+            let Some(regarding) = event.regarding.as_ref() else {
+                return false;
+            };
+            let object = regarding.name.as_deref().unwrap_or_default();
+            let same_namespace = regarding.namespace.as_deref().unwrap_or_default() == namespace;
+            match regarding.kind.as_deref().unwrap_or_default() {
+                "Module" | "ModuleImagesConfig" | "ModuleBuildSignConfig" => {
+                    same_namespace && object == name
+                }
+                "Pod" => {
+                    same_namespace
+                        && (pods.contains(object)
+                            || pod_prefixes.iter().any(|p| object.starts_with(p.as_str()))
+                            || (object.starts_with("kmm-worker-")
+                                && object.ends_with(&worker_suffix)))
+                }
+                "Node" | "NodeModulesConfig" => event
+                    .note
+                    .as_deref()
+                    .is_some_and(|note| note.contains(&mention)),
+                _ => false,
+            }
         })
         .take(limit)
         .map(|event| EventRow::of(event, now))

@@ -1,0 +1,388 @@
+//! Every pane of the console drawn on fixed data at 120x40 and 80x24, compared with reviewed text snapshots, plus
+//! the states around them: no data yet, a failing watch, an object that disappears, and 200 Modules over 5,000
+//! nodes. The console is driven only through `App::update`, as the terminal and the watches drive it.
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use kmm_tui::tui::action::Action;
+use kmm_tui::tui::app::{App, DetailSection, EngineMode, ListId, Mode, Session, View};
+use kmm_tui::tui::data::{FeedState, Kind, KindSnapshot};
+use kmm_tui::tui::keymap::Keymap;
+use kmm_tui::tui::sample::{self, sample, snapshots};
+use kmm_tui::tui::theme::Theme;
+use kmm_tui::tui::ui;
+use kmm_tui::tui::view::detail::NodeState;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// The two sizes every pane is drawn at.
+const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+/// A console with no data, at `size`, its clock pinned to the sample's.
+fn empty_console(size: (u16, u16)) -> App {
+    let session = Session {
+        context: "snapshot".to_owned(),
+        contexts: vec!["snapshot".to_owned(), "staging".to_owned()],
+        embedded: true,
+        engine: EngineMode::Foreground,
+        readonly: false,
+        engine_identity: Some("snapshot-engine".to_owned()),
+    };
+    let mut app = App::new(session, Theme::monochrome(), Keymap::default(), None);
+    app.pin_clock(sample::now());
+    app.update(Action::EngineLease(Some(sample::engine_lease(
+        "snapshot-engine",
+    ))));
+    app.update(Action::Terminal(Event::Resize(size.0, size.1)));
+    app
+}
+
+/// A console at `size` fed the sample of `modules` Modules over `nodes` nodes.
+fn console(size: (u16, u16), modules: usize, nodes: usize) -> App {
+    let mut app = empty_console(size);
+    for snapshot in snapshots(&sample(modules, nodes)) {
+        app.update(Action::Data(snapshot));
+    }
+    app
+}
+
+/// The standard console of the pane snapshots: 12 Modules over 40 nodes.
+fn standard(size: (u16, u16)) -> App {
+    console(size, 12, 40)
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    app.update(Action::Terminal(Event::Key(KeyEvent::new(
+        code,
+        KeyModifiers::NONE,
+    ))));
+}
+
+/// Press the keys of `text`, one character each.
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        press(app, KeyCode::Char(c));
+    }
+}
+
+/// Run a `:` command.
+fn command(app: &mut App, line: &str) {
+    press(app, KeyCode::Char(':'));
+    type_text(app, line);
+    press(app, KeyCode::Enter);
+}
+
+/// Open the detail of the Module whose name contains `name`.
+fn open_detail(app: &mut App, name: &str) {
+    command(app, "modules");
+    press(app, KeyCode::Char('/'));
+    type_text(app, name);
+    press(app, KeyCode::Enter);
+    press(app, KeyCode::Enter);
+}
+
+/// The screen as text: one line per row, trailing blanks trimmed.
+fn screen(app: &App) -> String {
+    let (width, height) = app.size;
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
+    terminal
+        .draw(|frame| ui::draw(frame, app))
+        .expect("draw on a test backend");
+    let buffer = terminal.backend().buffer();
+    let mut text = String::new();
+    for y in 0..height {
+        let line: String = (0..width)
+            .map(|x| buffer.cell((x, y)).map_or(" ", |cell| cell.symbol()))
+            .collect();
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+/// Compare the screen with the reviewed snapshot `name` (the size is appended).
+fn check(name: &str, app: &App) {
+    let (width, height) = app.size;
+    let text = screen(app);
+    insta::with_settings!({
+        snapshot_path => "tui_panes/snapshots",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(format!("{name}_{width}x{height}"), text);
+    });
+}
+
+#[test]
+fn modules_pane() {
+    for size in SIZES {
+        check("modules", &standard(size));
+    }
+}
+
+#[test]
+fn detail_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        open_detail(&mut app, "smartnic");
+        assert!(matches!(app.view(), View::Detail(_)), "{:?}", app.view());
+        check("detail_loading", &app);
+        let mut app = standard(size);
+        open_detail(&mut app, "nvme-tuning");
+        press(&mut app, KeyCode::Tab);
+        check("detail_building", &app);
+    }
+}
+
+#[test]
+fn images_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        command(&mut app, "images");
+        check("images", &app);
+    }
+}
+
+#[test]
+fn nodes_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        command(&mut app, "nodes");
+        check("nodes", &app);
+    }
+}
+
+#[test]
+fn events_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        command(&mut app, "events");
+        check("events", &app);
+    }
+}
+
+#[test]
+fn yaml_view() {
+    for size in SIZES {
+        let mut app = standard(size);
+        press(&mut app, KeyCode::Char('y'));
+        assert!(matches!(app.view(), View::Yaml(_)));
+        check("yaml_module", &app);
+    }
+}
+
+#[test]
+fn help_view() {
+    for size in SIZES {
+        let mut app = standard(size);
+        press(&mut app, KeyCode::Char('?'));
+        check("help", &app);
+    }
+}
+
+#[test]
+fn command_prompt_with_completion() {
+    for size in SIZES {
+        let mut app = standard(size);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "no");
+        assert_eq!(app.completions("no"), ["nodes"]);
+        check("command_prompt", &app);
+    }
+}
+
+#[test]
+fn filter_prompt() {
+    for size in SIZES {
+        let mut app = standard(size);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "nvme");
+        assert!(matches!(app.mode, Mode::Filter(_)));
+        check("filter_prompt", &app);
+    }
+}
+
+#[test]
+fn confirm_dialog() {
+    for size in SIZES {
+        let mut app = standard(size);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('R'));
+        assert!(matches!(app.mode, Mode::Confirm(_)));
+        check("confirm_rebuild", &app);
+    }
+}
+
+#[test]
+fn empty_states() {
+    for size in SIZES {
+        check("loading", &empty_console(size));
+        let mut app = console(size, 0, 0);
+        check("empty_modules", &app);
+        command(&mut app, "nodes");
+        check("empty_nodes", &app);
+        command(&mut app, "events");
+        check("empty_events", &app);
+    }
+}
+
+#[test]
+fn error_states() {
+    for size in SIZES {
+        let mut app = standard(size);
+        app.update(Action::Feed(
+            Kind::Pod,
+            FeedState::Failing("connection refused (retrying in 4s)".to_owned()),
+        ));
+        let text = screen(&app);
+        assert!(
+            text.lines().next().is_some_and(|l| l.contains("Pod")),
+            "{text}"
+        );
+        check("feed_failing", &app);
+
+        let mut app = standard(size);
+        open_detail(&mut app, "smartnic");
+        let View::Detail(target) = app.view().clone() else {
+            panic!("the detail is open: {:?}", app.view());
+        };
+        let without: Vec<_> = app
+            .data
+            .modules
+            .iter()
+            .filter(|m| m.metadata.name.as_deref() != Some(target.name.as_str()))
+            .cloned()
+            .collect();
+        app.update(Action::Data(KindSnapshot::Modules(without.clone())));
+        assert!(app.detail.is_none());
+        check("detail_gone", &app);
+
+        let mut app = standard(size);
+        open_detail(&mut app, "smartnic");
+        press(&mut app, KeyCode::Char('y'));
+        app.update(Action::Data(KindSnapshot::Modules(without)));
+        assert!(matches!(app.yaml, Some(Err(_))), "{:?}", app.yaml);
+        check("yaml_gone", &app);
+    }
+}
+
+#[test]
+fn five_thousand_nodes() {
+    let mut app = console((120, 40), 200, 5000);
+    assert_eq!(app.rows.nodes.len(), 5000);
+    assert_eq!(app.rows.modules.len(), 200);
+    check("large_modules", &app);
+    command(&mut app, "nodes");
+    check("large_nodes", &app);
+    press(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.selection(ListId::Nodes).index, 4999);
+    assert!(screen(&app).contains("worker-4999"));
+    app.update(Action::Terminal(Event::Resize(80, 24)));
+    press(&mut app, KeyCode::Char('g'));
+    check("large_nodes", &app);
+    command(&mut app, "modules");
+    check("large_modules", &app);
+    open_detail(&mut app, "smartnic-001");
+    let detail = app.detail.as_ref().expect("detail of a large Module");
+    assert_eq!(detail.nodes.len(), 100);
+    check("large_detail", &app);
+}
+
+#[test]
+fn selection_moves_and_names_the_selected_object() {
+    let mut app = standard((120, 40));
+    press(&mut app, KeyCode::Char('j'));
+    press(&mut app, KeyCode::Char('j'));
+    assert_eq!(app.selection(ListId::Modules).index, 2);
+    let third = &app.rows.modules[app.visible(ListId::Modules)[2]];
+    let selected = app.selected_object().expect("a Module is selected");
+    assert_eq!(selected.name, third.name);
+    press(&mut app, KeyCode::Char('k'));
+    assert_eq!(app.selection(ListId::Modules).index, 1);
+    press(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.selection(ListId::Modules).index, 11);
+    press(&mut app, KeyCode::Char('j'));
+    assert_eq!(
+        app.selection(ListId::Modules).index,
+        11,
+        "stays on the last row"
+    );
+}
+
+#[test]
+fn the_filter_keeps_only_matching_rows() {
+    let mut app = standard((120, 40));
+    let all = app.visible(ListId::Modules).len();
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "nvme");
+    let kept = app.visible(ListId::Modules).to_vec();
+    assert!(
+        !kept.is_empty() && kept.len() < all,
+        "{} of {all}",
+        kept.len()
+    );
+    assert!(
+        kept.iter()
+            .all(|i| app.rows.modules[*i].name.contains("nvme"))
+    );
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.visible(ListId::Modules).len(), all);
+}
+
+#[test]
+fn the_detail_explains_every_node_the_module_matches() {
+    let mut app = standard((120, 40));
+    open_detail(&mut app, "nvme-tuning");
+    let detail = app.detail.as_ref().expect("detail");
+    assert_eq!(detail.nodes.len(), 40, "every node matches the selector");
+    let state = |node: &str| {
+        detail
+            .nodes
+            .iter()
+            .find(|row| row.node == node)
+            .map(|row| (row.state, row.why.clone()))
+    };
+    assert_eq!(state("worker-0000").map(|s| s.0), Some(NodeState::Loaded));
+    let (waiting, why) = state("worker-0006").expect("a second-kernel node");
+    assert_eq!(waiting, NodeState::WaitingForImage);
+    assert!(why.contains("NeedsBuilding (build Running)"), "{why}");
+    let (unmapped, why) = state("worker-0009").expect("a third-kernel node");
+    assert_eq!(unmapped, NodeState::NoMapping);
+    assert_eq!(why, "no kernel mapping matches 6.1.0-18-amd64");
+    let (tainted, why) = state("worker-0007").expect("a tainted node");
+    assert_eq!(tainted, NodeState::Unschedulable);
+    assert!(why.contains("maintenance=true:NoSchedule"), "{why}");
+    assert_eq!(state("worker-0013").map(|s| s.0), Some(NodeState::NotReady));
+    assert!(
+        detail.events.iter().any(|e| e.reason == "BuildRequested"),
+        "the detail lists the events of the Module's images: {:?}",
+        detail.events
+    );
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.section, DetailSection::Nodes);
+}
+
+#[test]
+fn the_detail_shows_loading_and_unloading_with_their_workers() {
+    let mut app = standard((120, 40));
+    open_detail(&mut app, "smartnic");
+    let detail = app.detail.as_ref().expect("detail");
+    let row = |node: &str| {
+        detail
+            .nodes
+            .iter()
+            .find(|row| row.node == node)
+            .expect(node)
+    };
+    assert_eq!(row("worker-0014").state, NodeState::Loading);
+    assert_eq!(row("worker-0014").why, "load worker Running");
+    assert_eq!(row("worker-0007").state, NodeState::Unloading);
+    assert!(row("worker-0007").why.ends_with("unload worker Running"));
+    assert!(
+        detail
+            .events
+            .iter()
+            .any(|e| e.reason == "ModuleLoaded" && e.object.starts_with("Node ")),
+        "node events naming the Module are listed: {:?}",
+        detail.events
+    );
+}
