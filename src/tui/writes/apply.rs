@@ -39,10 +39,21 @@ impl SyntaxError {
 pub fn parse_yaml(text: &str) -> Result<Value, SyntaxError> {
     serde_saphyr::from_str::<Value>(text).map_err(|error| {
         let location = error.location();
+        let line = location.and_then(|l| usize::try_from(l.line()).ok());
+        let column = location.and_then(|l| usize::try_from(l.column()).ok());
+        let message = error.without_snippet().to_string();
+        // The place is shown apart; the parser's own "at line L, column C" would say it twice.
+        let message = match (line, column) {
+            (Some(line), Some(column)) => message
+                .strip_suffix(&format!(" at line {line}, column {column}"))
+                .map(str::to_owned)
+                .unwrap_or(message),
+            _ => message,
+        };
         SyntaxError {
-            line: location.and_then(|l| usize::try_from(l.line()).ok()),
-            column: location.and_then(|l| usize::try_from(l.column()).ok()),
-            message: error.without_snippet().to_string(),
+            line,
+            column,
+            message,
         }
     })
 }
@@ -189,7 +200,10 @@ spec:
         assert!(problems[0].path.starts_with("line "), "{problems:?}");
         let error = parse_yaml(&broken).expect_err("unbalanced braces");
         assert!(error.line.is_some_and(|line| line >= 8), "{error:?}");
-        assert!(!error.message.is_empty());
+        assert!(
+            !error.message.is_empty() && !error.message.contains(" at line "),
+            "{error:?}"
+        );
     }
 
     #[test]
