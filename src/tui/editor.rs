@@ -132,7 +132,8 @@ mod tests {
     use super::*;
     use crate::tui::data::Kind;
 
-    const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-0\n  resourceVersion: '7'\n";
+    const NODE: &str =
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-0\n  resourceVersion: '7'\n";
 
     fn editor() -> EditorState {
         EditorState::open(Target::cluster(Kind::Node, "worker-0"), NODE)

@@ -194,7 +194,10 @@ spec:
 
     #[test]
     fn a_syntax_error_says_where() {
-        let broken = MODULE.replace("  selector: {accelerator: acme}", "  selector: {accelerator: acme");
+        let broken = MODULE.replace(
+            "  selector: {accelerator: acme}",
+            "  selector: {accelerator: acme",
+        );
         let problems = prepare(&module(), &broken).expect_err("unbalanced braces");
         assert_eq!(problems.len(), 1);
         assert!(problems[0].path.starts_with("line "), "{problems:?}");
@@ -226,15 +229,18 @@ spec:
 
     #[test]
     fn the_resource_version_must_stay() {
-        let problems = prepare(&module(), &MODULE.replace("  resourceVersion: \"12\"\n", ""))
-            .expect_err("no resourceVersion");
+        let problems = prepare(
+            &module(),
+            &MODULE.replace("  resourceVersion: \"12\"\n", ""),
+        )
+        .expect_err("no resourceVersion");
         assert_eq!(problems[0].path, "metadata.resourceVersion");
     }
 
     #[test]
     fn the_shared_validation_names_the_field() {
-        let problems = prepare(&module(), &MODULE.replace("'^.+$'", "'(['"))
-            .expect_err("a broken regexp");
+        let problems =
+            prepare(&module(), &MODULE.replace("'^.+$'", "'(['")).expect_err("a broken regexp");
         assert!(
             problems
                 .iter()

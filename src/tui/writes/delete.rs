@@ -59,7 +59,10 @@ async fn nodes_with_module(client: &Client, module: &Target) -> Option<usize> {
         list.items
             .iter()
             .filter(|nmc| {
-                nmc.spec.modules.iter().any(|m| names(&m.name, &m.namespace))
+                nmc.spec
+                    .modules
+                    .iter()
+                    .any(|m| names(&m.name, &m.namespace))
                     || nmc
                         .status
                         .iter()

@@ -103,7 +103,9 @@ mod tests {
             &module(),
         );
         assert!(
-            error.message.starts_with("not permitted: modules.kmm.sigs.x-k8s.io"),
+            error
+                .message
+                .starts_with("not permitted: modules.kmm.sigs.x-k8s.io"),
             "{}",
             error.message
         );
@@ -121,34 +123,46 @@ mod tests {
             &status(409, "Conflict", "the object has been modified"),
             &module(),
         );
-        assert!(conflict.message.contains("Module acme/acme-accel changed on the server"));
+        assert!(
+            conflict
+                .message
+                .contains("Module acme/acme-accel changed on the server")
+        );
         assert_eq!(conflict.code, Some(409));
     }
 
     #[test]
     fn invalid_keeps_every_field_cause() {
-        let invalid = status(422, "Invalid", "Module.kmm.sigs.x-k8s.io \"acme-accel\" is invalid")
-            .with_details(StatusDetails {
-                name: "acme-accel".into(),
-                group: "kmm.sigs.x-k8s.io".into(),
-                kind: "Module".into(),
-                uid: String::new(),
-                causes: vec![
-                    StatusCause {
-                        reason: "FieldValueInvalid".into(),
-                        message: "Invalid value: \"([\": not a regular expression".into(),
-                        field: "spec.moduleLoader.container.kernelMappings[0].regexp".into(),
-                    },
-                    StatusCause {
-                        reason: "FieldValueRequired".into(),
-                        message: "Required value".into(),
-                        field: "spec.selector".into(),
-                    },
-                ],
-                retry_after_seconds: 0,
-            });
+        let invalid = status(
+            422,
+            "Invalid",
+            "Module.kmm.sigs.x-k8s.io \"acme-accel\" is invalid",
+        )
+        .with_details(StatusDetails {
+            name: "acme-accel".into(),
+            group: "kmm.sigs.x-k8s.io".into(),
+            kind: "Module".into(),
+            uid: String::new(),
+            causes: vec![
+                StatusCause {
+                    reason: "FieldValueInvalid".into(),
+                    message: "Invalid value: \"([\": not a regular expression".into(),
+                    field: "spec.moduleLoader.container.kernelMappings[0].regexp".into(),
+                },
+                StatusCause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: "spec.selector".into(),
+                },
+            ],
+            retry_after_seconds: 0,
+        });
         let error = from_status(&invalid, &module());
-        assert!(error.message.starts_with("the server rejected Module acme/acme-accel"));
+        assert!(
+            error
+                .message
+                .starts_with("the server rejected Module acme/acme-accel")
+        );
         assert_eq!(
             error.fields,
             [

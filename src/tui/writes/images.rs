@@ -78,8 +78,9 @@ pub async fn recheck(
         Ok(match image {
             Some(image) => format!("Recheck requested: image {image} of {module} is pulled again"),
             None => format!(
-                "Recheck requested: {} of {module} pulled again",
-                count(forgotten.len(), "image is", "images are")
+                "Recheck requested: {} of {module} {} pulled again",
+                count(forgotten.len(), "image", "images"),
+                if forgotten.len() == 1 { "is" } else { "are" }
             ),
         })
     })

@@ -2,8 +2,8 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ApiResource, DynamicObject};
 use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::tui::data::Kind;
