@@ -581,6 +581,24 @@ async fn the_embedded_cluster_allows_every_capability() {
     cluster.shutdown().await;
 }
 
+/// The console drawn on a 120x40 terminal, as text.
+fn render(app: &App) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40))
+        .expect("a test terminal");
+    terminal
+        .draw(|frame| kmm_tui::tui::ui::draw(frame, app))
+        .expect("drawn");
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A console on the embedded cluster showing the Module as the server has it, with the editor open on it.
 async fn console_editing(client: &Client) -> App {
     let module = module_api(client).get(MODULE).await.expect("the Module");
@@ -689,6 +707,17 @@ async fn malformed_yaml_is_caught_before_anything_is_sent() {
     );
     assert!(matches!(app.mode, Mode::Normal));
     assert!(app.requests.is_empty(), "nothing was sent");
+    let screen = render(&app);
+    for shown in [
+        "Editing Module acme/acme-accel [modified]",
+        "ctrl-s apply",
+        "Problems",
+        "1 problem found; nothing was sent",
+        &format!("line {}, column", line + 1),
+        " 1 {apiVersion: kmm.sigs.x-k8s.io/v1beta1",
+    ] {
+        assert!(screen.contains(shown), "{shown:?} not on screen:\n{screen}");
+    }
     let after = module_api(&client).get(MODULE).await.expect("the Module");
     assert_eq!(after.resource_version(), before.resource_version());
     cluster.shutdown().await;
@@ -796,6 +825,7 @@ async fn a_second_esc_discards_an_edit() {
     type_text(&mut app, "# note ");
     press(&mut app, KeyCode::Esc, KeyModifiers::NONE);
     assert!(app.editor.as_ref().is_some_and(|e| e.notice().is_some()));
+    assert!(render(&app).contains("unsaved changes: esc again to discard, ctrl-s to apply"));
     press(&mut app, KeyCode::Esc, KeyModifiers::NONE);
     assert!(app.editor.is_none());
     cluster.shutdown().await;
