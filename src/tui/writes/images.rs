@@ -5,7 +5,9 @@
 //!   have no per-image generation (their schema prunes it), so there the Module's `imageRebuildTriggerGeneration`
 //!   moves instead, which checks every image of the Module again.
 //! - A **recheck** forgets the image's recorded state (`status.imagesStates`): the engine sees an image without
-//!   an answer for its current generation and starts a new pull check, with no build request.
+//!   an answer for its current generation and starts a new pull check, with no build request. An engine pass
+//!   already under way when the state is forgotten, and that changes the status itself, writes back the state it
+//!   read (its status write carries no resourceVersion); a second recheck then asks again.
 //!
 //! Every write carries the resourceVersion it was computed from, so a concurrent engine write answers 409; the
 //! object is then read again and the change recomputed, a few times at most.
