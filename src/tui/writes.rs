@@ -1,9 +1,23 @@
 //! The writes the console makes on the user's behalf, each confirmed first, each reported back to the UI task as a
 //! [`WriteOutcome`] so the footer (or the editor) can say what happened.
+//!
+//! - [`images`] asks for new image checks: a rebuild (a new image generation) or a recheck (a forgotten state).
+//! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
+//! - [`delete`] deletes, and says when a finalizer keeps the object a while.
+//! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
+
+pub mod apply;
+mod delete;
+pub mod errors;
+pub mod images;
+pub mod resources;
 
 use kube::Client;
 
 use super::target::Target;
+
+/// The field manager of every write the console makes, so `managedFields` says who changed what.
+pub const FIELD_MANAGER: &str = "kmm-tui-console";
 
 /// One write the user asked for and confirmed.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,10 +83,21 @@ impl WriteRequest {
 /// A problem with one field of an edited object, from the shared validation or the API server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
-    /// JSON path of the field (`spec.moduleLoader.container.kernelMappings[0].regexp`).
+    /// JSON path of the field (`spec.moduleLoader.container.kernelMappings[0].regexp`), or where in the text a
+    /// YAML syntax error is (`line 3, column 7`).
     pub path: String,
     /// What is wrong with it.
     pub message: String,
+}
+
+impl FieldError {
+    /// A problem with `path`.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
 }
 
 /// Why a write failed.
@@ -86,6 +111,34 @@ pub struct WriteError {
     pub code: Option<u16>,
 }
 
+impl WriteError {
+    /// A failure the console found itself, before or without the API server's answer.
+    pub fn local(message: impl Into<String>) -> WriteError {
+        WriteError {
+            message: message.into(),
+            fields: Vec::new(),
+            code: None,
+        }
+    }
+
+    /// A failure of an edited object's own content, found before anything was sent.
+    pub fn invalid(fields: Vec<FieldError>) -> WriteError {
+        WriteError {
+            message: problems_found(fields.len()),
+            fields,
+            code: None,
+        }
+    }
+}
+
+/// "2 problems found; nothing was sent": the summary of a check that stopped a write.
+pub fn problems_found(count: usize) -> String {
+    format!(
+        "{count} problem{} found; nothing was sent",
+        if count == 1 { "" } else { "s" }
+    )
+}
+
 /// How a write ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteOutcome {
@@ -95,13 +148,17 @@ pub struct WriteOutcome {
     pub result: Result<String, WriteError>,
 }
 
-/// Perform a confirmed write.
+/// Perform a confirmed write. Every failure, the network's included, comes back as a [`WriteError`].
 pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
-    let _ = client;
-    let result = Err(WriteError {
-        message: format!("{} is not available yet", request.describe()),
-        fields: Vec::new(),
-        code: None,
-    });
+    let result = match &request {
+        WriteRequest::Rebuild { module, image } => {
+            images::rebuild(client, module, image.as_deref()).await
+        }
+        WriteRequest::Recheck { module, image } => {
+            images::recheck(client, module, image.as_deref()).await
+        }
+        WriteRequest::Delete { target } => delete::delete(client, target).await,
+        WriteRequest::Apply { target, yaml } => apply::apply(client, target, yaml).await,
+    };
     WriteOutcome { request, result }
 }
