@@ -356,3 +356,28 @@ fn the_header_says_which_engine_acts() {
         "an expired Lease names nobody"
     );
 }
+
+#[test]
+fn access_reviews_are_kept_per_context() {
+    let mut app = app(false);
+    let mut report = AccessReport {
+        context: "test".to_owned(),
+        ..Default::default()
+    };
+    report.allowed.insert(Capability::Rebuild, false);
+    app.update(Action::Access(report));
+    assert!(matches!(
+        app.availability(Command::Rebuild),
+        Availability::Unavailable(_)
+    ));
+    app.switch_context("other");
+    assert!(!app.reviewed("other"), "a new context is asked");
+    assert_eq!(
+        app.availability(Command::Rebuild),
+        Availability::Unavailable("Rebuild needs a Module or an image".to_owned()),
+        "its data is not loaded yet"
+    );
+    app.switch_context("test");
+    assert!(app.reviewed("test"), "a known context is not asked again");
+    assert_eq!(app.access.allowed.get(&Capability::Rebuild), Some(&false));
+}

@@ -265,6 +265,8 @@ pub struct App {
     pub status: Option<StatusLine>,
     /// What the user may do here.
     pub access: AccessReport,
+    /// Access reviews by context: asked once per context, reused when the user switches back.
+    reviews: HashMap<String, AccessReport>,
     /// Work for the event loop.
     pub requests: Vec<Request>,
     /// Whether the console should exit.
@@ -301,6 +303,7 @@ impl App {
             visible: HashMap::new(),
             status: None,
             access: AccessReport::default(),
+            reviews: HashMap::new(),
             requests: Vec::new(),
             quit: false,
             size: (120, 40),
@@ -336,11 +339,16 @@ impl App {
         self.set_status(Severity::Error, message);
     }
 
+    /// Whether the access review of `context` is known already.
+    pub fn reviewed(&self, context: &str) -> bool {
+        self.reviews.contains_key(context)
+    }
+
     /// Forget the old context's data and permissions: the new context's watches and review refill them.
     pub fn switch_context(&mut self, context: &str) {
         self.session.context = context.to_owned();
         self.data = ClusterData::default();
-        self.access = AccessReport::default();
+        self.access = self.reviews.get(context).cloned().unwrap_or_default();
         self.views.truncate(1);
         self.editor = None;
         self.set_status(Severity::Info, format!("Context {context}"));
@@ -382,7 +390,10 @@ impl App {
                 true
             }
             Action::Access(report) => {
-                self.access = report;
+                if report.context == self.session.context {
+                    self.access = report.clone();
+                }
+                self.reviews.insert(report.context.clone(), report);
                 true
             }
             Action::EngineLease(lease) => {
@@ -638,11 +649,7 @@ impl App {
                 self.ask(request);
             }
             Err(errors) => {
-                editor.message = Some(format!(
-                    "{} problem{} found; nothing was sent",
-                    errors.len(),
-                    if errors.len() == 1 { "" } else { "s" }
-                ));
+                editor.message = Some(super::writes::problems_found(errors.len()));
                 editor.errors = errors;
             }
         }

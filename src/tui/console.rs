@@ -263,23 +263,28 @@ async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> anyhow::Result<Cl
     Client::try_from(config).with_context(|| format!("setting up a client for {url}"))
 }
 
-/// Start the watches and the access review of a connection.
+/// Start the watches of a connection, and its access review unless one is cached for the context.
 fn start_session(
     client: &Client,
     context: &str,
     namespace: Option<&str>,
+    review: bool,
     sender: &UnboundedSender<Action>,
 ) -> CancellationToken {
     let cancel = CancellationToken::new();
     feed::start(client, namespace, sender, &cancel);
+    if !review {
+        return cancel;
+    }
     let client = client.clone();
     let context = context.to_owned();
+    let namespace = namespace.map(str::to_owned);
     let reports = sender.clone();
     let stop = cancel.clone();
     tokio::spawn(async move {
         tokio::select! {
             () = stop.cancelled() => {}
-            report = access::review(&client, &context) => {
+            report = access::review_in(&client, &context, namespace.as_deref()) => {
                 let _ = reports.send(Action::Access(report));
             }
         }
@@ -304,6 +309,7 @@ async fn event_loop(
         &client,
         &app.session.context,
         options.namespace.as_deref(),
+        true,
         &sender,
     );
     let input = sender.clone();
@@ -352,6 +358,7 @@ async fn event_loop(
                                 &client,
                                 &context,
                                 options.namespace.as_deref(),
+                                !app.reviewed(&context),
                                 &sender,
                             );
                         }

@@ -71,13 +71,21 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     // Help first: when the bar is too narrow for every hint, the one that lists them all stays.
     hints.sort_by_key(|hint| hint.command != Command::Help);
     let width = usize::from(area.width);
-    let items: Vec<(String, &str, bool)> = hints
-        .iter()
-        .map(|hint| {
-            let available = app.availability(hint.command) == Availability::Available;
-            (format!("<{}>", hint.keys), hint.label, available)
-        })
-        .collect();
+    let items: Vec<(String, &str, bool)> = if app.editor.is_some() && scope == Scope::Table {
+        // The editor takes every key but these two, so the bar names them instead of the table's.
+        vec![
+            ("<ctrl-s>".to_owned(), "Apply", true),
+            ("<esc>".to_owned(), "Close", true),
+        ]
+    } else {
+        hints
+            .iter()
+            .map(|hint| {
+                let available = app.availability(hint.command) == Availability::Available;
+                (format!("<{}>", hint.keys), hint.label, available)
+            })
+            .collect()
+    };
     let spans = fit_hints(&items, width)
         .into_iter()
         .flat_map(|(key, label, available, gap)| {
