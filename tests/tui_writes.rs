@@ -608,6 +608,7 @@ async fn console_editing(client: &Client) -> App {
         embedded: true,
         engine: EngineMode::Off,
         readonly: false,
+        engine_identity: None,
     };
     let mut app = App::new(session, Theme::monochrome(), Keymap::default(), None);
     app.update(Action::Data(KindSnapshot::Modules(vec![Arc::new(module)])));
