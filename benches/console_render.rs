@@ -38,7 +38,10 @@ fn app() -> App {
 }
 
 fn press(app: &mut App, code: KeyCode) {
-    app.update(Action::Terminal(Event::Key(KeyEvent::new(code, KeyModifiers::NONE))));
+    app.update(Action::Terminal(Event::Key(KeyEvent::new(
+        code,
+        KeyModifiers::NONE,
+    ))));
 }
 
 /// Draw `FRAMES` frames and return the per-frame times, sorted.
@@ -76,13 +79,22 @@ fn main() {
     for (width, height) in [(120, 40), (200, 60)] {
         app.update(Action::Terminal(Event::Resize(width, height)));
         app.execute("modules");
-        report(&format!("Modules pane {width}x{height}"), &frames(&app, width, height));
+        report(
+            &format!("Modules pane {width}x{height}"),
+            &frames(&app, width, height),
+        );
         press(&mut app, KeyCode::Char('G'));
         press(&mut app, KeyCode::Enter);
-        report(&format!("Module detail pane {width}x{height}"), &frames(&app, width, height));
+        report(
+            &format!("Module detail pane {width}x{height}"),
+            &frames(&app, width, height),
+        );
         app.execute("nodes");
         press(&mut app, KeyCode::Char('G'));
-        report(&format!("Nodes pane {width}x{height}"), &frames(&app, width, height));
+        report(
+            &format!("Nodes pane {width}x{height}"),
+            &frames(&app, width, height),
+        );
     }
     let data = sample(MODULES, NODES);
     let mut takes: Vec<Duration> = (0..20)

@@ -229,11 +229,24 @@ impl<F: std::future::Future> ReadyNow for F {
 
 /// A watch error in one line, as the header shows it.
 fn describe(error: &watcher::Error) -> String {
-    let text = match error {
+    let root: &(dyn std::error::Error + 'static) = match error {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => e.to_string(),
-        other => other.to_string(),
+        | watcher::Error::WatchFailed(e) => e,
+        other => other,
     };
+    // The causes say what went wrong ("Connection refused"); the outer layers only say where.
+    let mut text = String::new();
+    let mut cause = Some(root);
+    while let Some(error) = cause {
+        let message = error.to_string();
+        if !text.contains(&message) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&message);
+        }
+        cause = error.source();
+    }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use crate::tui::app::{App, ListId};
 
@@ -77,23 +77,20 @@ impl ListTable<'_> {
             .max((selection.index + 1).saturating_sub(inner_height.max(1)));
         let rows = visible
             .iter()
-            .enumerate()
             .skip(offset)
             .take(inner_height.max(1))
-            .map(|(position, index)| {
-                let row = row(*index);
-                if position == selection.index && self.focused {
-                    row.style(app.theme.selection())
-                } else {
-                    row
-                }
-            });
+            .map(|index| row(*index));
         let header =
             Row::new(self.headings.iter().map(|h| Cell::from(*h))).style(app.theme.header());
         let table = Table::new(rows, self.widths.iter().copied())
             .header(header)
             .block(block)
-            .column_spacing(1);
-        frame.render_widget(table, area);
+            .column_spacing(1)
+            // Patched over the cells after they are drawn, so a state colour never hides the selection.
+            .row_highlight_style(app.theme.selection());
+        // Only the rows on screen are handed to the table, so the selection is relative to the first of them.
+        let mut state = TableState::default()
+            .with_selected(self.focused.then(|| selection.index.saturating_sub(offset)));
+        frame.render_stateful_widget(table, area, &mut state);
     }
 }
