@@ -48,6 +48,18 @@ fn cpu_time() -> Duration {
     Duration::from_secs_f64(ticks as f64 / 100.0)
 }
 
+/// The peak resident set size of this process, from /proc/self/status (`VmHWM`).
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 async fn wait_until(
     what: &str,
     started: Instant,
@@ -139,6 +151,11 @@ async fn main() {
         async || counts().await.1 == NODES,
     )
     .await;
+    println!(
+        "peak RSS: {}; CPU so far: {:.1} s",
+        peak_rss(),
+        cpu_time().as_secs_f64()
+    );
     let created = workers_created.load(std::sync::atomic::Ordering::Relaxed);
     println!(
         "worker pods created: {created} (one per node: {})",

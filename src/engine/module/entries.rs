@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::StreamExt;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, Patch};
@@ -17,13 +19,19 @@ use crate::api::kmm::{
 use crate::engine::context::{Error, KubeResultExt, patch_params, post_params};
 use crate::engine::{Context, labels, nodes};
 
-/// Counts for the Module status.
+/// How many NMC writes of one pass are in flight at once: a first rollout writes one NMC per node, and one write
+/// after the other would take as long as the API's round trips add up to.
+const CONCURRENT_WRITES: usize = 32;
+
+/// Counts for the Module status, and how the pass's writes went.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct EntryCounts {
     /// NMCs that carry an entry of the Module after this pass.
     pub desired: i32,
     /// Of those, NMCs whose loaded configuration equals the entry.
     pub available: i32,
+    /// Writes refused because the cached NMC was older than the stored one (409): the pass must run again.
+    pub conflicts: usize,
 }
 
 /// The NMC entry a target gets.
@@ -55,9 +63,18 @@ pub fn entry_for(module: &Module, loader: &ModuleLoaderSpec, target: &Target) ->
     }
 }
 
+/// One NMC write a pass decided on: the Module's entry set (`Some`) or removed (`None`).
+struct Write<'a> {
+    nmc: Option<&'a NodeModulesConfig>,
+    node: &'a str,
+    node_uid: &'a str,
+    entry: Option<NodeModuleSpec>,
+}
+
 /// Bring every NMC in line with the plan: an entry for each target whose image exists, none for nodes no longer
 /// targeted, and none for a node whose kernel changed before its new image exists (the old module cannot load on
-/// the new kernel anyway).
+/// the new kernel anyway). `current` is the cache of NMCs; only NMCs whose cached state differs from what the
+/// plan wants are written, [`CONCURRENT_WRITES`] at a time.
 pub async fn sync(
     context: &Context,
     module: &Module,
@@ -80,7 +97,7 @@ pub async fn sync(
         .collect();
     let mut handled = BTreeSet::new();
     let mut counts = EntryCounts::default();
-    let mut errors = Vec::new();
+    let mut writes = Vec::new();
     for target in &plan.targets {
         handled.insert(target.node.as_str());
         let nmc = by_node.get(target.node.as_str()).copied();
@@ -102,19 +119,12 @@ pub async fn sync(
                 counts.available += 1;
             }
         }
-        if let Err(error) = write_entry(
-            context,
+        writes.push(Write {
             nmc,
-            &target.node,
-            &target.node_uid,
-            &namespace,
-            &name,
-            desired,
-        )
-        .await
-        {
-            errors.push(error);
-        }
+            node: &target.node,
+            node_uid: &target.node_uid,
+            entry: desired,
+        });
     }
     for node in &plan.keep {
         handled.insert(node.as_str());
@@ -131,17 +141,62 @@ pub async fn sync(
         let node = nmc.metadata.name.as_deref().unwrap_or_default();
         let carries = nmc.labels().contains_key(&configured_label)
             || entry_of(nmc, &namespace, &name).is_some();
-        if carries
-            && !handled.contains(node)
-            && let Err(error) =
-                write_entry(context, Some(nmc), node, "", &namespace, &name, None).await
-        {
-            errors.push(error);
+        if carries && !handled.contains(node) {
+            writes.push(Write {
+                nmc: Some(nmc),
+                node,
+                node_uid: "",
+                entry: None,
+            });
         }
     }
-    match errors.into_iter().next() {
+    writes.retain(|w| !w.is_noop(&namespace, &name));
+    let pending: Vec<_> = writes
+        .into_iter()
+        .map(|w| {
+            write_entry(
+                context, w.nmc, w.node, w.node_uid, &namespace, &name, w.entry,
+            )
+        })
+        .collect();
+    let mut results = futures::stream::iter(pending).buffer_unordered(CONCURRENT_WRITES);
+    let mut first_error = None;
+    while let Some(result) = results.next().await {
+        match result {
+            Ok(()) => {}
+            Err(error) if error.is_conflict() => counts.conflicts += 1,
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    match first_error {
         Some(error) => Err(error),
         None => Ok(counts),
+    }
+}
+
+impl Write<'_> {
+    /// Whether the cached NMC already says what the write would (so it is not sent at all).
+    fn is_noop(&self, namespace: &str, name: &str) -> bool {
+        match (self.nmc, &self.entry) {
+            (None, entry) => entry.is_none(),
+            (Some(nmc), entry) => {
+                entry_of(nmc, namespace, name) == entry.as_ref()
+                    && labels_settled(nmc, namespace, name, entry.is_some())
+            }
+        }
+    }
+}
+
+/// Whether the NMC's `module-configured` and `module-in-use` labels are as an entry being there (or not) needs.
+fn labels_settled(nmc: &NodeModulesConfig, namespace: &str, name: &str, has_entry: bool) -> bool {
+    let labels = nmc.labels();
+    if has_entry {
+        labels.contains_key(&labels::module_configured(namespace, name))
+            && labels.contains_key(&labels::module_in_use(namespace, name))
+    } else {
+        !labels.contains_key(&labels::module_configured(namespace, name))
     }
 }
 
@@ -220,13 +275,7 @@ pub async fn write_entry(
         }
         (None, None) => {}
     }
-    let labels = nmc.labels();
-    let labels_ok = if entry.is_some() {
-        labels.contains_key(&configured) && labels.contains_key(&in_use)
-    } else {
-        !labels.contains_key(&configured)
-    };
-    if modules == nmc.spec.modules && labels_ok {
+    if modules == nmc.spec.modules && labels_settled(nmc, namespace, name, entry.is_some()) {
         return Ok(());
     }
     let label_patch = if entry.is_some() {
@@ -249,4 +298,59 @@ pub async fn write_entry(
             format!("{verb} the entry of Module {namespace}/{name} in NodeModulesConfig {node}")
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(image: &str) -> NodeModuleSpec {
+        serde_json::from_value(json!({
+            "name": "m", "namespace": "ns", "serviceAccountName": "default",
+            "config": {"kernelVersion": "5.14", "containerImage": image, "modprobe": {"moduleName": "m"}},
+        }))
+        .expect("an entry")
+    }
+
+    fn nmc(entries: Vec<NodeModuleSpec>, labelled: bool) -> NodeModulesConfig {
+        let labels = labelled.then(|| {
+            [
+                (labels::module_configured("ns", "m"), String::new()),
+                (labels::module_in_use("ns", "m"), String::new()),
+            ]
+            .into()
+        });
+        NodeModulesConfig {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                labels,
+                ..Default::default()
+            },
+            spec: NodeModulesConfigSpec { modules: entries },
+            status: None,
+        }
+    }
+
+    fn write<'a>(nmc: Option<&'a NodeModulesConfig>, entry: Option<NodeModuleSpec>) -> Write<'a> {
+        Write {
+            nmc,
+            node: "n",
+            node_uid: "",
+            entry,
+        }
+    }
+
+    #[test]
+    fn only_writes_that_change_the_cached_nmc_are_sent() {
+        let settled = nmc(vec![entry("img:1")], true);
+        let unlabelled = nmc(vec![entry("img:1")], false);
+        let empty = nmc(Vec::new(), false);
+        assert!(write(Some(&settled), Some(entry("img:1"))).is_noop("ns", "m"));
+        assert!(write(Some(&empty), None).is_noop("ns", "m"));
+        assert!(write(None, None).is_noop("ns", "m"));
+        assert!(!write(Some(&settled), Some(entry("img:2"))).is_noop("ns", "m"));
+        assert!(!write(Some(&unlabelled), Some(entry("img:1"))).is_noop("ns", "m"));
+        assert!(!write(Some(&settled), None).is_noop("ns", "m"));
+        assert!(!write(None, Some(entry("img:1"))).is_noop("ns", "m"));
+    }
 }

@@ -4,6 +4,10 @@
 //!
 //! Triggers: the Module, its MIC, the NMCs that carry it (by their labels), its pull and worker pods, and nodes whose
 //! labels, taints, kernel, boot or readiness change (any of those can change which nodes it targets).
+//!
+//! A pass reads nodes, NMCs and pods from caches the watches keep, never by listing them: one pass covers every
+//! node, and passes follow each other closely while a rollout runs. The Module's own status writes start no pass
+//! (see [`module_fingerprint`]), so a Module with nothing to do costs nothing.
 
 mod entries;
 mod finalize;
@@ -25,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
-/// What a Module pass reads besides the API: caches of every node and NMC, kept by watches.
+/// What a Module pass reads besides the API: caches of every node, NMC, pull pod and worker pod, kept by watches.
 pub struct ModuleContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
@@ -33,18 +37,31 @@ pub struct ModuleContext {
     pub nodes: Store<Node>,
     /// Every NodeModulesConfig.
     pub nmcs: Store<NodeModulesConfig>,
+    /// Every pod labelled with the MIC it checks an image for.
+    pub pull_pods: Store<Pod>,
+    /// Every worker pod.
+    pub worker_pods: Store<Pod>,
 }
 
 /// Run the Module reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
+    let (modules, module_writer) = reflector::store();
+    let module_changes = watcher(
+        Api::<Module>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(module_writer)
+    .applied_objects()
+    .predicate_filter(module_fingerprint, Default::default());
     let (nodes, node_writer) = reflector::store();
-    let (nmcs, nmc_writer) = reflector::store();
     let node_changes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
         .default_backoff()
         .reflect(node_writer)
         .applied_objects()
         .predicate_filter(node_fingerprint, Default::default());
+    let (nmcs, nmc_writer) = reflector::store();
     let nmc_changes = watcher(
         Api::<NodeModulesConfig>::all(client.clone()),
         watcher::Config::default(),
@@ -52,19 +69,22 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     .default_backoff()
     .reflect(nmc_writer)
     .applied_objects();
-    let controller = Controller::new(
-        Api::<Module>::all(client.clone()),
-        watcher::Config::default(),
-    );
+    let (pull_pods, pull_writer) = reflector::store();
+    let pull_changes = pod_changes(&client, labels::IMAGE_OWNER, pull_writer);
+    let (worker_pods, worker_writer) = reflector::store();
+    let worker_changes = pod_changes(&client, labels::WORKER_ACTION, worker_writer);
+    let controller = Controller::for_stream(module_changes, modules);
     let modules = controller.store();
     let module_context = Arc::new(ModuleContext {
         engine: context,
         nodes,
         nmcs,
+        pull_pods,
+        worker_pods,
     });
     controller
         .owns(
-            Api::<ModuleImagesConfig>::all(client.clone()),
+            Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
         )
         .watches_stream(node_changes, move |_node: Node| {
@@ -75,16 +95,12 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
                 .collect::<Vec<_>>()
         })
         .watches_stream(nmc_changes, modules_of_nmc)
-        .watches(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default().labels(labels::IMAGE_OWNER),
-            |pod: Pod| module_of_pod(&pod, labels::IMAGE_OWNER),
-        )
-        .watches(
-            Api::<Pod>::all(client),
-            watcher::Config::default().labels(labels::WORKER_ACTION),
-            |pod: Pod| module_of_pod(&pod, labels::MODULE_NAME),
-        )
+        .watches_stream(pull_changes, |pod: Pod| {
+            module_of_pod(&pod, labels::IMAGE_OWNER)
+        })
+        .watches_stream(worker_changes, |pod: Pod| {
+            module_of_pod(&pod, labels::MODULE_NAME)
+        })
         .graceful_shutdown_on(stop.cancelled_owned())
         .run(
             reconcile::reconcile,
@@ -97,6 +113,37 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             }
         })
         .await;
+}
+
+/// Changes of the pods carrying `label`, mirrored into `writer` before they start a pass.
+fn pod_changes(
+    client: &kube::Client,
+    label: &str,
+    writer: reflector::store::Writer<Pod>,
+) -> impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static {
+    watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().labels(label),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .applied_objects()
+}
+
+/// What about a Module starts a pass: its spec (through the generation), its finalizers and its deletion. The
+/// status is left out: it is this reconciler's own output, and a pass over thousands of nodes after each status
+/// write would never let a busy Module rest.
+fn module_fingerprint(module: &Module) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    module.metadata.generation.hash(&mut hasher);
+    module.metadata.finalizers.hash(&mut hasher);
+    module
+        .metadata
+        .deletion_timestamp
+        .is_some()
+        .hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// What about a node matters to Modules: labels, taints, kernel, boot and readiness (not heartbeats).
@@ -144,4 +191,46 @@ fn module_of_pod(pod: &Pod, label: &str) -> Option<ObjectRef<Module>> {
     let name = pod.metadata.labels.as_ref()?.get(label)?;
     let namespace = pod.metadata.namespace.as_deref()?;
     Some(ObjectRef::new(name).within(namespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module() -> Module {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+            "metadata": {"name": "m", "namespace": "ns", "generation": 1, "resourceVersion": "10"},
+            "spec": {"selector": {}},
+        }))
+        .expect("a Module")
+    }
+
+    #[test]
+    fn a_status_write_does_not_change_the_fingerprint() {
+        let before = module();
+        let mut after = module();
+        after.metadata.resource_version = Some("11".into());
+        after.status = Some(serde_json::from_value(serde_json::json!({
+            "moduleLoader": {"nodesMatchingSelectorNumber": 3, "desiredNumber": 3, "availableNumber": 2},
+        }))
+        .expect("a status"));
+        assert_eq!(module_fingerprint(&before), module_fingerprint(&after));
+    }
+
+    #[test]
+    fn spec_finalizer_and_deletion_changes_change_the_fingerprint() {
+        let base = module_fingerprint(&module());
+        let mut spec = module();
+        spec.metadata.generation = Some(2);
+        let mut finalized = module();
+        finalized.metadata.finalizers = Some(vec![labels::MODULE_FINALIZER.to_owned()]);
+        let mut deleting = module();
+        deleting.metadata.deletion_timestamp = Some(
+            serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).expect("a time"),
+        );
+        for changed in [spec, finalized, deleting] {
+            assert_ne!(base, module_fingerprint(&changed));
+        }
+    }
 }

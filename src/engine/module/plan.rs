@@ -2,12 +2,12 @@
 //! targets, which image each node's kernel gets, which nodes it skips and why, and which ordered-upgrade labels
 //! move. Pure, so every rule is tested without a cluster.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Node;
 
 use crate::api::kmm::{Module, ModuleImageSpec, ModuleLoaderContainerSpec};
-use crate::engine::kernel::{self, ResolvedMapping};
+use crate::engine::kernel::{self, MappingError, ResolvedMapping};
 use crate::engine::{labels, nodes};
 
 /// A node that should carry the module, with what to load there.
@@ -73,6 +73,8 @@ pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &
     let mut plan = Plan::default();
     let mut kernels = BTreeSet::new();
     let mut seen_images = BTreeSet::new();
+    // Nodes share a handful of kernels: each kernel's mappings are resolved (and their regexps compiled) once.
+    let mut resolved: HashMap<&str, Result<Option<ResolvedMapping>, MappingError>> = HashMap::new();
     for node in all_nodes {
         if !nodes::matches_selector(node, &module.spec.selector) {
             continue;
@@ -97,7 +99,10 @@ pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &
             continue;
         };
         kernels.insert(node_kernel.to_owned());
-        let mapping = match kernel::resolve(container, node_kernel, name, namespace) {
+        let resolution = resolved
+            .entry(node_kernel)
+            .or_insert_with(|| kernel::resolve(container, node_kernel, name, namespace));
+        let mapping = match resolution.clone() {
             Ok(Some(mapping)) => mapping,
             Ok(None) => {
                 plan.skipped.push(Skip {

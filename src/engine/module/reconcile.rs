@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch};
+use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
@@ -67,7 +67,7 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         &context.nmcs.state(),
     )
     .await?;
-    let mut observed = observe(&context, &module, &namespace).await?;
+    let mut observed = observe(&context, &module, &namespace);
     observed.image_states = image_states;
     observed.desired = counts.desired;
     observed.available = counts.available;
@@ -77,6 +77,11 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         .as_ref()
         .and_then(|s| s.image_rebuild_trigger_generation);
     write_status(&context, &module, trigger, &plan, &observed).await?;
+    if counts.conflicts > 0 {
+        // The cache was behind the NMCs: look again once it has caught up.
+        tracing::debug!(module = %module.name_any(), conflicts = counts.conflicts, "NMC writes lost races");
+        return Ok(Action::requeue(RETRY_AFTER));
+    }
     Ok(Action::await_change())
 }
 
@@ -145,20 +150,17 @@ async fn apply_version_labels(
     Ok(())
 }
 
-/// What the pods of the Module show: pulls stuck in back-off and failing workers.
-async fn observe(
-    context: &ModuleContext,
-    module: &Module,
-    namespace: &str,
-) -> Result<Observed, Error> {
+/// What the pods of the Module show: pulls stuck in back-off and failing workers. Read from the watch caches: only
+/// the status reports this, and a later pod change starts another pass.
+fn observe(context: &ModuleContext, module: &Module, namespace: &str) -> Observed {
     let name = module.name_any();
-    let pods: Api<Pod> = Api::namespaced(context.engine.client.clone(), namespace);
+    let of_module = |pod: &Pod, label: &str| {
+        pod.metadata.namespace.as_deref() == Some(namespace)
+            && pod.labels().get(label).map(String::as_str) == Some(name.as_str())
+    };
     let mut observed = Observed::default();
-    let pullers = pods
-        .list(&ListParams::default().labels(&format!("{}={name}", labels::IMAGE_OWNER)))
-        .await
-        .doing(|| format!("listing the pull pods of Module {namespace}/{name}"))?;
-    for pod in &pullers.items {
+    let pullers = context.pull_pods.state();
+    for pod in pullers.iter().filter(|p| of_module(p, labels::IMAGE_OWNER)) {
         let Some(spec) = &pod.spec else { continue };
         let Some(image) = spec.containers.first().and_then(|c| c.image.clone()) else {
             continue;
@@ -183,15 +185,8 @@ async fn observe(
             observed.pull_waits.insert(image, text);
         }
     }
-    let workers = pods
-        .list(&ListParams::default().labels(&format!(
-            "{},{}={name}",
-            labels::WORKER_ACTION,
-            labels::MODULE_NAME
-        )))
-        .await
-        .doing(|| format!("listing the worker pods of Module {namespace}/{name}"))?;
-    for pod in &workers.items {
+    let workers = context.worker_pods.state();
+    for pod in workers.iter().filter(|p| of_module(p, labels::MODULE_NAME)) {
         let node = pod
             .spec
             .as_ref()
@@ -218,7 +213,7 @@ async fn observe(
                 .insert(node, message.trim().to_owned());
         }
     }
-    Ok(observed)
+    observed
 }
 
 /// Write counters, kernels and conditions when they differ from what is stored.

@@ -35,6 +35,10 @@ use super::context::{Context, Error, KubeResultExt, retry_on_error};
 use super::{kernel, labels, nodes};
 use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 
+/// How many NMCs are reconciled at once. A rollout wakes every node's NMC together; unbounded, thousands of passes
+/// would hold their API calls in flight at once, and the calls of every other reconciler would queue behind them.
+const CONCURRENT_PASSES: u16 = 16;
+
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
@@ -53,6 +57,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             watcher::Config::default(),
             move |node| node_changes.trigger(&node),
         )
+        .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
         .graceful_shutdown_on(stop.cancelled_owned())
         .run(reconcile, retry_on_error, context.clone())
         .for_each(|result| {
