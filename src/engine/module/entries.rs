@@ -307,7 +307,8 @@ mod tests {
     fn entry(image: &str) -> NodeModuleSpec {
         serde_json::from_value(json!({
             "name": "m", "namespace": "ns", "serviceAccountName": "default",
-            "config": {"kernelVersion": "5.14", "containerImage": image, "modprobe": {"moduleName": "m"}},
+            "config": {"kernelVersion": "5.14", "containerImage": image, "insecurePull": false,
+                       "modprobe": {"moduleName": "m"}},
         }))
         .expect("an entry")
     }
