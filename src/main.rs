@@ -12,7 +12,7 @@ use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::EngineRbac;
-use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages};
+use kmm_tui::engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::tui::app::EngineMode;
 use kmm_tui::tui::console::{self, ClusterChoice, ConsoleOptions};
 use kmm_tui::tui::gallery::{self, GalleryOptions};
@@ -174,12 +174,14 @@ struct ServeArgs {
     /// file (see the README for the format).
     #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
     scenario: String,
-    /// Also run the KMM engine in this process, on the embedded cluster (identity `embedded`). It takes part in
+    /// Also run the engine in this process, on the embedded cluster (identity `embedded`). It takes part in
     /// the same leader election as `kmm-tui controller` processes pointed at this cluster.
     #[arg(long)]
     with_engine: bool,
     #[command(flatten)]
     images: ImageArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Args)]
@@ -204,6 +206,8 @@ struct ControllerArgs {
     lease_duration: u64,
     #[command(flatten)]
     images: ImageArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
     /// bindings) as YAML, and exit.
     #[arg(long)]
@@ -222,6 +226,18 @@ struct ImageArgs {
     /// Image holding `sign-file`, for the pods that sign kernel modules.
     #[arg(long, value_name = "IMG")]
     sign_image: Option<String>,
+    /// Image of the init container that downloads a shim archive (runtime-class-manager's shim-downloader).
+    #[arg(long, value_name = "IMG")]
+    shim_downloader_image: Option<String>,
+    /// Image of the container that installs a shim on its node (runtime-class-manager's node-installer).
+    #[arg(long, value_name = "IMG")]
+    shim_installer_image: Option<String>,
+    /// Image whose `echo` the image cache's pull pods run (kube-fledged's busybox).
+    #[arg(long, value_name = "IMG")]
+    cache_busybox_image: Option<String>,
+    /// Image with `crictl`, for the pods that purge cached images (kube-fledged's cri-client).
+    #[arg(long, value_name = "IMG")]
+    cache_cri_client_image: Option<String>,
 }
 
 impl ImageArgs {
@@ -231,8 +247,59 @@ impl ImageArgs {
             worker: self.worker_image.unwrap_or(defaults.worker),
             build: self.build_image.unwrap_or(defaults.build),
             sign: self.sign_image.unwrap_or(defaults.sign),
+            shim_downloader: self
+                .shim_downloader_image
+                .unwrap_or(defaults.shim_downloader),
+            shim_installer: self.shim_installer_image.unwrap_or(defaults.shim_installer),
+            cache_busybox: self.cache_busybox_image.unwrap_or(defaults.cache_busybox),
+            cache_cri_client: self
+                .cache_cri_client_image
+                .unwrap_or(defaults.cache_cri_client),
         }
     }
+}
+
+/// What the engine runs, beyond its images.
+#[derive(Args)]
+struct EngineArgs {
+    /// The families of reconcilers to run (comma-separated): kmm (kernel modules), shims (containerd shims),
+    /// caches (pre-pulled images), day0 (kernel modules in the OS image). All by default.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    families: Vec<Family>,
+    /// Re-pull every cached image this often even when nothing changed (e.g. `30m`, `6h`), for registries whose
+    /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    cache_refresh: Option<Duration>,
+}
+
+impl EngineArgs {
+    fn settings(&self) -> Settings {
+        let defaults = Settings::default();
+        Settings {
+            families: if self.families.is_empty() {
+                defaults.families
+            } else {
+                self.families.iter().copied().collect()
+            },
+            cache_refresh: self.cache_refresh,
+        }
+    }
+}
+
+/// A positive duration in seconds (`90`) or with units (`90s`, `30m`, `6h`, `1h30m`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let parsed = match text.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .filter(|d| !d.is_negative())
+            .map(|d| d.unsigned_abs()),
+    };
+    parsed
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{text}` is not a positive duration like 90s, 30m or 6h"))
 }
 
 /// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
@@ -379,6 +446,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 EMBEDDED_IDENTITY,
                 EMBEDDED_LEASE_DURATION,
             ),
+            settings: args.engine.settings(),
         };
         kmm_tui::engine::run(cluster.client(), config, shutdown).await
     } else {
@@ -398,8 +466,10 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         identity,
         Duration::from_secs(args.lease_duration),
     );
+    let settings = args.engine.settings();
     if args.print_rbac {
-        print!("{}", EngineRbac::new(&lease).to_yaml());
+        let families: Vec<Family> = settings.families.iter().copied().collect();
+        print!("{}", EngineRbac::for_families(&lease, &families).to_yaml());
         return Ok(());
     }
     let client = connect(args.kubeconfig.as_deref(), args.context).await?;
@@ -412,6 +482,7 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     let config = EngineConfig {
         images: args.images.pod_images(),
         lease,
+        settings,
     };
     kmm_tui::engine::run(client, config, shutdown).await?;
     tracing::info!("engine stopped");

@@ -17,6 +17,15 @@ pub struct PodImages {
     pub build: String,
     /// Holds `sign-file`; the sign pod's generated Dockerfile copies it in.
     pub sign: String,
+    /// Downloads a shim archive into the installer pod (runtime-class-manager's `shim-downloader`).
+    pub shim_downloader: String,
+    /// Installs or uninstalls a shim on its node and restarts containerd (runtime-class-manager's
+    /// `node-installer`).
+    pub shim_installer: String,
+    /// Copies `echo` into a cache pull pod, so any image can be "run" to pull it (kube-fledged's busybox).
+    pub cache_busybox: String,
+    /// Runs `crictl rmi` to purge cached images from a node (kube-fledged's `cri-client`).
+    pub cache_cri_client: String,
 }
 
 impl Default for PodImages {
@@ -25,6 +34,63 @@ impl Default for PodImages {
             worker: "gcr.io/k8s-staging-kmm/kernel-module-management-worker:latest".to_owned(),
             build: "gcr.io/kaniko-project/executor:latest".to_owned(),
             sign: "gcr.io/k8s-staging-kmm/kernel-module-management-signimage:latest".to_owned(),
+            shim_downloader: "ghcr.io/spinframework/shim-downloader:latest".to_owned(),
+            shim_installer: "ghcr.io/spinframework/node-installer:latest".to_owned(),
+            cache_busybox: "senthilrch/busybox:1.35.0".to_owned(),
+            cache_cri_client: "senthilrch/kubefledged-cri-client:v0.10.0".to_owned(),
+        }
+    }
+}
+
+/// The families of reconcilers the engine can run: one per kind of software that lives on nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Family {
+    /// Kernel modules: Module, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig.
+    Kmm,
+    /// containerd shims: Shim and its RuntimeClass.
+    Shims,
+    /// Pre-pulled images: ImageCache.
+    Caches,
+    /// Kernel modules baked into the OS image: ModuleDay0.
+    Day0,
+}
+
+impl Family {
+    /// Every family, in the order the engine starts them.
+    pub const ALL: [Family; 4] = [Family::Kmm, Family::Shims, Family::Caches, Family::Day0];
+
+    /// The family's name on the command line and in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Kmm => "kmm",
+            Family::Shims => "shims",
+            Family::Caches => "caches",
+            Family::Day0 => "day0",
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the engine runs and how, beyond its images.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The families of reconcilers to run.
+    pub families: std::collections::BTreeSet<Family>,
+    /// How often image caches re-pull everything even when nothing changed, for registries whose tags move; off
+    /// by default, since caches react to every change they can see.
+    pub cache_refresh: Option<Duration>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            families: Family::ALL.into_iter().collect(),
+            cache_refresh: None,
         }
     }
 }
@@ -38,6 +104,8 @@ pub struct Context {
     pub images: PodImages,
     /// Publishes events on the objects the engine acts on.
     pub recorder: Recorder,
+    /// Which families run, and their options.
+    pub settings: Settings,
 }
 
 /// Name the engine reports events and field ownership under.
@@ -54,7 +122,19 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             images,
+            settings: Settings::default(),
         }
+    }
+
+    /// The same context running `settings`' families with their options.
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Whether `family` runs.
+    pub fn runs(&self, family: Family) -> bool {
+        self.settings.families.contains(&family)
     }
 
     /// Publish an event on `object`; a failure to publish is logged, never fatal (events are advice).

@@ -19,13 +19,14 @@ pub mod module;
 pub mod nmc;
 pub mod nodes;
 pub mod rbac;
+pub mod shared;
 pub mod status;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use context::{Context, PodImages};
+pub use context::{Context, Family, PodImages, Settings};
 pub use leader::LeaseConfig;
 
 /// How to run the engine.
@@ -35,6 +36,8 @@ pub struct EngineConfig {
     pub images: PodImages,
     /// The Lease that elects one acting engine.
     pub lease: LeaseConfig,
+    /// Which families run, and their options.
+    pub settings: Settings,
 }
 
 /// Run every reconciler until `shutdown` is cancelled, acting only while this engine holds the lease. Returns once
@@ -44,25 +47,49 @@ pub async fn run(
     config: EngineConfig,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let context = Arc::new(Context::new(
-        client.clone(),
-        config.images.clone(),
-        Some(config.lease.identity.clone()),
-    ));
+    let context = Arc::new(
+        Context::new(
+            client.clone(),
+            config.images.clone(),
+            Some(config.lease.identity.clone()),
+        )
+        .with_settings(config.settings.clone()),
+    );
     leader::run_as_leader(client, config.lease, shutdown, move |leading| {
         run_reconcilers(context.clone(), leading)
     })
     .await
 }
 
-/// Run the reconcilers until `stop` is cancelled.
+/// Run the reconcilers of every family the context runs until `stop` is cancelled. The families share one watch
+/// per kind they have in common ([`shared`]).
 pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
-    tracing::info!("engine acting: reconcilers started");
+    let families: Vec<&str> = context
+        .settings
+        .families
+        .iter()
+        .map(|f| f.as_str())
+        .collect();
+    tracing::info!(families = %families.join(","), "engine acting: reconcilers started");
+    let shared = shared::SharedWatches::new();
+    let mut running: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+    for family in context.settings.families.clone() {
+        match family {
+            Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
+            Family::Shims | Family::Caches | Family::Day0 => {}
+        }
+    }
+    let watches = shared.run(context.client.clone(), stop.clone());
+    tokio::join!(watches, futures::future::join_all(running));
+    tracing::info!("reconcilers stopped");
+}
+
+/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers.
+async fn run_kmm(context: Arc<Context>, stop: CancellationToken) {
     tokio::join!(
         module::run(context.clone(), stop.clone()),
         mic::run(context.clone(), stop.clone()),
         mbsc::run(context.clone(), stop.clone()),
         nmc::run(context, stop),
     );
-    tracing::info!("reconcilers stopped");
 }

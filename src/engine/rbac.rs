@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::context::MANAGER;
+use super::context::{Family, MANAGER};
 use super::leader::LeaseConfig;
 
 /// Name of the ServiceAccount, roles and bindings: the engine's own name, so they are easy to find and audit.
@@ -22,8 +22,26 @@ const KMM_GROUP: &str = "kmm.sigs.x-k8s.io";
 /// Read and follow objects.
 const READ: &[&str] = &["get", "list", "watch"];
 
-/// What the engine may do cluster-wide: (API group, resources, verbs).
-const CLUSTER_RULES: &[(&str, &[&str], &[&str])] = &[
+/// One cluster-wide grant: (API group, resources, verbs).
+pub type Rule = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+/// What every family needs: publishing events on the objects it acts on.
+const COMMON_RULES: &[Rule] = &[("events.k8s.io", &["events"], &["create", "patch"])];
+
+/// The grants of one family; the ClusterRole holds those of the families the engine runs.
+pub fn family_rules(family: Family) -> &'static [Rule] {
+    match family {
+        Family::Kmm => KMM_RULES,
+        Family::Shims | Family::Caches | Family::Day0 => &[],
+    }
+}
+
+/// What the KMM family does cluster-wide.
+const KMM_RULES: &[Rule] = &[
     // Modules are the users' to create and delete; the engine adds its finalizer and writes status.
     (
         KMM_GROUP,
@@ -79,7 +97,6 @@ const CLUSTER_RULES: &[(&str, &[&str], &[&str])] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
-    ("events.k8s.io", &["events"], &["create", "patch"]),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.
@@ -98,8 +115,20 @@ pub struct EngineRbac {
 }
 
 impl EngineRbac {
-    /// The objects for an engine electing its leader on `lease`; the ServiceAccount lives in the Lease's namespace.
+    /// The objects for an engine running every family, electing its leader on `lease`; the ServiceAccount lives in
+    /// the Lease's namespace.
     pub fn new(lease: &LeaseConfig) -> Self {
+        Self::for_families(lease, &Family::ALL)
+    }
+
+    /// The objects for an engine running `families` only: a controller that runs one family is granted that
+    /// family's rules and no more.
+    pub fn for_families(lease: &LeaseConfig, families: &[Family]) -> Self {
+        let mut rules: Vec<PolicyRule> =
+            COMMON_RULES.iter().map(|rule| policy_rule(*rule)).collect();
+        for family in Family::ALL.iter().filter(|f| families.contains(f)) {
+            rules.extend(family_rules(*family).iter().map(|rule| policy_rule(*rule)));
+        }
         let namespace = lease.namespace.as_str();
         let subject = Subject {
             kind: "ServiceAccount".to_owned(),
@@ -114,12 +143,7 @@ impl EngineRbac {
             },
             cluster_role: ClusterRole {
                 metadata: meta(None),
-                rules: Some(
-                    CLUSTER_RULES
-                        .iter()
-                        .map(|rule| policy_rule(*rule))
-                        .collect(),
-                ),
+                rules: Some(rules),
                 ..ClusterRole::default()
             },
             cluster_role_binding: ClusterRoleBinding {

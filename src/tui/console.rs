@@ -98,6 +98,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
                     .unwrap_or_else(console_identity),
                 std::time::Duration::from_secs(15),
             ),
+            settings: crate::engine::Settings::default(),
         };
         let client = connection.client.clone();
         let cancel = engine_cancel.clone();

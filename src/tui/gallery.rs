@@ -80,6 +80,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
                 identity.clone(),
                 Duration::from_secs(15),
             ),
+            settings: crate::engine::Settings::default(),
         },
         cancel.clone(),
     ));
