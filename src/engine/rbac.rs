@@ -36,7 +36,8 @@ const COMMON_RULES: &[Rule] = &[("events.k8s.io", &["events"], &["create", "patc
 pub fn family_rules(family: Family) -> &'static [Rule] {
     match family {
         Family::Kmm => KMM_RULES,
-        Family::Shims | Family::Caches | Family::Day0 => &[],
+        Family::Shims => SHIM_RULES,
+        Family::Caches | Family::Day0 => &[],
     }
 }
 
@@ -97,6 +98,29 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
+];
+
+/// What the shim family does cluster-wide.
+const SHIM_RULES: &[Rule] = &[
+    // Shims are the users' to create and delete; the engine adds its finalizer and writes status.
+    (
+        "runtime.spinkube.dev",
+        &["shims"],
+        &["get", "list", "watch", "patch"],
+    ),
+    ("runtime.spinkube.dev", &["shims/status"], &["patch"]),
+    // Installer pods and the RuntimeClass name the Shim as owner with blockOwnerDeletion.
+    ("runtime.spinkube.dev", &["shims/finalizers"], &["update"]),
+    // Installer and uninstaller pods, listed afresh on every pass and deleted once their outcome is recorded.
+    ("", &["pods"], &["list", "watch", "create", "delete"]),
+    // Nodes are selected by label and labelled with the shim's state and spec hash.
+    ("", &["nodes"], &["list", "watch", "patch"]),
+    // The Shim's RuntimeClass: created, kept in sync, replaced when its handler changes, deleted with the Shim.
+    (
+        "node.k8s.io",
+        &["runtimeclasses"],
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.
