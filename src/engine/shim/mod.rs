@@ -65,7 +65,7 @@ use super::nodes;
 use super::shared::SharedWatches;
 use crate::api::shim::Shim;
 
-pub use names::{FINALIZER, INSTALLER_NAMESPACE, node_hash_annotation, pod_name};
+pub use names::{FINALIZER, INSTALLER_NAMESPACE, node_hash_annotation};
 pub use plan::batch_size;
 
 /// What a Shim pass reads besides the API: the shared node cache.
@@ -98,7 +98,8 @@ pub fn run(
             watcher::Config::default().labels(names::SHIM_NAME),
         )
         .default_backoff()
-        .applied_objects();
+        // Deletions too: deleting a failed installer pod is how a person retries its node.
+        .touched_objects();
         let controller = Controller::for_stream(shim_changes, shims);
         let all_shims = controller.store();
         let shim_context = Arc::new(ShimContext {
