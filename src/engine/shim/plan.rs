@@ -579,7 +579,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             let now_installing = installing_current + starting.len();
             if finished_now
                 && now_installing == 0
-                && (now_started % size == 0 || install_candidates.is_empty())
+                && (now_started.is_multiple_of(size) || install_candidates.is_empty())
             {
                 let done_batch = now_started.div_ceil(size).max(1);
                 plan.notices.push(Notice {
