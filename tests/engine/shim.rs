@@ -581,3 +581,29 @@ async fn runtime_class_managers_samples_roll_out_unchanged() {
     assert_eq!(shim.status.map(|s| s.nodes_ready), Some(3));
     harness.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_shows_a_held_batch_a_rolled_back_node_and_a_broken_download() {
+    let mut harness = Harness::start("demo").await;
+    let client = harness.client();
+    harness.start_engine();
+    let spin = wait_ready_reason(&client, "spin-v2", "AwaitingApproval", 60).await;
+    let (_, _, message) = condition(&spin, "Ready").expect("Ready");
+    assert!(
+        message.starts_with("batch 3 of 3 waits for approval"),
+        "{message}"
+    );
+    let (degraded, reason, message) = condition(&spin, "Degraded").expect("Degraded");
+    assert_eq!(
+        (degraded.as_str(), reason.as_str()),
+        ("True", "InstallFailed")
+    );
+    assert!(
+        message.starts_with("worker-b-2: ") && message.contains("rolled back"),
+        "{message}"
+    );
+    let broken = wait_ready_reason(&client, "broken-spin", "InstallFailed", 60).await;
+    let (_, _, message) = condition(&broken, "Degraded").expect("Degraded");
+    assert!(message.contains("404"), "{message}");
+    harness.shutdown().await;
+}
