@@ -103,8 +103,16 @@ const KMM_RULES: &[Rule] = &[
 /// What the image cache family does cluster-wide.
 const CACHE_RULES: &[Rule] = &[
     // Caches are the users'; the engine removes the annotations it acted on and writes status.
-    ("kubefledged.io", &["imagecaches"], &["get", "list", "watch", "patch"]),
-    ("kubefledged.io", &["imagecaches/status"], &["get", "update"]),
+    (
+        "kubefledged.io",
+        &["imagecaches"],
+        &["get", "list", "watch", "patch"],
+    ),
+    (
+        "kubefledged.io",
+        &["imagecaches/status"],
+        &["get", "update"],
+    ),
     // Pull and delete pods are owned by their cache (blockOwnerDeletion needs update on its finalizers).
     ("kubefledged.io", &["imagecaches/finalizers"], &["update"]),
     ("", &["pods"], &["get", "list", "watch", "create", "delete"]),

@@ -106,11 +106,7 @@ impl CacheApi {
 
     /// Remove annotations whose work is done, only if the cache is still as `read` (a new request written
     /// meanwhile must not be lost).
-    pub async fn remove_annotations(
-        &self,
-        read: &ImageCache,
-        keys: &[&str],
-    ) -> Result<(), Error> {
+    pub async fn remove_annotations(&self, read: &ImageCache, keys: &[&str]) -> Result<(), Error> {
         let removed: serde_json::Map<String, serde_json::Value> = keys
             .iter()
             .map(|k| ((*k).to_owned(), serde_json::Value::Null))
@@ -152,8 +148,10 @@ pub async fn refresh_periodically(
                 .is_none_or(|s| s.reason != super::plan::PURGE_REASON)
         }) {
             let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: "periodic"}}});
-            let api: Api<ImageCache> =
-                Api::namespaced(context.client.clone(), &cache.namespace().unwrap_or_default());
+            let api: Api<ImageCache> = Api::namespaced(
+                context.client.clone(),
+                &cache.namespace().unwrap_or_default(),
+            );
             if let Err(error) = api
                 .patch(&cache.name_any(), &patch_params(), &Patch::Merge(&patch))
                 .await

@@ -34,11 +34,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
-use kube::ResourceExt;
 use tokio_util::sync::CancellationToken;
 
 use self::cluster::CacheApi;
@@ -149,7 +149,11 @@ fn cache_fingerprint(cache: &ImageCache) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
     predicates::generation(cache).hash(&mut hasher);
     cache.metadata.annotations.hash(&mut hasher);
-    cache.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    cache
+        .metadata
+        .deletion_timestamp
+        .is_some()
+        .hash(&mut hasher);
     // Another writer's status (an upstream engine's, a restore) is looked at once.
     cache
         .status
@@ -251,7 +255,9 @@ async fn announce(
         .iter()
         .find(|c| c.type_ == crate::api::conditions::DEGRADED);
     let (warning, reason, note) = match status.status {
-        ImageCacheActionStatus::Processing => (false, status.reason.as_str(), status.message.clone()),
+        ImageCacheActionStatus::Processing => {
+            (false, status.reason.as_str(), status.message.clone())
+        }
         ImageCacheActionStatus::Failed => (
             true,
             degraded.map_or("PullFailed", |c| c.reason.as_str()),

@@ -284,7 +284,9 @@ impl<'a> Planner<'a> {
                 }
                 for (node, images) in &targets {
                     for image in images {
-                        let found = pods.remove(&(node.clone(), image.clone())).unwrap_or_default();
+                        let found = pods
+                            .remove(&(node.clone(), image.clone()))
+                            .unwrap_or_default();
                         self.removal(node, image, found);
                     }
                 }
@@ -300,7 +302,9 @@ impl<'a> Planner<'a> {
                 let removed = std::mem::take(&mut self.removed);
                 for (node, images) in &removed {
                     for image in images {
-                        let found = pods.remove(&(node.clone(), image.clone())).unwrap_or_default();
+                        let found = pods
+                            .remove(&(node.clone(), image.clone()))
+                            .unwrap_or_default();
                         self.removal(node, image, found);
                     }
                 }
@@ -316,6 +320,7 @@ impl<'a> Planner<'a> {
                     .unwrap_or_default();
                 refreshing.extend(repulling.iter().cloned());
                 let mut unsatisfied: BTreeSet<(String, String)> = BTreeSet::new();
+                let mut answers: BTreeMap<(String, String), String> = BTreeMap::new();
                 let wanted = std::mem::take(&mut self.wanted);
                 for (node, images) in &wanted {
                     for image in images {
@@ -323,8 +328,14 @@ impl<'a> Planner<'a> {
                         let found = pods.remove(&key).unwrap_or_default();
                         let again = refreshing.contains(&key);
                         let (state, satisfied) = self.pull(node, image, found, again);
-                        if again && !satisfied {
-                            unsatisfied.insert(key);
+                        match satisfied {
+                            Answer::Pending if again => {
+                                unsatisfied.insert(key);
+                            }
+                            Answer::By(pod) => {
+                                answers.insert(key, pod);
+                            }
+                            _ => {}
                         }
                         self.plan
                             .pairs
@@ -333,11 +344,27 @@ impl<'a> Planner<'a> {
                             .push((image.clone(), state));
                     }
                 }
-                if refresh && unsatisfied.is_empty() {
+                let refresh_done = refresh && unsatisfied.is_empty();
+                let repull_done = repull.is_some() && repulling.is_disjoint(&unsatisfied);
+                if refresh_done {
                     self.plan.done_annotations.push(REFRESH_ANNOTATION);
                 }
-                if repull.is_some() && repulling.is_disjoint(&unsatisfied) {
+                if repull_done {
                     self.plan.done_annotations.push(REPULL_ANNOTATION);
+                }
+                // The pods that answered a request go with its annotation, so that the next request of the same
+                // kind is answered by new pulls. A pair another pending request names keeps its answer.
+                let pending: BTreeSet<&(String, String)> = if refresh && !refresh_done {
+                    refreshing.iter().collect()
+                } else if repull.is_some() && !repull_done {
+                    repulling.iter().collect()
+                } else {
+                    BTreeSet::new()
+                };
+                for (pair, pod) in answers {
+                    if !pending.contains(&pair) {
+                        self.plan.delete.insert(pod);
+                    }
                 }
                 self.plan.asked_undone = !unsatisfied.is_empty();
                 let waiting = self
@@ -346,7 +373,13 @@ impl<'a> Planner<'a> {
                     .values()
                     .flatten()
                     .any(|(_, s)| *s == PairState::Missing);
-                if waiting || self.plan.removals.iter().any(|r| r.2 == RemovalState::Deleting) {
+                if waiting
+                    || self
+                        .plan
+                        .removals
+                        .iter()
+                        .any(|r| r.2 == RemovalState::Deleting)
+                {
                     // A slot another cache frees does not wake this one.
                     self.wake_at(self.now + SLOT_POLL);
                 }
@@ -425,14 +458,14 @@ impl<'a> Planner<'a> {
     }
 
     /// Decide one image on one node that should hold it; `again` when a refresh or re-pull asks for a new pull.
-    /// Returns its state and whether what `again` asks is done.
+    /// Returns its state and whether what `again` asks is answered.
     fn pull(
         &mut self,
         node: &str,
         image: &str,
         mut pods: Vec<PodView>,
         again: bool,
-    ) -> (PairState, bool) {
+    ) -> (PairState, Answer) {
         let held = self.images.get(node);
         let cached = held.is_some_and(|h| h.holds(image));
         let truncated = held.is_some_and(|h| h.truncated);
@@ -444,7 +477,7 @@ impl<'a> Planner<'a> {
         self.plan.delete.extend(pods.into_iter().map(|p| p.name));
         let Some(pod) = current else {
             if cached && !again {
-                return (PairState::Cached, true);
+                return (PairState::Cached, Answer::Done);
             }
             let operation = if again {
                 Operation::Refresh
@@ -458,7 +491,7 @@ impl<'a> Planner<'a> {
                 } else {
                     PairState::Missing
                 },
-                false,
+                Answer::Pending,
             );
         };
         let is_refresh = pod.operation == Operation::Refresh;
@@ -472,7 +505,7 @@ impl<'a> Planner<'a> {
                 } else {
                     PairState::Pulling
                 };
-                (state, false)
+                (state, Answer::Pending)
             }
             Verdict::Succeeded(finished) => {
                 if again && !is_refresh {
@@ -486,22 +519,23 @@ impl<'a> Planner<'a> {
                         } else {
                             PairState::Missing
                         },
-                        false,
+                        Answer::Pending,
                     );
                 }
-                if again || cached {
-                    if !again {
-                        self.plan.delete.insert(pod.name);
-                    }
-                    return (PairState::Cached, true);
+                if again {
+                    return (PairState::Cached, Answer::By(pod.name));
+                }
+                if cached {
+                    self.plan.delete.insert(pod.name);
+                    return (PairState::Cached, Answer::Done);
                 }
                 if truncated {
-                    return (PairState::Cached, true);
+                    return (PairState::Cached, Answer::Done);
                 }
                 let confirm_by = finished.unwrap_or(pod.created) + CONFIRM_GRACE;
                 if confirm_by > self.now {
                     self.wake_at(confirm_by);
-                    return (PairState::Pulling, true);
+                    return (PairState::Pulling, Answer::Done);
                 }
                 // Pulled, then removed from the node (garbage collection, crictl rmi): pull it again.
                 self.plan.delete.insert(pod.name);
@@ -512,7 +546,7 @@ impl<'a> Planner<'a> {
                     } else {
                         PairState::Missing
                     },
-                    true,
+                    Answer::Done,
                 )
             }
             Verdict::Failed { reason, message } => {
@@ -522,18 +556,19 @@ impl<'a> Planner<'a> {
                 };
                 if again && is_refresh {
                     // The refresh's attempt is its answer; retries wait until the refresh is over.
-                    return (if cached { PairState::Cached } else { failed }, true);
+                    let state = if cached { PairState::Cached } else { failed };
+                    return (state, Answer::By(pod.name));
                 }
                 if cached && !again {
                     self.plan.delete.insert(pod.name);
-                    return (PairState::Cached, true);
+                    return (PairState::Cached, Answer::Done);
                 }
                 let last_failure = Some(format!("{reason}: {message}"));
                 if again {
                     if self.start(node, image, Operation::Refresh, 1, last_failure) {
                         self.plan.delete.insert(pod.name);
                     }
-                    return (failed, false);
+                    return (failed, Answer::Pending);
                 }
                 let due = pod.created + backoff(pod.attempt);
                 if due <= self.now {
@@ -543,7 +578,7 @@ impl<'a> Planner<'a> {
                 } else {
                     self.wake_at(due);
                 }
-                (failed, true)
+                (failed, Answer::Done)
             }
         }
     }
@@ -580,6 +615,17 @@ impl<'a> Planner<'a> {
             .removals
             .push((node.to_owned(), image.to_owned(), state));
     }
+}
+
+/// Whether a pair's pull answers a refresh or re-pull request.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    /// Not yet.
+    Pending,
+    /// Nothing new is asked of it, or it needs no pod to be done.
+    Done,
+    /// The named refresh pod answered it.
+    By(String),
 }
 
 /// A retry's pair state from the failure its pod carries (`reason: message`).

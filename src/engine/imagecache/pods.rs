@@ -94,15 +94,17 @@ pub fn image_hash(image: &str) -> String {
 /// The pod name of `operation`'s `attempt` on (`node`, `image`) for `cache`: the cache name (cut to 40 characters),
 /// ten hexadecimal digits of the SHA-256 of `"<node>\n<image>"`, the operation's letter and the attempt, at most
 /// 63 characters.
-pub fn pod_name(cache: &str, node: &str, image: &str, operation: Operation, attempt: u32) -> String {
+pub fn pod_name(
+    cache: &str,
+    node: &str,
+    image: &str,
+    operation: Operation,
+    attempt: u32,
+) -> String {
     let prefix: String = cache.chars().take(40).collect();
     let prefix = prefix.trim_end_matches(['-', '.']);
     let digest = sha256_hex(format!("{node}\n{image}").as_bytes());
-    format!(
-        "{prefix}-{}-{}{attempt}",
-        &digest[..10],
-        operation.letter()
-    )
+    format!("{prefix}-{}-{}{attempt}", &digest[..10], operation.letter())
 }
 
 /// What a new pod is for.
@@ -120,7 +122,11 @@ pub struct Work<'a> {
 }
 
 /// The pod doing `work` for `cache`, owned by the cache so that deleting the cache deletes its pods.
-pub fn pod(cache: &ImageCache, work: &Work, images: &crate::engine::PodImages) -> Result<Pod, Error> {
+pub fn pod(
+    cache: &ImageCache,
+    work: &Work,
+    images: &crate::engine::PodImages,
+) -> Result<Pod, Error> {
     let cache_name = cache.name_any();
     let node_name = work.node.name_any();
     let owner = cache.controller_owner_ref(&()).ok_or_else(|| {
@@ -133,7 +139,10 @@ pub fn pod(cache: &ImageCache, work: &Work, images: &crate::engine::PodImages) -
         (APP_LABEL.0.to_owned(), APP_LABEL.1.to_owned()),
         (MANAGER_LABEL.0.to_owned(), MANAGER_LABEL.1.to_owned()),
         (IMAGE_HASH_LABEL.to_owned(), image_hash(work.image)),
-        (OPERATION_LABEL.to_owned(), work.operation.as_str().to_owned()),
+        (
+            OPERATION_LABEL.to_owned(),
+            work.operation.as_str().to_owned(),
+        ),
     ]);
     if cache_name.len() <= 63 {
         labels.insert(CACHE_LABEL.to_owned(), cache_name.clone());
@@ -168,8 +177,8 @@ pub fn pod(cache: &ImageCache, work: &Work, images: &crate::engine::PodImages) -
         ..Default::default()
     }]);
     spec.restart_policy = Some("Never".to_owned());
-    spec.image_pull_secrets = (!cache.spec.image_pull_secrets.is_empty())
-        .then(|| cache.spec.image_pull_secrets.clone());
+    spec.image_pull_secrets =
+        (!cache.spec.image_pull_secrets.is_empty()).then(|| cache.spec.image_pull_secrets.clone());
     Ok(Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(
@@ -551,9 +560,14 @@ mod tests {
             spec.node_selector.as_ref().expect("selector")["kubernetes.io/hostname"],
             "worker-0"
         );
-        assert_eq!(spec.image_pull_secrets.as_ref().expect("secrets")[0].name, "key");
         assert_eq!(
-            spec.tolerations.as_ref().expect("tolerations")[0].operator.as_deref(),
+            spec.image_pull_secrets.as_ref().expect("secrets")[0].name,
+            "key"
+        );
+        assert_eq!(
+            spec.tolerations.as_ref().expect("tolerations")[0]
+                .operator
+                .as_deref(),
             Some("Exists")
         );
         let view = PodView::read(&pod, Timestamp::now(), Duration::from_secs(300)).expect("view");
@@ -596,8 +610,9 @@ mod tests {
             &PodImages::default(),
         )
         .expect("pod");
-        pod.metadata.creation_timestamp =
-            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(created));
+        pod.metadata.creation_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(created),
+        );
         pod.status = Some(serde_json::from_value(status).expect("status"));
         pod
     }

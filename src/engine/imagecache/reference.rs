@@ -100,10 +100,7 @@ mod tests {
             canonical("index.docker.io/nginx:1.27"),
             "docker.io/library/nginx:1.27"
         );
-        assert_eq!(
-            canonical("localhost:5000/app"),
-            "localhost:5000/app:latest"
-        );
+        assert_eq!(canonical("localhost:5000/app"), "localhost:5000/app:latest");
         assert_eq!(
             canonical("ghcr.io/acme/inference:2.2"),
             "ghcr.io/acme/inference:2.2"

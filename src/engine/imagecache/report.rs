@@ -177,7 +177,14 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
         _ => ImageCacheActionStatus::Succeeded,
     };
     let reason = operation(cache, plan, processing);
-    let message = message(plan.mode, outcome, &reason, targeted, complete, failed.len());
+    let message = message(
+        plan.mode,
+        outcome,
+        &reason,
+        targeted,
+        complete,
+        failed.len(),
+    );
     let start_time = match previous {
         Some(p) if !(processing && p.status != ImageCacheActionStatus::Processing) => {
             p.start_time.clone()
@@ -228,8 +235,7 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
     };
     let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
     let generation = cache.metadata.generation;
-    let (available, available_reason, available_message) =
-        availability(plan, targeted, complete);
+    let (available, available_reason, available_message) = availability(plan, targeted, complete);
     set_condition(
         &mut conditions,
         AVAILABLE,
@@ -284,9 +290,9 @@ fn message(
     use ImageCacheActionStatus as S;
     match (mode, outcome) {
         (Mode::Purging, S::Processing) => "Deleting the cached images from their nodes".to_owned(),
-        (Mode::Purging | Mode::Purged, S::Failed) => format!(
-            "Image deletion failed on {failures} node(s). Please see \"failures\" section"
-        ),
+        (Mode::Purging | Mode::Purged, S::Failed) => {
+            format!("Image deletion failed on {failures} node(s). Please see \"failures\" section")
+        }
         (Mode::Purging | Mode::Purged, _) => {
             "All cached images successfully deleted from respective nodes".to_owned()
         }

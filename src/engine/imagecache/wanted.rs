@@ -48,7 +48,11 @@ pub fn targets(spec: &[CacheSpecImages], nodes: &[Arc<Node>]) -> NodeImages {
 }
 
 /// The images `applied` puts on nodes that `wanted` no longer does: they are deleted from those nodes.
-pub fn removed(applied: &[CacheSpecImages], wanted: &NodeImages, nodes: &[Arc<Node>]) -> NodeImages {
+pub fn removed(
+    applied: &[CacheSpecImages],
+    wanted: &NodeImages,
+    nodes: &[Arc<Node>],
+) -> NodeImages {
     let mut removed = targets(applied, nodes);
     for (node, images) in removed.iter_mut() {
         let keep = wanted.get(node);
@@ -85,8 +89,10 @@ mod tests {
     fn node(name: &str, labels: &[(&str, &str)]) -> Arc<Node> {
         let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
         Arc::new(
-            serde_json::from_value(serde_json::json!({"metadata": {"name": name, "labels": labels}}))
-                .expect("node"),
+            serde_json::from_value(
+                serde_json::json!({"metadata": {"name": name, "labels": labels}}),
+            )
+            .expect("node"),
         )
     }
 
@@ -100,7 +106,10 @@ mod tests {
     #[test]
     fn lists_go_to_the_nodes_their_selectors_match() {
         let nodes = [node("a", &[("tier", "backend")]), node("b", &[])];
-        let spec = [list(&["web:1"], None), list(&["db:1", "web:1"], Some(("tier", "backend")))];
+        let spec = [
+            list(&["web:1"], None),
+            list(&["db:1", "web:1"], Some(("tier", "backend"))),
+        ];
         let wanted = targets(&spec, &nodes);
         assert_eq!(wanted["a"], ["web:1", "db:1"]);
         assert_eq!(wanted["b"], ["web:1"]);
@@ -122,14 +131,11 @@ mod tests {
         let nodes = [node("a", &[]), node("b", &[])];
         let wanted = targets(&[list(&["web:1", "db@sha256:00"], None)], &nodes);
         let pairs = repull_pairs("web:1@b, db@sha256:00,ghost:1,web:1@zz", &wanted);
-        let expected: BTreeSet<(String, String)> = [
-            ("a", "db@sha256:00"),
-            ("b", "db@sha256:00"),
-            ("b", "web:1"),
-        ]
-        .iter()
-        .map(|(n, i)| (n.to_string(), i.to_string()))
-        .collect();
+        let expected: BTreeSet<(String, String)> =
+            [("a", "db@sha256:00"), ("b", "db@sha256:00"), ("b", "web:1")]
+                .iter()
+                .map(|(n, i)| (n.to_string(), i.to_string()))
+                .collect();
         assert_eq!(pairs, expected);
     }
 }
