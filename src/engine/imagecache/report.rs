@@ -104,7 +104,7 @@ fn coverage(plan: &Plan) -> Vec<NodeImageCoverage> {
                         entry.failed.push(ImageFailure {
                             image: image.clone(),
                             reason: reason.clone(),
-                            message: clip(message, MAX_MESSAGE),
+                            message: summarise(reason, message),
                         });
                     }
                 }
@@ -422,4 +422,125 @@ fn degradation(failed: &[Failure]) -> (&'static str, String) {
         ));
     }
     (reason, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+
+    fn cache() -> ImageCache {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubefledged.io/v1alpha2",
+            "kind": "ImageCache",
+            "metadata": {"name": "warm-ml", "namespace": "acme", "generation": 1},
+            "spec": {"cacheSpec": [{"images": ["ghcr.io/acme/inference:2.2"]}]},
+        }))
+        .expect("cache")
+    }
+
+    fn plan(pairs: BTreeMap<String, Vec<(String, PairState)>>) -> Plan {
+        Plan {
+            mode: Mode::Caching,
+            pairs,
+            removals: Vec::new(),
+            create: Vec::new(),
+            delete: BTreeSet::new(),
+            done_annotations: Vec::new(),
+            removals_settled: true,
+            asked_undone: false,
+            wake_after: None,
+        }
+    }
+
+    fn not_found(image: &str) -> PairState {
+        PairState::Failed {
+            reason: "ErrImagePull".to_owned(),
+            message: format!(
+                "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": failed to resolve \
+                 reference \"{image}\": {image}: not found"
+            ),
+        }
+    }
+
+    #[test]
+    fn five_thousand_failing_nodes_stay_well_under_the_object_limit() {
+        let images: Vec<String> = (0..5)
+            .map(|i| format!("ghcr.io/acme/some-rather-long-repository-name/inference-server:2.{i}"))
+            .collect();
+        let pairs = (0..5000)
+            .map(|n| {
+                let states = images.iter().map(|i| (i.clone(), not_found(i))).collect();
+                (format!("worker-pool-a-{n:05}"), states)
+            })
+            .collect();
+        let plan = plan(pairs);
+        let status = status(&cache(), &plan, Timestamp::now());
+        let size = serde_json::to_vec(&status).expect("json").len();
+        assert!(size < 128 * 1024, "status is {size} bytes");
+        assert_eq!(status.nodes.len(), MAX_LISTED_NODES);
+        assert_eq!(status.nodes_omitted, Some(5000 - MAX_LISTED_NODES as i32));
+        assert!(status.failures.values().all(|f| f.len() == MAX_FAILURES_PER_IMAGE));
+        assert_eq!(status.status, ImageCacheActionStatus::Failed);
+    }
+
+    #[test]
+    fn conditions_name_the_node_and_image() {
+        let image = "ghcr.io/acme/inference:2.2";
+        let pairs = BTreeMap::from([
+            (
+                "worker-a-3".to_owned(),
+                vec![
+                    ("ghcr.io/acme/inference:2.1".to_owned(), PairState::Cached),
+                    (image.to_owned(), not_found(image)),
+                ],
+            ),
+            (
+                "worker-a-4".to_owned(),
+                vec![
+                    ("ghcr.io/acme/inference:2.1".to_owned(), PairState::Pulling),
+                    (image.to_owned(), not_found(image)),
+                ],
+            ),
+        ]);
+        let status = status(&cache(), &plan(pairs), Timestamp::now());
+        let find = |t: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .expect("condition")
+                .clone()
+        };
+        let degraded = find(DEGRADED);
+        assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", "PullFailed"));
+        assert_eq!(
+            degraded.message,
+            "worker-a-3: ghcr.io/acme/inference:2.2 not found in registry (and 1 more failures; 2 nodes affected)"
+        );
+        assert_eq!(find(PROGRESSING).status, "True");
+        assert_eq!(find(AVAILABLE).reason, "ImagesMissing");
+        assert_eq!(status.status, ImageCacheActionStatus::Processing);
+        assert_eq!(status.reason, "ImageCacheCreate");
+        assert_eq!(status.nodes[1].pulling, ["ghcr.io/acme/inference:2.1"]);
+        assert!(status.completion_time.is_none());
+    }
+
+    #[test]
+    fn failures_are_summarised_in_words_a_person_acts_on() {
+        assert_eq!(summarise("ErrImagePull", "x: not found"), "not found in registry");
+        assert_eq!(
+            summarise("ErrImagePull", "failed to authorize: 401 Unauthorized"),
+            "refused by the registry (check imagePullSecrets)"
+        );
+        assert_eq!(
+            summarise("ErrImagePull", "dial tcp: connect: connection refused"),
+            "registry unreachable"
+        );
+        assert_eq!(
+            summarise("DeadlineExceeded", "not done within 5m (pod still Pending)"),
+            "not done within 5m (pod still Pending)"
+        );
+    }
 }
