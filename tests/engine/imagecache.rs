@@ -218,6 +218,27 @@ async fn images_follow_new_nodes_and_come_back_when_a_node_loses_them() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_image_the_node_store_loses_is_pulled_back() {
+    let mut harness = Harness::start("imagecache-gc.yaml").await;
+    start_caches(&mut harness);
+    let client = harness.client();
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX]}])).await;
+    eventually(60, "warm is available", || available(&client, "warm")).await;
+    assert_eq!(record.record().created.len(), 1);
+    eventually(120, "the lost image is pulled again", || async {
+        record.record().created.len() == 2
+    })
+    .await;
+    eventually(60, "node-0 holds nginx again", || {
+        node_holds(&client, "node-0", NGINX)
+    })
+    .await;
+    eventually(60, "warm is available again", || available(&client, "warm")).await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_image_the_registry_lacks_fails_per_node_with_the_registry_reason() {
     let harness = start().await;
     let client = harness.client();
