@@ -40,7 +40,8 @@ pub fn family_rules(family: Family) -> &'static [Rule] {
     match family {
         Family::Kmm => KMM_RULES,
         Family::Shims => SHIM_RULES,
-        Family::Caches | Family::Day0 => &[],
+        Family::Caches => CACHE_RULES,
+        Family::Day0 => &[],
     }
 }
 
@@ -120,6 +121,26 @@ const SHIM_RULES: &[Rule] = &[
         &["runtimeclasses"],
         &["get", "list", "watch", "create", "patch", "delete"],
     ),
+];
+
+/// What the image cache family does cluster-wide.
+const CACHE_RULES: &[Rule] = &[
+    // Caches are the users'; the engine removes the annotations it acted on and writes status.
+    (
+        "kubefledged.io",
+        &["imagecaches"],
+        &["get", "list", "watch", "patch"],
+    ),
+    (
+        "kubefledged.io",
+        &["imagecaches/status"],
+        &["get", "update"],
+    ),
+    // Pull and delete pods are owned by their cache (blockOwnerDeletion needs update on its finalizers).
+    ("kubefledged.io", &["imagecaches/finalizers"], &["update"]),
+    ("", &["pods"], &["get", "list", "watch", "create", "delete"]),
+    // Which images each node holds, and which nodes the selectors match.
+    ("", &["nodes"], READ),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.
