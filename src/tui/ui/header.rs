@@ -1,12 +1,15 @@
-//! The header: where the console is connected, which engine acts, and how many Modules and nodes are in each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, Shims and nodes are in
+//! each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::health_style;
 use crate::tui::app::{App, EngineMode};
 use crate::tui::view::Health;
+use crate::tui::view::shims::ShimState;
 
 /// Draw the header line.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -70,6 +73,30 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         if n > 0 {
             let label = if wide { label } else { short };
             spans.push(Span::styled(format!("{n} {label} "), style));
+        }
+    }
+    if !app.rows.shims.is_empty() {
+        spans.push(Span::styled(
+            if wide {
+                format!(" Shims {} ", app.rows.shims.len())
+            } else {
+                format!(" Sh {} ", app.rows.shims.len())
+            },
+            theme.text(),
+        ));
+        for state in ShimState::ALL {
+            let n = app.rows.shims.iter().filter(|r| r.state == state).count();
+            if n > 0 {
+                let label = if wide {
+                    state.label()
+                } else {
+                    state.short_label()
+                };
+                spans.push(Span::styled(
+                    format!("{n} {label} "),
+                    health_style(app, state.health()),
+                ));
+            }
         }
     }
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
