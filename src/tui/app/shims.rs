@@ -82,7 +82,7 @@ impl App {
     /// The object `y`, `e` and `ctrl-d` act on in the Shim views, when one of them is open.
     pub(super) fn selected_shim_object(&self) -> Option<Target> {
         match self.view() {
-            View::ShimDetail(target) if self.section == DetailSection::Nodes => self
+            View::ShimDetail(_) if self.section == DetailSection::Nodes => self
                 .selected_shim_node()
                 .map(|row| Target::cluster(Kind::Node, &row.node)),
             View::Logs(pod) => Some(pod.clone()),

@@ -25,9 +25,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         );
         return;
     };
+    // The node table takes what its rows need, up to two thirds; the events get the rest.
+    let node_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Nodes)).len())
+        .unwrap_or(u16::MAX)
+        .max(1);
+    let most = area.height.saturating_sub(1) * 2 / 3;
     let [summary, node_area, event_area] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Fill(2),
+        Constraint::Length((node_rows + 3).min(most)),
         Constraint::Fill(1),
     ])
     .areas(area);

@@ -196,7 +196,8 @@ impl ListTable<'_> {
 const MIN_SHRUNK: u16 = 8;
 
 /// Column widths for `space` columns of screen: every column as wide as its `natural` width when they all fit
-/// (the last one taking what is left); otherwise the columns that may shrink (`keep` false) are capped at one
+/// (the last one taking what is left). Otherwise the last column (a reason or a message, read from its start)
+/// gives way first, down to a third of the screen; then the other columns that may shrink (`keep` false) are capped at one
 /// common width, as high as fits, never below their `floors`, so only the widest give way.
 pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u16> {
     let total: u32 = natural.iter().map(|w| u32::from(*w)).sum();
@@ -207,6 +208,27 @@ pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u1
         }
         return widths;
     }
+    let last = natural.len() - 1;
+    if !keep[last] {
+        let excess = u16::try_from(total - u32::from(space)).unwrap_or(u16::MAX);
+        // The last column keeps a third of the screen, or all it needs if that is less.
+        let floor = floors[last].max(space / 3).min(natural[last]);
+        let shrunk = natural[last].saturating_sub(excess).max(floor);
+        if natural[last] - shrunk >= excess {
+            widths[last] = shrunk;
+            return widths;
+        }
+        let mut natural = natural.to_vec();
+        let mut keep = keep.to_vec();
+        natural[last] = shrunk;
+        keep[last] = true;
+        return cap_widest(&natural, &keep, floors, space);
+    }
+    cap_widest(natural, keep, floors, space)
+}
+
+/// The widths when the shrinking columns share what the kept ones leave under one common cap.
+fn cap_widest(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u16> {
     let kept: u32 = natural
         .iter()
         .zip(keep)
@@ -239,7 +261,7 @@ pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u1
             high = middle - 1;
         }
     }
-    widths = shrunk(low);
+    let mut widths = shrunk(low);
     // What the common cap leaves over goes to the capped columns, left to right, a column each.
     let mut left = budget.saturating_sub(used(&widths));
     for ((width, natural), k) in widths.iter_mut().zip(natural).zip(keep) {
@@ -293,23 +315,39 @@ mod tests {
     }
 
     #[test]
-    fn only_the_widest_shrinking_columns_give_way() {
-        // 5 + 30 + 12 + 40 = 87 columns wanted in 60: the two long columns share what the others leave.
-        let widths = fit(
-            &[5, 30, 12, 40],
-            &[true, false, true, false],
-            &[5, 8, 12, 8],
-            60,
+    fn the_last_column_gives_way_first() {
+        let keep = [true, false, true, false];
+        let floors = [5, 8, 12, 8];
+        // 5 + 30 + 12 + 40 = 87 columns wanted in 80: the message at the end alone gives way.
+        assert_eq!(
+            fit(&[5, 30, 12, 40], &keep, &floors, 80),
+            vec![5, 30, 12, 33]
         );
-        assert_eq!(widths.iter().sum::<u16>(), 60);
-        assert_eq!((widths[0], widths[2]), (5, 12));
-        assert!(widths[1].abs_diff(widths[3]) <= 1, "{widths:?}");
+        // In 60 the message keeps a third, and the name takes what is left.
+        assert_eq!(
+            fit(&[5, 30, 12, 40], &keep, &floors, 60),
+            vec![5, 23, 12, 20]
+        );
+    }
+
+    #[test]
+    fn then_only_the_widest_shrinking_columns_give_way() {
+        // The last column keeps a third (16); 30 and 40 share the 27 the others leave.
+        let widths = fit(
+            &[5, 30, 40, 20],
+            &[true, false, false, false],
+            &[5, 8, 8, 8],
+            48,
+        );
+        assert_eq!(widths.iter().sum::<u16>(), 48);
+        assert_eq!((widths[0], widths[3]), (5, 16));
+        assert!(widths[1].abs_diff(widths[2]) <= 1, "{widths:?}");
     }
 
     #[test]
     fn a_short_column_keeps_its_width_while_a_long_one_shrinks() {
-        let widths = fit(&[10, 50], &[false, false], &[8, 8], 40);
-        assert_eq!(widths, vec![10, 30]);
+        let widths = fit(&[10, 50, 8], &[false, false, true], &[8, 8, 8], 40);
+        assert_eq!(widths, vec![10, 22, 8]);
     }
 
     #[test]
