@@ -151,6 +151,14 @@ pub struct RollingUpdate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub approved_batch: Option<i32>,
+    /// While true no node starts an install or uninstall; running installers finish (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+    /// Failed nodes the rollout tolerates before it stops starting batches; 0 (the default) stops at the first
+    /// failure (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_failures: Option<i32>,
 }
 
 /// Who starts each batch of a rolling rollout.
@@ -178,16 +186,46 @@ pub struct ShimStatus {
     /// `metadata.generation` the status answers (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Per-node state, so a failure names its node (a kmm-tui addition).
+    /// Per-node state of the nodes that are not provisioned, so a failure names its node; failed nodes first, then
+    /// installing, uninstalling and waiting ones, at most [`NODE_STATUSES_MAX`] entries so that the object stays
+    /// small on thousands of nodes (`nodeCounts` has the totals; a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend(
         "x-kubernetes-list-type" = "map",
         "x-kubernetes-list-map-keys" = ["node"]
     ))]
     pub node_statuses: Vec<ShimNodeStatus>,
+    /// How many nodes are in each state, including those `nodeStatuses` leaves out (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_counts: Option<ShimNodeCounts>,
     /// Where a rolling rollout stands (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStatus>,
+}
+
+/// The most entries `status.nodeStatuses` holds: enough to name every failure a person acts on, small enough that a
+/// Shim on 5,000 nodes stays far below the API server's object size limit.
+pub const NODE_STATUSES_MAX: usize = 100;
+
+/// How many of the nodes a Shim concerns are in each state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShimNodeCounts {
+    /// Selected nodes waiting for their batch, its approval, or for the node to become Ready.
+    #[serde(default)]
+    pub waiting: i32,
+    /// Nodes whose installer runs.
+    #[serde(default)]
+    pub pending: i32,
+    /// Nodes running the shim as the spec asks.
+    #[serde(default)]
+    pub provisioned: i32,
+    /// Nodes whose install or uninstall failed.
+    #[serde(default)]
+    pub failed: i32,
+    /// Nodes the shim is being removed from.
+    #[serde(default)]
+    pub uninstalling: i32,
 }
 
 /// The shim on one node.
@@ -229,11 +267,18 @@ pub enum ShimNodeState {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStatus {
-    /// Batch in progress, from 1.
+    /// Batch in progress, or the next one while it waits for approval; from 1.
     pub batch: i32,
     /// Batches the rollout needs in all.
     pub batches: i32,
     /// Whether the next batch waits for `approvedBatch`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub awaiting_approval: bool,
+    /// Nodes per batch, `maxUpdate` resolved against the selected nodes (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<i32>,
+    /// Hash of the spec parts the nodes install (artifacts and runtime options); nodes carry the hash they
+    /// installed, and a node on another hash is rolled again (a kmm-tui addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
 }
