@@ -386,3 +386,78 @@ fn the_detail_shows_loading_and_unloading_with_their_workers() {
         detail.events
     );
 }
+
+/// Open the detail of the Shim `name` from the Shims pane.
+fn open_shim(app: &mut App, name: &str) {
+    command(app, "shims");
+    press(app, KeyCode::Char('/'));
+    type_text(app, name);
+    press(app, KeyCode::Enter);
+    press(app, KeyCode::Enter);
+}
+
+#[test]
+fn shims_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        command(&mut app, "shims");
+        assert_eq!(app.view(), &View::Shims);
+        let text = screen(&app);
+        for state in [
+            "Complete",
+            "Rolling",
+            "AwaitingApproval",
+            "Degraded",
+            "Uninstalling",
+        ] {
+            assert!(text.contains(state), "{state} missing:\n{text}");
+        }
+        check("shims", &app);
+    }
+}
+
+#[test]
+fn shim_detail_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        open_shim(&mut app, "spin-v2");
+        assert!(
+            matches!(app.view(), View::ShimDetail(_)),
+            "{:?}",
+            app.view()
+        );
+        let detail = app.shim.detail.as_ref().expect("the detail of spin-v2");
+        assert_eq!(detail.nodes.len(), 40);
+        assert_eq!(detail.summary.awaiting_batch, Some(2));
+        check("shim_detail_awaiting", &app);
+
+        let mut app = standard(size);
+        open_shim(&mut app, "broken-spin");
+        let text = screen(&app);
+        assert!(text.contains("404 Not Found"), "{text}");
+        check("shim_detail_failed", &app);
+    }
+}
+
+#[test]
+fn shim_approval_and_log_views() {
+    for size in SIZES {
+        let mut app = standard(size);
+        open_shim(&mut app, "spin-v2");
+        press(&mut app, KeyCode::Char('A'));
+        assert!(matches!(app.mode, Mode::Confirm(_)));
+        check("confirm_approve", &app);
+
+        let mut app = standard(size);
+        open_shim(&mut app, "broken-spin");
+        press(&mut app, KeyCode::Char('l'));
+        let View::Logs(pod) = app.view().clone() else {
+            panic!("the log view is open: {:?}", app.view());
+        };
+        let mut lines = vec!["── downloader ──".to_owned()];
+        lines.extend((1..=40).map(|n| format!("attempt {n}: 404 Not Found")));
+        lines.extend(["── provisioner ──".to_owned(), "(no output)".to_owned()]);
+        app.update(Action::PodLog(pod, Ok(lines)));
+        check("shim_log", &app);
+    }
+}

@@ -32,6 +32,8 @@ pub enum Capability {
     Delete(Kind),
     /// Update objects of a kind.
     Edit(Kind),
+    /// Steer a Shim's rollout: approve a batch, pause, resume, retry (patch Shims).
+    SteerShim,
 }
 
 /// The answers of one context's access reviews.
@@ -100,6 +102,7 @@ fn questions(upstream_crds: bool) -> Vec<(Capability, Question)> {
             Capability::Recheck,
             question("patch", Kind::ModuleImagesConfig, Some("status")),
         ),
+        (Capability::SteerShim, question("patch", Kind::Shim, None)),
     ];
     for kind in Kind::ALL {
         questions.push((Capability::Delete(kind), question("delete", kind, None)));
@@ -111,7 +114,10 @@ fn questions(upstream_crds: bool) -> Vec<(Capability, Question)> {
 /// The authorizer's answer, or `None` when there is none.
 async fn ask(client: &Client, question: Question, namespace: Option<&str>) -> Option<bool> {
     let resource = api_resource(question.kind);
-    let cluster_scoped = matches!(question.kind, Kind::Node | Kind::NodeModulesConfig);
+    let cluster_scoped = matches!(
+        question.kind,
+        Kind::Node | Kind::NodeModulesConfig | Kind::Shim
+    );
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
             resource_attributes: Some(ResourceAttributes {
@@ -146,7 +152,7 @@ mod tests {
         let capabilities: std::collections::BTreeSet<Capability> =
             questions.iter().map(|(c, _)| *c).collect();
         assert_eq!(capabilities.len(), questions.len());
-        assert_eq!(questions.len(), 2 + 2 * Kind::ALL.len());
+        assert_eq!(questions.len(), 3 + 2 * Kind::ALL.len());
         let recheck = questions
             .iter()
             .find(|(c, _)| *c == Capability::Recheck)

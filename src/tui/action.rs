@@ -5,6 +5,7 @@ use crossterm::event::Event as TerminalEvent;
 
 use super::access::AccessReport;
 use super::data::{FeedState, Kind, KindSnapshot};
+use super::target::Target;
 use super::writes::WriteOutcome;
 
 /// One message to the UI task.
@@ -22,4 +23,6 @@ pub enum Action {
     Access(AccessReport),
     /// The Lease that elects the acting engine changed (`None`: no engine holds it).
     EngineLease(Option<std::sync::Arc<k8s_openapi::api::coordination::v1::Lease>>),
+    /// A pod's log arrived: its lines, or why it could not be read.
+    PodLog(Target, Result<Vec<String>, String>),
 }

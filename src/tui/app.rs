@@ -2,6 +2,8 @@
 //! [`App::update`], which changes the state and queues [`Request`]s (API writes, context switches) for the event
 //! loop to carry out. Nothing here does I/O, so every behaviour is tested by feeding actions and reading state.
 
+mod shims;
+
 use std::collections::HashMap;
 
 use crossterm::event::{Event as TerminalEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -18,6 +20,7 @@ use super::view::events::{self, EventRow};
 use super::view::images::{self, ImageRow};
 use super::view::modules::{self, ModuleRow};
 use super::view::nodes::{self, NodeRow};
+use super::view::shims::{self as shim_rows, ShimRow};
 use super::writes::{WriteOutcome, WriteRequest};
 use super::yaml;
 
@@ -64,15 +67,22 @@ pub enum View {
     Yaml(Target),
     /// Every key binding.
     Help,
+    /// Every Shim.
+    Shims,
+    /// One Shim in depth.
+    ShimDetail(Target),
+    /// The log of one (installer) pod.
+    Logs(Target),
 }
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 4] = [
+    pub const ROOTS: [(&'static str, View); 5] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
         ("events", View::Events),
+        ("shims", View::Shims),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -85,6 +95,17 @@ impl View {
             View::Detail(_) => ListId::Detail(section),
             View::Yaml(_) => ListId::Yaml,
             View::Help => ListId::Help,
+            View::Shims => ListId::Shims,
+            View::ShimDetail(_) => ListId::Detail(section),
+            View::Logs(_) => ListId::Logs,
+        }
+    }
+
+    /// The detail section focused when the view opens: a Shim has no image section.
+    fn first_section(&self) -> DetailSection {
+        match self {
+            View::ShimDetail(_) => DetailSection::Nodes,
+            _ => DetailSection::default(),
         }
     }
 }
@@ -132,6 +153,10 @@ pub enum ListId {
     Yaml,
     /// Help's lines.
     Help,
+    /// The Shims pane.
+    Shims,
+    /// The log view's lines.
+    Logs,
 }
 
 /// The selected row of a list and the first row shown.
@@ -205,6 +230,8 @@ pub enum Request {
     Write(WriteRequest),
     /// Connect to another kubeconfig context.
     SwitchContext(String),
+    /// Read a pod's log for the log view.
+    PodLog(Target),
 }
 
 /// Whether a command can run on the current selection.
@@ -227,6 +254,8 @@ pub struct Rows {
     pub nodes: Vec<NodeRow>,
     /// Events pane.
     pub events: Vec<EventRow>,
+    /// Shims pane.
+    pub shims: Vec<ShimRow>,
 }
 
 /// The console's whole state.
@@ -245,6 +274,8 @@ pub struct App {
     pub detail: Option<ModuleDetail>,
     /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
     pub yaml: Option<Result<Vec<String>, String>>,
+    /// The open Shim's detail and the installer log being read.
+    pub shim: shims::ShimPane,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -293,6 +324,7 @@ impl App {
             rows: Rows::default(),
             detail: None,
             yaml: None,
+            shim: shims::ShimPane::default(),
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -401,6 +433,10 @@ impl App {
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 true
             }
+            Action::PodLog(pod, log) => {
+                self.on_pod_log(&pod, log);
+                true
+            }
         }
     }
 
@@ -449,6 +485,7 @@ impl App {
         let rows = self.size.1.saturating_sub(CHROME_ROWS);
         match self.view() {
             View::Detail(_) => usize::from(rows / 3).max(1),
+            View::ShimDetail(_) => usize::from(rows / 2).max(1),
             _ => usize::from(rows).max(1),
         }
     }
@@ -475,6 +512,7 @@ impl App {
             images: images::rows(&self.data, self.now),
             nodes: nodes::rows(&self.data),
             events: events::rows(&self.data, self.now),
+            shims: shim_rows::rows(&self.data),
         };
         self.refresh_open_view();
         self.refresh_visible();
@@ -491,6 +529,7 @@ impl App {
             Kind::Pod => self.rows.images = images::rows(&self.data, self.now),
             Kind::Node | Kind::NodeModulesConfig => self.rows.nodes = nodes::rows(&self.data),
             Kind::Event => self.rows.events = events::rows(&self.data, self.now),
+            Kind::Shim => self.rows.shims = shim_rows::rows(&self.data),
         }
         self.refresh_open_view();
         self.refresh_visible();
@@ -510,6 +549,7 @@ impl App {
             View::Yaml(target) => Some(yaml::object_lines(&self.data, target)),
             _ => None,
         };
+        self.refresh_shim_view();
     }
 
     fn refresh_visible(&mut self) {
@@ -565,6 +605,7 @@ impl App {
             visible.insert(ListId::Yaml, (0..lines.len()).collect());
         }
         visible.insert(ListId::Help, (0..self.help_lines()).collect());
+        self.shim_visible(&mut visible);
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {
@@ -807,17 +848,17 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :ns, :ctx, :q)"),
             ),
         }
     }
 
     /// Open a view on top of the current one.
     fn open(&mut self, view: View) {
+        self.section = view.first_section();
         if self.view() != &view {
             self.views.push(view);
         }
-        self.section = DetailSection::default();
         self.refresh_open_view();
         self.refresh_visible();
     }
@@ -828,7 +869,7 @@ impl App {
             self.refresh_visible();
         } else if self.views.len() > 1 {
             self.views.pop();
-            self.section = DetailSection::default();
+            self.section = self.view().first_section();
             self.refresh_open_view();
             self.refresh_visible();
         }
@@ -868,6 +909,9 @@ impl App {
                 None => self.set_status(Severity::Info, "Nothing selected"),
             },
             Command::Edit => self.edit(),
+            Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
+                self.run_shim(command);
+            }
             Command::Rebuild | Command::Recheck | Command::Delete => {
                 match self.write_for(command) {
                     Ok(request) => self.ask(request),
@@ -879,6 +923,14 @@ impl App {
     }
 
     fn switch_pane(&mut self, forward: bool) {
+        if matches!(self.view(), View::ShimDetail(_)) {
+            self.section = if self.section == DetailSection::Nodes {
+                DetailSection::Events
+            } else {
+                DetailSection::Nodes
+            };
+            return;
+        }
         if matches!(self.view(), View::Detail(_)) {
             self.section = if forward {
                 self.section.next()
@@ -957,6 +1009,7 @@ impl App {
             },
             View::Yaml(target) => Some(target.clone()),
             View::Help => None,
+            View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
         }
     }
 
@@ -967,14 +1020,20 @@ impl App {
                     self.open(View::Detail(module));
                 }
             }
-            View::Nodes | View::Detail(_) => {
+            View::Shims => {
+                if let Some(shim) = self.selected_shim() {
+                    let target = Target::cluster(Kind::Shim, &shim.name);
+                    self.open(View::ShimDetail(target));
+                }
+            }
+            View::Nodes | View::Detail(_) | View::ShimDetail(_) => {
                 if let Some(target) = self.selected_object()
-                    && !matches!(self.view(), View::Detail(t) if *t == target)
+                    && !matches!(self.view(), View::Detail(t) | View::ShimDetail(t) if *t == target)
                 {
                     self.open(View::Yaml(target));
                 }
             }
-            View::Events | View::Yaml(_) | View::Help => {}
+            View::Events | View::Yaml(_) | View::Help | View::Logs(_) => {}
         }
     }
 
@@ -1019,6 +1078,9 @@ impl App {
     /// selected. The hint bar dims unavailable commands with this.
     pub fn availability(&self, command: Command) -> Availability {
         let capability = match command {
+            Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
+                return self.shim_availability(command);
+            }
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,
             Command::Delete | Command::Edit => match self.selected_object() {

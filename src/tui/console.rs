@@ -16,7 +16,7 @@ use super::action::Action;
 use super::app::{App, EngineMode, Request, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
-use super::{access, feed, ui, writes};
+use super::{access, feed, logs, ui, writes};
 use crate::cluster::sim::scenario::Scenario;
 use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
 use crate::engine::{EngineConfig, LeaseConfig, PodImages};
@@ -344,6 +344,14 @@ async fn event_loop(
                     tokio::spawn(async move {
                         let outcome = writes::perform(&client, request).await;
                         let _ = sender.send(Action::Written(outcome));
+                    });
+                }
+                Request::PodLog(pod) => {
+                    let client = client.clone();
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        let log = logs::pod_log(&client, &pod).await;
+                        let _ = sender.send(Action::PodLog(pod, log));
                     });
                 }
                 Request::SwitchContext(context) => {

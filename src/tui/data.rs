@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::shim::Shim;
 
 /// The kinds the console watches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,17 +28,20 @@ pub enum Kind {
     Pod,
     /// Events (events.k8s.io/v1).
     Event,
+    /// containerd Shims.
+    Shim,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
         Kind::Node,
         Kind::Pod,
         Kind::Event,
+        Kind::Shim,
     ];
 
     /// The kind's name as the API spells it.
@@ -49,6 +53,7 @@ impl Kind {
             Kind::Node => "Node",
             Kind::Pod => "Pod",
             Kind::Event => "Event",
+            Kind::Shim => "Shim",
         }
     }
 }
@@ -74,6 +79,8 @@ pub enum KindSnapshot {
     Pods(Vec<Arc<Pod>>),
     /// The most recent events.
     Events(Vec<Arc<Event>>),
+    /// Every Shim.
+    Shims(Vec<Arc<Shim>>),
 }
 
 impl KindSnapshot {
@@ -86,6 +93,7 @@ impl KindSnapshot {
             KindSnapshot::Nodes(_) => Kind::Node,
             KindSnapshot::Pods(_) => Kind::Pod,
             KindSnapshot::Events(_) => Kind::Event,
+            KindSnapshot::Shims(_) => Kind::Shim,
         }
     }
 }
@@ -116,6 +124,8 @@ pub struct ClusterData {
     pub pods: Vec<Arc<Pod>>,
     /// Events, newest first.
     pub events: Vec<Arc<Event>>,
+    /// Shims.
+    pub shims: Vec<Arc<Shim>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -150,6 +160,10 @@ impl ClusterData {
             KindSnapshot::Events(mut list) => {
                 list.sort_by_key(|event| std::cmp::Reverse(event_time(event)));
                 self.events = list;
+            }
+            KindSnapshot::Shims(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.shims = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);
@@ -197,6 +211,11 @@ impl ClusterData {
     /// The Node `name`.
     pub fn node(&self, name: &str) -> Option<&Arc<Node>> {
         find(&self.nodes, "", name, |n| &n.metadata)
+    }
+
+    /// The Shim `name`.
+    pub fn shim(&self, name: &str) -> Option<&Arc<Shim>> {
+        find(&self.shims, "", name, |s| &s.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

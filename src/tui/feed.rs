@@ -1,7 +1,7 @@
-//! Watches that keep the console's lists current: one kube-rs reflector per kind (three for pods: pull, build/sign
-//! and worker pods, selected by KMM's labels), each sending its whole list to the UI task when it changed, at most
-//! every [`COALESCE`], so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and
-//! retried with backoff; the last lists stay on screen meanwhile.
+//! Watches that keep the console's lists current: one kube-rs reflector per kind (four for pods: KMM's pull,
+//! build/sign and worker pods selected by KMM's labels, and Shim installer pods), each sending its whole list to
+//! the UI task when it changed, at most every [`COALESCE`], so a burst of 5,000 node updates costs a handful of
+//! redraws. Watch errors are reported and retried with backoff; the last lists stay on screen meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::shim::Shim;
 use crate::engine::labels;
 use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -88,6 +90,7 @@ pub fn start(
             labels::IMAGE_OWNER,
             labels::RESOURCE_TYPE,
             labels::WORKER_ACTION,
+            INSTALLER_SHIM_LABEL,
         ]
         .into_iter()
         .map(|label| (pods.clone(), all().labels(label)))
@@ -100,6 +103,13 @@ pub fn start(
         Kind::Event,
         vec![(events, all())],
         newest_events,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::Shim,
+        vec![(Api::<Shim>::all(client.clone()), all())],
+        KindSnapshot::Shims,
         sender,
         cancel,
     );

@@ -85,6 +85,14 @@ pub enum Command {
     Recheck,
     /// Delete the selected object, after a confirmation dialog.
     Delete,
+    /// Approve the batch a Shim's rollout waits for.
+    Approve,
+    /// Pause a Shim's rollout, or resume it.
+    PauseResume,
+    /// Install a Shim again on the failed node(s).
+    Retry,
+    /// Show the log of the selected node's installer pod.
+    Logs,
     /// Move the selection up.
     Up,
     /// Move the selection down.
@@ -105,7 +113,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 25] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -119,6 +127,10 @@ impl Command {
         Command::Rebuild,
         Command::Recheck,
         Command::Delete,
+        Command::Approve,
+        Command::PauseResume,
+        Command::Retry,
+        Command::Logs,
         Command::Up,
         Command::Down,
         Command::Top,
@@ -145,6 +157,10 @@ impl Command {
             Command::Rebuild => "rebuild",
             Command::Recheck => "recheck",
             Command::Delete => "delete",
+            Command::Approve => "approve",
+            Command::PauseResume => "pause-resume",
+            Command::Retry => "retry",
+            Command::Logs => "logs",
             Command::Up => "up",
             Command::Down => "down",
             Command::Top => "top",
@@ -172,6 +188,10 @@ impl Command {
             | Command::Rebuild
             | Command::Recheck
             | Command::Delete
+            | Command::Approve
+            | Command::PauseResume
+            | Command::Retry
+            | Command::Logs
             | Command::Up
             | Command::Down
             | Command::Top
@@ -198,6 +218,10 @@ impl Command {
             Command::Rebuild => "Rebuild",
             Command::Recheck => "Recheck",
             Command::Delete => "Delete",
+            Command::Approve => "Approve",
+            Command::PauseResume => "Pause/resume",
+            Command::Retry => "Retry",
+            Command::Logs => "Logs",
             Command::Up => "Up",
             Command::Down => "Down",
             Command::Top => "Top",
@@ -225,6 +249,12 @@ impl Command {
             Command::Rebuild => "Rebuild the images of the selected module",
             Command::Recheck => "Check the images of the selected object again",
             Command::Delete => "Delete the selected object, after confirmation",
+            Command::Approve => "Approve the batch the selected Shim's rollout waits for",
+            Command::PauseResume => "Pause the selected Shim's rollout, or resume it",
+            Command::Retry => {
+                "Install the Shim again on the selected failed node, or on every failed node"
+            }
+            Command::Logs => "Show the log of the selected node's installer pod",
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
             Command::Top => "Jump to the first row",
@@ -268,7 +298,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-const DEFAULT_KEYS: [(Command, &[KeyChord]); 21] = [
+const DEFAULT_KEYS: [(Command, &[KeyChord]); 25] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -282,6 +312,10 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 21] = [
     (Command::Rebuild, &[KeyChord::plain(KeyCode::Char('R'))]),
     (Command::Recheck, &[KeyChord::plain(KeyCode::Char('P'))]),
     (Command::Delete, &[KeyChord::ctrl('d')]),
+    (Command::Approve, &[KeyChord::plain(KeyCode::Char('A'))]),
+    (Command::PauseResume, &[KeyChord::plain(KeyCode::Char('p'))]),
+    (Command::Retry, &[KeyChord::plain(KeyCode::Char('r'))]),
+    (Command::Logs, &[KeyChord::plain(KeyCode::Char('l'))]),
     (
         Command::Up,
         &[

@@ -14,6 +14,7 @@ pub mod editor;
 pub mod feed;
 pub mod gallery;
 pub mod keymap;
+pub mod logs;
 pub mod sample;
 pub mod screenshot;
 pub mod target;

@@ -1,9 +1,12 @@
 //! Deterministic data for snapshots, benchmarks and screenshots: a cluster of `nodes` nodes and `modules` Modules in
 //! every state the console explains (available, building, loading and unloading, degraded, nodes tainted, cordoned,
-//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, all
-//! timed against the fixed [`now`]. The same arguments always give the same data, so pictures of it never drift.
+//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, plus a
+//! Shim in every rollout state with its installer pods, node labels and events, all timed against the fixed
+//! [`now`]. The same arguments always give the same data, so pictures of it never drift.
 
-use std::collections::BTreeSet;
+mod shims;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -118,6 +121,9 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     let mut events = Vec::new();
     let mut nmc_spec: Vec<Vec<Value>> = vec![Vec::new(); nodes];
     let mut nmc_status: Vec<Vec<Value>> = vec![Vec::new(); nodes];
+    let sample_shims = shims::shims(&sample_nodes);
+    pods.extend(sample_shims.pods);
+    events.extend(sample_shims.events);
     for index in 0..modules {
         let namespace = NAMESPACES[index % NAMESPACES.len()];
         let base = MODULE_NAMES[index % MODULE_NAMES.len()];
@@ -310,10 +316,15 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
             .collect(),
     ));
     data.apply(KindSnapshot::Nodes(
-        sample_nodes.iter().map(node_object).collect(),
+        sample_nodes
+            .iter()
+            .zip(&sample_shims.labels)
+            .map(|(node, labels)| node_object(node, labels))
+            .collect(),
     ));
     data.apply(KindSnapshot::Pods(pods));
     data.apply(KindSnapshot::Events(events));
+    data.apply(KindSnapshot::Shims(sample_shims.shims));
     data
 }
 
@@ -326,6 +337,7 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::Nodes(data.nodes.clone()),
         KindSnapshot::Pods(data.pods.clone()),
         KindSnapshot::Events(data.events.clone()),
+        KindSnapshot::Shims(data.shims.clone()),
     ]
 }
 
@@ -424,18 +436,25 @@ fn worker_pod(
     }))
 }
 
-fn node_object(node: &SampleNode) -> Arc<k8s_openapi::api::core::v1::Node> {
+fn node_object(
+    node: &SampleNode,
+    shim_labels: &BTreeMap<String, String>,
+) -> Arc<k8s_openapi::api::core::v1::Node> {
     let (kernel, os_image) = KERNELS[node.kernel];
     let taints = if node.tainted {
         json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}])
     } else {
         json!([])
     };
+    let mut labels = json!({"kubernetes.io/hostname": node.name, "node-role.kubernetes.io/worker": "",
+        POOL_LABEL: node.pool});
+    if let Some(labels) = labels.as_object_mut() {
+        labels.extend(shim_labels.iter().map(|(k, v)| (k.clone(), json!(v))));
+    }
     object(json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node.name, "uid": format!("uid-{}", node.name), "creationTimestamp": ago(86_400 * 30),
-            "labels": {"kubernetes.io/hostname": node.name, "node-role.kubernetes.io/worker": "",
-                POOL_LABEL: node.pool}},
+            "labels": labels},
         "spec": {"taints": taints, "unschedulable": node.cordoned},
         "status": {
             "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "Unknown" },
@@ -480,6 +499,8 @@ mod tests {
         assert_eq!(first.modules, second.modules);
         assert_eq!(first.nmcs, second.nmcs);
         assert_eq!(first.events, second.events);
+        assert_eq!(first.shims, second.shims);
+        assert_eq!(first.shims.len(), 5);
         assert_eq!(first.modules.len(), 10);
         assert_eq!(first.nodes.len(), 300);
         assert_eq!(first.mics.len(), 10);

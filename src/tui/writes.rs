@@ -4,6 +4,7 @@
 //! - [`images`] asks for new image checks: a rebuild (a new image generation) or a recheck (a forgotten state).
 //! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
+//! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
@@ -11,6 +12,7 @@ mod delete;
 pub mod errors;
 pub mod images;
 pub mod resources;
+pub mod shims;
 
 use kube::Client;
 
@@ -50,6 +52,27 @@ pub enum WriteRequest {
         /// The edited text.
         yaml: String,
     },
+    /// Let a Shim's rollout start batch `batch` (raise `approvedBatch` to it).
+    ApproveBatch {
+        /// The Shim.
+        shim: Target,
+        /// The batch waiting for approval.
+        batch: i32,
+    },
+    /// Pause or resume a Shim's rollout.
+    SetPaused {
+        /// The Shim.
+        shim: Target,
+        /// Pause (`true`) or resume.
+        paused: bool,
+    },
+    /// Install a Shim again on nodes where it failed.
+    RetryNodes {
+        /// The Shim.
+        shim: Target,
+        /// The nodes; every failed node when empty.
+        nodes: Vec<String>,
+    },
 }
 
 impl WriteRequest {
@@ -58,6 +81,9 @@ impl WriteRequest {
         match self {
             WriteRequest::Rebuild { module, .. } | WriteRequest::Recheck { module, .. } => module,
             WriteRequest::Delete { target } | WriteRequest::Apply { target, .. } => target,
+            WriteRequest::ApproveBatch { shim, .. }
+            | WriteRequest::SetPaused { shim, .. }
+            | WriteRequest::RetryNodes { shim, .. } => shim,
         }
     }
 
@@ -76,6 +102,24 @@ impl WriteRequest {
             }
             WriteRequest::Delete { target } => format!("Delete {target}"),
             WriteRequest::Apply { target, .. } => format!("Apply the edited {target}"),
+            WriteRequest::ApproveBatch { shim, batch } => {
+                format!("Approve batch {batch} of {shim}")
+            }
+            WriteRequest::SetPaused { shim, paused: true } => {
+                format!("Pause the rollout of {shim}")
+            }
+            WriteRequest::SetPaused {
+                shim,
+                paused: false,
+            } => {
+                format!("Resume the rollout of {shim}")
+            }
+            WriteRequest::RetryNodes { shim, nodes } if nodes.is_empty() => {
+                format!("Retry {shim} on every failed node")
+            }
+            WriteRequest::RetryNodes { shim, nodes } => {
+                format!("Retry {shim} on {}", nodes.join(", "))
+            }
         }
     }
 }
@@ -159,6 +203,9 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
         }
         WriteRequest::Delete { target } => delete::delete(client, target).await,
         WriteRequest::Apply { target, yaml } => apply::apply(client, target, yaml).await,
+        WriteRequest::ApproveBatch { shim, batch } => shims::approve(client, shim, *batch).await,
+        WriteRequest::SetPaused { shim, paused } => shims::set_paused(client, shim, *paused).await,
+        WriteRequest::RetryNodes { shim, nodes } => shims::retry(client, shim, nodes).await,
     };
     WriteOutcome { request, result }
 }

@@ -47,6 +47,7 @@ fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
                 .ok_or_else(missing)?
                 .as_ref(),
         ),
+        Kind::Shim => to_json(data.shim(&target.name).ok_or_else(missing)?.as_ref()),
     }?;
     Ok(presentable(value))
 }

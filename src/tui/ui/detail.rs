@@ -3,9 +3,10 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row};
+use ratatui::widgets::Paragraph;
 
-use super::table::ListTable;
+use super::events::ObjectColumn;
+use super::table::{Column, ListTable, TableRow};
 use super::{events, health_style, images};
 use crate::tui::app::{App, DetailSection, ListId};
 use crate::tui::target::Target;
@@ -74,72 +75,47 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         .collect::<Vec<_>>()
         .join(" · ");
     let very_wide = area.width >= 150;
-    let (headings, widths): (&[&str], &[Constraint]) = if very_wide {
-        (
-            &["NODE", "KERNEL", "STATE", "IMAGE", "WHY"],
-            &[
-                Constraint::Length(18),
-                Constraint::Length(24),
-                Constraint::Length(15),
-                Constraint::Fill(2),
-                Constraint::Fill(3),
-            ],
-        )
+    let columns: &[Column<'_>] = if very_wide {
+        &[
+            Column::shrink("NODE"),
+            Column::shrink("KERNEL"),
+            Column::keep("STATE"),
+            Column::shrink("IMAGE"),
+            Column::shrink("WHY"),
+        ]
     } else if wide {
-        (
-            &["NODE", "KERNEL", "STATE", "WHY"],
-            &[
-                Constraint::Length(18),
-                Constraint::Length(29),
-                Constraint::Length(15),
-                Constraint::Fill(1),
-            ],
-        )
+        &[
+            Column::shrink("NODE"),
+            Column::shrink("KERNEL"),
+            Column::keep("STATE"),
+            Column::shrink("WHY"),
+        ]
     } else {
-        (
-            &["NODE", "STATE", "WHY"],
-            &[
-                Constraint::Length(16),
-                Constraint::Length(15),
-                Constraint::Fill(1),
-            ],
-        )
+        &[
+            Column::shrink("NODE"),
+            Column::keep("STATE"),
+            Column::shrink("WHY"),
+        ]
     };
     ListTable {
         title: "Nodes",
         note: &note,
-        headings,
-        widths,
+        columns,
         list: ListId::Detail(DetailSection::Nodes),
         focused: focus == DetailSection::Nodes,
         empty: "No node matches the Module's selector",
     }
     .draw(frame, node_area, app, |index| {
         let row = &detail.nodes[index];
-        let state = Cell::from(row.state.as_str()).style(health_style(app, row.health));
-        let cells = if very_wide {
-            vec![
-                Cell::from(row.node.as_str()),
-                Cell::from(row.kernel.as_str()),
-                state,
-                Cell::from(row.image.as_str()),
-                Cell::from(row.why.as_str()),
-            ]
-        } else if wide {
-            vec![
-                Cell::from(row.node.as_str()),
-                Cell::from(row.kernel.as_str()),
-                state,
-                Cell::from(row.why.as_str()),
-            ]
-        } else {
-            vec![
-                Cell::from(row.node.as_str()),
-                state,
-                Cell::from(row.why.as_str()),
-            ]
-        };
-        Row::new(cells).style(app.theme.text())
+        let mut cells = TableRow::new().cell(row.node.as_str());
+        if wide {
+            cells = cells.cell(row.kernel.as_str());
+        }
+        cells = cells.styled(row.state.as_str(), health_style(app, row.health));
+        if very_wide {
+            cells = cells.cell(row.image.as_str());
+        }
+        cells.cell(row.why.as_str())
     });
     events::draw_list(
         frame,
@@ -147,7 +123,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         app,
         ListId::Detail(DetailSection::Events),
         &detail.events,
-        false,
+        ObjectColumn::Compact,
         focus == DetailSection::Events,
     );
 }

@@ -1,13 +1,22 @@
-//! The Events pane and the event table of the detail pane.
+//! The Events pane and the event table of the detail panes.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::{Cell, Row};
+use ratatui::layout::Rect;
 
 use super::health_style;
-use super::table::ListTable;
+use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 use crate::tui::view::events::EventRow;
+
+/// How a list of events names the object each is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectColumn {
+    /// `Kind namespace/name` (short kinds on narrow screens): the Events pane, where events of every namespace
+    /// mix.
+    Full,
+    /// `Kind/name`: a detail's events, all about one object and the pods and nodes working for it.
+    Compact,
+}
 
 /// Draw the event rows of `list`.
 pub fn draw_list(
@@ -16,52 +25,43 @@ pub fn draw_list(
     app: &App,
     list: ListId,
     rows: &[EventRow],
-    show_object: bool,
+    object: ObjectColumn,
     focused: bool,
 ) {
     let wide = area.width >= 110;
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Length(8),
-        Constraint::Length(if wide { 18 } else { 15 }),
+    let columns = [
+        Column::keep("AGE"),
+        Column::keep("TYPE"),
+        Column::shrink("REASON"),
+        Column::shrink("OBJECT"),
+        Column::shrink("MESSAGE"),
     ];
-    let mut headings = vec!["AGE", "TYPE", "REASON"];
-    if show_object {
-        widths.push(Constraint::Length(if wide { 34 } else { 24 }));
-        headings.push("OBJECT");
-    }
-    widths.push(Constraint::Min(10));
-    headings.push("MESSAGE");
     ListTable {
         title: "Events",
         note: "",
-        headings: &headings,
-        widths: &widths,
+        columns: &columns,
         list,
         focused,
         empty: "No events",
     }
     .draw(frame, area, app, |index| {
         let row = &rows[index];
-        let mut cells = vec![
-            Cell::from(row.age.clone()),
-            Cell::from(row.type_.clone()).style(health_style(app, row.health)),
-            Cell::from(row.reason.clone()),
-        ];
-        if show_object {
-            cells.push(Cell::from(if wide {
-                row.object.clone()
-            } else {
-                short_object(&row.object)
-            }));
-        }
         let note = if row.count > 1 {
             format!("{} (x{})", row.note, row.count)
         } else {
             row.note.clone()
         };
-        cells.push(Cell::from(note));
-        Row::new(cells).style(app.theme.text())
+        let object = match object {
+            ObjectColumn::Full if wide => row.object.clone(),
+            ObjectColumn::Full => short_object(&row.object),
+            ObjectColumn::Compact => compact_object(&row.object),
+        };
+        TableRow::new()
+            .cell(row.age.as_str())
+            .styled(row.type_.as_str(), health_style(app, row.health))
+            .cell(row.reason.as_str())
+            .cell(object)
+            .cell(note)
     });
 }
 
@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         app,
         ListId::Events,
         &app.rows.events,
-        true,
+        ObjectColumn::Full,
         true,
     );
 }
@@ -90,7 +90,17 @@ fn short_object(object: &str) -> String {
         "NodeModulesConfig" => "nmc",
         "Node" => "no",
         "Pod" => "po",
+        "Shim" => "sh",
         other => other,
     };
     format!("{short} {name}")
+}
+
+/// `Kind namespace/name` as `Kind/name`.
+fn compact_object(object: &str) -> String {
+    let Some((kind, path)) = object.split_once(' ') else {
+        return object.to_owned();
+    };
+    let name = path.rsplit_once('/').map_or(path, |(_, name)| name);
+    format!("{kind}/{name}")
 }

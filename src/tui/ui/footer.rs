@@ -68,6 +68,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             )
         });
     }
+    hints.retain(|h| app.applies(h.command));
     // Help first: when the bar is too narrow for every hint, the one that lists them all stays.
     hints.sort_by_key(|hint| hint.command != Command::Help);
     let width = usize::from(area.width);

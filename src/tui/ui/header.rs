@@ -1,17 +1,28 @@
-//! The header: where the console is connected, which engine acts, and how many Modules and nodes are in each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, Shims and nodes are in
+//! each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::health_style;
 use crate::tui::app::{App, EngineMode};
 use crate::tui::view::Health;
+use crate::tui::view::shims::ShimState;
 
-/// Draw the header line.
+/// Draw the header line: in its long form when the screen is wide enough for all of it, else in its short form.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let mut line = Line::from(spans(app, area.width >= 110));
+    if line.width() > usize::from(area.width) {
+        line = Line::from(spans(app, false));
+    }
+    frame.render_widget(Paragraph::new(line).style(app.theme.text()), area);
+}
+
+/// The header's pieces, long (`wide`) or short.
+fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
     let theme = &app.theme;
-    let wide = area.width >= 110;
     let mut spans = Vec::new();
     if wide {
         spans.push(Span::styled(" kmm-tui ", theme.title()));
@@ -72,6 +83,32 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             spans.push(Span::styled(format!("{n} {label} "), style));
         }
     }
+    if !app.rows.shims.is_empty() {
+        spans.push(Span::styled(
+            if wide {
+                format!(" Shims {} ", app.rows.shims.len())
+            } else {
+                format!(" Sh {} ", app.rows.shims.len())
+            },
+            theme.text(),
+        ));
+        for state in ShimState::ALL {
+            let n = app.rows.shims.iter().filter(|r| r.state == state).count();
+            // The short form names only the states that want a person.
+            let shown = wide || matches!(state.health(), Health::Warning | Health::Error);
+            if n > 0 && shown {
+                let label = if wide {
+                    state.label()
+                } else {
+                    state.short_label()
+                };
+                spans.push(Span::styled(
+                    format!("{n} {label} "),
+                    health_style(app, state.health()),
+                ));
+            }
+        }
+    }
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
     spans.push(Span::styled(
         if wide {
@@ -85,5 +122,5 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             theme.warn()
         },
     ));
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.text()), area);
+    spans
 }

@@ -1,11 +1,10 @@
 //! The Images pane: every image of every ModuleImagesConfig.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::{Cell, Row};
+use ratatui::layout::Rect;
 
 use super::health_style;
-use super::table::ListTable;
+use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 use crate::tui::view::images::ImageRow;
 
@@ -20,52 +19,48 @@ pub fn draw_list(
     focused: bool,
 ) {
     let wide = area.width >= 110;
-    let mut widths = Vec::new();
-    let mut headings = Vec::new();
+    let mut columns = Vec::new();
     if show_module {
-        widths.push(Constraint::Length(if wide { 24 } else { 14 }));
-        headings.push("MODULE");
+        columns.push(Column::shrink("MODULE"));
     }
-    widths.extend([
-        Constraint::Min(20),
-        Constraint::Length(13),
-        Constraint::Length(7),
-        Constraint::Length(if wide { 15 } else { 10 }),
+    columns.extend([
+        Column::shrink("IMAGE"),
+        Column::keep("STATE"),
+        Column::keep("GEN"),
+        Column::shrink("POD"),
     ]);
-    headings.extend(["IMAGE", "STATE", "GEN", "POD"]);
     if wide {
-        widths.push(Constraint::Length(5));
-        headings.push("AGE");
+        columns.push(Column::keep("AGE"));
     }
     ListTable {
         title: "Images",
         note: "",
-        headings: &headings,
-        widths: &widths,
+        columns: &columns,
         list,
         focused,
         empty: "No images yet: the engine lists them once a Module targets nodes",
     }
     .draw(frame, area, app, |index| {
         let row = &rows[index];
-        let mut cells = Vec::new();
+        let mut cells = TableRow::new();
         if show_module {
-            cells.push(Cell::from(format!("{}/{}", row.namespace, row.module)));
+            cells = cells.cell(format!("{}/{}", row.namespace, row.module));
         }
-        cells.push(Cell::from(row.image.clone()));
-        cells.push(Cell::from(row.state_label()).style(health_style(app, row.health)));
         let observed = row
             .observed_generation
             .map_or_else(|| "-".to_owned(), |g| g.to_string());
-        cells.push(Cell::from(format!("{}/{observed}", row.generation)));
-        cells.push(Cell::from(row.pod.as_ref().map_or_else(
-            || "-".to_owned(),
-            |pod| format!("{} {}", pod.role, pod.phase),
-        )));
+        cells = cells
+            .cell(row.image.as_str())
+            .styled(row.state_label(), health_style(app, row.health))
+            .cell(format!("{}/{observed}", row.generation))
+            .cell(row.pod.as_ref().map_or_else(
+                || "-".to_owned(),
+                |pod| format!("{} {}", pod.role, pod.phase),
+            ));
         if wide {
-            cells.push(Cell::from(row.age.clone()));
+            cells = cells.cell(row.age.as_str());
         }
-        Row::new(cells).style(app.theme.text())
+        cells
     });
 }
 

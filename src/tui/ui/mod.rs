@@ -9,8 +9,11 @@ mod footer;
 mod header;
 mod help;
 mod images;
+mod logs;
 mod modules;
 mod nodes;
+mod shim_detail;
+mod shims;
 mod table;
 mod yaml;
 
@@ -40,6 +43,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Detail(target) => detail::draw(frame, body, app, target),
             View::Yaml(target) => yaml::draw(frame, body, app, target),
             View::Help => help::draw(frame, body, app),
+            View::Shims => shims::draw(frame, body, app),
+            View::ShimDetail(target) => shim_detail::draw(frame, body, app, target),
+            View::Logs(pod) => logs::draw(frame, body, app, pod),
         }
     }
     footer::draw(frame, footer_area, app);

@@ -1,44 +1,37 @@
 //! The Nodes pane.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::{Cell, Row};
+use ratatui::layout::Rect;
 
 use super::health_style;
-use super::table::ListTable;
+use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 
 /// Draw every node: readiness, kernel, OS image, modules loaded, taints.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
-    let widths: &[Constraint] = if wide {
+    let columns: &[Column<'_>] = if wide {
         &[
-            Constraint::Length(18),
-            Constraint::Length(9),
-            Constraint::Length(29),
-            Constraint::Fill(2),
-            Constraint::Length(16),
-            Constraint::Fill(1),
+            Column::shrink("NAME"),
+            Column::keep("STATUS"),
+            Column::shrink("KERNEL"),
+            Column::shrink("OS IMAGE"),
+            Column::keep("MODULES"),
+            Column::shrink("TAINTS"),
         ]
     } else {
         &[
-            Constraint::Length(12),
-            Constraint::Length(8),
-            Constraint::Length(29),
-            Constraint::Length(7),
-            Constraint::Fill(1),
+            Column::shrink("NAME"),
+            Column::keep("STATUS"),
+            Column::shrink("KERNEL"),
+            Column::keep("LOADED"),
+            Column::shrink("TAINTS"),
         ]
-    };
-    let headings: &[&str] = if wide {
-        &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "TAINTS"]
-    } else {
-        &["NAME", "STATUS", "KERNEL", "LOADED", "TAINTS"]
     };
     ListTable {
         title: "Nodes",
         note: "",
-        headings,
-        widths,
+        columns,
         list: ListId::Nodes,
         focused: true,
         empty: "No nodes",
@@ -70,16 +63,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         } else {
             row.taints.join(", ")
         };
-        let mut cells = vec![
-            Cell::from(row.name.clone()),
-            Cell::from(status).style(health_style(app, row.health)),
-            Cell::from(row.kernel.clone()),
-        ];
+        let mut cells = TableRow::new()
+            .cell(row.name.as_str())
+            .styled(status, health_style(app, row.health))
+            .cell(row.kernel.as_str());
         if wide {
-            cells.push(Cell::from(row.os_image.clone()));
+            cells = cells.cell(row.os_image.as_str());
         }
-        cells.push(Cell::from(modules));
-        cells.push(Cell::from(taints));
-        Row::new(cells).style(app.theme.text())
+        cells.cell(modules).cell(taints)
     });
 }

@@ -6,6 +6,8 @@ pub mod events;
 pub mod images;
 pub mod modules;
 pub mod nodes;
+pub mod shim_detail;
+pub mod shims;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 

@@ -6,6 +6,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::shim::Shim;
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
 
@@ -18,6 +19,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::Node => ApiResource::erase::<Node>(&()),
         Kind::Pod => ApiResource::erase::<Pod>(&()),
         Kind::Event => ApiResource::erase::<Event>(&()),
+        Kind::Shim => ApiResource::erase::<Shim>(&()),
     }
 }
 

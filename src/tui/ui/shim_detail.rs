@@ -1,0 +1,120 @@
+//! The Shim detail pane: a summary line, then every node the Shim targets with its state, batch, artifact and
+//! why, and the recent events of the Shim and its installer pods.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::events::{self, ObjectColumn};
+use super::health_style;
+use super::shims::progress;
+use super::table::{Column, ListTable, TableRow};
+use crate::tui::app::{App, DetailSection, ListId};
+use crate::tui::target::Target;
+
+/// Draw the detail of the Shim `target`.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+    let Some(detail) = &app.shim.detail else {
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                format!("{target} does not exist (any more). esc goes back."),
+                app.theme.warn(),
+            )),
+            area,
+        );
+        return;
+    };
+    // The node table takes what its rows need, up to two thirds; the events get the rest.
+    let node_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Nodes)).len())
+        .unwrap_or(u16::MAX)
+        .max(1);
+    let most = area.height.saturating_sub(1) * 2 / 3;
+    let [summary, node_area, event_area] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length((node_rows + 3).min(most)),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let row = &detail.summary;
+    let wide = area.width >= 110;
+    let style = health_style(app, row.health);
+    let mut line = vec![
+        Span::styled(format!(" {} ", row.name), app.theme.title()),
+        Span::styled(format!("{} ", progress(row.ready, row.targets, 10)), style),
+    ];
+    if wide {
+        line.push(Span::styled(
+            format!(
+                "runtimeclass {}  {}  batch {}  ",
+                row.runtime_class,
+                row.strategy,
+                row.batch_label()
+            ),
+            app.theme.text(),
+        ));
+    } else {
+        line.push(Span::styled(
+            format!("batch {}  ", row.batch_label()),
+            app.theme.text(),
+        ));
+    }
+    line.push(Span::styled(
+        row.reason.as_deref().unwrap_or(row.state.as_str()),
+        style,
+    ));
+    frame.render_widget(Paragraph::new(Line::from(line)), summary);
+    let focus = app.section;
+    let note = detail
+        .node_states
+        .iter()
+        .map(|(state, count)| format!("{count} {state}"))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let columns: &[Column<'_>] = if wide {
+        &[
+            Column::shrink("NODE"),
+            Column::keep("STATE"),
+            Column::keep("BATCH"),
+            Column::shrink("ARTIFACT"),
+            Column::keep("SINCE"),
+            Column::shrink("WHY"),
+        ]
+    } else {
+        &[
+            Column::shrink("NODE"),
+            Column::keep("STATE"),
+            Column::keep("BATCH"),
+            Column::keep("SINCE"),
+            Column::shrink("WHY"),
+        ]
+    };
+    ListTable {
+        title: "Nodes",
+        note: &note,
+        columns,
+        list: ListId::Detail(DetailSection::Nodes),
+        focused: focus == DetailSection::Nodes,
+        empty: "No node matches the Shim's selector",
+    }
+    .draw(frame, node_area, app, |index| {
+        let row = &detail.nodes[index];
+        let mut cells = TableRow::new()
+            .cell(row.node.as_str())
+            .styled(row.state, health_style(app, row.health))
+            .cell(row.batch_label());
+        if wide {
+            cells = cells.cell(row.artifact.as_str());
+        }
+        cells.cell(row.since.as_str()).cell(row.why.as_str())
+    });
+    events::draw_list(
+        frame,
+        event_area,
+        app,
+        ListId::Detail(DetailSection::Events),
+        &detail.events,
+        ObjectColumn::Compact,
+        focus == DetailSection::Events,
+    );
+}

@@ -1,0 +1,294 @@
+//! The Shim detail pane's model: every node the Shim targets or still occupies, with its state, batch, the
+//! artifact it gets, since when and why; and the events of the Shim and its installer pods.
+//!
+//! The engine lists in `status.nodeStatuses` only the nodes still on their way (waiting, installing, failed,
+//! uninstalling), so that the status stays small on thousands of nodes; the nodes it is done with carry the node
+//! label `<shim>=provisioned`. A row therefore starts from the node label, is refined by the status entry, and
+//! names the newest installer pod on that node, whose log `l` shows.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::api::shim::{PlatformArch, PlatformArtifact, Shim, ShimNodeState, ShimNodeStatus};
+use crate::tui::data::{ClusterData, Kind};
+use crate::tui::target::Target;
+
+use super::events::EventRow;
+use super::shims::{INSTALLER_SHIM_LABEL, ShimRow};
+use super::{Health, age, matches_filter};
+
+/// How many recent events the detail pane lists.
+pub const RECENT_EVENTS: usize = 50;
+
+/// Where a Shim stands on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShimNodeRow {
+    /// The node.
+    pub node: String,
+    /// `Provisioned`, `Pending`, `Waiting`, `Failed`, `Uninstall`.
+    pub state: &'static str,
+    /// The rollout batch the node belongs to, when the engine said.
+    pub batch: Option<i32>,
+    /// The archive the node gets (its URL without the scheme), or why there is none.
+    pub artifact: String,
+    /// How long ago the state last changed.
+    pub since: String,
+    /// What the node waits for, or what went wrong.
+    pub why: String,
+    /// The newest installer pod on the node, whose log `l` shows.
+    pub pod: Option<Target>,
+    /// How to colour the row.
+    pub health: Health,
+}
+
+impl ShimNodeRow {
+    /// The text the `/` filter searches.
+    pub fn matches(&self, needle: &str) -> bool {
+        matches_filter(needle, &[&self.node, self.state, &self.artifact, &self.why])
+    }
+
+    /// `2`, or `-` when the node has no batch.
+    pub fn batch_label(&self) -> String {
+        self.batch.map_or_else(|| "-".to_owned(), |b| b.to_string())
+    }
+}
+
+/// Everything the detail pane shows of one Shim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShimDetail {
+    /// The Shim's summary row.
+    pub summary: ShimRow,
+    /// Its nodes, by name.
+    pub nodes: Vec<ShimNodeRow>,
+    /// How many nodes are in each state, for the section title.
+    pub node_states: BTreeMap<&'static str, usize>,
+    /// Its recent events and those of its installer pods, newest first.
+    pub events: Vec<EventRow>,
+}
+
+/// The detail of the Shim `name`, or `None` when it does not exist.
+pub fn detail(data: &ClusterData, name: &str, now: jiff::Timestamp) -> Option<ShimDetail> {
+    let shim = data.shim(name)?;
+    let pods = installer_pods(data, name);
+    let statuses: HashMap<&str, &ShimNodeStatus> = shim
+        .status
+        .iter()
+        .flat_map(|s| s.node_statuses.iter())
+        .map(|s| (s.node.as_str(), s))
+        .collect();
+    let nodes: Vec<ShimNodeRow> = data
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            let node_name = node.metadata.name.as_deref()?;
+            let label = node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(name))
+                .map(String::as_str);
+            let status = statuses.get(node_name).copied();
+            if !selects(shim, node) && label.is_none() && status.is_none() {
+                return None;
+            }
+            Some(node_row(
+                shim,
+                node,
+                label,
+                status,
+                pods.get(node_name).copied(),
+                now,
+            ))
+        })
+        .collect();
+    let mut node_states = BTreeMap::new();
+    for row in &nodes {
+        *node_states.entry(row.state).or_default() += 1;
+    }
+    let pod_names: HashSet<&str> = pods
+        .values()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    let infix = format!("-{name}-");
+    let events = data
+        .events
+        .iter()
+        .filter(|event| {
+            let Some(regarding) = event.regarding.as_ref() else {
+                return false;
+            };
+            let object = regarding.name.as_deref().unwrap_or_default();
+            match regarding.kind.as_deref().unwrap_or_default() {
+                "Shim" => object == name,
+                "Pod" => pod_names.contains(object) || object.contains(&infix),
+                _ => false,
+            }
+        })
+        .take(RECENT_EVENTS)
+        .map(|event| EventRow::of(event, now))
+        .collect();
+    Some(ShimDetail {
+        summary: ShimRow::of(shim),
+        nodes,
+        node_states,
+        events,
+    })
+}
+
+/// The newest installer pod of Shim `name` on each node.
+fn installer_pods<'a>(data: &'a ClusterData, name: &str) -> HashMap<&'a str, &'a Pod> {
+    let mut newest: HashMap<&str, &Pod> = HashMap::new();
+    for pod in &data.pods {
+        let ours = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(INSTALLER_SHIM_LABEL))
+            .is_some_and(|shim| shim == name);
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+            continue;
+        };
+        if !ours {
+            continue;
+        }
+        let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        match newest.get(node) {
+            Some(known) if created(known) >= created(pod) => {}
+            _ => {
+                newest.insert(node, pod);
+            }
+        }
+    }
+    newest
+}
+
+/// Whether the Shim's selector matches the node (every node when it has none).
+fn selects(shim: &Shim, node: &Node) -> bool {
+    let labels = node.metadata.labels.as_ref();
+    shim.spec.node_selector.as_ref().is_none_or(|selector| {
+        selector
+            .iter()
+            .all(|(key, value)| labels.and_then(|l| l.get(key)) == Some(value))
+    })
+}
+
+/// One node's row from its label, its status entry and its installer pod.
+fn node_row(
+    shim: &Shim,
+    node: &Node,
+    label: Option<&str>,
+    status: Option<&ShimNodeStatus>,
+    pod: Option<&Pod>,
+    now: jiff::Timestamp,
+) -> ShimNodeRow {
+    let state = match (status.map(|s| s.state), label) {
+        (Some(state), _) => state,
+        (None, Some("provisioned")) => ShimNodeState::Provisioned,
+        (None, Some("failed")) => ShimNodeState::Failed,
+        (None, Some("pending")) => ShimNodeState::Pending,
+        (None, Some("uninstall")) => ShimNodeState::Uninstall,
+        (None, _) => ShimNodeState::Waiting,
+    };
+    let (label, health) = match state {
+        ShimNodeState::Provisioned => ("Provisioned", Health::Ok),
+        ShimNodeState::Pending => ("Pending", Health::Progressing),
+        ShimNodeState::Waiting => ("Waiting", Health::Unknown),
+        ShimNodeState::Failed => ("Failed", Health::Error),
+        ShimNodeState::Uninstall => ("Uninstall", Health::Progressing),
+    };
+    let pod_phase = pod.and_then(pod_summary);
+    let why = status
+        .and_then(|s| s.message.clone())
+        .or_else(|| pod_phase.clone())
+        .unwrap_or_default()
+        .replace('\n', " ");
+    let since = status
+        .and_then(|s| s.last_transition_time.as_ref())
+        .map(|t| t.0)
+        .or_else(|| {
+            pod.and_then(|p| p.metadata.creation_timestamp.as_ref())
+                .map(|t| t.0)
+        });
+    ShimNodeRow {
+        node: node.metadata.name.clone().unwrap_or_default(),
+        state: label,
+        batch: status.and_then(|s| s.batch),
+        artifact: artifact(shim, node),
+        since: age(since, now),
+        why,
+        pod: pod.and_then(|p| {
+            Some(Target::namespaced(
+                Kind::Pod,
+                p.metadata.namespace.as_deref()?,
+                p.metadata.name.as_deref()?,
+            ))
+        }),
+        health,
+    }
+}
+
+/// `install pod Running`, or the message a failed container left.
+fn pod_summary(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    let terminated = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+        .find(|t| t.exit_code != 0);
+    if let Some(failed) = terminated {
+        return Some(
+            failed
+                .message
+                .clone()
+                .or_else(|| failed.reason.clone())
+                .unwrap_or_else(|| format!("installer exited {}", failed.exit_code)),
+        );
+    }
+    let verb = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("spinkube.dev/operation"))
+        .map_or("installer", String::as_str);
+    Some(format!(
+        "{verb} pod {}",
+        status.phase.as_deref().unwrap_or("Pending")
+    ))
+}
+
+/// The archive a node gets: the platform entry for its OS and CPU, else the one URL; or why none fits.
+fn artifact(shim: &Shim, node: &Node) -> String {
+    let info = node.status.as_ref().and_then(|s| s.node_info.as_ref());
+    let os = info.map_or("", |i| i.operating_system.as_str());
+    let arch = info.map_or("", |i| i.architecture.as_str());
+    let fetch = &shim.spec.fetch_strategy;
+    let location = if fetch.platforms.is_empty() {
+        fetch.anon_http.as_ref().map(|a| a.location.as_str())
+    } else {
+        match fetch.platforms.iter().find(|p| platform_fits(p, os, arch)) {
+            Some(platform) => Some(platform.location.as_str()),
+            None => return format!("no archive for {os}/{arch}"),
+        }
+    };
+    location.map_or_else(
+        || "no archive".to_owned(),
+        |url| {
+            url.split_once("://")
+                .map_or(url, |(_, rest)| rest)
+                .to_owned()
+        },
+    )
+}
+
+/// Whether a platform entry fits a node's OS and CPU (`amd64` is `x86_64`, `arm64` is `aarch64`).
+fn platform_fits(platform: &PlatformArtifact, os: &str, arch: &str) -> bool {
+    let arch = arch.to_ascii_lowercase();
+    let wanted = match platform.arch {
+        PlatformArch::Amd64 | PlatformArch::X86_64 => ["amd64", "x86_64"],
+        PlatformArch::Arm64 | PlatformArch::Aarch64 => ["arm64", "aarch64"],
+    };
+    os.eq_ignore_ascii_case("linux") && wanted.contains(&arch.as_str())
+}

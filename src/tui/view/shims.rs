@@ -1,0 +1,305 @@
+//! Rows of the Shims pane: one per Shim, with its RuntimeClass, how it rolls out, how far it got, and the state a
+//! person acts on (approve the next batch, look at a failed node, wait for an uninstall).
+
+use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use crate::api::conditions::{DEGRADED, PROGRESSING, READY};
+use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
+use crate::tui::data::ClusterData;
+
+use super::{Health, condition, matches_filter};
+
+/// The label installer pods carry with the name of their Shim, as upstream's installer Jobs do; the console
+/// watches pods by it.
+pub const INSTALLER_SHIM_LABEL: &str = "spinkube.dev/shimName";
+
+/// The condition reason the engine gives a rollout a person paused.
+const PAUSED_REASON: &str = "Paused";
+
+/// Where a Shim's rollout stands, as the pane names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ShimState {
+    /// Batches are being installed.
+    Rolling,
+    /// The next batch waits for a person to approve it.
+    AwaitingApproval,
+    /// A person paused the rollout.
+    Paused,
+    /// A node failed, or the Shim cannot be rolled out as written.
+    Degraded,
+    /// Provisioned on every node it targets.
+    Complete,
+    /// Deleted: the shim is being removed from every node.
+    Uninstalling,
+    /// No status reported yet.
+    Pending,
+}
+
+impl ShimState {
+    /// Every state, in the order the header counts them.
+    pub const ALL: [ShimState; 7] = [
+        ShimState::Complete,
+        ShimState::Rolling,
+        ShimState::AwaitingApproval,
+        ShimState::Paused,
+        ShimState::Degraded,
+        ShimState::Uninstalling,
+        ShimState::Pending,
+    ];
+
+    /// The state as the pane prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShimState::Rolling => "Rolling",
+            ShimState::AwaitingApproval => "AwaitingApproval",
+            ShimState::Paused => "Paused",
+            ShimState::Degraded => "Degraded",
+            ShimState::Complete => "Complete",
+            ShimState::Uninstalling => "Uninstalling",
+            ShimState::Pending => "Pending",
+        }
+    }
+
+    /// The state in the header's counts, where space is shorter.
+    pub fn label(self) -> &'static str {
+        match self {
+            ShimState::Rolling => "rolling",
+            ShimState::AwaitingApproval => "awaiting approval",
+            ShimState::Paused => "paused",
+            ShimState::Degraded => "degraded",
+            ShimState::Complete => "complete",
+            ShimState::Uninstalling => "uninstalling",
+            ShimState::Pending => "pending",
+        }
+    }
+
+    /// The state in the header's counts on narrow screens.
+    pub fn short_label(self) -> &'static str {
+        match self {
+            ShimState::Rolling => "roll",
+            ShimState::AwaitingApproval => "appr",
+            ShimState::Paused => "paus",
+            ShimState::Degraded => "degr",
+            ShimState::Complete => "ok",
+            ShimState::Uninstalling => "unin",
+            ShimState::Pending => "pend",
+        }
+    }
+
+    /// How the state is coloured.
+    pub fn health(self) -> Health {
+        match self {
+            ShimState::Complete => Health::Ok,
+            ShimState::Rolling | ShimState::Uninstalling => Health::Progressing,
+            ShimState::AwaitingApproval | ShimState::Paused => Health::Warning,
+            ShimState::Degraded => Health::Error,
+            ShimState::Pending => Health::Unknown,
+        }
+    }
+}
+
+impl fmt::Display for ShimState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One Shim as the Shims pane shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShimRow {
+    /// Name (Shims are cluster-scoped).
+    pub name: String,
+    /// The RuntimeClass pods ask for.
+    pub runtime_class: String,
+    /// `rolling 2`, `rolling 10% manual`, `recreate`.
+    pub strategy: String,
+    /// Nodes where the shim is provisioned.
+    pub ready: i32,
+    /// Nodes the selector matches.
+    pub targets: i32,
+    /// Batch in progress and batches in all, for rolling rollouts that reported them.
+    pub batch: Option<(i32, i32)>,
+    /// The batch waiting for approval, when one is.
+    pub awaiting_batch: Option<i32>,
+    /// Nodes whose install failed.
+    pub failed: usize,
+    /// Whether the rollout is paused.
+    pub paused: bool,
+    /// Where the rollout stands.
+    pub state: ShimState,
+    /// Colour of the state.
+    pub health: Health,
+    /// `Reason: message` saying why the Shim is not complete.
+    pub reason: Option<String>,
+}
+
+impl ShimRow {
+    /// The row of one Shim.
+    pub fn of(shim: &Shim) -> ShimRow {
+        let name = shim.metadata.name.clone().unwrap_or_default();
+        let spec = &shim.spec;
+        let rolling = spec.rollout_strategy.rolling.as_ref();
+        let manual = rolling.and_then(|r| r.approval) == Some(Approval::Manual);
+        let strategy = match spec.rollout_strategy.type_ {
+            RolloutType::Recreate => "recreate".to_owned(),
+            RolloutType::Rolling => {
+                let step = rolling.map_or_else(String::new, |r| match &r.max_update {
+                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => {
+                        format!(" {n}")
+                    }
+                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => {
+                        format!(" {s}")
+                    }
+                });
+                format!("rolling{step}{}", if manual { " manual" } else { "" })
+            }
+        };
+        let status = shim.status.as_ref();
+        let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
+        let rollout = status.and_then(|s| s.rollout.as_ref());
+        let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
+        let awaiting_batch = rollout
+            .filter(|r| r.awaiting_approval)
+            .map(|r| (approved + 1).max(r.batch));
+        let failed = status.map_or(0, |s| {
+            s.node_statuses
+                .iter()
+                .filter(|n| n.state == ShimNodeState::Failed)
+                .count()
+        });
+        let paused = is_paused(conditions);
+        let (state, reason) = judge(shim, conditions, awaiting_batch, failed, paused);
+        ShimRow {
+            runtime_class: spec.runtime_class.name.clone(),
+            strategy,
+            ready: status.map_or(0, |s| s.nodes_ready),
+            targets: status.map_or(0, |s| s.nodes),
+            batch: rollout
+                .filter(|r| r.batches > 0)
+                .map(|r| (r.batch, r.batches)),
+            awaiting_batch,
+            failed,
+            paused,
+            health: state.health(),
+            state,
+            reason,
+            name,
+        }
+    }
+
+    /// The text the `/` filter searches.
+    pub fn matches(&self, needle: &str) -> bool {
+        matches_filter(
+            needle,
+            &[
+                &self.name,
+                &self.runtime_class,
+                self.state.as_str(),
+                self.reason.as_deref().unwrap_or_default(),
+            ],
+        )
+    }
+
+    /// `2/3`, or `-` for rollouts without batches.
+    pub fn batch_label(&self) -> String {
+        self.batch
+            .map_or_else(|| "-".to_owned(), |(batch, of)| format!("{batch}/{of}"))
+    }
+}
+
+/// Whether the engine reports the rollout paused.
+fn is_paused(conditions: &[Condition]) -> bool {
+    [PROGRESSING, READY]
+        .iter()
+        .filter_map(|type_| condition(conditions, type_))
+        .any(|c| c.reason == PAUSED_REASON)
+}
+
+/// State and explanation: deletion first, then failure, approval, pause, completion.
+fn judge(
+    shim: &Shim,
+    conditions: &[Condition],
+    awaiting_batch: Option<i32>,
+    failed: usize,
+    paused: bool,
+) -> (ShimState, Option<String>) {
+    let explain = |c: &Condition| {
+        Some(if c.message.is_empty() {
+            c.reason.clone()
+        } else if c.message.starts_with(&c.reason) {
+            c.message.clone()
+        } else {
+            format!("{}: {}", c.reason, c.message)
+        })
+    };
+    let is_true = |type_| condition(conditions, type_).filter(|c| c.status == "True");
+    if shim.metadata.deletion_timestamp.is_some() {
+        let why = condition(conditions, PROGRESSING)
+            .filter(|c| c.reason == "Uninstalling")
+            .and_then(explain)
+            .unwrap_or_else(|| "Uninstalling: removing the shim from every node".to_owned());
+        return (ShimState::Uninstalling, Some(why));
+    }
+    let Some(status) = shim.status.as_ref() else {
+        return (
+            ShimState::Pending,
+            Some("Pending: no status reported yet".to_owned()),
+        );
+    };
+    if let Some(degraded) = is_true(DEGRADED) {
+        return (ShimState::Degraded, explain(degraded));
+    }
+    if failed > 0 {
+        let first = status
+            .node_statuses
+            .iter()
+            .find(|n| n.state == ShimNodeState::Failed);
+        let why = first.map_or_else(String::new, |n| {
+            format!(
+                "InstallFailed: {}: {}",
+                n.node,
+                n.message.as_deref().unwrap_or("install failed")
+            )
+        });
+        return (ShimState::Degraded, Some(why));
+    }
+    if paused {
+        let why = [PROGRESSING, READY]
+            .iter()
+            .filter_map(|type_| condition(conditions, type_))
+            .find(|c| c.reason == PAUSED_REASON)
+            .and_then(explain);
+        return (ShimState::Paused, why);
+    }
+    if let Some(batch) = awaiting_batch {
+        let of = status.rollout.as_ref().map_or(0, |r| r.batches);
+        return (
+            ShimState::AwaitingApproval,
+            Some(format!(
+                "AwaitingApproval: batch {batch} of {of} waits for approval"
+            )),
+        );
+    }
+    let current = status.observed_generation.is_none()
+        || status.observed_generation == shim.metadata.generation;
+    if current && status.nodes_ready >= status.nodes && is_true(PROGRESSING).is_none() {
+        return (ShimState::Complete, None);
+    }
+    let why = is_true(PROGRESSING)
+        .and_then(explain)
+        .or_else(|| condition(conditions, READY).and_then(explain))
+        .unwrap_or_else(|| {
+            format!(
+                "Rolling: provisioned on {} of {} nodes",
+                status.nodes_ready, status.nodes
+            )
+        });
+    (ShimState::Rolling, Some(why))
+}
+
+/// Every Shim's row, in name order.
+pub fn rows(data: &ClusterData) -> Vec<ShimRow> {
+    data.shims.iter().map(|shim| ShimRow::of(shim)).collect()
+}
