@@ -28,6 +28,8 @@ pub enum Capability {
     Rebuild,
     /// Start fresh pull checks (patch ModuleImagesConfig status).
     Recheck,
+    /// Ask the cache engine to pull again or purge (patch ImageCaches: annotations).
+    CacheWork,
     /// Delete objects of a kind.
     Delete(Kind),
     /// Update objects of a kind.
@@ -100,6 +102,10 @@ fn questions(upstream_crds: bool) -> Vec<(Capability, Question)> {
             Capability::Recheck,
             question("patch", Kind::ModuleImagesConfig, Some("status")),
         ),
+        (
+            Capability::CacheWork,
+            question("patch", Kind::ImageCache, None),
+        ),
     ];
     for kind in Kind::ALL {
         questions.push((Capability::Delete(kind), question("delete", kind, None)));
@@ -146,7 +152,7 @@ mod tests {
         let capabilities: std::collections::BTreeSet<Capability> =
             questions.iter().map(|(c, _)| *c).collect();
         assert_eq!(capabilities.len(), questions.len());
-        assert_eq!(questions.len(), 2 + 2 * Kind::ALL.len());
+        assert_eq!(questions.len(), 3 + 2 * Kind::ALL.len());
         let recheck = questions
             .iter()
             .find(|(c, _)| *c == Capability::Recheck)

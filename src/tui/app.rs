@@ -2,6 +2,8 @@
 //! [`App::update`], which changes the state and queues [`Request`]s (API writes, context switches) for the event
 //! loop to carry out. Nothing here does I/O, so every behaviour is tested by feeding actions and reading state.
 
+mod caches;
+
 use std::collections::HashMap;
 
 use crossterm::event::{Event as TerminalEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -13,6 +15,7 @@ use super::editor::{EditorEvent, EditorState};
 use super::keymap::{Command, Keymap, Scope};
 use super::target::Target;
 use super::theme::Theme;
+use super::view::caches::CacheRow;
 use super::view::detail::{self, ModuleDetail};
 use super::view::events::{self, EventRow};
 use super::view::images::{self, ImageRow};
@@ -20,6 +23,8 @@ use super::view::modules::{self, ModuleRow};
 use super::view::nodes::{self, NodeRow};
 use super::writes::{WriteOutcome, WriteRequest};
 use super::yaml;
+
+pub use caches::CacheViews;
 
 /// Which engine acts on the cluster, as the header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +63,10 @@ pub enum View {
     Nodes,
     /// Recent events.
     Events,
+    /// Every ImageCache.
+    Caches,
+    /// One ImageCache's coverage: nodes × images.
+    CacheDetail(Target),
     /// One Module in depth.
     Detail(Target),
     /// One object as YAML.
@@ -68,11 +77,12 @@ pub enum View {
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 4] = [
+    pub const ROOTS: [(&'static str, View); 5] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
         ("events", View::Events),
+        ("caches", View::Caches),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -82,6 +92,10 @@ impl View {
             View::Images => ListId::Images,
             View::Nodes => ListId::Nodes,
             View::Events => ListId::Events,
+            View::Caches => ListId::Caches,
+            // The matrix has the focus first; `tab` moves it to the image summary.
+            View::CacheDetail(_) if section == DetailSection::Nodes => ListId::CacheImages,
+            View::CacheDetail(_) => ListId::Coverage,
             View::Detail(_) => ListId::Detail(section),
             View::Yaml(_) => ListId::Yaml,
             View::Help => ListId::Help,
@@ -128,6 +142,12 @@ pub enum ListId {
     Events,
     /// A section of the detail pane.
     Detail(DetailSection),
+    /// The Caches pane.
+    Caches,
+    /// The cache detail's image summary; its selection is the matrix's image column.
+    CacheImages,
+    /// The cache detail's coverage matrix: one row per node.
+    Coverage,
     /// The YAML view's lines.
     Yaml,
     /// Help's lines.
@@ -227,6 +247,8 @@ pub struct Rows {
     pub nodes: Vec<NodeRow>,
     /// Events pane.
     pub events: Vec<EventRow>,
+    /// Caches pane.
+    pub caches: Vec<CacheRow>,
 }
 
 /// The console's whole state.
@@ -243,6 +265,8 @@ pub struct App {
     pub rows: Rows,
     /// The open Module's detail, when the detail view is open.
     pub detail: Option<ModuleDetail>,
+    /// The cache views' detail and matrix scroll.
+    pub caches: CacheViews,
     /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
     pub yaml: Option<Result<Vec<String>, String>>,
     /// Views, root first; the last one is shown.
@@ -292,6 +316,7 @@ impl App {
             data: ClusterData::default(),
             rows: Rows::default(),
             detail: None,
+            caches: CacheViews::default(),
             yaml: None,
             views: vec![View::Modules],
             mode: Mode::Normal,
@@ -449,6 +474,7 @@ impl App {
         let rows = self.size.1.saturating_sub(CHROME_ROWS);
         match self.view() {
             View::Detail(_) => usize::from(rows / 3).max(1),
+            View::CacheDetail(_) => self.cache_page_height(),
             _ => usize::from(rows).max(1),
         }
     }
@@ -475,6 +501,7 @@ impl App {
             images: images::rows(&self.data, self.now),
             nodes: nodes::rows(&self.data),
             events: events::rows(&self.data, self.now),
+            caches: super::view::caches::rows(&self.data),
         };
         self.refresh_open_view();
         self.refresh_visible();
@@ -491,6 +518,10 @@ impl App {
             Kind::Pod => self.rows.images = images::rows(&self.data, self.now),
             Kind::Node | Kind::NodeModulesConfig => self.rows.nodes = nodes::rows(&self.data),
             Kind::Event => self.rows.events = events::rows(&self.data, self.now),
+            Kind::ImageCache => {
+                self.rows.caches = super::view::caches::rows(&self.data);
+                self.rows.nodes = nodes::rows(&self.data);
+            }
         }
         self.refresh_open_view();
         self.refresh_visible();
@@ -506,6 +537,7 @@ impl App {
             ),
             _ => None,
         };
+        self.refresh_cache_detail();
         self.yaml = match self.view() {
             View::Yaml(target) => Some(yaml::object_lines(&self.data, target)),
             _ => None,
@@ -561,6 +593,7 @@ impl App {
                 indices(&detail.events, |r| r.matches(&f)),
             );
         }
+        visible.extend(self.cache_lists(in_namespace));
         if let Some(Ok(lines)) = &self.yaml {
             visible.insert(ListId::Yaml, (0..lines.len()).collect());
         }
@@ -807,7 +840,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :caches, :ns, :ctx, :q)"),
             ),
         }
     }
@@ -863,12 +896,13 @@ impl App {
             Command::PageUp => select(self, current.saturating_sub(height)),
             Command::PageDown => select(self, current + height),
             Command::Enter => self.enter(),
+            Command::Left | Command::Right => self.move_column(command == Command::Right),
             Command::Yaml => match self.selected_object() {
                 Some(target) => self.open(View::Yaml(target)),
                 None => self.set_status(Severity::Info, "Nothing selected"),
             },
             Command::Edit => self.edit(),
-            Command::Rebuild | Command::Recheck | Command::Delete => {
+            Command::Rebuild | Command::Recheck | Command::Purge | Command::Delete => {
                 match self.write_for(command) {
                     Ok(request) => self.ask(request),
                     Err(why) => self.set_status(Severity::Warning, why),
@@ -879,6 +913,10 @@ impl App {
     }
 
     fn switch_pane(&mut self, forward: bool) {
+        if matches!(self.view(), View::CacheDetail(_)) {
+            self.switch_cache_section();
+            return;
+        }
         if matches!(self.view(), View::Detail(_)) {
             self.section = if forward {
                 self.section.next()
@@ -946,6 +984,7 @@ impl App {
                 .and_then(|i| self.rows.nodes.get(i))
                 .map(|row| Target::cluster(Kind::Node, &row.name)),
             View::Events => None,
+            View::Caches | View::CacheDetail(_) => self.selected_cache_object(),
             View::Detail(target) => match self.section {
                 DetailSection::Nodes => {
                     let detail = self.detail.as_ref()?;
@@ -967,9 +1006,10 @@ impl App {
                     self.open(View::Detail(module));
                 }
             }
-            View::Nodes | View::Detail(_) => {
+            View::Caches => self.open_cache(),
+            View::Nodes | View::Detail(_) | View::CacheDetail(_) => {
                 if let Some(target) = self.selected_object()
-                    && !matches!(self.view(), View::Detail(t) if *t == target)
+                    && !matches!(self.view(), View::Detail(t) | View::CacheDetail(t) if *t == target)
                 {
                     self.open(View::Yaml(target));
                 }
@@ -997,6 +1037,9 @@ impl App {
         if let Availability::Unavailable(why) = self.availability(command) {
             return Err(why);
         }
+        if self.in_cache_views() && matches!(command, Command::Recheck | Command::Purge) {
+            return self.cache_write(command);
+        }
         let image = self.selected_image().map(|row| row.image.clone());
         match command {
             Command::Rebuild => self
@@ -1019,6 +1062,15 @@ impl App {
     /// selected. The hint bar dims unavailable commands with this.
     pub fn availability(&self, command: Command) -> Availability {
         let capability = match command {
+            Command::Recheck | Command::Purge if self.in_cache_views() => {
+                if let Some(missing) = self.cache_selection_missing(command) {
+                    return missing;
+                }
+                Capability::CacheWork
+            }
+            Command::Purge => {
+                return Availability::Unavailable("Purge works on ImageCaches (:caches)".to_owned());
+            }
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,
             Command::Delete | Command::Edit => match self.selected_object() {
@@ -1029,6 +1081,7 @@ impl App {
             _ => return Availability::Available,
         };
         if matches!(command, Command::Rebuild | Command::Recheck)
+            && !self.in_cache_views()
             && self.selected_module().is_none()
         {
             return Availability::Unavailable(format!(

@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
 /// The kinds the console watches.
@@ -27,17 +28,20 @@ pub enum Kind {
     Pod,
     /// Events (events.k8s.io/v1).
     Event,
+    /// kube-fledged ImageCaches: images to keep pulled on nodes.
+    ImageCache,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
         Kind::Node,
         Kind::Pod,
         Kind::Event,
+        Kind::ImageCache,
     ];
 
     /// The kind's name as the API spells it.
@@ -49,6 +53,7 @@ impl Kind {
             Kind::Node => "Node",
             Kind::Pod => "Pod",
             Kind::Event => "Event",
+            Kind::ImageCache => "ImageCache",
         }
     }
 }
@@ -70,10 +75,12 @@ pub enum KindSnapshot {
     NodeModulesConfigs(Vec<Arc<NodeModulesConfig>>),
     /// Every Node.
     Nodes(Vec<Arc<Node>>),
-    /// Every KMM pod.
+    /// Every KMM pod and image puller pod.
     Pods(Vec<Arc<Pod>>),
     /// The most recent events.
     Events(Vec<Arc<Event>>),
+    /// Every ImageCache.
+    ImageCaches(Vec<Arc<ImageCache>>),
 }
 
 impl KindSnapshot {
@@ -86,6 +93,7 @@ impl KindSnapshot {
             KindSnapshot::Nodes(_) => Kind::Node,
             KindSnapshot::Pods(_) => Kind::Pod,
             KindSnapshot::Events(_) => Kind::Event,
+            KindSnapshot::ImageCaches(_) => Kind::ImageCache,
         }
     }
 }
@@ -112,10 +120,12 @@ pub struct ClusterData {
     pub nmcs: Vec<Arc<NodeModulesConfig>>,
     /// Nodes.
     pub nodes: Vec<Arc<Node>>,
-    /// KMM pods.
+    /// KMM pods and image puller pods.
     pub pods: Vec<Arc<Pod>>,
     /// Events, newest first.
     pub events: Vec<Arc<Event>>,
+    /// ImageCaches.
+    pub caches: Vec<Arc<ImageCache>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -150,6 +160,10 @@ impl ClusterData {
             KindSnapshot::Events(mut list) => {
                 list.sort_by_key(|event| std::cmp::Reverse(event_time(event)));
                 self.events = list;
+            }
+            KindSnapshot::ImageCaches(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.caches = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);
@@ -197,6 +211,11 @@ impl ClusterData {
     /// The Node `name`.
     pub fn node(&self, name: &str) -> Option<&Arc<Node>> {
         find(&self.nodes, "", name, |n| &n.metadata)
+    }
+
+    /// The ImageCache `namespace/name`.
+    pub fn cache(&self, namespace: &str, name: &str) -> Option<&Arc<ImageCache>> {
+        find(&self.caches, namespace, name, |c| &c.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

@@ -1,5 +1,5 @@
-//! Watches that keep the console's lists current: one kube-rs reflector per kind (three for pods: pull, build/sign
-//! and worker pods, selected by KMM's labels), each sending its whole list to the UI task when it changed, at most
+//! Watches that keep the console's lists current: one kube-rs reflector per kind (four for pods: pull, build/sign
+//! and worker pods, selected by KMM's labels, and image puller pods, by kube-fledged's), each sending its whole list to the UI task when it changed, at most
 //! every [`COALESCE`], so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and
 //! retried with backoff; the last lists stay on screen meanwhile.
 
@@ -19,12 +19,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::engine::labels;
 use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
+
+/// The label selector of kube-fledged's puller pods, which the coverage matrix shows pulling.
+pub const PULLER_SELECTOR: &str = "app=kubefledged";
 
 /// How many events the console keeps: the newest ones.
 pub const EVENT_LIMIT: usize = 1000;
@@ -53,6 +57,10 @@ pub fn start(
         }
     };
     let (modules, mics, pods, events) = scoped(client);
+    let caches: Api<ImageCache> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
     let all = watcher::Config::default;
     spawn(
         Kind::Module,
@@ -90,6 +98,7 @@ pub fn start(
             labels::WORKER_ACTION,
         ]
         .into_iter()
+        .chain([PULLER_SELECTOR])
         .map(|label| (pods.clone(), all().labels(label)))
         .collect(),
         KindSnapshot::Pods,
@@ -100,6 +109,13 @@ pub fn start(
         Kind::Event,
         vec![(events, all())],
         newest_events,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ImageCache,
+        vec![(caches, all())],
+        KindSnapshot::ImageCaches,
         sender,
         cancel,
     );

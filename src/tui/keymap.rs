@@ -81,14 +81,20 @@ pub enum Command {
     Edit,
     /// Rebuild the selected module's images.
     Rebuild,
-    /// Check the selected object's images again.
+    /// Check the selected object's images again; in the cache views, pull the selected images again.
     Recheck,
+    /// Remove the selected ImageCache's images from its nodes.
+    Purge,
     /// Delete the selected object, after a confirmation dialog.
     Delete,
     /// Move the selection up.
     Up,
     /// Move the selection down.
     Down,
+    /// Move to the column on the left (the coverage matrix).
+    Left,
+    /// Move to the column on the right (the coverage matrix).
+    Right,
     /// Jump to the first row.
     Top,
     /// Jump to the last row.
@@ -105,7 +111,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 24] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -118,9 +124,12 @@ impl Command {
         Command::Edit,
         Command::Rebuild,
         Command::Recheck,
+        Command::Purge,
         Command::Delete,
         Command::Up,
         Command::Down,
+        Command::Left,
+        Command::Right,
         Command::Top,
         Command::Bottom,
         Command::PageUp,
@@ -144,9 +153,12 @@ impl Command {
             Command::Edit => "edit",
             Command::Rebuild => "rebuild",
             Command::Recheck => "recheck",
+            Command::Purge => "purge",
             Command::Delete => "delete",
             Command::Up => "up",
             Command::Down => "down",
+            Command::Left => "left",
+            Command::Right => "right",
             Command::Top => "top",
             Command::Bottom => "bottom",
             Command::PageUp => "page-up",
@@ -171,9 +183,12 @@ impl Command {
             | Command::Edit
             | Command::Rebuild
             | Command::Recheck
+            | Command::Purge
             | Command::Delete
             | Command::Up
             | Command::Down
+            | Command::Left
+            | Command::Right
             | Command::Top
             | Command::Bottom
             | Command::PageUp
@@ -197,9 +212,12 @@ impl Command {
             Command::Edit => "Edit",
             Command::Rebuild => "Rebuild",
             Command::Recheck => "Recheck",
+            Command::Purge => "Purge",
             Command::Delete => "Delete",
             Command::Up => "Up",
             Command::Down => "Down",
+            Command::Left => "Left",
+            Command::Right => "Right",
             Command::Top => "Top",
             Command::Bottom => "Bottom",
             Command::PageUp => "Page up",
@@ -223,10 +241,15 @@ impl Command {
             Command::Yaml => "Show the selected object as YAML",
             Command::Edit => "Edit the selected object",
             Command::Rebuild => "Rebuild the images of the selected module",
-            Command::Recheck => "Check the images of the selected object again",
+            Command::Recheck => {
+                "Check the images of the selected object again; in the cache views, pull the selected images again"
+            }
+            Command::Purge => "Remove the selected ImageCache's images from its nodes, after confirmation",
             Command::Delete => "Delete the selected object, after confirmation",
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
+            Command::Left => "Move to the column on the left (coverage matrix)",
+            Command::Right => "Move to the column on the right (coverage matrix)",
             Command::Top => "Jump to the first row",
             Command::Bottom => "Jump to the last row",
             Command::PageUp => "Scroll up one page",
@@ -268,7 +291,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-const DEFAULT_KEYS: [(Command, &[KeyChord]); 21] = [
+const DEFAULT_KEYS: [(Command, &[KeyChord]); 24] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -281,6 +304,7 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 21] = [
     (Command::Edit, &[KeyChord::plain(KeyCode::Char('e'))]),
     (Command::Rebuild, &[KeyChord::plain(KeyCode::Char('R'))]),
     (Command::Recheck, &[KeyChord::plain(KeyCode::Char('P'))]),
+    (Command::Purge, &[KeyChord::plain(KeyCode::Char('X'))]),
     (Command::Delete, &[KeyChord::ctrl('d')]),
     (
         Command::Up,
@@ -294,6 +318,20 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 21] = [
         &[
             KeyChord::plain(KeyCode::Char('j')),
             KeyChord::plain(KeyCode::Down),
+        ],
+    ),
+    (
+        Command::Left,
+        &[
+            KeyChord::plain(KeyCode::Char('h')),
+            KeyChord::plain(KeyCode::Left),
+        ],
+    ),
+    (
+        Command::Right,
+        &[
+            KeyChord::plain(KeyCode::Char('l')),
+            KeyChord::plain(KeyCode::Right),
         ],
     ),
     (

@@ -2,11 +2,13 @@
 //! [`WriteOutcome`] so the footer (or the editor) can say what happened.
 //!
 //! - [`images`] asks for new image checks: a rebuild (a new image generation) or a recheck (a forgotten state).
+//! - [`caches`] asks the cache engine to pull images again or to purge them, by annotating the ImageCache.
 //! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
+pub mod caches;
 mod delete;
 pub mod errors;
 pub mod images;
@@ -38,6 +40,21 @@ pub enum WriteRequest {
         /// One image of it, or every image.
         image: Option<String>,
     },
+    /// Pull an ImageCache's images again: one image on one node, one image on every node, or (no image) every
+    /// image missing anywhere.
+    Repull {
+        /// The ImageCache.
+        cache: Target,
+        /// One image of it, or every image.
+        image: Option<String>,
+        /// One node, or every node.
+        node: Option<String>,
+    },
+    /// Remove every image of an ImageCache from its nodes.
+    Purge {
+        /// The ImageCache.
+        cache: Target,
+    },
     /// Delete an object.
     Delete {
         /// The object.
@@ -57,6 +74,7 @@ impl WriteRequest {
     pub fn target(&self) -> &Target {
         match self {
             WriteRequest::Rebuild { module, .. } | WriteRequest::Recheck { module, .. } => module,
+            WriteRequest::Repull { cache, .. } | WriteRequest::Purge { cache } => cache,
             WriteRequest::Delete { target } | WriteRequest::Apply { target, .. } => target,
         }
     }
@@ -73,6 +91,22 @@ impl WriteRequest {
             }
             WriteRequest::Recheck { module, image } => {
                 format!("Check {} {module} again", images(image))
+            }
+            WriteRequest::Repull {
+                cache,
+                image: Some(image),
+                node: Some(node),
+            } => format!("Pull {image} again on node {node} ({cache})"),
+            WriteRequest::Repull {
+                cache,
+                image: Some(image),
+                node: None,
+            } => format!("Pull {image} again on every node of {cache}"),
+            WriteRequest::Repull { cache, .. } => {
+                format!("Refresh {cache}: pull every missing image again")
+            }
+            WriteRequest::Purge { cache } => {
+                format!("Purge {cache}: remove its images from every node")
             }
             WriteRequest::Delete { target } => format!("Delete {target}"),
             WriteRequest::Apply { target, .. } => format!("Apply the edited {target}"),
@@ -157,6 +191,10 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
         WriteRequest::Recheck { module, image } => {
             images::recheck(client, module, image.as_deref()).await
         }
+        WriteRequest::Repull { cache, image, node } => {
+            caches::repull(client, cache, image.as_deref(), node.as_deref()).await
+        }
+        WriteRequest::Purge { cache } => caches::purge(client, cache).await,
         WriteRequest::Delete { target } => delete::delete(client, target).await,
         WriteRequest::Apply { target, yaml } => apply::apply(client, target, yaml).await,
     };

@@ -250,7 +250,8 @@ async fn read_mic(api: &Api<DynamicObject>, module: &Target) -> Result<DynamicOb
     })
 }
 
-fn params() -> PatchParams {
+/// Patch parameters naming the console as the field manager.
+pub(super) fn params() -> PatchParams {
     PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
@@ -258,7 +259,7 @@ fn params() -> PatchParams {
 }
 
 /// Why one attempt of a write stopped.
-enum Attempt {
+pub(super) enum Attempt {
     /// The API server (or the network) failed it; a 409 is retried.
     Kube(kube::Error),
     /// It cannot succeed as asked: give up with this.
@@ -272,7 +273,7 @@ impl From<kube::Error> for Attempt {
 }
 
 /// Run `attempt` until it does not end in a 409, at most [`ATTEMPTS`] times.
-async fn retrying<T, F, Fut>(target: &Target, mut attempt: F) -> Result<T, WriteError>
+pub(super) async fn retrying<T, F, Fut>(target: &Target, mut attempt: F) -> Result<T, WriteError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Attempt>>,

@@ -5,6 +5,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
@@ -18,6 +19,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::Node => ApiResource::erase::<Node>(&()),
         Kind::Pod => ApiResource::erase::<Pod>(&()),
         Kind::Event => ApiResource::erase::<Event>(&()),
+        Kind::ImageCache => ApiResource::erase::<ImageCache>(&()),
     }
 }
 
