@@ -1,13 +1,15 @@
 //! Deterministic data for snapshots, benchmarks and screenshots: a cluster of `nodes` nodes and `modules` Modules in
 //! every state the console explains (available, building, loading and unloading, degraded, nodes tainted, cordoned,
-//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, all
-//! timed against the fixed [`now`]. The same arguments always give the same data, so pictures of it never drift.
+//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, and
+//! three ImageCaches (complete, pulling, degraded; see [`caches`]), all timed against the fixed [`now`]. The same arguments always give the same data, so pictures of it never drift.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+mod caches;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -71,6 +73,7 @@ impl Story {
 
 /// A sample node's facts.
 struct SampleNode {
+    index: usize,
     name: String,
     kernel: usize,
     pool: String,
@@ -82,6 +85,7 @@ struct SampleNode {
 impl SampleNode {
     fn of(index: usize, pools: usize) -> SampleNode {
         SampleNode {
+            index,
             name: format!("worker-{index:04}"),
             kernel: match index % 10 {
                 0..=5 => 0,
@@ -312,6 +316,10 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::Nodes(
         sample_nodes.iter().map(node_object).collect(),
     ));
+    let cache_sample = caches::caches(&sample_nodes);
+    pods.extend(cache_sample.pods);
+    events.extend(cache_sample.events);
+    data.apply(KindSnapshot::ImageCaches(cache_sample.caches));
     data.apply(KindSnapshot::Pods(pods));
     data.apply(KindSnapshot::Events(events));
     data
@@ -326,6 +334,7 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::Nodes(data.nodes.clone()),
         KindSnapshot::Pods(data.pods.clone()),
         KindSnapshot::Events(data.events.clone()),
+        KindSnapshot::ImageCaches(data.caches.clone()),
     ]
 }
 
@@ -435,7 +444,7 @@ fn node_object(node: &SampleNode) -> Arc<k8s_openapi::api::core::v1::Node> {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node.name, "uid": format!("uid-{}", node.name), "creationTimestamp": ago(86_400 * 30),
             "labels": {"kubernetes.io/hostname": node.name, "node-role.kubernetes.io/worker": "",
-                POOL_LABEL: node.pool}},
+                POOL_LABEL: node.pool, caches::GPU_LABEL: caches::gpu(node).to_string()}},
         "spec": {"taints": taints, "unschedulable": node.cordoned},
         "status": {
             "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "Unknown" },
@@ -444,6 +453,8 @@ fn node_object(node: &SampleNode) -> Arc<k8s_openapi::api::core::v1::Node> {
                 "systemUUID": "", "kubeletVersion": "v1.33.1", "kubeProxyVersion": "",
                 "containerRuntimeVersion": "containerd://1.7.13", "operatingSystem": "linux",
                 "architecture": "amd64"},
+            "images": caches::node_images(node).iter().map(|name| json!({"names": [name], "sizeBytes": 73_400_320}))
+                .collect::<Vec<_>>(),
         },
     }))
 }
@@ -480,6 +491,8 @@ mod tests {
         assert_eq!(first.modules, second.modules);
         assert_eq!(first.nmcs, second.nmcs);
         assert_eq!(first.events, second.events);
+        assert_eq!(first.caches, second.caches);
+        assert_eq!(first.caches.len(), 3);
         assert_eq!(first.modules.len(), 10);
         assert_eq!(first.nodes.len(), 300);
         assert_eq!(first.mics.len(), 10);

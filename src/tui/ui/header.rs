@@ -1,4 +1,5 @@
-//! The header: where the console is connected, which engine acts, and how many Modules and nodes are in each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, ImageCaches and nodes are in
+//! each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -12,6 +13,8 @@ use crate::tui::view::Health;
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let theme = &app.theme;
     let wide = area.width >= 110;
+    // Full words for the counts only where they fit beside everything else.
+    let roomy = area.width >= 140;
     let mut spans = Vec::new();
     if wide {
         spans.push(Span::styled(" kmm-tui ", theme.title()));
@@ -53,7 +56,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .count()
     };
     spans.push(Span::styled(
-        if wide {
+        if roomy {
             format!(" Modules {} ", app.rows.modules.len())
         } else {
             format!(" Mod {} ", app.rows.modules.len())
@@ -68,9 +71,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     ] {
         let n = count(health);
         if n > 0 {
-            let label = if wide { label } else { short };
+            let label = if roomy { label } else { short };
             spans.push(Span::styled(format!("{n} {label} "), style));
         }
+    }
+    let caches = cache_counts(app, area.width);
+    if wide {
+        spans.extend(caches.clone());
     }
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
     spans.push(Span::styled(
@@ -85,5 +92,50 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             theme.warn()
         },
     ));
+    if !wide {
+        spans.extend(caches);
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.text()), area);
+}
+
+/// `Caches 3 1 ok 1 busy 1 degraded` on very wide screens, else `Caches 3 ✗1 ◐1 ●1` (`IC` on narrow ones) with the
+/// failures first, or nothing without ImageCaches.
+fn cache_counts(app: &App, width: u16) -> Vec<Span<'static>> {
+    let theme = &app.theme;
+    let rows = &app.rows.caches;
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let roomy = width >= 140;
+    let mut spans = vec![Span::styled(
+        if width >= 110 {
+            format!(" Caches {} ", rows.len())
+        } else {
+            format!(" IC {} ", rows.len())
+        },
+        theme.text(),
+    )];
+    let mut states = [
+        (Health::Ok, "ok", "●", theme.ok()),
+        (Health::Progressing, "busy", "◐", theme.progress()),
+        (Health::Warning, "waiting", "·", theme.warn()),
+        (Health::Error, "degraded", "✗", theme.error()),
+    ];
+    if !roomy {
+        states.reverse();
+    }
+    for (health, label, glyph, style) in states {
+        let n = rows.iter().filter(|r| r.health == health).count();
+        if n > 0 {
+            spans.push(Span::styled(
+                if roomy {
+                    format!("{n} {label} ")
+                } else {
+                    format!("{glyph}{n} ")
+                },
+                style,
+            ));
+        }
+    }
+    spans
 }

@@ -8,7 +8,7 @@ use super::health_style;
 use super::table::ListTable;
 use crate::tui::app::{App, ListId};
 
-/// Draw every node: readiness, kernel, OS image, modules loaded, taints.
+/// Draw every node: readiness, kernel, OS image, modules loaded, caches complete of those wanted, taints.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let widths: &[Constraint] = if wide {
@@ -18,6 +18,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Constraint::Length(29),
             Constraint::Fill(2),
             Constraint::Length(16),
+            Constraint::Length(7),
             Constraint::Fill(1),
         ]
     } else {
@@ -26,13 +27,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Constraint::Length(8),
             Constraint::Length(29),
             Constraint::Length(7),
+            Constraint::Length(7),
             Constraint::Fill(1),
         ]
     };
     let headings: &[&str] = if wide {
-        &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "TAINTS"]
+        &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "CACHES", "TAINTS"]
     } else {
-        &["NAME", "STATUS", "KERNEL", "LOADED", "TAINTS"]
+        &["NAME", "STATUS", "KERNEL", "LOADED", "CACHES", "TAINTS"]
     };
     ListTable {
         title: "Nodes",
@@ -79,6 +81,17 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             cells.push(Cell::from(row.os_image.clone()));
         }
         cells.push(Cell::from(modules));
+        cells.push(if row.caches_wanted == 0 {
+            Cell::from("-")
+        } else {
+            Cell::from(format!("{}/{}", row.caches_complete, row.caches_wanted)).style(
+                if row.caches_complete == row.caches_wanted {
+                    app.theme.text()
+                } else {
+                    app.theme.warn()
+                },
+            )
+        });
         cells.push(Cell::from(taints));
         Row::new(cells).style(app.theme.text())
     });
