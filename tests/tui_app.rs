@@ -468,14 +468,20 @@ fn caches_are_a_root_view_and_enter_opens_the_matrix() {
         app.view(),
         &View::CacheDetail(Target::namespaced(Kind::ImageCache, "a", "warm"))
     );
-    assert_eq!(app.list(), kmm_tui::tui::app::ListId::Coverage, "the matrix has the focus");
+    assert_eq!(
+        app.list(),
+        kmm_tui::tui::app::ListId::Coverage,
+        "the matrix has the focus"
+    );
     key(&mut app, KeyCode::Esc);
     assert_eq!(app.view(), &View::Caches);
 }
 
 #[test]
 fn the_matrix_reads_node_images_puller_pods_and_failures() {
-    use kmm_tui::tui::view::cache_detail::CellState::{Cached, Failed, Missing, NotWanted, Pulling};
+    use kmm_tui::tui::view::cache_detail::CellState::{
+        Cached, Failed, Missing, NotWanted, Pulling,
+    };
     let mut app = cache_app(false);
     open_matrix(&mut app);
     let detail = app.caches.detail.as_ref().expect("the matrix");
@@ -493,7 +499,10 @@ fn the_matrix_reads_node_images_puller_pods_and_failures() {
         ]
     );
     let failed = detail.nodes[1].note(0).and_then(|n| n.why.clone());
-    assert_eq!(failed.as_deref(), Some("ErrImagePull: registry unreachable"));
+    assert_eq!(
+        failed.as_deref(),
+        Some("ErrImagePull: registry unreachable")
+    );
     let pulling = detail.nodes[0].note(1).and_then(|n| n.pod.clone());
     assert_eq!(pulling.as_deref(), Some("warm-n1"));
     let summary: Vec<_> = detail
@@ -518,13 +527,24 @@ fn a_cell_turns_cached_when_its_node_reports_the_image() {
     let mut app = cache_app(false);
     open_matrix(&mut app);
     app.update(Action::Data(KindSnapshot::Nodes(vec![
-        node("n1", true, &["docker.io/library/nginx:1.27", "ghcr.io/acme/tool:2"]),
+        node(
+            "n1",
+            true,
+            &["docker.io/library/nginx:1.27", "ghcr.io/acme/tool:2"],
+        ),
         node("n2", true, &[]),
         node("n3", false, &["nginx:1.27"]),
     ])));
     let detail = app.caches.detail.as_ref().expect("the matrix");
-    assert_eq!(detail.nodes[0].cells, [CellState::Cached, CellState::Cached]);
-    assert_eq!(detail.nodes[2].cells[0], CellState::Cached, "short names match too");
+    assert_eq!(
+        detail.nodes[0].cells,
+        [CellState::Cached, CellState::Cached]
+    );
+    assert_eq!(
+        detail.nodes[2].cells[0],
+        CellState::Cached,
+        "short names match too"
+    );
     assert_eq!(app.rows.nodes[0].caches_complete, 1);
 }
 
@@ -555,11 +575,19 @@ fn p_in_the_matrix_repulls_the_selected_cell() {
     key(&mut app, KeyCode::Char('j'));
     key(&mut app, KeyCode::Char('P'));
     assert!(matches!(app.mode, Mode::Normal), "no dialog");
-    assert!(status(&app).contains("not meant for node n3"), "{}", status(&app));
+    assert!(
+        status(&app).contains("not meant for node n3"),
+        "{}",
+        status(&app)
+    );
     // h and left go back; the column stops at the first image.
     key(&mut app, KeyCode::Left);
     key(&mut app, KeyCode::Char('h'));
-    assert_eq!(app.selected_cell().map(|(row, column)| (row.node.as_str(), column)), Some(("n3", 0)));
+    assert_eq!(
+        app.selected_cell()
+            .map(|(row, column)| (row.node.as_str(), column)),
+        Some(("n3", 0))
+    );
 }
 
 #[test]
@@ -580,7 +608,7 @@ fn p_repulls_an_image_everywhere_or_the_whole_cache_and_x_purges() {
     };
     assert_eq!(
         request.describe(),
-        "Refresh ImageCache a/warm: pull every missing image again"
+        "Refresh ImageCache a/warm: pull every image again on every node"
     );
     key(&mut app, KeyCode::Char('y'));
     assert_eq!(

@@ -847,8 +847,8 @@ async fn cache_annotations(client: &Client) -> std::collections::BTreeMap<String
 
 #[tokio::test]
 async fn cache_work_is_asked_for_with_annotations_once() {
+    use kmm_tui::api::imagecache::REPULL_ANNOTATION;
     use kmm_tui::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION};
-    use kmm_tui::tui::writes::caches::REPULL_ANNOTATION;
     let cluster = start_cluster().await;
     let client = cluster.client();
     let caches: Api<kmm_tui::api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
@@ -872,7 +872,10 @@ async fn cache_work_is_asked_for_with_annotations_once() {
     let message = perform(&client, repull(Some("nginx:1.27"), Some("worker-0")))
         .await
         .expect("re-pull of one cell");
-    assert_eq!(message, "Re-pull requested: nginx:1.27 on worker-0 (ImageCache acme/warm)");
+    assert_eq!(
+        message,
+        "Re-pull requested: nginx:1.27 on worker-0 (ImageCache acme/warm)"
+    );
     perform(&client, repull(Some("redis:7.4"), None))
         .await
         .expect("re-pull of one image everywhere");
@@ -889,17 +892,37 @@ async fn cache_work_is_asked_for_with_annotations_once() {
 
     let message = perform(&client, repull(None, None)).await.expect("refresh");
     assert!(message.starts_with("Refresh requested"), "{message}");
-    let first = cache_annotations(&client).await.get(REFRESH_ANNOTATION).cloned();
-    assert!(first.is_some());
-    let again = perform(&client, repull(None, None)).await.expect("refresh again");
-    assert!(again.contains("already pending"), "{again}");
-    assert_eq!(cache_annotations(&client).await.get(REFRESH_ANNOTATION).cloned(), first);
-
-    let message = perform(&client, WriteRequest::Purge { cache: target.clone() })
+    let first = cache_annotations(&client)
         .await
-        .expect("purge");
+        .get(REFRESH_ANNOTATION)
+        .cloned();
+    assert!(first.is_some());
+    let again = perform(&client, repull(None, None))
+        .await
+        .expect("refresh again");
+    assert!(again.contains("already pending"), "{again}");
+    assert_eq!(
+        cache_annotations(&client)
+            .await
+            .get(REFRESH_ANNOTATION)
+            .cloned(),
+        first
+    );
+
+    let message = perform(
+        &client,
+        WriteRequest::Purge {
+            cache: target.clone(),
+        },
+    )
+    .await
+    .expect("purge");
     assert!(message.starts_with("Purge requested"), "{message}");
-    assert!(cache_annotations(&client).await.contains_key(PURGE_ANNOTATION));
+    assert!(
+        cache_annotations(&client)
+            .await
+            .contains_key(PURGE_ANNOTATION)
+    );
 
     caches
         .delete("warm", &Default::default())

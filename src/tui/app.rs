@@ -1069,7 +1069,9 @@ impl App {
                 Capability::CacheWork
             }
             Command::Purge => {
-                return Availability::Unavailable("Purge works on ImageCaches (:caches)".to_owned());
+                return Availability::Unavailable(
+                    "Purge works on ImageCaches (:caches)".to_owned(),
+                );
             }
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,

@@ -244,7 +244,9 @@ impl Command {
             Command::Recheck => {
                 "Check the images of the selected object again; in the cache views, pull the selected images again"
             }
-            Command::Purge => "Remove the selected ImageCache's images from its nodes, after confirmation",
+            Command::Purge => {
+                "Remove the selected ImageCache's images from its nodes, after confirmation"
+            }
             Command::Delete => "Delete the selected object, after confirmation",
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",

@@ -41,7 +41,7 @@ pub enum WriteRequest {
         image: Option<String>,
     },
     /// Pull an ImageCache's images again: one image on one node, one image on every node, or (no image) every
-    /// image missing anywhere.
+    /// image on every node.
     Repull {
         /// The ImageCache.
         cache: Target,
@@ -103,7 +103,7 @@ impl WriteRequest {
                 node: None,
             } => format!("Pull {image} again on every node of {cache}"),
             WriteRequest::Repull { cache, .. } => {
-                format!("Refresh {cache}: pull every missing image again")
+                format!("Refresh {cache}: pull every image again on every node")
             }
             WriteRequest::Purge { cache } => {
                 format!("Purge {cache}: remove its images from every node")

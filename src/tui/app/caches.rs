@@ -56,12 +56,17 @@ impl App {
     }
 
     /// The visible rows of the cache lists, after namespace and filters.
-    pub(super) fn cache_lists(&self, in_namespace: impl Fn(&str) -> bool) -> Vec<(ListId, Vec<usize>)> {
+    pub(super) fn cache_lists(
+        &self,
+        in_namespace: impl Fn(&str) -> bool,
+    ) -> Vec<(ListId, Vec<usize>)> {
         let filter = |list: ListId| self.filter(list).to_owned();
         let f = filter(ListId::Caches);
         let mut lists = vec![(
             ListId::Caches,
-            indices(&self.rows.caches, |r| in_namespace(&r.namespace) && r.matches(&f)),
+            indices(&self.rows.caches, |r| {
+                in_namespace(&r.namespace) && r.matches(&f)
+            }),
         )];
         if let Some(detail) = &self.caches.detail {
             let f = filter(ListId::CacheImages);
@@ -78,7 +83,8 @@ impl App {
     /// Rows of the focused cache detail section that fit on screen.
     pub(super) fn cache_page_height(&self) -> usize {
         let images = self.caches.detail.as_ref().map_or(1, |d| d.images.len());
-        let (images_height, matrix_height, _) = layout_heights(self.size.1.saturating_sub(3), images);
+        let (images_height, matrix_height, _) =
+            layout_heights(self.size.1.saturating_sub(3), images);
         let height = if self.list() == ListId::CacheImages {
             images_height
         } else {

@@ -41,10 +41,13 @@ enum Fate {
     Removed,
 }
 
-/// One sample cache: its lists of (images as spelled, node selector), and each image's fate on a node.
+/// A sample list: its images as spelled, and the one label it selects nodes by (every node without one).
+type SampleList = (Vec<&'static str>, Option<(&'static str, String)>);
+
+/// One sample cache: its lists, and each image's fate on a node.
 struct SampleCache {
     name: &'static str,
-    lists: Vec<(Vec<&'static str>, Option<(&'static str, String)>)>,
+    lists: Vec<SampleList>,
     fate: fn(&SampleNode, &str) -> Fate,
 }
 
@@ -60,7 +63,7 @@ pub(super) struct CacheSample {
 
 /// Whether a sample node carries the GPU label.
 pub(super) fn gpu(node: &SampleNode) -> bool {
-    node.index % 4 == 0
+    node.index.is_multiple_of(4)
 }
 
 fn sample_caches() -> Vec<SampleCache> {
@@ -68,7 +71,13 @@ fn sample_caches() -> Vec<SampleCache> {
         SampleCache {
             name: "warm-web",
             lists: vec![(vec!["nginx:1.27", "redis:7.4"], None)],
-            fate: |node, _| if node.ready { Fate::Held } else { Fate::Pulling },
+            fate: |node, _| {
+                if node.ready {
+                    Fate::Held
+                } else {
+                    Fate::Pulling
+                }
+            },
         },
         SampleCache {
             name: "warm-ml",
@@ -82,7 +91,10 @@ fn sample_caches() -> Vec<SampleCache> {
                     None,
                 ),
                 (
-                    vec!["ghcr.io/acme/weights-base:7", "quay.io/acme/cuda-runtime:12.4"],
+                    vec![
+                        "ghcr.io/acme/weights-base:7",
+                        "quay.io/acme/cuda-runtime:12.4",
+                    ],
                     Some((GPU_LABEL, "true".to_owned())),
                 ),
             ],
@@ -230,7 +242,10 @@ fn status(
     };
     let summary = format!("{complete} of {targeted} nodes hold every image");
     let (outcome, message, conditions) = if let Some((image, entries)) = failures.iter().next() {
-        let first = entries.first().and_then(|e| e.get("node")).and_then(Value::as_str);
+        let first = entries
+            .first()
+            .and_then(|e| e.get("node"))
+            .and_then(Value::as_str);
         let why = format!(
             "{}: {image} not found in registry (and {} more nodes)",
             first.unwrap_or_default(),
@@ -241,8 +256,16 @@ fn status(
             "Image pull failed for some images. Please see \"failures\" section",
             json!([
                 condition("Available", false, "PullFailed", summary),
-                condition("Progressing", pulling > 0, if pulling > 0 { "Pulling" } else { "Idle" },
-                    if pulling > 0 { format!("{pulling} pulls under way") } else { String::new() }),
+                condition(
+                    "Progressing",
+                    pulling > 0,
+                    if pulling > 0 { "Pulling" } else { "Idle" },
+                    if pulling > 0 {
+                        format!("{pulling} pulls under way")
+                    } else {
+                        String::new()
+                    }
+                ),
                 condition("Degraded", true, "PullFailed", why),
             ]),
         )
@@ -252,7 +275,12 @@ fn status(
             "Image cache is being updated. Please view the status after some time",
             json!([
                 condition("Available", false, "Pulling", summary.clone()),
-                condition("Progressing", true, "Pulling", format!("{pulling} pulls under way; {summary}")),
+                condition(
+                    "Progressing",
+                    true,
+                    "Pulling",
+                    format!("{pulling} pulls under way; {summary}")
+                ),
                 condition("Degraded", false, "AsExpected", String::new()),
             ]),
         )
@@ -283,18 +311,41 @@ fn puller_pod(
     fate: Fate,
     events: &mut Vec<Arc<Event>>,
 ) -> Arc<Pod> {
-    let short = image.rsplit('/').next().unwrap_or(image).replace([':', '.'], "-");
+    let short = image
+        .rsplit('/')
+        .next()
+        .unwrap_or(image)
+        .replace([':', '.'], "-");
     let name = format!("{cache}-{}-{short}", node.name);
     let (phase, waiting) = match fate {
         Fate::Failed => {
             let message = format!("Failed to pull image \"{image}\": {image}: not found");
-            events.push(event("Pod", Some(NAMESPACE), &name, true, "Failed", &message, 25));
-            ("Pending", json!({"reason": "ErrImagePull", "message": message}))
+            events.push(event(
+                "Pod",
+                Some(NAMESPACE),
+                &name,
+                true,
+                "Failed",
+                &message,
+                25,
+            ));
+            (
+                "Pending",
+                json!({"reason": "ErrImagePull", "message": message}),
+            )
         }
         _ if !node.ready => ("Pending", json!({"reason": "ContainerCreating"})),
         _ => {
             let message = format!("Pulling image \"{image}\"");
-            events.push(event("Pod", Some(NAMESPACE), &name, false, "Pulling", &message, 12));
+            events.push(event(
+                "Pod",
+                Some(NAMESPACE),
+                &name,
+                false,
+                "Pulling",
+                &message,
+                12,
+            ));
             ("Running", json!({"reason": "ContainerCreating"}))
         }
     };

@@ -34,7 +34,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ]
     };
     let headings: &[&str] = if wide {
-        &["NAMESPACE", "NAME", "IMAGES", "NODES CACHED/TARGETED", "STATE", "REASON"]
+        &[
+            "NAMESPACE",
+            "NAME",
+            "IMAGES",
+            "NODES CACHED/TARGETED",
+            "STATE",
+            "REASON",
+        ]
     } else {
         &["NAMESPACE/NAME", "IMGS", "NODES CACHED", "STATE", "REASON"]
     };

@@ -200,10 +200,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         } else {
             app.theme.header()
         };
-        heading.push(Span::styled(
-            format!("{:>cell_width$}", image + 1),
-            style,
-        ));
+        heading.push(Span::styled(format!("{:>cell_width$}", image + 1), style));
     }
     let more = shown
         .last()
@@ -264,8 +261,15 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
 fn draw_cell(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetail, target: &Target) {
     let Some((row, column)) = app.selected_cell() else {
         frame.render_widget(
-            Paragraph::new(Span::styled(" Select a node and an image", app.theme.muted()))
-                .block(Block::default().borders(Borders::ALL).border_style(app.theme.border())),
+            Paragraph::new(Span::styled(
+                " Select a node and an image",
+                app.theme.muted(),
+            ))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(app.theme.border()),
+            ),
             area,
         );
         return;
@@ -274,7 +278,11 @@ fn draw_cell(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetail,
         .images
         .get(column)
         .map_or("", |image| image.image.as_str());
-    let state = row.cells.get(column).copied().unwrap_or(CellState::NotWanted);
+    let state = row
+        .cells
+        .get(column)
+        .copied()
+        .unwrap_or(CellState::NotWanted);
     let note = row.note(column);
     let mut lines = vec![Line::from(vec![
         Span::styled(
@@ -290,10 +298,7 @@ fn draw_cell(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetail,
         ),
     ])];
     if let Some(why) = note.and_then(|n| n.why.as_deref()) {
-        lines.push(Line::from(Span::styled(
-            why.to_owned(),
-            app.theme.error(),
-        )));
+        lines.push(Line::from(Span::styled(why.to_owned(), app.theme.error())));
     }
     let room = usize::from(area.height.saturating_sub(2)).saturating_sub(lines.len());
     if let Some(pod) = note.and_then(|n| n.pod.as_deref()) {

@@ -32,7 +32,9 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ]
     };
     let headings: &[&str] = if wide {
-        &["NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "CACHES", "TAINTS"]
+        &[
+            "NAME", "STATUS", "KERNEL", "OS IMAGE", "MODULES", "CACHES", "TAINTS",
+        ]
     } else {
         &["NAME", "STATUS", "KERNEL", "LOADED", "CACHES", "TAINTS"]
     };

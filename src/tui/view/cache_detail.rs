@@ -225,7 +225,8 @@ fn puller_pods<'a>(
             continue;
         };
         let containers = pod.spec.iter().flat_map(|spec| &spec.containers);
-        for index in containers.filter_map(|c| c.image.as_deref().and_then(|i| images.index_of(i))) {
+        for index in containers.filter_map(|c| c.image.as_deref().and_then(|i| images.index_of(i)))
+        {
             let newer = |old: &&Pod| {
                 pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
                     >= old.metadata.creation_timestamp.as_ref().map(|t| t.0)
@@ -248,6 +249,17 @@ fn recorded_failures(
     let Some(status) = cache.status.as_ref() else {
         return failures;
     };
+    // Per-node coverage names failures beyond the bounded `failures` lists.
+    for node in &status.nodes {
+        for failure in &node.failed {
+            if let Some(index) = images.index_of(&failure.image) {
+                failures.insert(
+                    (node.node.clone(), index),
+                    reason_and_message(Some(&failure.reason), Some(&failure.message)),
+                );
+            }
+        }
+    }
     for (image, entries) in &status.failures {
         let Some(index) = images.index_of(image) else {
             continue;
@@ -375,7 +387,10 @@ fn pod_state(pod: &Pod) -> PodState {
 }
 
 fn reason_and_message(reason: Option<&str>, message: Option<&str>) -> String {
-    match (reason.filter(|r| !r.is_empty()), message.filter(|m| !m.is_empty())) {
+    match (
+        reason.filter(|r| !r.is_empty()),
+        message.filter(|m| !m.is_empty()),
+    ) {
         (Some(reason), Some(message)) => format!("{reason}: {}", message.trim()),
         (Some(reason), None) => reason.to_owned(),
         (None, Some(message)) => message.trim().to_owned(),

@@ -167,7 +167,10 @@ mod tests {
             normalise("localhost:5000/tool"),
             "localhost:5000/tool:latest"
         );
-        assert_eq!(normalise("redis@sha256:abc"), "docker.io/library/redis@sha256:abc");
+        assert_eq!(
+            normalise("redis@sha256:abc"),
+            "docker.io/library/redis@sha256:abc"
+        );
         assert_eq!(
             normalise("docker.io/library/nginx:1.27"),
             normalise("nginx:1.27")

@@ -119,5 +119,8 @@ fn explain(condition: &Condition) -> Option<String> {
 
 /// Every ImageCache's row, in namespace/name order.
 pub fn rows(data: &ClusterData) -> Vec<CacheRow> {
-    data.caches.iter().map(|cache| CacheRow::of(cache)).collect()
+    data.caches
+        .iter()
+        .map(|cache| CacheRow::of(cache))
+        .collect()
 }

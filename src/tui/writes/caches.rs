@@ -1,8 +1,8 @@
 //! Asking the cache engine for work on an ImageCache, by annotating it; the engine removes each annotation once the
 //! work is done.
 //!
-//! - A **re-pull** of the whole cache sets kube-fledged's `kubefledged.io/refresh-imagecache`: every image missing
-//!   from a node it is meant for is pulled again.
+//! - A **re-pull** of the whole cache sets kube-fledged's `kubefledged.io/refresh-imagecache`: every image is
+//!   pulled again on every node it is meant for.
 //! - A re-pull of one image, on one node or on every node, adds an entry to [`REPULL_ANNOTATION`]: `<image>@<node>`
 //!   for one node, `<image>` for every node, entries separated by commas.
 //! - A **purge** sets `kubefledged.io/purge-imagecache`: every image of the cache is removed from its nodes.
@@ -17,11 +17,8 @@ use serde_json::json;
 use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
 use super::{WriteError, errors::is_not_found};
-use crate::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION};
+use crate::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION};
 use crate::tui::target::Target;
-
-/// The annotation that asks for single images to be pulled again: `<image>@<node>` or `<image>`, comma-separated.
-pub const REPULL_ANNOTATION: &str = "kmm-tui.io/repull";
 
 /// The [`REPULL_ANNOTATION`] entry of `image` on `node`, or on every node.
 pub fn repull_entry(image: &str, node: Option<&str>) -> String {
@@ -43,7 +40,7 @@ pub async fn repull(
             if pending {
                 format!("A refresh of {cache} is already pending")
             } else {
-                format!("Refresh requested: every image of {cache} missing from a node is pulled again")
+                format!("Refresh requested: every image of {cache} is pulled again on every node")
             }
         })
         .await;
