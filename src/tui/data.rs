@@ -130,6 +130,8 @@ pub struct ClusterData {
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
     pub engine_lease: Option<Arc<Lease>>,
+    /// How many lists of each kind were taken in, so a view built from a few kinds is rebuilt only when they change.
+    pub revisions: BTreeMap<Kind, u64>,
 }
 
 impl ClusterData {
@@ -167,6 +169,12 @@ impl ClusterData {
             }
         }
         self.feeds.insert(kind, FeedState::Live);
+        *self.revisions.entry(kind).or_default() += 1;
+    }
+
+    /// How many lists of `kind` were taken in.
+    pub fn revision(&self, kind: Kind) -> u64 {
+        self.revisions.get(&kind).copied().unwrap_or_default()
     }
 
     /// Record a watch failure (or recovery) of one kind.

@@ -16,6 +16,9 @@ use crate::tui::writes::WriteRequest;
 pub struct CacheViews {
     /// The open cache's detail, when the cache detail is open.
     pub detail: Option<CacheDetail>,
+    /// The cache and the revisions of the lists the detail was built from: a new list of events or Modules leaves
+    /// the 5,000-row matrix as it is.
+    built_from: Option<(Target, [u64; 3])>,
     /// The first image column the matrix shows.
     pub column_offset: usize,
 }
@@ -43,16 +46,27 @@ impl App {
         }
     }
 
-    /// Build the open cache's detail again from the latest data.
+    /// Build the open cache's detail again, when the lists it is made of changed.
     pub(super) fn refresh_cache_detail(&mut self) {
-        self.caches.detail = match self.view() {
-            View::CacheDetail(target) => cache_detail::detail(
-                &self.data,
-                target.namespace.as_deref().unwrap_or_default(),
-                &target.name,
-            ),
-            _ => None,
+        let View::CacheDetail(target) = self.view() else {
+            self.caches.detail = None;
+            self.caches.built_from = None;
+            return;
         };
+        // Events only feed the selected cell's panel, which reads them while drawing.
+        let sources =
+            [Kind::ImageCache, Kind::Node, Kind::Pod].map(|kind| self.data.revision(kind));
+        let built_from = Some((target.clone(), sources));
+        let unchanged = self.caches.built_from == built_from;
+        if unchanged && self.caches.detail.is_some() {
+            return;
+        }
+        self.caches.detail = cache_detail::detail(
+            &self.data,
+            target.namespace.as_deref().unwrap_or_default(),
+            &target.name,
+        );
+        self.caches.built_from = built_from;
     }
 
     /// The visible rows of the cache lists, after namespace and filters.

@@ -240,12 +240,21 @@ fn puller_pods<'a>(
     pods
 }
 
-/// `Reason: message` per (node, image index) from `status.failures`.
-fn recorded_failures(
-    cache: &crate::api::imagecache::ImageCache,
+/// Per node: `Reason: message` per image index, from `status.failures` and the per-node coverage.
+type Failures<'a> = HashMap<&'a str, Vec<(usize, String)>>;
+
+/// `Reason: message` per node and image index from the cache's status.
+fn recorded_failures<'a>(
+    cache: &'a crate::api::imagecache::ImageCache,
     images: &CacheImages,
-) -> HashMap<(String, usize), String> {
-    let mut failures = HashMap::new();
+) -> Failures<'a> {
+    let mut failures: Failures<'a> = HashMap::new();
+    let mut record = |node: &'a str, index: usize, why: String| {
+        let entries = failures.entry(node).or_default();
+        if !entries.iter().any(|(known, _)| *known == index) {
+            entries.push((index, why));
+        }
+    };
     let Some(status) = cache.status.as_ref() else {
         return failures;
     };
@@ -253,8 +262,9 @@ fn recorded_failures(
     for node in &status.nodes {
         for failure in &node.failed {
             if let Some(index) = images.index_of(&failure.image) {
-                failures.insert(
-                    (node.node.clone(), index),
+                record(
+                    &node.node,
+                    index,
                     reason_and_message(Some(&failure.reason), Some(&failure.message)),
                 );
             }
@@ -270,7 +280,7 @@ fn recorded_failures(
             } else {
                 format!("{}: {}", entry.reason, entry.message)
             };
-            failures.insert((entry.node.clone(), index), why);
+            record(&entry.node, index, why);
         }
     }
     failures
@@ -281,7 +291,7 @@ fn coverage_row(
     node: &Node,
     images: &CacheImages,
     pods: &HashMap<(&str, usize), &Pod>,
-    failures: &HashMap<(String, usize), String>,
+    failures: &Failures<'_>,
 ) -> CoverageRow {
     let name = node.metadata.name.clone().unwrap_or_default();
     let hostname = node
@@ -291,6 +301,13 @@ fn coverage_row(
         .and_then(|labels| labels.get("kubernetes.io/hostname"))
         .map_or(name.as_str(), String::as_str);
     let held = NodeImages::of(node);
+    let wanted = images.wanted_mask(node);
+    let recorded_on = |node: &str, index: usize| {
+        failures
+            .get(node)
+            .and_then(|entries| entries.iter().find(|(i, _)| *i == index))
+            .map(|(_, why)| why)
+    };
     let mut row = CoverageRow {
         cells: Vec::with_capacity(images.images.len()),
         wanted: 0,
@@ -298,8 +315,8 @@ fn coverage_row(
         notes: Vec::new(),
         node: name.clone(),
     };
-    for index in 0..images.images.len() {
-        if !images.wanted(index, node) {
+    for (index, wanted) in wanted.into_iter().enumerate() {
+        if !wanted {
             row.cells.push(CellState::NotWanted);
             continue;
         }
@@ -307,9 +324,7 @@ fn coverage_row(
         let pod = pods
             .get(&(name.as_str(), index))
             .or_else(|| pods.get(&(hostname, index)));
-        let recorded = failures
-            .get(&(name.clone(), index))
-            .or_else(|| failures.get(&(hostname.to_owned(), index)));
+        let recorded = recorded_on(&name, index).or_else(|| recorded_on(hostname, index));
         let (state, why) = if held.holds(&images.normalised[index]) {
             (CellState::Cached, None)
         } else {

@@ -102,14 +102,20 @@ impl CacheImages {
         result
     }
 
-    /// Whether image `index` is meant for `node`: some list naming it selects the node (no selector: every node).
-    pub fn wanted(&self, index: usize, node: &Node) -> bool {
-        self.lists.iter().any(|(indices, selector)| {
-            indices.contains(&index)
-                && selector
-                    .as_ref()
-                    .is_none_or(|selector| nodes::matches_selector(node, selector))
-        })
+    /// Per image, whether it is meant for `node`: each list's selector is matched once.
+    pub fn wanted_mask(&self, node: &Node) -> Vec<bool> {
+        let mut mask = vec![false; self.images.len()];
+        for (indices, selector) in &self.lists {
+            if selector
+                .as_ref()
+                .is_none_or(|selector| nodes::matches_selector(node, selector))
+            {
+                for index in indices {
+                    mask[*index] = true;
+                }
+            }
+        }
+        mask
     }
 
     /// Whether any list selects `node`.

@@ -109,20 +109,24 @@ impl NodeRow {
 
 /// How many caches target `node`, and how many of those it holds every image of.
 fn cache_coverage(node: &Node, caches: &[CacheImages]) -> (usize, usize) {
-    let targeting: Vec<&CacheImages> = caches.iter().filter(|c| c.targets(node)).collect();
-    if targeting.is_empty() {
+    let masks: Vec<(&CacheImages, Vec<bool>)> = caches
+        .iter()
+        .map(|cache| (cache, cache.wanted_mask(node)))
+        .filter(|(_, mask)| mask.contains(&true))
+        .collect();
+    if masks.is_empty() {
         return (0, 0);
     }
     let held = NodeImages::of(node);
-    let complete = targeting
+    let complete = masks
         .iter()
-        .filter(|cache| {
-            (0..cache.images.len())
-                .filter(|index| cache.wanted(*index, node))
-                .all(|index| held.holds(&cache.normalised[index]))
+        .filter(|(cache, mask)| {
+            mask.iter()
+                .zip(&cache.normalised)
+                .all(|(wanted, image)| !wanted || held.holds(image))
         })
         .count();
-    (targeting.len(), complete)
+    (masks.len(), complete)
 }
 
 /// Every node's row, by name.
