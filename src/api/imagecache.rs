@@ -176,6 +176,7 @@ pub struct ImageFailure {
     pub image: String,
     /// Short machine-readable reason: the runtime's (`ErrImagePull`, `ImagePullBackOff`) or `DeadlineExceeded`.
     pub reason: String,
-    /// What the runtime or registry said.
+    /// What the runtime or registry said, in a few words (`not found in registry`); `failures` keeps the full
+    /// text for some nodes.
     pub message: String,
 }

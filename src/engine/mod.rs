@@ -7,9 +7,12 @@
 //! Every reconciler runs on `kube::runtime::Controller` and talks only through `kube::Client`, so the same code runs
 //! against the embedded cluster and a real one. Passes are level-triggered and idempotent: the engine may be killed
 //! at any point and restarted. [`leader`] makes sure two engines never act at once.
+//!
+//! `ImageCache` → [`imagecache`] keeps each cache's images on the nodes its lists select.
 
 pub mod context;
 pub mod digest;
+pub mod imagecache;
 pub mod kernel;
 pub mod labels;
 pub mod leader;
@@ -76,7 +79,12 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
     for family in context.settings.families.clone() {
         match family {
             Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
-            Family::Shims | Family::Caches | Family::Day0 => {}
+            Family::Caches => running.push(Box::pin(imagecache::run(
+                context.clone(),
+                &shared,
+                stop.clone(),
+            ))),
+            Family::Shims | Family::Day0 => {}
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());

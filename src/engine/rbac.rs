@@ -36,7 +36,8 @@ const COMMON_RULES: &[Rule] = &[("events.k8s.io", &["events"], &["create", "patc
 pub fn family_rules(family: Family) -> &'static [Rule] {
     match family {
         Family::Kmm => KMM_RULES,
-        Family::Shims | Family::Caches | Family::Day0 => &[],
+        Family::Caches => CACHE_RULES,
+        Family::Shims | Family::Day0 => &[],
     }
 }
 
@@ -97,6 +98,26 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
+];
+
+/// What the image cache family does cluster-wide.
+const CACHE_RULES: &[Rule] = &[
+    // Caches are the users'; the engine removes the annotations it acted on and writes status.
+    (
+        "kubefledged.io",
+        &["imagecaches"],
+        &["get", "list", "watch", "patch"],
+    ),
+    (
+        "kubefledged.io",
+        &["imagecaches/status"],
+        &["get", "update"],
+    ),
+    // Pull and delete pods are owned by their cache (blockOwnerDeletion needs update on its finalizers).
+    ("kubefledged.io", &["imagecaches/finalizers"], &["update"]),
+    ("", &["pods"], &["get", "list", "watch", "create", "delete"]),
+    // Which images each node holds, and which nodes the selectors match.
+    ("", &["nodes"], READ),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.

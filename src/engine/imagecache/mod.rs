@@ -1,0 +1,273 @@
+//! The ImageCache reconciler: keeps every image of a cache on every node its lists select, the way kube-fledged
+//! does (its pod shapes, labels, annotations and status fields), but level-triggered: what is cached is read from
+//! the nodes' `status.images` (exact references, see [`reference`]) and from the cache's pods, never remembered,
+//! so a restarted engine picks up where the last one was and nothing stays `Processing`.
+//!
+//! A pass ([`plan`]) pulls what is missing with one pod per (node, image), a bounded number in flight per node and
+//! in the cluster, each with a deadline; retries failed pulls with back-off read from the failed pod (its attempt
+//! annotation and age); pulls again an image that left a node (kubelet garbage collection, `crictl rmi`) as soon as
+//! the node reports it gone; deletes with `crictl rmi` pods the images that left the spec (from the nodes recorded
+//! in `status.appliedCacheSpec`). Deleting a cache leaves its images on the nodes; its pods go with it.
+//!
+//! Asked for with annotations, each removed once its work is done:
+//! - `kubefledged.io/refresh-imagecache` (any value): pull every image on every node again (`Always`).
+//! - `kubefledged.io/purge-imagecache` (any value): delete every image of the cache from its nodes; the cache then
+//!   stays purged until its spec changes or a refresh is asked for.
+//! - `kmm-tui.io/repull: "<image>@<node>,<image>"`: pull again one image on one node, or one image on every node the
+//!   cache puts it on (a JSON merge patch of the annotation is all it takes:
+//!   `kubectl annotate imagecache NAME kmm-tui.io/repull=nginx:1.27@worker-3`).
+//!
+//! With [`Settings::cache_refresh`](super::Settings) set, every cache that is not purged is annotated for a refresh
+//! at that period.
+
+mod cluster;
+mod plan;
+mod pods;
+mod reference;
+mod report;
+mod wanted;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use tokio_util::sync::CancellationToken;
+
+use self::cluster::CacheApi;
+use self::plan::{Busy, Limits, Observed};
+use self::pods::PodView;
+use super::context::{Context, Error, retry_on_error};
+use super::shared::SharedWatches;
+use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
+
+pub use self::pods::{IMAGE_HASH_LABEL, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash};
+pub use self::reference::canonical;
+
+/// How often a cache with nothing going on is looked at anyway.
+const RESYNC: Duration = Duration::from_secs(600);
+
+/// What the cache reconciler reads besides the cache.
+struct CacheContext {
+    engine: Arc<Context>,
+    /// Every node, from the engine's shared node watch.
+    nodes: Store<Node>,
+    limits: Limits,
+}
+
+/// Run the reconciler until `stop` is cancelled. Subscribes to the shared node watch at once, so call it before
+/// [`SharedWatches::run`] starts the watch.
+pub fn run(
+    context: Arc<Context>,
+    shared: &SharedWatches,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let nodes = shared.nodes();
+    let node_changes = shared.node_changes(node_fingerprint);
+    let refresh = context.settings.cache_refresh;
+    async move {
+        let client = context.client.clone();
+        let (caches, cache_writer) = reflector::store();
+        let cache_changes = watcher(
+            Api::<ImageCache>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .reflect(cache_writer)
+        .applied_objects()
+        .predicate_filter(cache_fingerprint, Default::default());
+        let controller = Controller::for_stream(cache_changes, caches);
+        let store = controller.store();
+        let cache_context = Arc::new(CacheContext {
+            engine: context.clone(),
+            nodes,
+            limits: Limits::default(),
+        });
+        let reconciler = controller
+            .owns(
+                Api::<Pod>::all(client),
+                watcher::Config::default().labels(pods::SELECTOR),
+            )
+            .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
+                store
+                    .state()
+                    .iter()
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            })
+            // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
+            .with_config(
+                controller::Config::default()
+                    .concurrency(1)
+                    .debounce(Duration::from_millis(200)),
+            )
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(reconcile, error_policy, cache_context)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "ImageCache pass did not complete");
+                }
+            });
+        match refresh {
+            Some(period) => {
+                tokio::join!(
+                    reconciler,
+                    cluster::refresh_periodically(context, period, stop)
+                );
+            }
+            None => reconciler.await,
+        }
+    }
+}
+
+/// What about a node changes a cache: its labels (selectors) and the images it reports.
+fn node_fingerprint(node: &Node) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    node.metadata.labels.hash(&mut hasher);
+    node.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    for image in node
+        .status
+        .as_ref()
+        .and_then(|s| s.images.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        image.names.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// What about a cache starts a pass: its spec (generation) and annotations, not the status this reconciler writes.
+fn cache_fingerprint(cache: &ImageCache) -> Option<u64> {
+    let mut hasher = DefaultHasher::new();
+    predicates::generation(cache).hash(&mut hasher);
+    cache.metadata.annotations.hash(&mut hasher);
+    cache
+        .metadata
+        .deletion_timestamp
+        .is_some()
+        .hash(&mut hasher);
+    // Another writer's status (an upstream engine's, a restore) is looked at once.
+    cache
+        .status
+        .as_ref()
+        .map(|s| s.observed_generation)
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+fn error_policy(cache: Arc<ImageCache>, error: &Error, context: Arc<CacheContext>) -> Action {
+    retry_on_error(cache, error, context.engine.clone())
+}
+
+/// One pass over a cache, read afresh (the controller's copy may predate this reconciler's last status write).
+async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Result<Action, Error> {
+    let api = CacheApi::new(&context.engine.client, &object)?;
+    let Some(cache) = api.get().await? else {
+        return Ok(Action::await_change());
+    };
+    if cache.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    context.nodes.wait_until_ready().await.map_err(|_| {
+        Error::Invalid("the shared node watch stopped before its first list".to_owned())
+    })?;
+    let nodes = context.nodes.state();
+    let now = Timestamp::now();
+    let limits = context.limits;
+    let every_pod = api.every_cache_pod().await?;
+    let mut busy = Busy::default();
+    for pod in every_pod
+        .iter()
+        .filter(|p| pods::in_flight(p, now, limits.deadline))
+    {
+        busy.total += 1;
+        if let Some(node) = pods::pod_node(pod) {
+            *busy.per_node.entry(node.to_owned()).or_default() += 1;
+        }
+    }
+    let uid = cache.uid();
+    let own: Vec<PodView> = every_pod
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+        })
+        .filter_map(|p| PodView::read(p, now, limits.deadline))
+        .collect();
+    let plan = plan::plan(Observed {
+        cache: &cache,
+        nodes: &nodes,
+        pods: own,
+        busy,
+        now,
+        limits,
+    });
+    for new in &plan.create {
+        let work = pods::Work {
+            node: &new.node,
+            image: &new.image,
+            operation: new.operation,
+            attempt: new.attempt,
+            last_failure: new.last_failure.clone(),
+        };
+        api.create_pod(&pods::pod(&cache, &work, &context.engine.images)?)
+            .await?;
+    }
+    for name in &plan.delete {
+        api.delete_pod(name).await?;
+    }
+    let status = report::status(&cache, &plan, now);
+    let mut written = cache.clone();
+    if cache.status.as_ref() != Some(&status) {
+        written = api.write_status(&cache, status.clone()).await?;
+        announce(&context.engine, &cache, &status).await;
+    }
+    if !plan.done_annotations.is_empty() {
+        api.remove_annotations(&written, &plan.done_annotations)
+            .await?;
+    }
+    let wake = plan.wake_after.unwrap_or(RESYNC).min(RESYNC);
+    Ok(Action::requeue(wake))
+}
+
+/// An event when the outcome changes: work started, images cached or deleted, pulls failed.
+async fn announce(
+    context: &Context,
+    cache: &ImageCache,
+    status: &crate::api::imagecache::ImageCacheStatus,
+) {
+    let before = cache.status.as_ref().map(|s| s.status);
+    if before == Some(status.status) {
+        return;
+    }
+    let degraded = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::api::conditions::DEGRADED);
+    let (warning, reason, note) = match status.status {
+        ImageCacheActionStatus::Processing => {
+            (false, status.reason.as_str(), status.message.clone())
+        }
+        ImageCacheActionStatus::Failed => (
+            true,
+            degraded.map_or("PullFailed", |c| c.reason.as_str()),
+            degraded.map_or_else(|| status.message.clone(), |c| c.message.clone()),
+        ),
+        ImageCacheActionStatus::Succeeded if status.reason == plan::PURGE_REASON => {
+            (false, "ImagesDeleted", status.message.clone())
+        }
+        ImageCacheActionStatus::Succeeded => (false, "ImagesCached", status.message.clone()),
+        _ => (false, "NoMatchingNodes", status.message.clone()),
+    };
+    context.event(cache, warning, reason, note).await;
+}

@@ -1,0 +1,806 @@
+//! One pass's decisions, as a pure function of what the cluster shows: the cache (spec, annotations, status), the
+//! nodes (labels, `status.images`) and the cache's pods. Nothing is remembered between passes, so a pass after a
+//! restart decides what the pass before the crash would have.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+
+use super::pods::{Operation, PodView, Verdict};
+use super::reference::NodeImages;
+use super::wanted::{self, NodeImages as Pairs};
+use crate::api::imagecache::{
+    ImageCache, ImageCacheActionStatus, PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION,
+};
+
+/// The operation recorded in `status.reason` once a purge has run; the cache then stays purged.
+pub const PURGE_REASON: &str = "ImageCachePurge";
+
+/// Bounds on the work in flight and on each pull.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Pods working on one node at once (all caches together): a node pulls a few images at a time, as a kubelet
+    /// pulling serially would anyway.
+    pub per_node: usize,
+    /// Pods working at once in the whole cluster (all caches together), so a cache of thousands of nodes never
+    /// floods the registry or the API server.
+    pub cluster: usize,
+    /// How long one pull or delete may take before it counts as failed (`DeadlineExceeded`).
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            per_node: 2,
+            cluster: 256,
+            deadline: Duration::from_secs(300),
+        }
+    }
+}
+
+/// How long after a pull pod succeeded its image may still be missing from the node's `status.images` (the kubelet
+/// reports node status every few seconds) before the image counts as removed since.
+pub const CONFIRM_GRACE: Duration = Duration::from_secs(30);
+
+/// How often a cache with work waiting for a slot looks again.
+const SLOT_POLL: Duration = Duration::from_secs(5);
+
+/// How long after a failed attempt the next one starts: 30 s, doubling per attempt, at most 10 minutes.
+pub fn backoff(attempt: u32) -> Duration {
+    let doublings = attempt.saturating_sub(1).min(5);
+    Duration::from_secs(30 << doublings).min(Duration::from_secs(600))
+}
+
+/// Pods working now, across every cache.
+#[derive(Clone, Debug, Default)]
+pub struct Busy {
+    /// In the whole cluster.
+    pub total: usize,
+    /// Per node name.
+    pub per_node: HashMap<String, usize>,
+}
+
+/// Where one image stands on one node that should hold it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairState {
+    /// On the node.
+    Cached,
+    /// A pod is pulling it (or its pull just finished and the node has not reported it yet).
+    Pulling,
+    /// Not on the node; waiting for a free slot (or, on a purged cache, left alone).
+    Missing,
+    /// The last pull failed; retried with back-off.
+    Failed {
+        /// Short reason.
+        reason: String,
+        /// The runtime's or registry's words.
+        message: String,
+    },
+}
+
+/// Where one image stands on a node it must leave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemovalState {
+    /// Gone from the node.
+    Done,
+    /// A delete pod works on it, or waits for a slot.
+    Deleting,
+    /// The delete failed (an image in use, typically); left for the kubelet's garbage collection.
+    Failed {
+        /// Short reason.
+        reason: String,
+        /// What crictl said.
+        message: String,
+    },
+}
+
+/// What the cache is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Keeping its images on its nodes.
+    Caching,
+    /// Deleting its images from its nodes (purge annotation).
+    Purging,
+    /// Purged: leaving its nodes alone until its spec changes or a refresh is asked for.
+    Purged,
+}
+
+/// A pod to create.
+#[derive(Clone, Debug)]
+pub struct NewPod {
+    /// The node it works on.
+    pub node: Arc<Node>,
+    /// The image.
+    pub image: String,
+    /// Pull, refresh or delete.
+    pub operation: Operation,
+    /// Attempt number.
+    pub attempt: u32,
+    /// Why the previous attempt failed.
+    pub last_failure: Option<String>,
+}
+
+/// The decisions of one pass.
+#[derive(Debug)]
+pub struct Plan {
+    /// What the cache is doing.
+    pub mode: Mode,
+    /// Per targeted node, its images and where each stands.
+    pub pairs: BTreeMap<String, Vec<(String, PairState)>>,
+    /// Images leaving nodes (spec edits and purges).
+    pub removals: Vec<(String, String, RemovalState)>,
+    /// Pods to create.
+    pub create: Vec<NewPod>,
+    /// Pods to delete, by name.
+    pub delete: BTreeSet<String>,
+    /// Annotations whose work is done, to remove.
+    pub done_annotations: Vec<&'static str>,
+    /// Every image that left the spec is gone from the nodes (or failed to go): the status may record the spec as
+    /// applied.
+    pub removals_settled: bool,
+    /// An annotation asks for work that is not done yet.
+    pub asked_undone: bool,
+    /// When to look again even if nothing changes (a retry or a deadline falls due, a slot may free up).
+    pub wake_after: Option<Duration>,
+}
+
+impl Plan {
+    /// Whether work is under way: pulls or deletes running or waiting for a slot.
+    pub fn processing(&self) -> bool {
+        let pulling = self.mode != Mode::Purged
+            && self.pairs.values().flatten().any(|(_, s)| {
+                matches!(s, PairState::Pulling)
+                    || (self.mode == Mode::Caching && matches!(s, PairState::Missing))
+            });
+        let deleting = self
+            .removals
+            .iter()
+            .any(|(_, _, s)| *s == RemovalState::Deleting);
+        pulling || deleting || self.asked_undone
+    }
+}
+
+/// What a pass reads.
+pub struct Observed<'a> {
+    /// The cache, read afresh.
+    pub cache: &'a ImageCache,
+    /// Every node.
+    pub nodes: &'a [Arc<Node>],
+    /// The cache's pods that are not being deleted.
+    pub pods: Vec<PodView>,
+    /// Pods working now across every cache, this one's included.
+    pub busy: Busy,
+    /// The time of the pass.
+    pub now: Timestamp,
+    /// The bounds.
+    pub limits: Limits,
+}
+
+/// Decide one pass.
+pub fn plan(observed: Observed) -> Plan {
+    Planner::new(observed).run()
+}
+
+struct Planner<'a> {
+    cache: &'a ImageCache,
+    nodes: HashMap<String, Arc<Node>>,
+    images: HashMap<String, NodeImages>,
+    pods: BTreeMap<(String, String), Vec<PodView>>,
+    busy: Busy,
+    now: Timestamp,
+    limits: Limits,
+    plan: Plan,
+    wanted: Pairs,
+    removed: Pairs,
+}
+
+impl<'a> Planner<'a> {
+    fn new(observed: Observed<'a>) -> Self {
+        let cache = observed.cache;
+        let wanted = wanted::targets(&cache.spec.cache_spec, observed.nodes);
+        let applied = cache
+            .status
+            .as_ref()
+            .map(|s| s.applied_cache_spec.as_slice())
+            .filter(|a| !a.is_empty())
+            .unwrap_or(&cache.spec.cache_spec);
+        let removed = wanted::removed(applied, &wanted, observed.nodes);
+        let nodes: HashMap<String, Arc<Node>> = observed
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n.metadata.name.clone()?, n.clone())))
+            .collect();
+        let images = wanted
+            .keys()
+            .chain(removed.keys())
+            .filter_map(|name| Some((name.clone(), NodeImages::of(nodes.get(name)?))))
+            .collect();
+        let mut pods: BTreeMap<(String, String), Vec<PodView>> = BTreeMap::new();
+        for pod in observed.pods {
+            pods.entry((pod.node.clone(), pod.image.clone()))
+                .or_default()
+                .push(pod);
+        }
+        for list in pods.values_mut() {
+            list.sort_by_key(|p| (p.attempt, p.created));
+        }
+        Self {
+            cache,
+            nodes,
+            images,
+            pods,
+            busy: observed.busy,
+            now: observed.now,
+            limits: observed.limits,
+            plan: Plan {
+                mode: Mode::Caching,
+                pairs: BTreeMap::new(),
+                removals: Vec::new(),
+                create: Vec::new(),
+                delete: BTreeSet::new(),
+                done_annotations: Vec::new(),
+                removals_settled: true,
+                asked_undone: false,
+                wake_after: None,
+            },
+            wanted,
+            removed,
+        }
+    }
+
+    fn run(mut self) -> Plan {
+        let annotations = self.cache.annotations();
+        let purge = annotations.contains_key(PURGE_ANNOTATION);
+        let refresh = annotations.contains_key(REFRESH_ANNOTATION);
+        let repull = annotations.get(REPULL_ANNOTATION).cloned();
+        let status = self.cache.status.as_ref();
+        let purged = !purge
+            && !refresh
+            && repull.is_none()
+            && status.is_some_and(|s| {
+                s.reason == PURGE_REASON
+                    && s.status != ImageCacheActionStatus::Processing
+                    && s.observed_generation == self.cache.metadata.generation
+            });
+        self.plan.mode = if purge {
+            Mode::Purging
+        } else if purged {
+            Mode::Purged
+        } else {
+            Mode::Caching
+        };
+        let mut pods = std::mem::take(&mut self.pods);
+        match self.plan.mode {
+            Mode::Purging => {
+                let mut targets = self.removed.clone();
+                for (node, images) in &self.wanted {
+                    let list = targets.entry(node.clone()).or_default();
+                    list.extend(images.iter().cloned());
+                }
+                for (node, images) in &targets {
+                    for image in images {
+                        let found = pods
+                            .remove(&(node.clone(), image.clone()))
+                            .unwrap_or_default();
+                        self.removal(node, image, found);
+                    }
+                }
+                self.passive_pairs();
+                if self.plan.removals_settled {
+                    self.plan.done_annotations.push(PURGE_ANNOTATION);
+                } else {
+                    self.plan.asked_undone = true;
+                }
+            }
+            Mode::Purged => self.passive_pairs(),
+            Mode::Caching => {
+                let removed = std::mem::take(&mut self.removed);
+                for (node, images) in &removed {
+                    for image in images {
+                        let found = pods
+                            .remove(&(node.clone(), image.clone()))
+                            .unwrap_or_default();
+                        self.removal(node, image, found);
+                    }
+                }
+                let mut refreshing: BTreeSet<(String, String)> = BTreeSet::new();
+                if refresh {
+                    for (node, images) in &self.wanted {
+                        refreshing.extend(images.iter().map(|i| (node.clone(), i.clone())));
+                    }
+                }
+                let repulling = repull
+                    .as_deref()
+                    .map(|value| wanted::repull_pairs(value, &self.wanted))
+                    .unwrap_or_default();
+                refreshing.extend(repulling.iter().cloned());
+                let mut unsatisfied: BTreeSet<(String, String)> = BTreeSet::new();
+                let mut answers: BTreeMap<(String, String), String> = BTreeMap::new();
+                let wanted = std::mem::take(&mut self.wanted);
+                for (node, images) in &wanted {
+                    for image in images {
+                        let key = (node.clone(), image.clone());
+                        let found = pods.remove(&key).unwrap_or_default();
+                        let again = refreshing.contains(&key);
+                        let (state, satisfied) = self.pull(node, image, found, again);
+                        match satisfied {
+                            Answer::Pending if again => {
+                                unsatisfied.insert(key);
+                            }
+                            Answer::By(pod) => {
+                                answers.insert(key, pod);
+                            }
+                            _ => {}
+                        }
+                        self.plan
+                            .pairs
+                            .entry(node.clone())
+                            .or_default()
+                            .push((image.clone(), state));
+                    }
+                }
+                let refresh_done = refresh && unsatisfied.is_empty();
+                let repull_done = repull.is_some() && repulling.is_disjoint(&unsatisfied);
+                if refresh_done {
+                    self.plan.done_annotations.push(REFRESH_ANNOTATION);
+                }
+                if repull_done {
+                    self.plan.done_annotations.push(REPULL_ANNOTATION);
+                }
+                // The pods that answered a request go with its annotation, so that the next request of the same
+                // kind is answered by new pulls. A pair another pending request names keeps its answer.
+                let pending: BTreeSet<&(String, String)> = if refresh && !refresh_done {
+                    refreshing.iter().collect()
+                } else if repull.is_some() && !repull_done {
+                    repulling.iter().collect()
+                } else {
+                    BTreeSet::new()
+                };
+                for (pair, pod) in answers {
+                    if !pending.contains(&pair) {
+                        self.plan.delete.insert(pod);
+                    }
+                }
+                self.plan.asked_undone = !unsatisfied.is_empty();
+                let waiting = self
+                    .plan
+                    .pairs
+                    .values()
+                    .flatten()
+                    .any(|(_, s)| *s == PairState::Missing);
+                if waiting
+                    || self
+                        .plan
+                        .removals
+                        .iter()
+                        .any(|r| r.2 == RemovalState::Deleting)
+                {
+                    // A slot another cache frees does not wake this one.
+                    self.wake_at(self.now + SLOT_POLL);
+                }
+            }
+        }
+        // Pods of pairs the cache no longer has: an image or node that left, or work of another mode.
+        for list in pods.into_values() {
+            self.plan.delete.extend(list.into_iter().map(|p| p.name));
+        }
+        self.plan
+    }
+
+    /// Pairs seen without acting on them (purging or purged): cached or not.
+    fn passive_pairs(&mut self) {
+        for (node, images) in &self.wanted {
+            let held = self.images.get(node);
+            let states = images
+                .iter()
+                .map(|image| {
+                    let state = if held.is_some_and(|h| h.holds(image)) {
+                        PairState::Cached
+                    } else {
+                        PairState::Missing
+                    };
+                    (image.clone(), state)
+                })
+                .collect();
+            self.plan.pairs.insert(node.clone(), states);
+        }
+    }
+
+    /// Take a slot on `node` for a new pod, if the bounds allow one.
+    fn take_slot(&mut self, node: &str) -> bool {
+        let on_node = self.busy.per_node.get(node).copied().unwrap_or(0);
+        if self.busy.total >= self.limits.cluster || on_node >= self.limits.per_node {
+            return false;
+        }
+        self.busy.total += 1;
+        *self.busy.per_node.entry(node.to_owned()).or_default() += 1;
+        true
+    }
+
+    /// Start a pod when a slot is free; whether it started.
+    fn start(
+        &mut self,
+        node: &str,
+        image: &str,
+        operation: Operation,
+        attempt: u32,
+        last_failure: Option<String>,
+    ) -> bool {
+        let Some(node_object) = self.nodes.get(node).cloned() else {
+            return false;
+        };
+        if !self.take_slot(node) {
+            return false;
+        }
+        self.plan.create.push(NewPod {
+            node: node_object,
+            image: image.to_owned(),
+            operation,
+            attempt,
+            last_failure,
+        });
+        true
+    }
+
+    fn wake_at(&mut self, at: Timestamp) {
+        let after = at.duration_since(self.now);
+        let after = if after.is_positive() {
+            after.unsigned_abs()
+        } else {
+            Duration::ZERO
+        } + Duration::from_secs(1);
+        self.plan.wake_after = Some(self.plan.wake_after.map_or(after, |w| w.min(after)));
+    }
+
+    /// Decide one image on one node that should hold it; `again` when a refresh or re-pull asks for a new pull.
+    /// Returns its state and whether what `again` asks is answered.
+    fn pull(
+        &mut self,
+        node: &str,
+        image: &str,
+        mut pods: Vec<PodView>,
+        again: bool,
+    ) -> (PairState, Answer) {
+        let held = self.images.get(node);
+        let cached = held.is_some_and(|h| h.holds(image));
+        let truncated = held.is_some_and(|h| h.truncated);
+        // Delete pods of another operation and older attempts.
+        let current = pods
+            .iter()
+            .rposition(|p| p.operation != Operation::Delete)
+            .map(|i| pods.remove(i));
+        self.plan.delete.extend(pods.into_iter().map(|p| p.name));
+        let Some(pod) = current else {
+            if cached && !again {
+                return (PairState::Cached, Answer::Done);
+            }
+            let operation = if again {
+                Operation::Refresh
+            } else {
+                Operation::Pull
+            };
+            let started = self.start(node, image, operation, 1, None);
+            return (
+                if started {
+                    PairState::Pulling
+                } else {
+                    PairState::Missing
+                },
+                Answer::Pending,
+            );
+        };
+        let is_refresh = pod.operation == Operation::Refresh;
+        match pod.verdict.clone() {
+            Verdict::Working => {
+                self.wake_at(pod.created + self.limits.deadline);
+                let state = if cached && !again {
+                    PairState::Cached
+                } else if let Some(failure) = &pod.last_failure {
+                    failed_from(failure)
+                } else {
+                    PairState::Pulling
+                };
+                (state, Answer::Pending)
+            }
+            Verdict::Succeeded(finished) => {
+                if again && !is_refresh {
+                    self.plan.delete.insert(pod.name);
+                    let started = self.start(node, image, Operation::Refresh, 1, None);
+                    return (
+                        if started {
+                            PairState::Pulling
+                        } else if cached {
+                            PairState::Cached
+                        } else {
+                            PairState::Missing
+                        },
+                        Answer::Pending,
+                    );
+                }
+                if again {
+                    return (PairState::Cached, Answer::By(pod.name));
+                }
+                if cached {
+                    self.plan.delete.insert(pod.name);
+                    return (PairState::Cached, Answer::Done);
+                }
+                if truncated {
+                    return (PairState::Cached, Answer::Done);
+                }
+                let confirm_by = finished.unwrap_or(pod.created) + CONFIRM_GRACE;
+                if confirm_by > self.now {
+                    self.wake_at(confirm_by);
+                    return (PairState::Pulling, Answer::Done);
+                }
+                // Pulled, then removed from the node (garbage collection, crictl rmi): pull it again.
+                self.plan.delete.insert(pod.name);
+                let started = self.start(node, image, Operation::Pull, 1, None);
+                (
+                    if started {
+                        PairState::Pulling
+                    } else {
+                        PairState::Missing
+                    },
+                    Answer::Done,
+                )
+            }
+            Verdict::Failed { reason, message } => {
+                let failed = PairState::Failed {
+                    reason: reason.clone(),
+                    message: message.clone(),
+                };
+                if again && is_refresh {
+                    // The refresh's attempt is its answer; retries wait until the refresh is over.
+                    let state = if cached { PairState::Cached } else { failed };
+                    return (state, Answer::By(pod.name));
+                }
+                if cached && !again {
+                    self.plan.delete.insert(pod.name);
+                    return (PairState::Cached, Answer::Done);
+                }
+                let last_failure = Some(format!("{reason}: {message}"));
+                if again {
+                    if self.start(node, image, Operation::Refresh, 1, last_failure) {
+                        self.plan.delete.insert(pod.name);
+                    }
+                    return (failed, Answer::Pending);
+                }
+                let due = pod.created + backoff(pod.attempt);
+                if due <= self.now {
+                    if self.start(node, image, Operation::Pull, pod.attempt + 1, last_failure) {
+                        self.plan.delete.insert(pod.name);
+                    }
+                } else {
+                    self.wake_at(due);
+                }
+                (failed, Answer::Done)
+            }
+        }
+    }
+
+    /// Decide one image on a node it must leave.
+    fn removal(&mut self, node: &str, image: &str, mut pods: Vec<PodView>) {
+        let present = self.images.get(node).is_some_and(|h| h.holds(image));
+        let current = pods
+            .iter()
+            .rposition(|p| p.operation == Operation::Delete)
+            .map(|i| pods.remove(i));
+        // Pulls of an image that must go stop at once.
+        self.plan.delete.extend(pods.into_iter().map(|p| p.name));
+        let state = match current {
+            None if present => {
+                self.start(node, image, Operation::Delete, 1, None);
+                RemovalState::Deleting
+            }
+            None => RemovalState::Done,
+            Some(pod) => match pod.verdict {
+                Verdict::Working => {
+                    self.wake_at(pod.created + self.limits.deadline);
+                    RemovalState::Deleting
+                }
+                Verdict::Succeeded(_) => RemovalState::Done,
+                Verdict::Failed { .. } if !present => RemovalState::Done,
+                Verdict::Failed { reason, message } => RemovalState::Failed { reason, message },
+            },
+        };
+        if state == RemovalState::Deleting {
+            self.plan.removals_settled = false;
+        }
+        self.plan
+            .removals
+            .push((node.to_owned(), image.to_owned(), state));
+    }
+}
+
+/// Whether a pair's pull answers a refresh or re-pull request.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    /// Not yet.
+    Pending,
+    /// Nothing new is asked of it, or it needs no pod to be done.
+    Done,
+    /// The named refresh pod answered it.
+    By(String),
+}
+
+/// A retry's pair state from the failure its pod carries (`reason: message`).
+fn failed_from(failure: &str) -> PairState {
+    let (reason, message) = failure.split_once(": ").unwrap_or((failure, ""));
+    PairState::Failed {
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(annotations: serde_json::Value, status: Option<serde_json::Value>) -> ImageCache {
+        let mut value = serde_json::json!({
+            "apiVersion": "kubefledged.io/v1alpha2",
+            "kind": "ImageCache",
+            "metadata": {"name": "warm", "namespace": "ns", "uid": "u", "generation": 1,
+                         "annotations": annotations},
+            "spec": {"cacheSpec": [{"images": ["nginx:1.27"]}]},
+        });
+        if let Some(status) = status {
+            value["status"] = status;
+        }
+        serde_json::from_value(value).expect("cache")
+    }
+
+    fn node(name: &str, images: &[&str]) -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "status": {"images": images.iter().map(|i| serde_json::json!({"names": [i]})).collect::<Vec<_>>()},
+            }))
+            .expect("node"),
+        )
+    }
+
+    fn pod(node: &str, operation: Operation, attempt: u32, age: u64, verdict: Verdict) -> PodView {
+        let now = Timestamp::now();
+        PodView {
+            name: format!("{node}-{}{attempt}", operation.as_str()),
+            node: node.to_owned(),
+            image: "nginx:1.27".to_owned(),
+            operation,
+            attempt,
+            last_failure: None,
+            created: now - Duration::from_secs(age),
+            verdict,
+        }
+    }
+
+    fn run(cache: &ImageCache, nodes: &[Arc<Node>], pods: Vec<PodView>, busy: Busy) -> Plan {
+        plan(Observed {
+            cache,
+            nodes,
+            pods,
+            busy,
+            now: Timestamp::now(),
+            limits: Limits::default(),
+        })
+    }
+
+    fn failed() -> Verdict {
+        Verdict::Failed {
+            reason: "ErrImagePull".to_owned(),
+            message: "nginx:1.27: not found".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_failed_pull_is_retried_after_the_back_off_of_its_attempt() {
+        let cache = cache(serde_json::json!({}), None);
+        let nodes = [node("a", &[])];
+        // Attempt 3 waits 2 minutes: at 60 s it is not due.
+        let early = run(
+            &cache,
+            &nodes,
+            vec![pod("a", Operation::Pull, 3, 60, failed())],
+            Busy::default(),
+        );
+        assert!(early.create.is_empty() && early.delete.is_empty());
+        assert!(matches!(early.pairs["a"][0].1, PairState::Failed { .. }));
+        assert!(!early.processing(), "a failure waiting for its retry is not work in flight");
+        let due = run(
+            &cache,
+            &nodes,
+            vec![pod("a", Operation::Pull, 3, 121, failed())],
+            Busy::default(),
+        );
+        assert_eq!(due.create.len(), 1);
+        assert_eq!(due.create[0].attempt, 4);
+        assert_eq!(
+            due.create[0].last_failure.as_deref(),
+            Some("ErrImagePull: nginx:1.27: not found")
+        );
+        assert!(due.delete.contains("a-pull3"));
+    }
+
+    #[test]
+    fn the_bounds_hold_across_caches() {
+        let cache = cache(serde_json::json!({}), None);
+        let nodes = [node("a", &[]), node("b", &[]), node("c", &[])];
+        let busy = Busy {
+            total: Limits::default().cluster - 1,
+            per_node: HashMap::new(),
+        };
+        let plan = run(&cache, &nodes, Vec::new(), busy);
+        assert_eq!(plan.create.len(), 1);
+        let full_node = Busy {
+            total: 2,
+            per_node: HashMap::from([("a".to_owned(), 2)]),
+        };
+        let plan = run(&cache, &nodes[..1], Vec::new(), full_node);
+        assert!(plan.create.is_empty());
+        assert_eq!(plan.pairs["a"][0].1, PairState::Missing);
+        assert!(plan.processing() && plan.wake_after.is_some());
+    }
+
+    #[test]
+    fn a_pulled_image_the_node_lost_is_pulled_again_once_the_report_is_due() {
+        let cache = cache(serde_json::json!({}), None);
+        let nodes = [node("a", &[])];
+        let finished = Timestamp::now() - Duration::from_secs(5);
+        let fresh = run(
+            &cache,
+            &nodes,
+            vec![pod("a", Operation::Pull, 1, 10, Verdict::Succeeded(Some(finished)))],
+            Busy::default(),
+        );
+        assert!(fresh.create.is_empty(), "the node may not have reported it yet");
+        let old = Timestamp::now() - Duration::from_secs(60);
+        let lost = run(
+            &cache,
+            &nodes,
+            vec![pod("a", Operation::Pull, 1, 70, Verdict::Succeeded(Some(old)))],
+            Busy::default(),
+        );
+        assert_eq!(lost.create.len(), 1);
+        assert!(lost.delete.contains("a-pull1"));
+        let held = run(
+            &cache,
+            &[node("a", &["docker.io/library/nginx:1.27"])],
+            vec![pod("a", Operation::Pull, 1, 70, Verdict::Succeeded(Some(old)))],
+            Busy::default(),
+        );
+        assert!(held.create.is_empty() && held.delete.contains("a-pull1"));
+        assert_eq!(held.pairs["a"][0].1, PairState::Cached);
+    }
+
+    #[test]
+    fn a_purge_deletes_what_the_nodes_hold_then_the_cache_stays_purged() {
+        let purging = cache(serde_json::json!({PURGE_ANNOTATION: ""}), None);
+        let nodes = [node("a", &["nginx:1.27"]), node("b", &[])];
+        let plan = run(&purging, &nodes, Vec::new(), Busy::default());
+        assert_eq!(plan.mode, Mode::Purging);
+        assert_eq!(plan.create.len(), 1);
+        assert_eq!(plan.create[0].operation, Operation::Delete);
+        assert!(plan.done_annotations.is_empty() && plan.processing());
+        let done = run(
+            &purging,
+            &[node("a", &[]), node("b", &[])],
+            vec![pod("a", Operation::Delete, 1, 3, Verdict::Succeeded(None))],
+            Busy::default(),
+        );
+        assert_eq!(done.done_annotations, [PURGE_ANNOTATION]);
+        assert!(!done.processing());
+        let purged = cache(
+            serde_json::json!({}),
+            Some(serde_json::json!({"status": "Succeeded", "reason": PURGE_REASON, "message": "",
+                                    "startTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})),
+        );
+        let idle = run(&purged, &[node("a", &[])], Vec::new(), Busy::default());
+        assert_eq!(idle.mode, Mode::Purged);
+        assert!(idle.create.is_empty() && !idle.processing());
+    }
+}

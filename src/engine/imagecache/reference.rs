@@ -1,0 +1,149 @@
+//! Image references compared the way a container runtime resolves them, so that "is this image cached on the node"
+//! is an exact question: `nginx:1.27` is `docker.io/library/nginx:1.27` and never `nginx:1.2`.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::core::v1::Node;
+
+/// Most images a kubelet lists in `status.images` by default (`nodeStatusMaxImages`): a node listing this many may
+/// hold more than it shows.
+pub const NODE_STATUS_MAX_IMAGES: usize = 50;
+
+/// `reference` in the runtime's canonical form: a registry host (`docker.io` when there is none), `library/` for
+/// Docker Hub's official images, and `:latest` when it has neither tag nor digest.
+pub fn canonical(reference: &str) -> String {
+    let reference = reference.trim();
+    let (name, digest) = match reference.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (reference, None),
+    };
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let (repository, tag) = match name[last_slash..].rfind(':') {
+        Some(colon) => (
+            &name[..last_slash + colon],
+            Some(&name[last_slash + colon + 1..]),
+        ),
+        None => (name, None),
+    };
+    let (domain, path) = match repository.split_once('/') {
+        Some((first, rest))
+            if first.contains('.') || first.contains(':') || first == "localhost" =>
+        {
+            (first, rest.to_owned())
+        }
+        _ => ("docker.io", repository.to_owned()),
+    };
+    let domain = if domain == "index.docker.io" {
+        "docker.io"
+    } else {
+        domain
+    };
+    let path = if domain == "docker.io" && !path.contains('/') {
+        format!("library/{path}")
+    } else {
+        path
+    };
+    match (tag, digest) {
+        (_, Some(digest)) => format!("{domain}/{path}@{digest}"),
+        (Some(tag), None) => format!("{domain}/{path}:{tag}"),
+        (None, None) => format!("{domain}/{path}:latest"),
+    }
+}
+
+/// What a node's `status.images` says it holds, in canonical form.
+#[derive(Debug, Default)]
+pub struct NodeImages {
+    names: HashSet<String>,
+    /// The node lists as many images as a kubelet reports: an image it does not list may still be there.
+    pub truncated: bool,
+}
+
+impl NodeImages {
+    /// The images `node` reports.
+    pub fn of(node: &Node) -> Self {
+        let images = node
+            .status
+            .as_ref()
+            .and_then(|s| s.images.as_deref())
+            .unwrap_or_default();
+        let names = images
+            .iter()
+            .flat_map(|i| i.names.iter().flatten())
+            .map(|name| canonical(name))
+            .collect();
+        Self {
+            names,
+            truncated: images.len() >= NODE_STATUS_MAX_IMAGES,
+        }
+    }
+
+    /// Whether the node lists `image` (tag or digest form, exactly).
+    pub fn holds(&self, image: &str) -> bool {
+        self.names.contains(&canonical(image))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_gain_docker_hub_and_latest() {
+        assert_eq!(canonical("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(canonical("nginx:1.27"), "docker.io/library/nginx:1.27");
+        assert_eq!(canonical("acme/app:2"), "docker.io/acme/app:2");
+        assert_eq!(
+            canonical("docker.io/library/nginx:1.27"),
+            "docker.io/library/nginx:1.27"
+        );
+        assert_eq!(
+            canonical("index.docker.io/nginx:1.27"),
+            "docker.io/library/nginx:1.27"
+        );
+        assert_eq!(canonical("localhost:5000/app"), "localhost:5000/app:latest");
+        assert_eq!(
+            canonical("ghcr.io/acme/inference:2.2"),
+            "ghcr.io/acme/inference:2.2"
+        );
+        assert_eq!(
+            canonical("nginx@sha256:abc"),
+            "docker.io/library/nginx@sha256:abc"
+        );
+    }
+
+    fn node(names: &[&[&str]]) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n"},
+            "status": {"images": names.iter().map(|n| serde_json::json!({"names": n})).collect::<Vec<_>>()},
+        }))
+        .expect("node")
+    }
+
+    #[test]
+    fn matching_is_exact_in_tag_and_digest_forms() {
+        let images = NodeImages::of(&node(&[&[
+            "docker.io/library/nginx@sha256:0123",
+            "docker.io/library/nginx:1.27",
+        ]]));
+        assert!(images.holds("nginx:1.27"));
+        assert!(images.holds("docker.io/library/nginx:1.27"));
+        assert!(images.holds("nginx@sha256:0123"));
+        assert!(!images.holds("nginx:1.2"));
+        assert!(!images.holds("nginx:1.27.1"));
+        assert!(!images.holds("nginx"));
+        assert!(!images.truncated);
+    }
+
+    #[test]
+    fn a_full_list_may_hide_images() {
+        let names: Vec<Vec<String>> = (0..NODE_STATUS_MAX_IMAGES)
+            .map(|i| vec![format!("img:{i}")])
+            .collect();
+        let refs: Vec<Vec<&str>> = names
+            .iter()
+            .map(|n| n.iter().map(String::as_str).collect())
+            .collect();
+        let slices: Vec<&[&str]> = refs.iter().map(Vec::as_slice).collect();
+        assert!(NodeImages::of(&node(&slices)).truncated);
+    }
+}
