@@ -1,5 +1,6 @@
-//! Frame render time of the console's heaviest panes on 200 Modules × 5,000 nodes, and the cost of taking in a new
-//! list (what every watch update costs the UI task). Run with `cargo bench --bench console_render`.
+//! Frame render time of the console's heaviest panes on 200 Modules × 5,000 nodes (and the coverage matrix of an
+//! ImageCache of 5 images on all of them), and the cost of taking in a new list (what every watch update costs the
+//! UI task). Run with `cargo bench --bench console_render`.
 
 use std::time::{Duration, Instant};
 
@@ -95,8 +96,29 @@ fn main() {
             &format!("Nodes pane {width}x{height}"),
             &frames(&app, width, height),
         );
+        // The sample's first cache, warm-ml: 5 images over every node.
+        app.execute("caches");
+        press(&mut app, KeyCode::Char('g'));
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('G'));
+        press(&mut app, KeyCode::Char('l'));
+        report(
+            &format!("Coverage matrix 5,000x5 {width}x{height}"),
+            &frames(&app, width, height),
+        );
     }
     let data = sample(MODULES, NODES);
+    let mut takes: Vec<Duration> = (0..20)
+        .map(|_| {
+            let nodes = KindSnapshot::Nodes(data.nodes.clone());
+            let start = Instant::now();
+            app.update(Action::Data(nodes));
+            start.elapsed()
+        })
+        .collect();
+    takes.sort();
+    report("take in 5,000 nodes (matrix open)", &takes);
+    app.execute("nodes");
     let mut takes: Vec<Duration> = (0..20)
         .map(|_| {
             let nodes = KindSnapshot::Nodes(data.nodes.clone());

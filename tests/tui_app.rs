@@ -381,3 +381,286 @@ fn access_reviews_are_kept_per_context() {
     assert!(app.reviewed("test"), "a known context is not asked again");
     assert_eq!(app.access.allowed.get(&Capability::Rebuild), Some(&false));
 }
+
+/// An ImageCache `a/warm` with two lists: `nginx:1.27` on every node, `ghcr.io/acme/tool:2` on `gpu=true` nodes.
+fn cache(failures: serde_json::Value) -> Arc<kmm_tui::api::imagecache::ImageCache> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",
+            "metadata": {"name": "warm", "namespace": "a"},
+            "spec": {"cacheSpec": [
+                {"images": ["nginx:1.27"]},
+                {"images": ["ghcr.io/acme/tool:2"], "nodeSelector": {"gpu": "true"}},
+            ]},
+            "status": {"status": "Failed", "reason": "ImageCacheCreate", "message": "some pulls failed",
+                "startTime": "2025-03-01T11:00:00Z", "nodesTargeted": 3, "nodesCached": 1,
+                "failures": failures},
+        }))
+        .expect("cache"),
+    )
+}
+
+fn node(name: &str, gpu: bool, images: &[&str]) -> Arc<k8s_openapi::api::core::v1::Node> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"gpu": gpu.to_string(), "kubernetes.io/hostname": name}},
+            "status": {"images": images.iter().map(|i| json!({"names": [i]})).collect::<Vec<_>>()},
+        }))
+        .expect("node"),
+    )
+}
+
+fn puller(node: &str, image: &str, phase: &str) -> Arc<k8s_openapi::api::core::v1::Pod> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("warm-{node}"), "namespace": "a",
+                "labels": {"app": "kubefledged", "imagecache": "warm"}},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "imagepuller", "image": image}]},
+            "status": {"phase": phase},
+        }))
+        .expect("pod"),
+    )
+}
+
+/// Three nodes: `n1` (GPU) holds nginx under its full name and pulls the tool; `n2` (GPU) failed nginx and lacks
+/// the tool; `n3` holds `nginx:1.2`, which is not `nginx:1.27`, and is not meant to get the tool.
+fn cache_app(readonly: bool) -> App {
+    let mut app = app(readonly);
+    app.update(Action::Data(KindSnapshot::Nodes(vec![
+        node("n1", true, &["docker.io/library/nginx:1.27"]),
+        node("n2", true, &[]),
+        node("n3", false, &["docker.io/library/nginx:1.2"]),
+    ])));
+    app.update(Action::Data(KindSnapshot::Pods(vec![puller(
+        "n1",
+        "ghcr.io/acme/tool:2",
+        "Running",
+    )])));
+    app.update(Action::Data(KindSnapshot::ImageCaches(vec![cache(json!({
+        "nginx:1.27": [{"node": "n2", "reason": "ErrImagePull", "message": "registry unreachable"}],
+    }))])));
+    app
+}
+
+fn open_matrix(app: &mut App) {
+    typed(app, ":caches");
+    key(app, KeyCode::Enter);
+    key(app, KeyCode::Enter);
+}
+
+#[test]
+fn caches_are_a_root_view_and_enter_opens_the_matrix() {
+    let mut app = cache_app(false);
+    typed(&mut app, ":events");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.view(), &View::Caches, "tab reaches the Caches pane");
+    assert_eq!(app.completions("ca"), ["caches"]);
+    let row = &app.rows.caches[0];
+    assert_eq!((row.name.as_str(), row.images), ("warm", 2));
+    assert_eq!((row.cached, row.targeted), (1, 3));
+    assert_eq!(row.state, "Failed");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.view(),
+        &View::CacheDetail(Target::namespaced(Kind::ImageCache, "a", "warm"))
+    );
+    assert_eq!(
+        app.list(),
+        kmm_tui::tui::app::ListId::Coverage,
+        "the matrix has the focus"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Caches);
+}
+
+#[test]
+fn the_matrix_reads_node_images_puller_pods_and_failures() {
+    use kmm_tui::tui::view::cache_detail::CellState::{
+        Cached, Failed, Missing, NotWanted, Pulling,
+    };
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    let detail = app.caches.detail.as_ref().expect("the matrix");
+    let cells: Vec<(&str, Vec<_>)> = detail
+        .nodes
+        .iter()
+        .map(|row| (row.node.as_str(), row.cells.clone()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("n1", vec![Cached, Pulling]),
+            ("n2", vec![Failed, Missing]),
+            ("n3", vec![Missing, NotWanted]),
+        ]
+    );
+    let failed = detail.nodes[1].note(0).and_then(|n| n.why.clone());
+    assert_eq!(
+        failed.as_deref(),
+        Some("ErrImagePull: registry unreachable")
+    );
+    let pulling = detail.nodes[0].note(1).and_then(|n| n.pod.clone());
+    assert_eq!(pulling.as_deref(), Some("warm-n1"));
+    let summary: Vec<_> = detail
+        .images
+        .iter()
+        .map(|i| (i.wanted, i.cached, i.pulling, i.failed, i.missing))
+        .collect();
+    assert_eq!(summary, [(3, 1, 0, 1, 1), (2, 0, 1, 0, 1)]);
+    // The Nodes pane counts, per node, the caches holding every image meant for it.
+    let nodes: Vec<_> = app
+        .rows
+        .nodes
+        .iter()
+        .map(|n| (n.caches_complete, n.caches_wanted))
+        .collect();
+    assert_eq!(nodes, [(0, 1), (0, 1), (0, 1)]);
+}
+
+#[test]
+fn a_cell_turns_cached_when_its_node_reports_the_image() {
+    use kmm_tui::tui::view::cache_detail::CellState;
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    app.update(Action::Data(KindSnapshot::Nodes(vec![
+        node(
+            "n1",
+            true,
+            &["docker.io/library/nginx:1.27", "ghcr.io/acme/tool:2"],
+        ),
+        node("n2", true, &[]),
+        node("n3", false, &["nginx:1.27"]),
+    ])));
+    let detail = app.caches.detail.as_ref().expect("the matrix");
+    assert_eq!(
+        detail.nodes[0].cells,
+        [CellState::Cached, CellState::Cached]
+    );
+    assert_eq!(
+        detail.nodes[2].cells[0],
+        CellState::Cached,
+        "short names match too"
+    );
+    assert_eq!(app.rows.nodes[0].caches_complete, 1);
+}
+
+#[test]
+fn p_in_the_matrix_repulls_the_selected_cell() {
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('L'));
+    key(&mut app, KeyCode::Char('P'));
+    let Mode::Confirm(request) = &app.mode else {
+        panic!("P opens a confirmation: {}", status(&app));
+    };
+    assert_eq!(
+        request.describe(),
+        "Pull ghcr.io/acme/tool:2 again on node n2 (ImageCache a/warm)"
+    );
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.requests,
+        [Request::Write(WriteRequest::Repull {
+            cache: Target::namespaced(Kind::ImageCache, "a", "warm"),
+            image: Some("ghcr.io/acme/tool:2".to_owned()),
+            node: Some("n2".to_owned()),
+        })]
+    );
+    // The tool is not meant for n3: nothing to pull there.
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('P'));
+    assert!(matches!(app.mode, Mode::Normal), "no dialog");
+    assert!(
+        status(&app).contains("not meant for node n3"),
+        "{}",
+        status(&app)
+    );
+    // H and left go back; the column stops at the first image.
+    key(&mut app, KeyCode::Left);
+    key(&mut app, KeyCode::Char('H'));
+    assert_eq!(
+        app.selected_cell()
+            .map(|(row, column)| (row.node.as_str(), column)),
+        Some(("n3", 0))
+    );
+}
+
+#[test]
+fn p_repulls_an_image_everywhere_or_the_whole_cache_and_x_purges() {
+    let cache_target = Target::namespaced(Kind::ImageCache, "a", "warm");
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char('P'));
+    key(&mut app, KeyCode::Char('y'));
+    key(&mut app, KeyCode::Char('X'));
+    key(&mut app, KeyCode::Char('y'));
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('P'));
+    let Mode::Confirm(request) = &app.mode else {
+        panic!("P opens a confirmation in the list");
+    };
+    assert_eq!(
+        request.describe(),
+        "Refresh ImageCache a/warm: pull every image again on every node"
+    );
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.requests,
+        [
+            Request::Write(WriteRequest::Repull {
+                cache: cache_target.clone(),
+                image: Some("ghcr.io/acme/tool:2".to_owned()),
+                node: None,
+            }),
+            Request::Write(WriteRequest::Purge {
+                cache: cache_target.clone()
+            }),
+            Request::Write(WriteRequest::Repull {
+                cache: cache_target,
+                image: None,
+                node: None,
+            }),
+        ]
+    );
+}
+
+#[test]
+fn cache_writes_are_unavailable_when_read_only_or_forbidden_and_purge_only_applies_to_caches() {
+    let mut app = cache_app(true);
+    open_matrix(&mut app);
+    assert!(matches!(
+        app.availability(Command::Recheck),
+        Availability::Unavailable(why) if why.contains("read-only")
+    ));
+    key(&mut app, KeyCode::Char('X'));
+    assert!(matches!(app.mode, Mode::Normal), "no dialog");
+
+    let mut app = cache_app(false);
+    let mut report = AccessReport {
+        context: "test".to_owned(),
+        ..Default::default()
+    };
+    report.allowed.insert(Capability::CacheWork, false);
+    app.update(Action::Access(report));
+    assert!(!app.applies(Command::Purge), "no purge hint among Modules");
+    assert!(matches!(
+        app.availability(Command::Purge),
+        Availability::Unavailable(_)
+    ));
+    open_matrix(&mut app);
+    assert!(app.applies(Command::Purge) && !app.applies(Command::Rebuild));
+    assert_eq!(app.hint_label(Command::Recheck), "Re-pull");
+    assert!(matches!(
+        app.availability(Command::Recheck),
+        Availability::Unavailable(why) if why.contains("not permitted")
+    ));
+    key(&mut app, KeyCode::Char('P'));
+    assert!(app.requests.is_empty());
+}

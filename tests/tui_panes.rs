@@ -461,3 +461,63 @@ fn shim_approval_and_log_views() {
         check("shim_log", &app);
     }
 }
+/// Open the coverage matrix of the sample cache `name`.
+fn open_cache(app: &mut App, name: &str) {
+    command(app, "caches");
+    press(app, KeyCode::Char('/'));
+    type_text(app, name);
+    press(app, KeyCode::Enter);
+    press(app, KeyCode::Enter);
+    assert!(
+        matches!(app.view(), View::CacheDetail(t) if t.name == name),
+        "{:?}",
+        app.view()
+    );
+}
+
+#[test]
+fn caches_pane() {
+    for size in SIZES {
+        let mut app = standard(size);
+        command(&mut app, "caches");
+        let text = screen(&app);
+        for name in ["warm-ml", "warm-net", "warm-web"] {
+            assert!(text.contains(name), "{name} missing:\n{text}");
+        }
+        check("caches", &app);
+    }
+}
+
+#[test]
+fn coverage_matrix() {
+    for size in SIZES {
+        let mut app = standard(size);
+        open_cache(&mut app, "warm-ml");
+        // The node with a failed pull and its pod, on the image the registry lacks.
+        press(&mut app, KeyCode::Char('L'));
+        check("coverage_failed_cell", &app);
+        // A GPU node whose image GC removed weights-base:7 (fourth image).
+        let mut app = standard(size);
+        open_cache(&mut app, "warm-ml");
+        for _ in 0..3 {
+            press(&mut app, KeyCode::Char('L'));
+        }
+        for _ in 0..8 {
+            press(&mut app, KeyCode::Char('j'));
+        }
+        check("coverage_missing_cell", &app);
+    }
+}
+
+#[test]
+fn coverage_matrix_of_five_thousand_nodes() {
+    let mut app = console((80, 24), 20, 5000);
+    open_cache(&mut app, "warm-ml");
+    let detail = app.caches.detail.as_ref().expect("the cache detail");
+    assert_eq!(detail.nodes.len(), 5000);
+    assert_eq!(detail.images.len(), 5);
+    press(&mut app, KeyCode::Char('G'));
+    press(&mut app, KeyCode::Char('L'));
+    assert!(screen(&app).contains("worker-4999"));
+    check("large_coverage", &app);
+}

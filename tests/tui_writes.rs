@@ -572,6 +572,7 @@ async fn the_embedded_cluster_allows_every_capability() {
     assert_eq!(report.context, "embedded");
     assert_eq!(report.allowed.get(&Capability::Rebuild), Some(&true));
     assert_eq!(report.allowed.get(&Capability::Recheck), Some(&true));
+    assert_eq!(report.allowed.get(&Capability::CacheWork), Some(&true));
     for kind in Kind::ALL {
         assert_eq!(report.allowed.get(&Capability::Delete(kind)), Some(&true));
         assert_eq!(report.allowed.get(&Capability::Edit(kind)), Some(&true));
@@ -829,5 +830,107 @@ async fn a_second_esc_discards_an_edit() {
     assert!(render(&app).contains("unsaved changes: esc again to discard, ctrl-s to apply"));
     press(&mut app, KeyCode::Esc, KeyModifiers::NONE);
     assert!(app.editor.is_none());
+    cluster.shutdown().await;
+}
+
+/// The annotations of the ImageCache `acme/warm`.
+async fn cache_annotations(client: &Client) -> std::collections::BTreeMap<String, String> {
+    let caches: Api<kmm_tui::api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
+    caches
+        .get("warm")
+        .await
+        .expect("the cache")
+        .metadata
+        .annotations
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn cache_work_is_asked_for_with_annotations_once() {
+    use kmm_tui::api::imagecache::REPULL_ANNOTATION;
+    use kmm_tui::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION};
+    let cluster = start_cluster().await;
+    let client = cluster.client();
+    let caches: Api<kmm_tui::api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
+    let cache = serde_json::from_value(json!({
+        "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",
+        "metadata": {"name": "warm", "namespace": NS},
+        "spec": {"cacheSpec": [{"images": ["nginx:1.27", "redis:7.4"]}]},
+    }))
+    .expect("an ImageCache");
+    caches
+        .create(&PostParams::default(), &cache)
+        .await
+        .expect("created");
+    let target = Target::namespaced(Kind::ImageCache, NS, "warm");
+    let repull = |image: Option<&str>, node: Option<&str>| WriteRequest::Repull {
+        cache: target.clone(),
+        image: image.map(str::to_owned),
+        node: node.map(str::to_owned),
+    };
+
+    let message = perform(&client, repull(Some("nginx:1.27"), Some("worker-0")))
+        .await
+        .expect("re-pull of one cell");
+    assert_eq!(
+        message,
+        "Re-pull requested: nginx:1.27 on worker-0 (ImageCache acme/warm)"
+    );
+    perform(&client, repull(Some("redis:7.4"), None))
+        .await
+        .expect("re-pull of one image everywhere");
+    let again = perform(&client, repull(Some("nginx:1.27"), Some("worker-0")))
+        .await
+        .expect("asked twice");
+    assert!(again.contains("already pending"), "{again}");
+    let annotations = cache_annotations(&client).await;
+    assert_eq!(
+        annotations.get(REPULL_ANNOTATION).map(String::as_str),
+        Some("nginx:1.27@worker-0,redis:7.4")
+    );
+    assert!(!annotations.contains_key(REFRESH_ANNOTATION));
+
+    let message = perform(&client, repull(None, None)).await.expect("refresh");
+    assert!(message.starts_with("Refresh requested"), "{message}");
+    let first = cache_annotations(&client)
+        .await
+        .get(REFRESH_ANNOTATION)
+        .cloned();
+    assert!(first.is_some());
+    let again = perform(&client, repull(None, None))
+        .await
+        .expect("refresh again");
+    assert!(again.contains("already pending"), "{again}");
+    assert_eq!(
+        cache_annotations(&client)
+            .await
+            .get(REFRESH_ANNOTATION)
+            .cloned(),
+        first
+    );
+
+    let message = perform(
+        &client,
+        WriteRequest::Purge {
+            cache: target.clone(),
+        },
+    )
+    .await
+    .expect("purge");
+    assert!(message.starts_with("Purge requested"), "{message}");
+    assert!(
+        cache_annotations(&client)
+            .await
+            .contains_key(PURGE_ANNOTATION)
+    );
+
+    caches
+        .delete("warm", &Default::default())
+        .await
+        .expect("deleted");
+    let gone = perform(&client, repull(Some("nginx:1.27"), None))
+        .await
+        .expect_err("no cache, no write");
+    assert_eq!(gone.message, "ImageCache acme/warm no longer exists");
     cluster.shutdown().await;
 }

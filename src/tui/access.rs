@@ -28,6 +28,8 @@ pub enum Capability {
     Rebuild,
     /// Start fresh pull checks (patch ModuleImagesConfig status).
     Recheck,
+    /// Ask the cache engine to pull again or purge (patch ImageCaches: annotations).
+    CacheWork,
     /// Delete objects of a kind.
     Delete(Kind),
     /// Update objects of a kind.
@@ -103,6 +105,10 @@ fn questions(upstream_crds: bool) -> Vec<(Capability, Question)> {
             question("patch", Kind::ModuleImagesConfig, Some("status")),
         ),
         (Capability::SteerShim, question("patch", Kind::Shim, None)),
+        (
+            Capability::CacheWork,
+            question("patch", Kind::ImageCache, None),
+        ),
     ];
     for kind in Kind::ALL {
         questions.push((Capability::Delete(kind), question("delete", kind, None)));

@@ -2,6 +2,7 @@
 //! [`App::update`], which changes the state and queues [`Request`]s (API writes, context switches) for the event
 //! loop to carry out. Nothing here does I/O, so every behaviour is tested by feeding actions and reading state.
 
+mod caches;
 mod shims;
 
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use super::editor::{EditorEvent, EditorState};
 use super::keymap::{Command, Keymap, Scope};
 use super::target::Target;
 use super::theme::Theme;
+use super::view::caches::CacheRow;
 use super::view::detail::{self, ModuleDetail};
 use super::view::events::{self, EventRow};
 use super::view::images::{self, ImageRow};
@@ -23,6 +25,8 @@ use super::view::nodes::{self, NodeRow};
 use super::view::shims::{self as shim_rows, ShimRow};
 use super::writes::{WriteOutcome, WriteRequest};
 use super::yaml;
+
+pub use caches::CacheViews;
 
 /// Which engine acts on the cluster, as the header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +65,10 @@ pub enum View {
     Nodes,
     /// Recent events.
     Events,
+    /// Every ImageCache.
+    Caches,
+    /// One ImageCache's coverage: nodes × images.
+    CacheDetail(Target),
     /// One Module in depth.
     Detail(Target),
     /// One object as YAML.
@@ -77,12 +85,13 @@ pub enum View {
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 5] = [
+    pub const ROOTS: [(&'static str, View); 6] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
         ("events", View::Events),
         ("shims", View::Shims),
+        ("caches", View::Caches),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -92,6 +101,10 @@ impl View {
             View::Images => ListId::Images,
             View::Nodes => ListId::Nodes,
             View::Events => ListId::Events,
+            View::Caches => ListId::Caches,
+            // The matrix has the focus first; `tab` moves it to the image summary.
+            View::CacheDetail(_) if section == DetailSection::Nodes => ListId::CacheImages,
+            View::CacheDetail(_) => ListId::Coverage,
             View::Detail(_) => ListId::Detail(section),
             View::Yaml(_) => ListId::Yaml,
             View::Help => ListId::Help,
@@ -149,6 +162,12 @@ pub enum ListId {
     Events,
     /// A section of the detail pane.
     Detail(DetailSection),
+    /// The Caches pane.
+    Caches,
+    /// The cache detail's image summary; its selection is the matrix's image column.
+    CacheImages,
+    /// The cache detail's coverage matrix: one row per node.
+    Coverage,
     /// The YAML view's lines.
     Yaml,
     /// Help's lines.
@@ -256,6 +275,8 @@ pub struct Rows {
     pub events: Vec<EventRow>,
     /// Shims pane.
     pub shims: Vec<ShimRow>,
+    /// Caches pane.
+    pub caches: Vec<CacheRow>,
 }
 
 /// The console's whole state.
@@ -272,6 +293,8 @@ pub struct App {
     pub rows: Rows,
     /// The open Module's detail, when the detail view is open.
     pub detail: Option<ModuleDetail>,
+    /// The cache views' detail and matrix scroll.
+    pub caches: CacheViews,
     /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
     pub yaml: Option<Result<Vec<String>, String>>,
     /// The open Shim's detail and the installer log being read.
@@ -323,6 +346,7 @@ impl App {
             data: ClusterData::default(),
             rows: Rows::default(),
             detail: None,
+            caches: CacheViews::default(),
             yaml: None,
             shim: shims::ShimPane::default(),
             views: vec![View::Modules],
@@ -486,6 +510,7 @@ impl App {
         match self.view() {
             View::Detail(_) => usize::from(rows / 3).max(1),
             View::ShimDetail(_) => usize::from(rows / 2).max(1),
+            View::CacheDetail(_) => self.cache_page_height(),
             _ => usize::from(rows).max(1),
         }
     }
@@ -513,6 +538,7 @@ impl App {
             nodes: nodes::rows(&self.data),
             events: events::rows(&self.data, self.now),
             shims: shim_rows::rows(&self.data),
+            caches: super::view::caches::rows(&self.data),
         };
         self.refresh_open_view();
         self.refresh_visible();
@@ -530,6 +556,10 @@ impl App {
             Kind::Node | Kind::NodeModulesConfig => self.rows.nodes = nodes::rows(&self.data),
             Kind::Event => self.rows.events = events::rows(&self.data, self.now),
             Kind::Shim => self.rows.shims = shim_rows::rows(&self.data),
+            Kind::ImageCache => {
+                self.rows.caches = super::view::caches::rows(&self.data);
+                self.rows.nodes = nodes::rows(&self.data);
+            }
         }
         self.refresh_open_view();
         self.refresh_visible();
@@ -545,6 +575,7 @@ impl App {
             ),
             _ => None,
         };
+        self.refresh_cache_detail();
         self.yaml = match self.view() {
             View::Yaml(target) => Some(yaml::object_lines(&self.data, target)),
             _ => None,
@@ -601,6 +632,7 @@ impl App {
                 indices(&detail.events, |r| r.matches(&f)),
             );
         }
+        visible.extend(self.cache_lists(in_namespace));
         if let Some(Ok(lines)) = &self.yaml {
             visible.insert(ListId::Yaml, (0..lines.len()).collect());
         }
@@ -848,7 +880,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :ns, :ctx, :q)"),
             ),
         }
     }
@@ -904,6 +936,7 @@ impl App {
             Command::PageUp => select(self, current.saturating_sub(height)),
             Command::PageDown => select(self, current + height),
             Command::Enter => self.enter(),
+            Command::Left | Command::Right => self.move_column(command == Command::Right),
             Command::Yaml => match self.selected_object() {
                 Some(target) => self.open(View::Yaml(target)),
                 None => self.set_status(Severity::Info, "Nothing selected"),
@@ -912,7 +945,7 @@ impl App {
             Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
                 self.run_shim(command);
             }
-            Command::Rebuild | Command::Recheck | Command::Delete => {
+            Command::Rebuild | Command::Recheck | Command::Purge | Command::Delete => {
                 match self.write_for(command) {
                     Ok(request) => self.ask(request),
                     Err(why) => self.set_status(Severity::Warning, why),
@@ -923,6 +956,10 @@ impl App {
     }
 
     fn switch_pane(&mut self, forward: bool) {
+        if matches!(self.view(), View::CacheDetail(_)) {
+            self.switch_cache_section();
+            return;
+        }
         if matches!(self.view(), View::ShimDetail(_)) {
             self.section = if self.section == DetailSection::Nodes {
                 DetailSection::Events
@@ -998,6 +1035,7 @@ impl App {
                 .and_then(|i| self.rows.nodes.get(i))
                 .map(|row| Target::cluster(Kind::Node, &row.name)),
             View::Events => None,
+            View::Caches | View::CacheDetail(_) => self.selected_cache_object(),
             View::Detail(target) => match self.section {
                 DetailSection::Nodes => {
                     let detail = self.detail.as_ref()?;
@@ -1026,9 +1064,10 @@ impl App {
                     self.open(View::ShimDetail(target));
                 }
             }
-            View::Nodes | View::Detail(_) | View::ShimDetail(_) => {
+            View::Caches => self.open_cache(),
+            View::Nodes | View::Detail(_) | View::ShimDetail(_) | View::CacheDetail(_) => {
                 if let Some(target) = self.selected_object()
-                    && !matches!(self.view(), View::Detail(t) | View::ShimDetail(t) if *t == target)
+                    && !matches!(self.view(), View::Detail(t) | View::ShimDetail(t) | View::CacheDetail(t) if *t == target)
                 {
                     self.open(View::Yaml(target));
                 }
@@ -1056,6 +1095,9 @@ impl App {
         if let Availability::Unavailable(why) = self.availability(command) {
             return Err(why);
         }
+        if self.in_cache_views() && matches!(command, Command::Recheck | Command::Purge) {
+            return self.cache_write(command);
+        }
         let image = self.selected_image().map(|row| row.image.clone());
         match command {
             Command::Rebuild => self
@@ -1081,6 +1123,17 @@ impl App {
             Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
                 return self.shim_availability(command);
             }
+            Command::Recheck | Command::Purge if self.in_cache_views() => {
+                if let Some(missing) = self.cache_selection_missing(command) {
+                    return missing;
+                }
+                Capability::CacheWork
+            }
+            Command::Purge => {
+                return Availability::Unavailable(
+                    "Purge works on ImageCaches (:caches)".to_owned(),
+                );
+            }
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,
             Command::Delete | Command::Edit => match self.selected_object() {
@@ -1091,6 +1144,7 @@ impl App {
             _ => return Availability::Available,
         };
         if matches!(command, Command::Rebuild | Command::Recheck)
+            && !self.in_cache_views()
             && self.selected_module().is_none()
         {
             return Availability::Unavailable(format!(

@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
 
@@ -30,11 +31,13 @@ pub enum Kind {
     Event,
     /// containerd Shims.
     Shim,
+    /// kube-fledged ImageCaches: images to keep pulled on nodes.
+    ImageCache,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
@@ -42,6 +45,7 @@ impl Kind {
         Kind::Pod,
         Kind::Event,
         Kind::Shim,
+        Kind::ImageCache,
     ];
 
     /// The kind's name as the API spells it.
@@ -54,6 +58,7 @@ impl Kind {
             Kind::Pod => "Pod",
             Kind::Event => "Event",
             Kind::Shim => "Shim",
+            Kind::ImageCache => "ImageCache",
         }
     }
 }
@@ -75,12 +80,14 @@ pub enum KindSnapshot {
     NodeModulesConfigs(Vec<Arc<NodeModulesConfig>>),
     /// Every Node.
     Nodes(Vec<Arc<Node>>),
-    /// Every KMM pod.
+    /// Every KMM pod and image puller pod.
     Pods(Vec<Arc<Pod>>),
     /// The most recent events.
     Events(Vec<Arc<Event>>),
     /// Every Shim.
     Shims(Vec<Arc<Shim>>),
+    /// Every ImageCache.
+    ImageCaches(Vec<Arc<ImageCache>>),
 }
 
 impl KindSnapshot {
@@ -94,6 +101,7 @@ impl KindSnapshot {
             KindSnapshot::Pods(_) => Kind::Pod,
             KindSnapshot::Events(_) => Kind::Event,
             KindSnapshot::Shims(_) => Kind::Shim,
+            KindSnapshot::ImageCaches(_) => Kind::ImageCache,
         }
     }
 }
@@ -120,16 +128,20 @@ pub struct ClusterData {
     pub nmcs: Vec<Arc<NodeModulesConfig>>,
     /// Nodes.
     pub nodes: Vec<Arc<Node>>,
-    /// KMM pods.
+    /// KMM pods and image puller pods.
     pub pods: Vec<Arc<Pod>>,
     /// Events, newest first.
     pub events: Vec<Arc<Event>>,
     /// Shims.
     pub shims: Vec<Arc<Shim>>,
+    /// ImageCaches.
+    pub caches: Vec<Arc<ImageCache>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
     pub engine_lease: Option<Arc<Lease>>,
+    /// How many lists of each kind were taken in, so a view built from a few kinds is rebuilt only when they change.
+    pub revisions: BTreeMap<Kind, u64>,
 }
 
 impl ClusterData {
@@ -165,8 +177,18 @@ impl ClusterData {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.shims = list;
             }
+            KindSnapshot::ImageCaches(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.caches = list;
+            }
         }
         self.feeds.insert(kind, FeedState::Live);
+        *self.revisions.entry(kind).or_default() += 1;
+    }
+
+    /// How many lists of `kind` were taken in.
+    pub fn revision(&self, kind: Kind) -> u64 {
+        self.revisions.get(&kind).copied().unwrap_or_default()
     }
 
     /// Record a watch failure (or recovery) of one kind.
@@ -216,6 +238,11 @@ impl ClusterData {
     /// The Shim `name`.
     pub fn shim(&self, name: &str) -> Option<&Arc<Shim>> {
         find(&self.shims, "", name, |s| &s.metadata)
+    }
+
+    /// The ImageCache `namespace/name`.
+    pub fn cache(&self, namespace: &str, name: &str) -> Option<&Arc<ImageCache>> {
+        find(&self.caches, namespace, name, |c| &c.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

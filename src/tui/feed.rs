@@ -1,7 +1,8 @@
-//! Watches that keep the console's lists current: one kube-rs reflector per kind (four for pods: KMM's pull,
-//! build/sign and worker pods selected by KMM's labels, and Shim installer pods), each sending its whole list to
-//! the UI task when it changed, at most every [`COALESCE`], so a burst of 5,000 node updates costs a handful of
-//! redraws. Watch errors are reported and retried with backoff; the last lists stay on screen meanwhile.
+//! Watches that keep the console's lists current: one kube-rs reflector per kind (five for pods: KMM's pull,
+//! build/sign and worker pods selected by KMM's labels, Shim installer pods, and image puller pods selected by
+//! kube-fledged's labels), each sending its whole list to the UI task when it changed, at most every [`COALESCE`],
+//! so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and retried with backoff;
+//! the last lists stay on screen meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
 use crate::engine::labels;
@@ -27,6 +29,9 @@ use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
+
+/// The label selector of kube-fledged's puller pods, which the coverage matrix shows pulling.
+pub const PULLER_SELECTOR: &str = "app=kubefledged";
 
 /// How many events the console keeps: the newest ones.
 pub const EVENT_LIMIT: usize = 1000;
@@ -55,6 +60,10 @@ pub fn start(
         }
     };
     let (modules, mics, pods, events) = scoped(client);
+    let caches: Api<ImageCache> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
     let all = watcher::Config::default;
     spawn(
         Kind::Module,
@@ -93,6 +102,7 @@ pub fn start(
             INSTALLER_SHIM_LABEL,
         ]
         .into_iter()
+        .chain([PULLER_SELECTOR])
         .map(|label| (pods.clone(), all().labels(label)))
         .collect(),
         KindSnapshot::Pods,
@@ -110,6 +120,13 @@ pub fn start(
         Kind::Shim,
         vec![(Api::<Shim>::all(client.clone()), all())],
         KindSnapshot::Shims,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ImageCache,
+        vec![(caches, all())],
+        KindSnapshot::ImageCaches,
         sender,
         cancel,
     );

@@ -81,8 +81,10 @@ pub enum Command {
     Edit,
     /// Rebuild the selected module's images.
     Rebuild,
-    /// Check the selected object's images again.
+    /// Check the selected object's images again; in the cache views, pull the selected images again.
     Recheck,
+    /// Remove the selected ImageCache's images from its nodes.
+    Purge,
     /// Delete the selected object, after a confirmation dialog.
     Delete,
     /// Approve the batch a Shim's rollout waits for.
@@ -97,6 +99,10 @@ pub enum Command {
     Up,
     /// Move the selection down.
     Down,
+    /// Move to the column on the left (the coverage matrix).
+    Left,
+    /// Move to the column on the right (the coverage matrix).
+    Right,
     /// Jump to the first row.
     Top,
     /// Jump to the last row.
@@ -113,7 +119,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 25] = [
+    pub const ALL: [Command; 28] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -126,6 +132,7 @@ impl Command {
         Command::Edit,
         Command::Rebuild,
         Command::Recheck,
+        Command::Purge,
         Command::Delete,
         Command::Approve,
         Command::PauseResume,
@@ -133,6 +140,8 @@ impl Command {
         Command::Logs,
         Command::Up,
         Command::Down,
+        Command::Left,
+        Command::Right,
         Command::Top,
         Command::Bottom,
         Command::PageUp,
@@ -156,6 +165,7 @@ impl Command {
             Command::Edit => "edit",
             Command::Rebuild => "rebuild",
             Command::Recheck => "recheck",
+            Command::Purge => "purge",
             Command::Delete => "delete",
             Command::Approve => "approve",
             Command::PauseResume => "pause-resume",
@@ -163,6 +173,8 @@ impl Command {
             Command::Logs => "logs",
             Command::Up => "up",
             Command::Down => "down",
+            Command::Left => "left",
+            Command::Right => "right",
             Command::Top => "top",
             Command::Bottom => "bottom",
             Command::PageUp => "page-up",
@@ -187,6 +199,7 @@ impl Command {
             | Command::Edit
             | Command::Rebuild
             | Command::Recheck
+            | Command::Purge
             | Command::Delete
             | Command::Approve
             | Command::PauseResume
@@ -194,6 +207,8 @@ impl Command {
             | Command::Logs
             | Command::Up
             | Command::Down
+            | Command::Left
+            | Command::Right
             | Command::Top
             | Command::Bottom
             | Command::PageUp
@@ -217,6 +232,7 @@ impl Command {
             Command::Edit => "Edit",
             Command::Rebuild => "Rebuild",
             Command::Recheck => "Recheck",
+            Command::Purge => "Purge",
             Command::Delete => "Delete",
             Command::Approve => "Approve",
             Command::PauseResume => "Pause/resume",
@@ -224,6 +240,8 @@ impl Command {
             Command::Logs => "Logs",
             Command::Up => "Up",
             Command::Down => "Down",
+            Command::Left => "Left",
+            Command::Right => "Right",
             Command::Top => "Top",
             Command::Bottom => "Bottom",
             Command::PageUp => "Page up",
@@ -247,7 +265,12 @@ impl Command {
             Command::Yaml => "Show the selected object as YAML",
             Command::Edit => "Edit the selected object",
             Command::Rebuild => "Rebuild the images of the selected module",
-            Command::Recheck => "Check the images of the selected object again",
+            Command::Recheck => {
+                "Check the images of the selected object again; in the cache views, pull the selected images again"
+            }
+            Command::Purge => {
+                "Remove the selected ImageCache's images from its nodes, after confirmation"
+            }
             Command::Delete => "Delete the selected object, after confirmation",
             Command::Approve => "Approve the batch the selected Shim's rollout waits for",
             Command::PauseResume => "Pause the selected Shim's rollout, or resume it",
@@ -257,6 +280,8 @@ impl Command {
             Command::Logs => "Show the log of the selected node's installer pod",
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
+            Command::Left => "Move to the column on the left (coverage matrix)",
+            Command::Right => "Move to the column on the right (coverage matrix)",
             Command::Top => "Jump to the first row",
             Command::Bottom => "Jump to the last row",
             Command::PageUp => "Scroll up one page",
@@ -298,7 +323,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-const DEFAULT_KEYS: [(Command, &[KeyChord]); 25] = [
+const DEFAULT_KEYS: [(Command, &[KeyChord]); 28] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -311,6 +336,7 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 25] = [
     (Command::Edit, &[KeyChord::plain(KeyCode::Char('e'))]),
     (Command::Rebuild, &[KeyChord::plain(KeyCode::Char('R'))]),
     (Command::Recheck, &[KeyChord::plain(KeyCode::Char('P'))]),
+    (Command::Purge, &[KeyChord::plain(KeyCode::Char('X'))]),
     (Command::Delete, &[KeyChord::ctrl('d')]),
     (Command::Approve, &[KeyChord::plain(KeyCode::Char('A'))]),
     (Command::PauseResume, &[KeyChord::plain(KeyCode::Char('p'))]),
@@ -328,6 +354,20 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 25] = [
         &[
             KeyChord::plain(KeyCode::Char('j')),
             KeyChord::plain(KeyCode::Down),
+        ],
+    ),
+    (
+        Command::Left,
+        &[
+            KeyChord::plain(KeyCode::Left),
+            KeyChord::plain(KeyCode::Char('H')),
+        ],
+    ),
+    (
+        Command::Right,
+        &[
+            KeyChord::plain(KeyCode::Right),
+            KeyChord::plain(KeyCode::Char('L')),
         ],
     ),
     (

@@ -1,8 +1,9 @@
 //! Deterministic data for snapshots, benchmarks and screenshots: a cluster of `nodes` nodes and `modules` Modules in
 //! every state the console explains (available, building, loading and unloading, degraded, nodes tainted, cordoned,
-//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, plus a
-//! Shim in every rollout state with its installer pods, node labels and events, all timed against the fixed
-//! [`now`]. The same arguments always give the same data, so pictures of it never drift.
+//! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, a Shim in
+//! every rollout state with its installer pods, node labels and events, and three ImageCaches (complete, pulling,
+//! degraded; see [`caches`]), all timed against the fixed [`now`]. The same arguments always give the same data, so
+//! pictures of it never drift.
 
 mod shims;
 
@@ -11,6 +12,8 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+mod caches;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -74,6 +77,7 @@ impl Story {
 
 /// A sample node's facts.
 struct SampleNode {
+    index: usize,
     name: String,
     kernel: usize,
     pool: String,
@@ -85,6 +89,7 @@ struct SampleNode {
 impl SampleNode {
     fn of(index: usize, pools: usize) -> SampleNode {
         SampleNode {
+            index,
             name: format!("worker-{index:04}"),
             kernel: match index % 10 {
                 0..=5 => 0,
@@ -322,6 +327,10 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
             .map(|(node, labels)| node_object(node, labels))
             .collect(),
     ));
+    let cache_sample = caches::caches(&sample_nodes);
+    pods.extend(cache_sample.pods);
+    events.extend(cache_sample.events);
+    data.apply(KindSnapshot::ImageCaches(cache_sample.caches));
     data.apply(KindSnapshot::Pods(pods));
     data.apply(KindSnapshot::Events(events));
     data.apply(KindSnapshot::Shims(sample_shims.shims));
@@ -338,6 +347,7 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::Pods(data.pods.clone()),
         KindSnapshot::Events(data.events.clone()),
         KindSnapshot::Shims(data.shims.clone()),
+        KindSnapshot::ImageCaches(data.caches.clone()),
     ]
 }
 
@@ -447,7 +457,7 @@ fn node_object(
         json!([])
     };
     let mut labels = json!({"kubernetes.io/hostname": node.name, "node-role.kubernetes.io/worker": "",
-        POOL_LABEL: node.pool});
+        POOL_LABEL: node.pool, caches::GPU_LABEL: caches::gpu(node).to_string()});
     if let Some(labels) = labels.as_object_mut() {
         labels.extend(shim_labels.iter().map(|(k, v)| (k.clone(), json!(v))));
     }
@@ -463,6 +473,8 @@ fn node_object(
                 "systemUUID": "", "kubeletVersion": "v1.33.1", "kubeProxyVersion": "",
                 "containerRuntimeVersion": "containerd://1.7.13", "operatingSystem": "linux",
                 "architecture": "amd64"},
+            "images": caches::node_images(node).iter().map(|name| json!({"names": [name], "sizeBytes": 73_400_320}))
+                .collect::<Vec<_>>(),
         },
     }))
 }
@@ -501,6 +513,8 @@ mod tests {
         assert_eq!(first.events, second.events);
         assert_eq!(first.shims, second.shims);
         assert_eq!(first.shims.len(), 5);
+        assert_eq!(first.caches, second.caches);
+        assert_eq!(first.caches.len(), 3);
         assert_eq!(first.modules.len(), 10);
         assert_eq!(first.nodes.len(), 300);
         assert_eq!(first.mics.len(), 10);

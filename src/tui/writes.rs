@@ -2,12 +2,14 @@
 //! [`WriteOutcome`] so the footer (or the editor) can say what happened.
 //!
 //! - [`images`] asks for new image checks: a rebuild (a new image generation) or a recheck (a forgotten state).
+//! - [`caches`] asks the cache engine to pull images again or to purge them, by annotating the ImageCache.
 //! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
 //! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
+pub mod caches;
 mod delete;
 pub mod errors;
 pub mod images;
@@ -39,6 +41,21 @@ pub enum WriteRequest {
         module: Target,
         /// One image of it, or every image.
         image: Option<String>,
+    },
+    /// Pull an ImageCache's images again: one image on one node, one image on every node, or (no image) every
+    /// image on every node.
+    Repull {
+        /// The ImageCache.
+        cache: Target,
+        /// One image of it, or every image.
+        image: Option<String>,
+        /// One node, or every node.
+        node: Option<String>,
+    },
+    /// Remove every image of an ImageCache from its nodes.
+    Purge {
+        /// The ImageCache.
+        cache: Target,
     },
     /// Delete an object.
     Delete {
@@ -80,6 +97,7 @@ impl WriteRequest {
     pub fn target(&self) -> &Target {
         match self {
             WriteRequest::Rebuild { module, .. } | WriteRequest::Recheck { module, .. } => module,
+            WriteRequest::Repull { cache, .. } | WriteRequest::Purge { cache } => cache,
             WriteRequest::Delete { target } | WriteRequest::Apply { target, .. } => target,
             WriteRequest::ApproveBatch { shim, .. }
             | WriteRequest::SetPaused { shim, .. }
@@ -99,6 +117,22 @@ impl WriteRequest {
             }
             WriteRequest::Recheck { module, image } => {
                 format!("Check {} {module} again", images(image))
+            }
+            WriteRequest::Repull {
+                cache,
+                image: Some(image),
+                node: Some(node),
+            } => format!("Pull {image} again on node {node} ({cache})"),
+            WriteRequest::Repull {
+                cache,
+                image: Some(image),
+                node: None,
+            } => format!("Pull {image} again on every node of {cache}"),
+            WriteRequest::Repull { cache, .. } => {
+                format!("Refresh {cache}: pull every image again on every node")
+            }
+            WriteRequest::Purge { cache } => {
+                format!("Purge {cache}: remove its images from every node")
             }
             WriteRequest::Delete { target } => format!("Delete {target}"),
             WriteRequest::Apply { target, .. } => format!("Apply the edited {target}"),
@@ -201,6 +235,10 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
         WriteRequest::Recheck { module, image } => {
             images::recheck(client, module, image.as_deref()).await
         }
+        WriteRequest::Repull { cache, image, node } => {
+            caches::repull(client, cache, image.as_deref(), node.as_deref()).await
+        }
+        WriteRequest::Purge { cache } => caches::purge(client, cache).await,
         WriteRequest::Delete { target } => delete::delete(client, target).await,
         WriteRequest::Apply { target, yaml } => apply::apply(client, target, yaml).await,
         WriteRequest::ApproveBatch { shim, batch } => shims::approve(client, shim, *batch).await,

@@ -48,6 +48,11 @@ fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
                 .as_ref(),
         ),
         Kind::Shim => to_json(data.shim(&target.name).ok_or_else(missing)?.as_ref()),
+        Kind::ImageCache => to_json(
+            data.cache(namespace, &target.name)
+                .ok_or_else(missing)?
+                .as_ref(),
+        ),
     }?;
     Ok(presentable(value))
 }

@@ -92,8 +92,8 @@ impl App {
         }
     }
 
-    /// Whether a command means something in the current view: the hint bar lists only those.
-    pub fn applies(&self, command: Command) -> bool {
+    /// Whether a rollout command, or a command rollouts take over, means something in the current view.
+    pub(super) fn shim_applies(&self, command: Command) -> bool {
         let shim_view = matches!(self.view(), View::Shims | View::ShimDetail(_));
         match command {
             Command::Approve | Command::PauseResume | Command::Retry => shim_view,

@@ -61,11 +61,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 h.command,
                 Command::Up
                     | Command::Down
+                    | Command::Left
+                    | Command::Right
                     | Command::Top
                     | Command::Bottom
                     | Command::PageUp
                     | Command::PageDown
-            )
+            ) && app.applies(h.command)
         });
     }
     hints.retain(|h| app.applies(h.command));
@@ -83,7 +85,11 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .iter()
             .map(|hint| {
                 let available = app.availability(hint.command) == Availability::Available;
-                (format!("<{}>", hint.keys), hint.label, available)
+                (
+                    format!("<{}>", hint.keys),
+                    app.hint_label(hint.command),
+                    available,
+                )
             })
             .collect()
     };

@@ -1,5 +1,5 @@
-//! The header: where the console is connected, which engine acts, and how many Modules, Shims and nodes are in
-//! each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, Shims, ImageCaches and
+//! nodes are in each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -109,6 +109,7 @@ fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
             }
         }
     }
+    spans.extend(cache_counts(app, wide));
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
     spans.push(Span::styled(
         if wide {
@@ -122,5 +123,46 @@ fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
             theme.warn()
         },
     ));
+    spans
+}
+
+/// `Caches 3 1 ok 1 busy 1 degraded` in the long form, `IC 3 ✗1 ◐1 ●1` in the short one with the failures first,
+/// or nothing without ImageCaches.
+fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
+    let theme = &app.theme;
+    let rows = &app.rows.caches;
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut spans = vec![Span::styled(
+        if wide {
+            format!(" Caches {} ", rows.len())
+        } else {
+            format!(" IC {} ", rows.len())
+        },
+        theme.text(),
+    )];
+    let mut states = [
+        (Health::Ok, "ok", "●", theme.ok()),
+        (Health::Progressing, "busy", "◐", theme.progress()),
+        (Health::Warning, "waiting", "·", theme.warn()),
+        (Health::Error, "degraded", "✗", theme.error()),
+    ];
+    if !wide {
+        states.reverse();
+    }
+    for (health, label, glyph, style) in states {
+        let n = rows.iter().filter(|r| r.health == health).count();
+        if n > 0 {
+            spans.push(Span::styled(
+                if wide {
+                    format!("{n} {label} ")
+                } else {
+                    format!("{glyph}{n} ")
+                },
+                style,
+            ));
+        }
+    }
     spans
 }

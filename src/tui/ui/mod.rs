@@ -1,6 +1,8 @@
 //! Drawing: a pure function of [`App`]. Each pane and widget has its own module; this one lays out the header,
 //! the current view, overlays (prompt, confirmation, editor) and the footer.
 
+mod caches;
+mod coverage;
 mod detail;
 mod dialog;
 mod editor;
@@ -40,6 +42,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Images => images::draw(frame, body, app),
             View::Nodes => nodes::draw(frame, body, app),
             View::Events => events::draw(frame, body, app),
+            View::Caches => caches::draw(frame, body, app),
+            View::CacheDetail(target) => coverage::draw(frame, body, app, target),
             View::Detail(target) => detail::draw(frame, body, app, target),
             View::Yaml(target) => yaml::draw(frame, body, app, target),
             View::Help => help::draw(frame, body, app),

@@ -7,7 +7,7 @@ use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 
-/// Draw every node: readiness, kernel, OS image, modules loaded, taints.
+/// Draw every node: readiness, kernel, OS image, modules loaded, caches complete of those wanted, taints.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
@@ -17,6 +17,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Column::shrink("KERNEL"),
             Column::shrink("OS IMAGE"),
             Column::keep("MODULES"),
+            Column::keep("CACHES"),
             Column::shrink("TAINTS"),
         ]
     } else {
@@ -25,6 +26,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Column::keep("STATUS"),
             Column::shrink("KERNEL"),
             Column::keep("LOADED"),
+            Column::keep("CACHES"),
             Column::shrink("TAINTS"),
         ]
     };
@@ -70,6 +72,20 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         if wide {
             cells = cells.cell(row.os_image.as_str());
         }
-        cells.cell(modules).cell(taints)
+        let cells = cells.cell(modules);
+        let caches = if row.caches_wanted == 0 {
+            cells.cell("-")
+        } else {
+            let complete = row.caches_complete == row.caches_wanted;
+            cells.styled(
+                format!("{}/{}", row.caches_complete, row.caches_wanted),
+                if complete {
+                    app.theme.text()
+                } else {
+                    app.theme.warn()
+                },
+            )
+        };
+        caches.cell(taints)
     });
 }

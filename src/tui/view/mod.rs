@@ -1,6 +1,9 @@
 //! View models: the rows each pane shows, computed from [`ClusterData`](super::data::ClusterData) by pure functions.
 //! They are rebuilt when data changes, never while drawing, so a frame only slices rows that already exist.
 
+pub mod cache_detail;
+pub mod cache_images;
+pub mod caches;
 pub mod detail;
 pub mod events;
 pub mod images;

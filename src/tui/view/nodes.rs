@@ -1,10 +1,12 @@
-//! Rows of the Nodes pane: readiness, kernel, OS image, the KMM modules loaded there, and taints.
+//! Rows of the Nodes pane: readiness, kernel, OS image, the KMM modules loaded there, the image caches complete
+//! there, and taints.
 
 use k8s_openapi::api::core::v1::Node;
 
 use crate::engine::{kernel, nodes};
 use crate::tui::data::ClusterData;
 
+use super::cache_images::{CacheImages, NodeImages};
 use super::{Health, matches_filter};
 
 /// One node.
@@ -24,6 +26,10 @@ pub struct NodeRow {
     pub modules_loaded: Vec<String>,
     /// Modules the node should load but has not yet.
     pub modules_pending: usize,
+    /// ImageCaches that target the node.
+    pub caches_wanted: usize,
+    /// Of those, caches whose every image meant for the node is there.
+    pub caches_complete: usize,
     /// Taints as `key=value:Effect`.
     pub taints: Vec<String>,
     /// Overall state.
@@ -31,8 +37,8 @@ pub struct NodeRow {
 }
 
 impl NodeRow {
-    /// The row of one node.
-    pub fn of(node: &Node, data: &ClusterData) -> NodeRow {
+    /// The row of one node; `caches` are the images of every ImageCache, worked out once for all nodes.
+    pub fn of(node: &Node, data: &ClusterData, caches: &[CacheImages]) -> NodeRow {
         let name = node.metadata.name.clone().unwrap_or_default();
         let info = node.status.as_ref().and_then(|s| s.node_info.as_ref());
         let nmc = data.nmc(&name);
@@ -68,8 +74,11 @@ impl NodeRow {
         } else {
             Health::Ok
         };
+        let (caches_wanted, caches_complete) = cache_coverage(node, caches);
         NodeRow {
             ready,
+            caches_wanted,
+            caches_complete,
             unschedulable,
             kernel: kernel::node_kernel(node).unwrap_or("-").to_owned(),
             os_image: info.map(|i| i.os_image.clone()).unwrap_or_default(),
@@ -98,10 +107,33 @@ impl NodeRow {
     }
 }
 
+/// How many caches target `node`, and how many of those it holds every image of.
+fn cache_coverage(node: &Node, caches: &[CacheImages]) -> (usize, usize) {
+    let masks: Vec<(&CacheImages, Vec<bool>)> = caches
+        .iter()
+        .map(|cache| (cache, cache.wanted_mask(node)))
+        .filter(|(_, mask)| mask.contains(&true))
+        .collect();
+    if masks.is_empty() {
+        return (0, 0);
+    }
+    let held = NodeImages::of(node);
+    let complete = masks
+        .iter()
+        .filter(|(cache, mask)| {
+            mask.iter()
+                .zip(&cache.normalised)
+                .all(|(wanted, image)| !wanted || held.holds(image))
+        })
+        .count();
+    (masks.len(), complete)
+}
+
 /// Every node's row, by name.
 pub fn rows(data: &ClusterData) -> Vec<NodeRow> {
+    let caches: Vec<CacheImages> = data.caches.iter().map(|c| CacheImages::of(c)).collect();
     data.nodes
         .iter()
-        .map(|node| NodeRow::of(node, data))
+        .map(|node| NodeRow::of(node, data, &caches))
         .collect()
 }

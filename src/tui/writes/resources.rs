@@ -5,6 +5,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
+use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
 use crate::tui::data::Kind;
@@ -20,6 +21,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::Pod => ApiResource::erase::<Pod>(&()),
         Kind::Event => ApiResource::erase::<Event>(&()),
         Kind::Shim => ApiResource::erase::<Shim>(&()),
+        Kind::ImageCache => ApiResource::erase::<ImageCache>(&()),
     }
 }
 
