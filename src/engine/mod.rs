@@ -9,6 +9,7 @@
 //! at any point and restarted. [`leader`] makes sure two engines never act at once.
 
 pub mod context;
+pub mod day0;
 pub mod digest;
 pub mod kernel;
 pub mod labels;
@@ -76,7 +77,12 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
     for family in context.settings.families.clone() {
         match family {
             Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
-            Family::Shims | Family::Caches | Family::Day0 => {}
+            Family::Day0 => running.push(Box::pin(day0::run(
+                context.clone(),
+                &shared,
+                stop.clone(),
+            ))),
+            Family::Shims | Family::Caches => {}
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());
