@@ -77,11 +77,9 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
     for family in context.settings.families.clone() {
         match family {
             Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
-            Family::Day0 => running.push(Box::pin(day0::run(
-                context.clone(),
-                &shared,
-                stop.clone(),
-            ))),
+            Family::Day0 => {
+                running.push(Box::pin(day0::run(context.clone(), &shared, stop.clone())))
+            }
             Family::Shims | Family::Caches => {}
         }
     }

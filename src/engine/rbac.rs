@@ -122,7 +122,10 @@ const DAY0_RULES: &[Rule] = &[
     ),
     (
         KMM_GROUP,
-        &["moduleimagesconfigs/status", "modulebuildsignconfigs/status"],
+        &[
+            "moduleimagesconfigs/status",
+            "modulebuildsignconfigs/status",
+        ],
         &["get", "patch", "update"],
     ),
     (
@@ -335,11 +338,36 @@ mod tests {
         (KMM_GROUP, "moduleday0s/status", "patch", true),
         (KMM_GROUP, "moduleday0s/finalizers", "update", true),
         ("", "configmaps", "watch", true),
-        ("machineconfiguration.openshift.io", "machineconfigs", "list", true),
-        ("machineconfiguration.openshift.io", "machineconfigs", "watch", true),
-        ("machineconfiguration.openshift.io", "machineconfigs", "patch", true),
-        ("machineconfiguration.openshift.io", "machineconfigpools", "list", true),
-        ("machineconfiguration.openshift.io", "machineconfigpools", "watch", true),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "list",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "watch",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "patch",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigpools",
+            "list",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigpools",
+            "watch",
+            true,
+        ),
         ("config.openshift.io", "clusterversions", "get", true),
         ("config.openshift.io", "clusterversions", "watch", true),
         ("coordination.k8s.io", "leases", "create", false),

@@ -78,9 +78,11 @@ async fn os_image_url(client: &Client) -> Option<String> {
 async fn hand_over(client: &Client) -> ModuleDay0 {
     label_machine_config(client, true).await;
     let api = day0s(client);
-    wait_for(30, "the ModuleDay0 of the labelled MachineConfig", || async {
-        api.get_opt(MACHINE_CONFIG).await.expect("get")
-    })
+    wait_for(
+        30,
+        "the ModuleDay0 of the labelled MachineConfig",
+        || async { api.get_opt(MACHINE_CONFIG).await.expect("get") },
+    )
     .await
 }
 
@@ -93,7 +95,11 @@ async fn map_to_built(client: &Client, os: &str, image: &str, trigger: bool) {
         "clusterUpgradeTriggerNodeUpgrade": trigger,
     }}});
     day0s(client)
-        .patch(MACHINE_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
+        .patch(
+            MACHINE_CONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
         .await
         .expect("edit the ModuleDay0");
 }
@@ -109,7 +115,13 @@ async fn condition(client: &Client, name: &str, type_: &str) -> Option<(String, 
     Some((c.status, c.reason, c.message))
 }
 
-async fn wait_condition(client: &Client, name: &str, type_: &str, status: &str, reason: &str) -> String {
+async fn wait_condition(
+    client: &Client,
+    name: &str,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) -> String {
     let what = format!("ModuleDay0 {name}: {type_}={status} ({reason})");
     wait_for(120, &what, || async {
         condition(client, name, type_)
@@ -133,13 +145,18 @@ async fn worker_os_images(client: &Client) -> BTreeSet<String> {
 
 async fn wait_workers_on(client: &Client, os: &str) {
     let what = format!("every worker reports {os}");
-    eventually(180, &what, || async { worker_os_images(client).await == BTreeSet::from([os.to_owned()]) }).await;
+    eventually(180, &what, || async {
+        worker_os_images(client).await == BTreeSet::from([os.to_owned()])
+    })
+    .await;
 }
 
 fn build_pods(client: &Client) -> PodRecorder {
-    PodRecorder::start(client.clone(), &format!("{}=BuildImage", labels::RESOURCE_TYPE), |pod: &Pod| {
-        pod.name_any()
-    })
+    PodRecorder::start(
+        client.clone(),
+        &format!("{}=BuildImage", labels::RESOURCE_TYPE),
+        |pod: &Pod| pod.name_any(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,11 +167,22 @@ async fn a_label_hands_a_machine_config_over_and_a_second_module_day0_never_acts
     let day0 = hand_over(&client).await;
     assert_eq!(day0.spec.os_mapping.literal, OS_NOW);
     assert_eq!(day0.spec.os_mapping.container_image, IMAGE_NOW);
-    assert_eq!(day0.spec.machine_config_pool_selector, [(WORKER.to_owned(), String::new())].into());
-    assert!(day0.metadata.owner_references.is_none(), "owned by nothing a user deletes by accident");
+    assert_eq!(
+        day0.spec.machine_config_pool_selector,
+        [(WORKER.to_owned(), String::new())].into()
+    );
+    assert!(
+        day0.metadata.owner_references.is_none(),
+        "owned by nothing a user deletes by accident"
+    );
     let message = wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
     assert!(message.contains("all 2 nodes of pool worker"), "{message}");
-    let recorded = day0s(&client).get(MACHINE_CONFIG).await.expect("get").status.expect("status");
+    let recorded = day0s(&client)
+        .get(MACHINE_CONFIG)
+        .await
+        .expect("get")
+        .status
+        .expect("status");
     assert_eq!(recorded.machine_config.as_deref(), Some(MACHINE_CONFIG));
 
     let second: ModuleDay0 = serde_json::from_value(json!({
@@ -167,21 +195,46 @@ async fn a_label_hands_a_machine_config_over_and_a_second_module_day0_never_acts
         },
     }))
     .expect("ModuleDay0");
-    day0s(&client).create(&PostParams::default(), &second).await.expect("create");
+    day0s(&client)
+        .create(&PostParams::default(), &second)
+        .await
+        .expect("create");
     let message = wait_condition(&client, "second", "Degraded", "True", "PoolAlreadyManaged").await;
-    assert!(message.contains(&format!("{NAMESPACE}/{MACHINE_CONFIG}")), "{message}");
+    assert!(
+        message.contains(&format!("{NAMESPACE}/{MACHINE_CONFIG}")),
+        "{message}"
+    );
     let mics: Api<ModuleImagesConfig> = Api::namespaced(client.clone(), NAMESPACE);
-    assert!(mics.get_opt(&mic_name("second")).await.expect("get").is_none(), "the second one starts no image work");
+    assert!(
+        mics.get_opt(&mic_name("second"))
+            .await
+            .expect("get")
+            .is_none(),
+        "the second one starts no image work"
+    );
     assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW));
 
     label_machine_config(&client, false).await;
     eventually(30, "the ModuleDay0 goes with the label", || async {
-        day0s(&client).get_opt(MACHINE_CONFIG).await.expect("get").is_none()
+        day0s(&client)
+            .get_opt(MACHINE_CONFIG)
+            .await
+            .expect("get")
+            .is_none()
     })
     .await;
     wait_condition(&client, "second", "Degraded", "True", "NoMachineConfig").await;
-    assert!(mics.get_opt(&mic_name("second")).await.expect("get").is_none());
-    assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW), "the MachineConfig stays as it is");
+    assert!(
+        mics.get_opt(&mic_name("second"))
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert_eq!(
+        os_image_url(&client).await.as_deref(),
+        Some(IMAGE_NOW),
+        "the MachineConfig stays as it is"
+    );
     harness.shutdown().await;
 }
 
@@ -194,7 +247,11 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
     map_to_built(&client, OS_NEXT, IMAGE_NEXT, false).await;
 
     wait_condition(&client, MACHINE_CONFIG, "Progressing", "True", "Building").await;
-    assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW), "never before the image exists");
+    assert_eq!(
+        os_image_url(&client).await.as_deref(),
+        Some(IMAGE_NOW),
+        "never before the image exists"
+    );
     harness.kill_engine().await;
     start_day0(&mut harness);
 
@@ -205,9 +262,19 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
     wait_workers_on(&client, OS_NEXT).await;
     let message = wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
     assert!(message.contains(IMAGE_NEXT), "{message}");
-    let status = day0s(&client).get(MACHINE_CONFIG).await.expect("get").status.expect("status");
+    let status = day0s(&client)
+        .get(MACHINE_CONFIG)
+        .await
+        .expect("get")
+        .status
+        .expect("status");
     assert_eq!(status.applied_image.as_deref(), Some(IMAGE_NEXT));
-    assert_eq!(builds.record().created.len(), 1, "one build: {:?}", builds.record().created);
+    assert_eq!(
+        builds.record().created.len(),
+        1,
+        "one build: {:?}",
+        builds.record().created
+    );
     harness.shutdown().await;
 }
 
@@ -220,9 +287,15 @@ async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
 
     let message = wait_condition(&client, MACHINE_CONFIG, "Degraded", "True", "BuildFailed").await;
     assert!(message.contains("exit status 2"), "{message}");
-    assert!(message.contains(&format!("left on {IMAGE_NOW}")), "{message}");
+    assert!(
+        message.contains(&format!("left on {IMAGE_NOW}")),
+        "{message}"
+    );
     assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW));
-    assert_eq!(worker_os_images(&client).await, BTreeSet::from([OS_NOW.to_owned()]));
+    assert_eq!(
+        worker_os_images(&client).await,
+        BTreeSet::from([OS_NOW.to_owned()])
+    );
     harness.shutdown().await;
 }
 
@@ -243,10 +316,23 @@ async fn a_cluster_upgrade_rebuilds_and_rolls_the_pool_only_when_opted_in() {
         )
         .await
         .expect("start the upgrade");
-    let message = wait_condition(&client, MACHINE_CONFIG, "Available", "True", "LayeredImageKept").await;
-    assert!(message.contains("4.15.3") && message.contains(IMAGE_NOW), "{message}");
+    let message = wait_condition(
+        &client,
+        MACHINE_CONFIG,
+        "Available",
+        "True",
+        "LayeredImageKept",
+    )
+    .await;
+    assert!(
+        message.contains("4.15.3") && message.contains(IMAGE_NOW),
+        "{message}"
+    );
     assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW));
-    assert!(builds.record().created.is_empty(), "no build without opting in");
+    assert!(
+        builds.record().created.is_empty(),
+        "no build without opting in"
+    );
 
     map_to_built(&client, OS_NOW, IMAGE_NOW, true).await;
     let build = wait_for(60, "a build for the new release", || async {
@@ -259,7 +345,10 @@ async fn a_cluster_upgrade_rebuilds_and_rolls_the_pool_only_when_opted_in() {
     .await;
     let args = serde_json::to_string(&build.spec.expect("spec").containers[0].args).expect("args");
     assert!(args.contains(&format!("OS_AUTO={OS_AUTO_415}")), "{args}");
-    assert!(args.contains("DTK_AUTO=quay.io/openshift-release-dev/driver-toolkit:4.15.3"), "{args}");
+    assert!(
+        args.contains("DTK_AUTO=quay.io/openshift-release-dev/driver-toolkit:4.15.3"),
+        "{args}"
+    );
     assert!(args.contains(IMAGE_415), "{args}");
     eventually(120, "the MachineConfig names the rebuilt image", || async {
         os_image_url(&client).await.as_deref() == Some(IMAGE_415)
@@ -269,4 +358,37 @@ async fn a_cluster_upgrade_rebuilds_and_rolls_the_pool_only_when_opted_in() {
     wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
     assert_eq!(builds.record().created.len(), 1);
     harness.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_scenarios_hand_their_labelled_machine_configs_over() {
+    // The demo's zone-b pool runs a 4.15 image on a 4.14 cluster: it keeps its layered image.
+    for (scenario, config, reason, says) in [
+        (
+            "day0",
+            MACHINE_CONFIG,
+            "Applied",
+            "all 6 nodes of pool worker",
+        ),
+        (
+            "demo",
+            "99-zone-b-os-image",
+            "LayeredImageKept",
+            "the pool stays on the layered image",
+        ),
+    ] {
+        let mut harness = Harness::start(scenario).await;
+        start_day0(&mut harness);
+        let client = harness.client();
+        let what = format!("{scenario}: ModuleDay0 {config} is Available ({reason})");
+        let message = wait_for(60, &what, || async {
+            condition(&client, config, "Available")
+                .await
+                .filter(|(s, r, _)| s == "True" && r == reason)
+                .map(|(_, _, m)| m)
+        })
+        .await;
+        assert!(message.contains(says), "{scenario}: {message}");
+        harness.shutdown().await;
+    }
 }

@@ -30,7 +30,10 @@ pub const NAMESPACE: &str = "openshift-kmm";
 const RETRY: Duration = Duration::from_secs(30);
 
 /// One pass over a MachineConfig.
-pub async fn reconcile(config: Arc<MachineConfig>, context: Arc<Day0Context>) -> Result<Action, Error> {
+pub async fn reconcile(
+    config: Arc<MachineConfig>,
+    context: Arc<Day0Context>,
+) -> Result<Action, Error> {
     if is_rendered(&config) {
         return Ok(Action::await_change());
     }
@@ -64,7 +67,9 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         return Ok(Action::await_change());
     }
     let Some(image) = config.spec.os_image_url.clone() else {
-        let note = format!("MachineConfig {name} sets no osImageURL: there is no layered image to hand over");
+        let note = format!(
+            "MachineConfig {name} sets no osImageURL: there is no layered image to hand over"
+        );
         engine.event(config, true, "NothingToHandOver", note).await;
         return Ok(Action::await_change());
     };
@@ -75,7 +80,9 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         .items;
     let Some(pool) = pools::pool_fed_by(config, &pools) else {
         let note = format!("no MachineConfigPool selects MachineConfig {name}; waiting for one");
-        engine.event(config, true, "NoMachineConfigPool", note).await;
+        engine
+            .event(config, true, "NoMachineConfigPool", note)
+            .await;
         return Ok(Action::requeue(RETRY));
     };
     let Some(selector) = pool
@@ -85,14 +92,22 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         .filter(|s| s.match_expressions.as_ref().is_none_or(Vec::is_empty))
         .and_then(|s| s.match_labels.clone())
     else {
-        let note = format!("pool {} selects its nodes by expressions; a ModuleDay0 needs labels", pool.name_any());
-        engine.event(config, true, "NoMachineConfigPool", note).await;
+        let note = format!(
+            "pool {} selects its nodes by expressions; a ModuleDay0 needs labels",
+            pool.name_any()
+        );
+        engine
+            .event(config, true, "NoMachineConfigPool", note)
+            .await;
         return Ok(Action::await_change());
     };
     let _ = context.nodes.wait_until_ready().await;
     let members = pools::members(pool, &context.nodes.state(), &pools);
     let Some(literal) = most_common(members.iter().filter_map(|n| pools::os_image(n))) else {
-        let note = format!("pool {} has no nodes yet: the OS it runs is unknown", pool.name_any());
+        let note = format!(
+            "pool {} has no nodes yet: the OS it runs is unknown",
+            pool.name_any()
+        );
         engine.event(config, true, "NoNodes", note).await;
         return Ok(Action::requeue(RETRY));
     };
@@ -100,7 +115,10 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         metadata: ObjectMeta {
             name: Some(name.clone()),
             namespace: Some(NAMESPACE.to_owned()),
-            labels: Some(BTreeMap::from([(MACHINE_CONFIG_LABEL.to_owned(), name.clone())])),
+            labels: Some(BTreeMap::from([(
+                MACHINE_CONFIG_LABEL.to_owned(),
+                name.clone(),
+            )])),
             ..Default::default()
         },
         spec: ModuleDay0Spec {
@@ -117,11 +135,16 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
     };
     match api.create(&post_params(), &day0).await {
         Ok(_) => {
-            let note = format!("ModuleDay0 {NAMESPACE}/{name} now manages the osImageURL of pool {}", pool.name_any());
+            let note = format!(
+                "ModuleDay0 {NAMESPACE}/{name} now manages the osImageURL of pool {}",
+                pool.name_any()
+            );
             engine.event(config, false, "ModuleDay0Created", note).await;
         }
         Err(error) if is_conflict(&error) => {}
-        Err(error) => return Err(error).doing(|| format!("creating ModuleDay0 {NAMESPACE}/{name}")),
+        Err(error) => {
+            return Err(error).doing(|| format!("creating ModuleDay0 {NAMESPACE}/{name}"));
+        }
     }
     Ok(Action::await_change())
 }
@@ -139,7 +162,10 @@ async fn release(config: &MachineConfig, context: &Day0Context) -> Result<(), Er
         let namespace = day0.namespace().unwrap_or_default();
         let day0_name = day0.name_any();
         let namespaced: Api<ModuleDay0> = Api::namespaced(engine.client.clone(), &namespace);
-        match namespaced.delete(&day0_name, &DeleteParams::background()).await {
+        match namespaced
+            .delete(&day0_name, &DeleteParams::background())
+            .await
+        {
             Ok(_) => {
                 let note = format!(
                     "ModuleDay0 {namespace}/{day0_name} deleted: MachineConfig {name} is no longer kmm-managed; its osImageURL stays as it is"
@@ -162,7 +188,10 @@ fn most_common<'a>(values: impl Iterator<Item = &'a str>) -> Option<String> {
         *counts.entry(value).or_default() += 1;
     }
     let most = counts.values().copied().max()?;
-    counts.into_iter().find(|(_, n)| *n == most).map(|(v, _)| v.to_owned())
+    counts
+        .into_iter()
+        .find(|(_, n)| *n == most)
+        .map(|(v, _)| v.to_owned())
 }
 
 #[cfg(test)]
@@ -171,7 +200,10 @@ mod tests {
 
     #[test]
     fn the_pool_runs_the_os_most_of_its_nodes_run() {
-        assert_eq!(most_common(["b", "a", "b"].into_iter()).as_deref(), Some("b"));
+        assert_eq!(
+            most_common(["b", "a", "b"].into_iter()).as_deref(),
+            Some("b")
+        );
         assert_eq!(most_common(["b", "a"].into_iter()).as_deref(), Some("a"));
         assert_eq!(most_common(std::iter::empty()), None);
     }

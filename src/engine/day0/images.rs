@@ -122,7 +122,9 @@ pub async fn remove_mic(context: &Context, day0: &ModuleDay0) -> Result<(), Erro
     match api.delete(&name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) => Ok(()),
-        Err(error) => Err(error).doing(|| format!("deleting ModuleImagesConfig {namespace}/{name}")),
+        Err(error) => {
+            Err(error).doing(|| format!("deleting ModuleImagesConfig {namespace}/{name}"))
+        }
     }
 }
 
@@ -190,15 +192,30 @@ mod tests {
             "Building",
             "os:1: building (pod os-day0-build: running)",
         );
-        assert_eq!(stage(&building, "os:1", 3), ImageStage::Building("os:1: building (pod os-day0-build: running)".into()));
-        assert!(matches!(stage(&building, "os:1", 4), ImageStage::Checking(_)));
+        assert_eq!(
+            stage(&building, "os:1", 3),
+            ImageStage::Building("os:1: building (pod os-day0-build: running)".into())
+        );
+        assert!(matches!(
+            stage(&building, "os:1", 4),
+            ImageStage::Checking(_)
+        ));
         let failed = mic(
             json!([{"image": "os:1", "status": "DoesNotExist", "observedGeneration": 3}]),
             "BuildFailed",
             "os:1: sign pod os-day0-sign failed: exit status 1",
         );
-        assert!(matches!(stage(&failed, "os:1", 3), ImageStage::Failed { reason: SIGN_FAILED, .. }));
+        assert!(matches!(
+            stage(&failed, "os:1", 3),
+            ImageStage::Failed {
+                reason: SIGN_FAILED,
+                ..
+            }
+        ));
         let waiting = mic(json!([]), "ImageMissing", "os:1: not in the registry");
-        assert!(matches!(stage(&waiting, "os:1", 3), ImageStage::WaitingForImage(_)));
+        assert!(matches!(
+            stage(&waiting, "os:1", 3),
+            ImageStage::WaitingForImage(_)
+        ));
     }
 }

@@ -50,7 +50,10 @@ pub fn run(
     let day0_node_changes = shared.node_changes(node_fingerprint);
     async move {
         let client = context.client.clone();
-        let controller = Controller::new(Api::<ModuleDay0>::all(client.clone()), watcher::Config::default());
+        let controller = Controller::new(
+            Api::<ModuleDay0>::all(client.clone()),
+            watcher::Config::default(),
+        );
         let day0s = controller.store();
         let shared_context = Arc::new(Day0Context {
             engine: context.clone(),
@@ -60,44 +63,71 @@ pub fn run(
         let config = watcher::Config::default;
         let day0_controller = controller
             .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
-            .watches(Api::<MachineConfig>::all(client.clone()), config(), every_day0(&day0s))
-            .watches(Api::<MachineConfigPool>::all(client.clone()), config(), every_day0(&day0s))
-            .watches(Api::<ClusterVersion>::all(client.clone()), config(), every_day0(&day0s))
             .watches(
-                Api::<ConfigMap>::namespaced(client.clone(), release::OS_IMAGE_CONFIG_MAP_NAMESPACE),
+                Api::<MachineConfig>::all(client.clone()),
                 config(),
                 every_day0(&day0s),
             )
-            .watches(Api::<ModuleDay0>::all(client.clone()), config(), every_day0(&day0s))
+            .watches(
+                Api::<MachineConfigPool>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ClusterVersion>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ConfigMap>::namespaced(
+                    client.clone(),
+                    release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
+                ),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ModuleDay0>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
             .reconcile_all_on(day0_node_changes.map(drop))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile::reconcile, reconcile::error_policy, shared_context.clone())
+            .run(
+                reconcile::reconcile,
+                reconcile::error_policy,
+                shared_context.clone(),
+            )
             .for_each(|result| async move {
                 if let Err(error) = result {
                     tracing::debug!(%error, "ModuleDay0 pass did not complete");
                 }
             });
-        let handover_controller = Controller::new(Api::<MachineConfig>::all(client.clone()), config())
-            .watches(
-                Api::<ModuleDay0>::all(client.clone()),
-                config().labels(handover::MACHINE_CONFIG_LABEL),
-                |day0: ModuleDay0| {
-                    use kube::ResourceExt;
-                    day0.labels()
-                        .get(handover::MACHINE_CONFIG_LABEL)
-                        .map(|name| ObjectRef::<MachineConfig>::new(name))
-                },
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(handover::reconcile, reconcile::error_policy, shared_context)
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
-                }
-            });
+        let handover_controller =
+            Controller::new(Api::<MachineConfig>::all(client.clone()), config())
+                .watches(
+                    Api::<ModuleDay0>::all(client.clone()),
+                    config().labels(handover::MACHINE_CONFIG_LABEL),
+                    |day0: ModuleDay0| {
+                        use kube::ResourceExt;
+                        day0.labels()
+                            .get(handover::MACHINE_CONFIG_LABEL)
+                            .map(|name| ObjectRef::<MachineConfig>::new(name))
+                    },
+                )
+                .graceful_shutdown_on(stop.clone().cancelled_owned())
+                .run(handover::reconcile, reconcile::error_policy, shared_context)
+                .for_each(|result| async move {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
+                    }
+                });
         let pipeline = async {
             if !context.runs(Family::Kmm) {
-                tokio::join!(mic::run(context.clone(), stop.clone()), mbsc::run(context.clone(), stop.clone()));
+                tokio::join!(
+                    mic::run(context.clone(), stop.clone()),
+                    mbsc::run(context.clone(), stop.clone())
+                );
             }
         };
         tokio::join!(day0_controller, handover_controller, pipeline);
@@ -106,7 +136,9 @@ pub fn run(
 
 /// A trigger mapper that starts a pass over every ModuleDay0: pools, MachineConfigs, the release and other
 /// ModuleDay0s all change what each of them decides, and there are only a few of them.
-fn every_day0<T>(store: &Store<ModuleDay0>) -> impl Fn(T) -> Vec<ObjectRef<ModuleDay0>> + Send + Sync + 'static {
+fn every_day0<T>(
+    store: &Store<ModuleDay0>,
+) -> impl Fn(T) -> Vec<ObjectRef<ModuleDay0>> + Send + Sync + 'static {
     let store = store.clone();
     move |_| {
         store

@@ -64,10 +64,8 @@ pub fn pool_of<'p>(node: &Node, pools: &'p [MachineConfigPool]) -> Option<&'p Ma
     if let Some(master) = matching.iter().find(|p| p.name_any() == MASTER) {
         return Some(master);
     }
-    let custom: Vec<&&MachineConfigPool> = matching
-        .iter()
-        .filter(|p| p.name_any() != WORKER)
-        .collect();
+    let custom: Vec<&&MachineConfigPool> =
+        matching.iter().filter(|p| p.name_any() != WORKER).collect();
     match custom.as_slice() {
         [one] => Some(one),
         [] => matching.first().copied(),
@@ -76,7 +74,11 @@ pub fn pool_of<'p>(node: &Node, pools: &'p [MachineConfigPool]) -> Option<&'p Ma
 }
 
 /// The nodes of `pool`, sorted by name.
-pub fn members(pool: &MachineConfigPool, nodes: &[Arc<Node>], pools: &[MachineConfigPool]) -> Vec<Arc<Node>> {
+pub fn members(
+    pool: &MachineConfigPool,
+    nodes: &[Arc<Node>],
+    pools: &[MachineConfigPool],
+) -> Vec<Arc<Node>> {
     let name = pool.name_any();
     let mut members: Vec<Arc<Node>> = nodes
         .iter()
@@ -143,7 +145,14 @@ pub fn os_image(node: &Node) -> Option<&str> {
 
 /// A node's `status.nodeInfo.kernelVersion`.
 pub fn kernel_version(node: &Node) -> Option<&str> {
-    Some(node.status.as_ref()?.node_info.as_ref()?.kernel_version.as_str())
+    Some(
+        node.status
+            .as_ref()?
+            .node_info
+            .as_ref()?
+            .kernel_version
+            .as_str(),
+    )
 }
 
 #[cfg(test)]
@@ -165,7 +174,10 @@ mod tests {
     }
 
     fn node(name: &str, labels: serde_json::Value) -> Arc<Node> {
-        Arc::new(serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).expect("node"))
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                .expect("node"),
+        )
     }
 
     #[test]
@@ -176,7 +188,10 @@ mod tests {
         ];
         let nodes = [
             node("a", json!({"node-role.kubernetes.io/worker": ""})),
-            node("b", json!({"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/zone-b": ""})),
+            node(
+                "b",
+                json!({"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/zone-b": ""}),
+            ),
         ];
         let names = |pool: &MachineConfigPool| {
             members(pool, &nodes, &pools)
@@ -186,8 +201,12 @@ mod tests {
         };
         assert_eq!(names(&pools[0]), ["a"]);
         assert_eq!(names(&pools[1]), ["b"]);
-        let selector = BTreeMap::from([("node-role.kubernetes.io/zone-b".to_owned(), String::new())]);
-        assert_eq!(pool_for_selector(&pools, &selector).map(|p| p.name_any()), Some("zone-b".into()));
+        let selector =
+            BTreeMap::from([("node-role.kubernetes.io/zone-b".to_owned(), String::new())]);
+        assert_eq!(
+            pool_for_selector(&pools, &selector).map(|p| p.name_any()),
+            Some("zone-b".into())
+        );
     }
 
     #[test]
@@ -204,7 +223,10 @@ mod tests {
             "spec": {"osImageURL": "quay.io/acme/os:1"},
         }))
         .expect("mc");
-        assert_eq!(pool_fed_by(&config, &pools).map(|p| p.name_any()), Some("zone-b".into()));
+        assert_eq!(
+            pool_fed_by(&config, &pools).map(|p| p.name_any()),
+            Some("zone-b".into())
+        );
         let configs = [config];
         assert!(managed_config(&pools[1], &configs, "other").is_some());
         assert!(managed_config(&pools[0], &configs, "other").is_none());

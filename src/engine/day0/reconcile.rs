@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
-use kube::ResourceExt;
 use serde_json::json;
 
 use super::images::{self, ImageStage};
@@ -136,7 +136,10 @@ async fn decide(
         images::remove_mic(engine, day0).await?;
         let report = Report::progressing(
             report::WAITING_FOR_POOL,
-            format!("pool {pool_name} has no nodes; nothing to move to {}", target.image),
+            format!(
+                "pool {pool_name} has no nodes; nothing to move to {}",
+                target.image
+            ),
         );
         return Ok((report, Some(config_name), None));
     }
@@ -208,7 +211,13 @@ fn first_claim(
                 .is_some_and(|p| p.name_any() == pool)
         })
         .min_by_key(|d| key(d))?;
-    (key(first) < key(day0)).then(|| format!("{}/{}", first.namespace().unwrap_or_default(), first.name_any()))
+    (key(first) < key(day0)).then(|| {
+        format!(
+            "{}/{}",
+            first.namespace().unwrap_or_default(),
+            first.name_any()
+        )
+    })
 }
 
 /// The release the cluster moves to and the OS image it ships.
@@ -220,12 +229,18 @@ async fn read_release(client: &kube::Client) -> Result<Release, Error> {
     let os_images = Api::<ConfigMap>::namespaced(client.clone(), OS_IMAGE_CONFIG_MAP_NAMESPACE)
         .get_opt(OS_IMAGE_CONFIG_MAP)
         .await
-        .doing(|| format!("reading ConfigMap {OS_IMAGE_CONFIG_MAP_NAMESPACE}/{OS_IMAGE_CONFIG_MAP}"))?;
+        .doing(|| {
+            format!("reading ConfigMap {OS_IMAGE_CONFIG_MAP_NAMESPACE}/{OS_IMAGE_CONFIG_MAP}")
+        })?;
     Ok(Release::read(version.as_ref(), os_images.as_ref()))
 }
 
 /// Set the MachineConfig's `osImageURL`, guarded by the resourceVersion it was read at.
-async fn point_config_at(context: &Context, config: &MachineConfig, image: &str) -> Result<(), Error> {
+async fn point_config_at(
+    context: &Context,
+    config: &MachineConfig,
+    image: &str,
+) -> Result<(), Error> {
     let name = config.name_any();
     let patch = json!({
         "metadata": {"resourceVersion": config.resource_version()},
@@ -239,14 +254,23 @@ async fn point_config_at(context: &Context, config: &MachineConfig, image: &str)
 }
 
 /// The report once the MachineConfig names the target image: the pool's rollout.
-fn rollout(pool: &MachineConfigPool, members: &[Arc<Node>], reached: usize, target: &Target) -> Report {
+fn rollout(
+    pool: &MachineConfigPool,
+    members: &[Arc<Node>],
+    reached: usize,
+    target: &Target,
+) -> Report {
     let pool_name = pool.name_any();
     let total = members.len();
     let failed: Vec<String> = members
         .iter()
         .filter(|n| n.annotations().get(NODE_UPDATE_STATE).map(String::as_str) == Some("Degraded"))
         .map(|n| {
-            let why = n.annotations().get(NODE_UPDATE_REASON).cloned().unwrap_or_default();
+            let why = n
+                .annotations()
+                .get(NODE_UPDATE_REASON)
+                .cloned()
+                .unwrap_or_default();
             format!("{}: {why}", n.name_any())
         })
         .collect();
@@ -262,7 +286,10 @@ fn rollout(pool: &MachineConfigPool, members: &[Arc<Node>], reached: usize, targ
         );
     }
     if total == 0 {
-        return Report::progressing(report::WAITING_FOR_POOL, format!("pool {pool_name} has no nodes"));
+        return Report::progressing(
+            report::WAITING_FOR_POOL,
+            format!("pool {pool_name} has no nodes"),
+        );
     }
     if reached == total {
         return done(&pool_name, total, target, None);
@@ -270,12 +297,18 @@ fn rollout(pool: &MachineConfigPool, members: &[Arc<Node>], reached: usize, targ
     if pool.spec.paused == Some(true) {
         return Report::progressing(
             report::WAITING_FOR_POOL,
-            format!("pool {pool_name} is paused with {reached} of {total} nodes updated; unpause it to roll the rest"),
+            format!(
+                "pool {pool_name} is paused with {reached} of {total} nodes updated; unpause it to roll the rest"
+            ),
         );
     }
     Report::progressing(
         report::ROLLING,
-        format!("{reached} of {total} nodes updated to {} ({})", target.image, target.describe_goal()),
+        format!(
+            "{reached} of {total} nodes updated to {} ({})",
+            target.image,
+            target.describe_goal()
+        ),
     )
 }
 
@@ -284,7 +317,10 @@ fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> R
     if let Some(note) = &target.upgrade_not_followed {
         return Report::available(report::LAYERED_IMAGE_KEPT, note.clone());
     }
-    let mut message = format!("all {total} nodes of pool {pool} run {}", target.describe_goal());
+    let mut message = format!(
+        "all {total} nodes of pool {pool} run {}",
+        target.describe_goal()
+    );
     match untouched {
         Some(config) => message.push_str(&format!("; MachineConfig {config} left as it is")),
         None => message.push_str(&format!(" from {}", target.image)),
@@ -347,7 +383,12 @@ async fn write_status(
         .or_else(|| reason_before(crate::api::conditions::AVAILABLE));
     if previous.as_deref() != Some(now_reason) {
         context
-            .event(day0, report.degraded.0, now_reason, report.message().to_owned())
+            .event(
+                day0,
+                report.degraded.0,
+                now_reason,
+                report.message().to_owned(),
+            )
             .await;
     }
     Ok(())

@@ -114,7 +114,8 @@ impl YStream {
     pub fn of_os_image(os_image: &str) -> Option<Self> {
         os_image.split_whitespace().find_map(|word| {
             let first = word.split('.').next()?;
-            if !word.contains('.') || first.len() < 3 || !first.bytes().all(|b| b.is_ascii_digit()) {
+            if !word.contains('.') || first.len() < 3 || !first.bytes().all(|b| b.is_ascii_digit())
+            {
                 return None;
             }
             let (major, minor) = first.split_at(1);
@@ -153,10 +154,26 @@ mod tests {
 
     #[test]
     fn the_os_image_counts_only_for_the_release_it_was_published_for() {
-        let current = release("4.15.3", "4.15.3", "quay.io/ocp/ocp-v4.0-art-dev@sha256:415");
-        assert_eq!(current.os_auto(), Some("quay.io/ocp/ocp-v4.0-art-dev@sha256:415"));
-        assert_eq!(current.dtk_auto().as_deref(), Some("quay.io/ocp/driver-toolkit:4.15.3"));
-        assert_eq!(current.y_stream(), Some(YStream { major: 4, minor: 15 }));
+        let current = release(
+            "4.15.3",
+            "4.15.3",
+            "quay.io/ocp/ocp-v4.0-art-dev@sha256:415",
+        );
+        assert_eq!(
+            current.os_auto(),
+            Some("quay.io/ocp/ocp-v4.0-art-dev@sha256:415")
+        );
+        assert_eq!(
+            current.dtk_auto().as_deref(),
+            Some("quay.io/ocp/driver-toolkit:4.15.3")
+        );
+        assert_eq!(
+            current.y_stream(),
+            Some(YStream {
+                major: 4,
+                minor: 15
+            })
+        );
         let stale = release("4.15.3", "4.14.12", "quay.io/ocp/rhcos:414");
         assert_eq!((stale.os_auto(), stale.dtk_auto()), (None, None));
     }
@@ -171,7 +188,10 @@ mod tests {
             image_for_release("registry.local/acme/rhcos-kmod:414.92.1", "4.15.3"),
             "registry.local/acme/rhcos-kmod:4.15.3"
         );
-        assert_eq!(repository("localhost:5000/os@sha256:ab"), "localhost:5000/os");
+        assert_eq!(
+            repository("localhost:5000/os@sha256:ab"),
+            "localhost:5000/os"
+        );
         assert_eq!(repository("localhost:5000/os"), "localhost:5000/os");
     }
 }

@@ -104,7 +104,14 @@ impl Report {
             (PROGRESSING, &self.progressing),
             (DEGRADED, &self.degraded),
         ] {
-            set_condition(&mut status.conditions, type_, *value, reason, message.clone(), generation);
+            set_condition(
+                &mut status.conditions,
+                type_,
+                *value,
+                reason,
+                message.clone(),
+                generation,
+            );
         }
         status
     }
@@ -116,13 +123,29 @@ mod tests {
 
     #[test]
     fn a_report_sets_all_three_conditions() {
-        let status = Report::progressing(ROLLING, "1 of 2 nodes updated").apply(&ModuleDay0Status::default(), Some(3));
-        let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t).expect("condition");
-        assert_eq!((find(PROGRESSING).status.as_str(), find(PROGRESSING).reason.as_str()), ("True", ROLLING));
+        let status = Report::progressing(ROLLING, "1 of 2 nodes updated")
+            .apply(&ModuleDay0Status::default(), Some(3));
+        let find = |t: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .expect("condition")
+        };
+        assert_eq!(
+            (
+                find(PROGRESSING).status.as_str(),
+                find(PROGRESSING).reason.as_str()
+            ),
+            ("True", ROLLING)
+        );
         assert_eq!(find(AVAILABLE).status, "False");
         assert_eq!(find(DEGRADED).status, "False");
         assert_eq!(status.observed_generation, Some(3));
         let failed = Report::degraded(DUPLICATE_POOL, "pool worker is managed by ns/first");
-        assert_eq!((failed.reason(), failed.message()), (DUPLICATE_POOL, "pool worker is managed by ns/first"));
+        assert_eq!(
+            (failed.reason(), failed.message()),
+            (DUPLICATE_POOL, "pool worker is managed by ns/first")
+        );
     }
 }

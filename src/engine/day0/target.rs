@@ -70,11 +70,17 @@ pub struct Undecided {
 pub const WAITING_FOR_RELEASE: &str = "WaitingForRelease";
 
 /// The target of `mapping` for a pool whose nodes run `nodes_os` while the cluster moves to `release`.
-pub fn decide(mapping: &OsMapping, release: &Release, nodes_os: Option<&str>) -> Result<Target, Undecided> {
+pub fn decide(
+    mapping: &OsMapping,
+    release: &Release,
+    nodes_os: Option<&str>,
+) -> Result<Target, Undecided> {
     let release_stream = release.y_stream();
-    let mapped_stream = YStream::of_os_image(&mapping.literal).or(nodes_os.and_then(YStream::of_os_image));
+    let mapped_stream =
+        YStream::of_os_image(&mapping.literal).or(nodes_os.and_then(YStream::of_os_image));
     let nodes_stream = nodes_os.and_then(YStream::of_os_image);
-    let upgraded = release_stream.is_some() && mapped_stream.is_some() && release_stream != mapped_stream;
+    let upgraded =
+        release_stream.is_some() && mapped_stream.is_some() && release_stream != mapped_stream;
     let (Some(version), Some(stream)) = (release.version.clone(), release_stream) else {
         return Ok(mapped(mapping, release, None));
     };
@@ -84,8 +90,8 @@ pub fn decide(mapping: &OsMapping, release: &Release, nodes_os: Option<&str>) ->
     if !mapping.cluster_upgrade_trigger_node_upgrade {
         let note = (nodes_stream != Some(stream)).then(|| {
             format!(
-                "the cluster moves to {version} but the pool stays on the layered image {} ({}); set \
-                 osMapping.clusterUpgradeTriggerNodeUpgrade to rebuild it on the new release",
+                "the cluster is at release {version} ({stream}) but the pool stays on the layered image {} \
+                 ({}); set osMapping.clusterUpgradeTriggerNodeUpgrade to rebuild it on the release's OS",
                 mapping.container_image, mapping.literal
             )
         });
@@ -176,14 +182,29 @@ mod tests {
 
     #[test]
     fn the_mapping_is_the_target_on_its_own_y_stream_with_release_args() {
-        let target = decide(&mapping(true), &release("4.14.12", Some("quay.io/ocp/os@sha256:414")), Some(OS_414))
-            .expect("target");
+        let target = decide(
+            &mapping(true),
+            &release("4.14.12", Some("quay.io/ocp/os@sha256:414")),
+            Some(OS_414),
+        )
+        .expect("target");
         assert_eq!(target.image, "registry.local/acme/rhcos-kmod:414.92");
         assert_eq!(target.goal, Goal::Mapping(OS_414.to_owned()));
-        let args: Vec<(&str, &str)> = target.build.as_ref().expect("build").build_args.iter()
+        let args: Vec<(&str, &str)> = target
+            .build
+            .as_ref()
+            .expect("build")
+            .build_args
+            .iter()
             .map(|a| (a.name.as_str(), a.value.as_str()))
             .collect();
-        assert_eq!(args, [("DTK_AUTO", "mine"), ("OS_AUTO", "quay.io/ocp/os@sha256:414")]);
+        assert_eq!(
+            args,
+            [
+                ("DTK_AUTO", "mine"),
+                ("OS_AUTO", "quay.io/ocp/os@sha256:414")
+            ]
+        );
     }
 
     #[test]
@@ -191,12 +212,28 @@ mod tests {
         let upgrade = release("4.15.3", Some("quay.io/ocp/os@sha256:415"));
         let followed = decide(&mapping(true), &upgrade, Some(OS_414)).expect("target");
         assert_eq!(followed.image, "registry.local/acme/rhcos-kmod:4.15.3");
-        assert!(matches!(followed.goal, Goal::Upgrade { stream: YStream { major: 4, minor: 15 }, .. }));
+        assert!(matches!(
+            followed.goal,
+            Goal::Upgrade {
+                stream: YStream {
+                    major: 4,
+                    minor: 15
+                },
+                ..
+            }
+        ));
         assert!(followed.upgrade_not_followed.is_none());
         let kept = decide(&mapping(false), &upgrade, Some(OS_414)).expect("target");
         assert_eq!(kept.image, "registry.local/acme/rhcos-kmod:414.92");
-        assert!(kept.upgrade_not_followed.expect("note").contains("stays on the layered image"));
+        assert!(
+            kept.upgrade_not_followed
+                .expect("note")
+                .contains("stays on the layered image")
+        );
         let unpublished = decide(&mapping(true), &release("4.15.3", None), Some(OS_414));
-        assert_eq!(unpublished.expect_err("undecided").reason, WAITING_FOR_RELEASE);
+        assert_eq!(
+            unpublished.expect_err("undecided").reason,
+            WAITING_FOR_RELEASE
+        );
     }
 }
