@@ -14,6 +14,7 @@
 //! `ImageCache` → [`imagecache`] keeps each cache's images on the nodes its lists select.
 
 pub mod context;
+pub mod day0;
 pub mod digest;
 pub mod imagecache;
 pub mod kernel;
@@ -91,7 +92,9 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
                 &shared,
                 stop.clone(),
             ))),
-            Family::Day0 => {}
+            Family::Day0 => {
+                running.push(Box::pin(day0::run(context.clone(), &shared, stop.clone())))
+            }
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());

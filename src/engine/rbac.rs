@@ -41,7 +41,7 @@ pub fn family_rules(family: Family) -> &'static [Rule] {
         Family::Kmm => KMM_RULES,
         Family::Shims => SHIM_RULES,
         Family::Caches => CACHE_RULES,
-        Family::Day0 => &[],
+        Family::Day0 => DAY0_RULES,
     }
 }
 
@@ -141,6 +141,67 @@ const CACHE_RULES: &[Rule] = &[
     ("", &["pods"], &["get", "list", "watch", "create", "delete"]),
     // Which images each node holds, and which nodes the selectors match.
     ("", &["nodes"], READ),
+];
+
+/// What the day-0 family does cluster-wide: it runs the KMM image pipeline for its images when the KMM family does
+/// not run, so it holds those grants too.
+const DAY0_RULES: &[Rule] = &[
+    // One ModuleDay0 per kmm-managed MachineConfig, created and deleted with the label; status written.
+    (
+        KMM_GROUP,
+        &["moduleday0s"],
+        &["get", "list", "watch", "create", "delete"],
+    ),
+    (KMM_GROUP, &["moduleday0s/status"], &["get", "patch"]),
+    // ModuleDay0 → MIC owner references with blockOwnerDeletion.
+    (KMM_GROUP, &["moduleday0s/finalizers"], &["update"]),
+    // The image pipeline: MIC → MBSC → pull, build and sign pods.
+    (
+        KMM_GROUP,
+        &["moduleimagesconfigs", "modulebuildsignconfigs"],
+        &[
+            "get", "list", "watch", "create", "patch", "update", "delete",
+        ],
+    ),
+    (
+        KMM_GROUP,
+        &[
+            "moduleimagesconfigs/status",
+            "modulebuildsignconfigs/status",
+        ],
+        &["get", "patch", "update"],
+    ),
+    (
+        KMM_GROUP,
+        &[
+            "moduleimagesconfigs/finalizers",
+            "modulebuildsignconfigs/finalizers",
+        ],
+        &["update"],
+    ),
+    (
+        "",
+        &["pods"],
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
+    ("", &["pods/status"], &["get"]),
+    // Pool membership, OS and kernel of nodes.
+    ("", &["nodes"], &["get", "list", "watch"]),
+    // Dockerfiles, signing keys and the release's OS image ConfigMap are read, never changed.
+    ("", &["configmaps"], &["get", "list", "watch"]),
+    ("", &["secrets"], &["get"]),
+    // The MachineConfig's osImageURL is the one thing the family writes outside its own objects.
+    (
+        "machineconfiguration.openshift.io",
+        &["machineconfigs"],
+        &["get", "list", "watch", "patch"],
+    ),
+    (
+        "machineconfiguration.openshift.io",
+        &["machineconfigpools"],
+        READ,
+    ),
+    ("config.openshift.io", &["clusterversions"], READ),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.
@@ -312,6 +373,46 @@ mod tests {
         ("", "namespaces", "patch", true),
         ("events.k8s.io", "events", "create", true),
         ("events.k8s.io", "events", "patch", true),
+        (KMM_GROUP, "moduleday0s", "get", true),
+        (KMM_GROUP, "moduleday0s", "list", true),
+        (KMM_GROUP, "moduleday0s", "watch", true),
+        (KMM_GROUP, "moduleday0s", "create", true),
+        (KMM_GROUP, "moduleday0s", "delete", true),
+        (KMM_GROUP, "moduleday0s/status", "patch", true),
+        (KMM_GROUP, "moduleday0s/finalizers", "update", true),
+        ("", "configmaps", "watch", true),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "list",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "watch",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            "patch",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigpools",
+            "list",
+            true,
+        ),
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfigpools",
+            "watch",
+            true,
+        ),
+        ("config.openshift.io", "clusterversions", "get", true),
+        ("config.openshift.io", "clusterversions", "watch", true),
         ("coordination.k8s.io", "leases", "create", false),
         ("coordination.k8s.io", "leases", "get", false),
         ("coordination.k8s.io", "leases", "update", false),

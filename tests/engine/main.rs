@@ -1,6 +1,7 @@
 //! End-to-end tests of the KMM engine on the embedded cluster and its simulated nodes, through `kube::Client`.
 
 mod common;
+mod day0;
 mod imagecache;
 mod images;
 mod kmm;

@@ -2,7 +2,7 @@
 //!
 //! A scenario is read and checked completely before anything starts, so a malformed file never leaves a
 //! half-configured cluster: every error names the file, the line and the key. Built-in scenarios (`demo`, `large`,
-//! `chaos`) are YAML files compiled into the binary; any other name is read as a path. The format is documented in
+//! `chaos`, `day0`) are YAML files compiled into the binary; any other name is read as a path. The format is documented in
 //! the README.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,6 +17,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("demo", include_str!("scenarios/demo.yaml")),
     ("large", include_str!("scenarios/large.yaml")),
     ("chaos", include_str!("scenarios/chaos.yaml")),
+    ("day0", include_str!("scenarios/day0.yaml")),
     ("empty", include_str!("scenarios/empty.yaml")),
 ];
 

@@ -39,6 +39,7 @@ use crate::api::kmm::{
 };
 
 pub use self::pull_pod::pull_pod_name;
+pub use self::ready::IMAGE_MISSING;
 
 /// How often a MIC is looked at when nothing it watches changes.
 const RESYNC: Duration = Duration::from_secs(300);

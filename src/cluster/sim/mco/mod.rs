@@ -70,6 +70,8 @@ struct Operator {
     updating: HashMap<tokio::task::Id, String>,
     /// resourceVersions of the operator's own last writes to nodes (see [`pool::OwnWrites`]).
     own_writes: pool::OwnWrites,
+    /// The release and OS image last published in the OS image ConfigMap.
+    published_os_image: Option<(String, String)>,
 }
 
 struct Stores {
@@ -164,8 +166,21 @@ impl Operator {
     async fn pass(&mut self, world: &Arc<World>, stores: &Stores) {
         let versions = stores.versions.state();
         let cluster_version = versions.iter().find(|v| v.name_any() == version::NAME);
-        let release_url = version::desired_release(cluster_version.map(|v| v.as_ref()))
-            .and_then(|release| version::release_os_image_url(world, &release));
+        let release = version::desired_release(cluster_version.map(|v| v.as_ref()));
+        let release_url = release
+            .as_deref()
+            .and_then(|release| version::release_os_image_url(world, release));
+        if let (Some(release), Some(url)) = (release, release_url.clone()) {
+            let wanted = Some((release, url));
+            if self.published_os_image != wanted
+                && let Some((release, url)) = &wanted
+            {
+                match version::publish_os_image(world, release, url).await {
+                    Ok(()) => self.published_os_image = wanted,
+                    Err(error) => tracing::debug!(%error, "OS image ConfigMap not published"),
+                }
+            }
+        }
         let configs = stores.configs.state();
         let mut pools = stores.pools.state();
         pools.sort_by_key(|p| p.name_any());

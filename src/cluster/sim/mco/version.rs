@@ -3,6 +3,7 @@
 //! release (`spec.desiredUpdate.version`) rolls the pools onto that release's OS image. Releases map to OS
 //! images through the scenario's `osImages[].release`.
 
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -72,6 +73,42 @@ pub fn release_os_image_url(world: &World, release: &str) -> Option<String> {
         .map(|image| image.url.clone())
 }
 
+/// Namespace of the ConfigMap naming the release's OS image.
+pub const OS_IMAGE_NAMESPACE: &str = "openshift-machine-config-operator";
+/// The ConfigMap naming the release's OS image, as OpenShift publishes it from the release payload.
+pub const OS_IMAGE_CONFIG_MAP: &str = "machine-config-osimageurl";
+
+/// Publish the OS image of `release` (the one the cluster moves to) in
+/// `openshift-machine-config-operator/machine-config-osimageurl` (`releaseVersion`, `baseOSContainerImage`,
+/// `osImageURL`), as the release payload does on OpenShift, so that builds can resolve `OS_AUTO`.
+pub async fn publish_os_image(world: &World, release: &str, url: &str) -> kube::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(world.client.clone());
+    if namespaces.get_opt(OS_IMAGE_NAMESPACE).await?.is_none() {
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(OS_IMAGE_NAMESPACE.into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match namespaces.create(&PostParams::default(), &namespace).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": OS_IMAGE_CONFIG_MAP, "namespace": OS_IMAGE_NAMESPACE},
+        "data": {"releaseVersion": release, "baseOSContainerImage": url, "osImageURL": url},
+    });
+    let params = PatchParams::apply(MANAGER).force();
+    Api::<ConfigMap>::namespaced(world.client.clone(), OS_IMAGE_NAMESPACE)
+        .patch(OS_IMAGE_CONFIG_MAP, &params, &Patch::Apply(&config_map))
+        .await
+        .map(drop)
+}
+
 /// Accept a new `spec.desiredUpdate`, and complete the current update once every pool is updated.
 pub async fn reconcile(
     world: &World,
@@ -133,7 +170,8 @@ pub async fn reconcile(
     Ok(())
 }
 
-/// The release of the first node group whose OS image the scenario maps to one.
+/// The release of the first node group whose OS image the scenario maps to one (a layered image carrying the same
+/// OS ships in no release, so the first image of that OS with a release counts).
 fn initial_release(world: &World) -> String {
     world
         .scenario
@@ -144,8 +182,8 @@ fn initial_release(world: &World) -> String {
                 .scenario
                 .os_images
                 .iter()
-                .find(|image| image.os_image == group.os_image)
-                .and_then(|image| image.release.clone())
+                .filter(|image| image.os_image == group.os_image)
+                .find_map(|image| image.release.clone())
         })
         .unwrap_or_else(|| DEFAULT_RELEASE.to_string())
 }

@@ -1,0 +1,163 @@
+//! The day-0 engine: kernel modules baked into the nodes' OS image on OpenShift.
+//!
+//! [`handover`] turns each MachineConfig labelled `machineconfiguration.openshift.io/kmm-managed: "true"` into a
+//! ModuleDay0 and deletes it when the label goes. [`reconcile`] takes each ModuleDay0's pool to the image its
+//! `osMapping` names: the image is proved to exist, or built and signed, by the KMM image pipeline
+//! ([`images`]: a ModuleImagesConfig the ModuleDay0 owns, checked by pull pods, built and signed by the
+//! ModuleBuildSignConfig's pods), and only then written to the MachineConfig's `osImageURL`, which makes the
+//! Machine Config Operator roll the pool. With `clusterUpgradeTriggerNodeUpgrade`, a cluster upgrade to a new
+//! y-stream rebuilds the image on the new release's OS ([`release`], [`target`]).
+//!
+//! Both reconcilers run on `kube::runtime::Controller` and read all progress from the cluster; the engine's one
+//! Lease keeps a second engine from acting.
+
+pub mod handover;
+pub mod images;
+pub mod pools;
+pub mod reconcile;
+pub mod release;
+pub mod report;
+pub mod target;
+
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+use self::reconcile::Day0Context;
+use super::context::{Context, Family};
+use super::shared::SharedWatches;
+use super::{mbsc, mic};
+use crate::api::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
+use crate::api::kmm::ModuleImagesConfig;
+
+/// The day-0 reconcilers, subscribed to the engine's shared node watch; run the returned future until `stop`.
+/// When the KMM family does not run, the image pipeline (ModuleImagesConfig and ModuleBuildSignConfig
+/// reconcilers) runs here, since day-0 images are proved and built by it.
+pub fn run(
+    context: Arc<Context>,
+    shared: &SharedWatches,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let nodes = shared.nodes();
+    let day0_node_changes = shared.node_changes(node_fingerprint);
+    async move {
+        let client = context.client.clone();
+        let controller = Controller::new(
+            Api::<ModuleDay0>::all(client.clone()),
+            watcher::Config::default(),
+        );
+        let day0s = controller.store();
+        let shared_context = Arc::new(Day0Context {
+            engine: context.clone(),
+            nodes,
+            day0s: day0s.clone(),
+        });
+        let config = watcher::Config::default;
+        let day0_controller = controller
+            .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
+            .watches(
+                Api::<MachineConfig>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<MachineConfigPool>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ClusterVersion>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ConfigMap>::namespaced(
+                    client.clone(),
+                    release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
+                ),
+                config(),
+                every_day0(&day0s),
+            )
+            .watches(
+                Api::<ModuleDay0>::all(client.clone()),
+                config(),
+                every_day0(&day0s),
+            )
+            .reconcile_all_on(day0_node_changes.map(drop))
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                reconcile::reconcile,
+                reconcile::error_policy,
+                shared_context.clone(),
+            )
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "ModuleDay0 pass did not complete");
+                }
+            });
+        let handover_controller =
+            Controller::new(Api::<MachineConfig>::all(client.clone()), config())
+                .watches(
+                    Api::<ModuleDay0>::all(client.clone()),
+                    config().labels(handover::MACHINE_CONFIG_LABEL),
+                    |day0: ModuleDay0| {
+                        use kube::ResourceExt;
+                        day0.labels()
+                            .get(handover::MACHINE_CONFIG_LABEL)
+                            .map(|name| ObjectRef::<MachineConfig>::new(name))
+                    },
+                )
+                .graceful_shutdown_on(stop.clone().cancelled_owned())
+                .run(handover::reconcile, reconcile::error_policy, shared_context)
+                .for_each(|result| async move {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
+                    }
+                });
+        let pipeline = async {
+            if !context.runs(Family::Kmm) {
+                tokio::join!(
+                    mic::run(context.clone(), stop.clone()),
+                    mbsc::run(context.clone(), stop.clone())
+                );
+            }
+        };
+        tokio::join!(day0_controller, handover_controller, pipeline);
+    }
+}
+
+/// A trigger mapper that starts a pass over every ModuleDay0: pools, MachineConfigs, the release and other
+/// ModuleDay0s all change what each of them decides, and there are only a few of them.
+fn every_day0<T>(
+    store: &Store<ModuleDay0>,
+) -> impl Fn(T) -> Vec<ObjectRef<ModuleDay0>> + Send + Sync + 'static {
+    let store = store.clone();
+    move |_| {
+        store
+            .state()
+            .iter()
+            .map(|d| ObjectRef::from_obj(d.as_ref()))
+            .collect()
+    }
+}
+
+/// What the day-0 reconciler reads of a node: its labels (pool membership), its OS and kernel, and the Machine
+/// Config Operator's annotations (update state).
+fn node_fingerprint(node: &Node) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.labels.hash(&mut hasher);
+    node.metadata.annotations.hash(&mut hasher);
+    if let Some(info) = node.status.as_ref().and_then(|s| s.node_info.as_ref()) {
+        info.os_image.hash(&mut hasher);
+        info.kernel_version.hash(&mut hasher);
+    }
+    hasher.finish()
+}
