@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kmm_tui::api::shim::Shim;
 use kmm_tui::engine::shim::{INSTALLER_NAMESPACE, node_hash_annotation};
@@ -95,6 +96,19 @@ async fn machine(client: &kube::Client, node: &str) -> BTreeMap<String, String> 
         .expect("the machine ConfigMap")
         .data
         .unwrap_or_default()
+}
+
+/// Reasons of the events published on the Shim.
+async fn event_reasons(client: &kube::Client, shim: &str) -> BTreeSet<String> {
+    Api::<Event>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(shim))
+        .filter_map(|e| e.reason)
+        .collect()
 }
 
 async fn installer_pods(client: &kube::Client, shim: &str) -> Vec<Pod> {
@@ -326,6 +340,18 @@ async fn manual_approval_holds_each_batch_and_a_spec_change_rolls_every_node_aga
     )
     .await;
     let done = wait_ready_reason(&client, "spin-a", "Complete", 30).await;
+    eventually(10, "batch events on the Shim", || async {
+        let reasons = event_reasons(&client, "spin-a").await;
+        [
+            "BatchApproved",
+            "BatchStarted",
+            "BatchFinished",
+            "RuntimeClassCreated",
+        ]
+        .iter()
+        .all(|r| reasons.contains(*r))
+    })
+    .await;
     let first_hash = done
         .status
         .and_then(|s| s.rollout)
@@ -427,6 +453,12 @@ async fn a_failed_containerd_restart_is_rolled_back_stops_the_rollout_and_is_ret
         status.node_statuses.first().map(|n| n.node.as_str()),
         Some("fragile-0")
     );
+    eventually(10, "a rollback event on the Shim", || async {
+        event_reasons(&client, "spin-c")
+            .await
+            .contains("RolledBack")
+    })
+    .await;
     // The rollout stays stopped: nothing starts on the other nodes.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let pods = installer_pods(&client, "spin-c").await;

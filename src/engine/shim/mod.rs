@@ -65,8 +65,7 @@ use super::nodes;
 use super::shared::SharedWatches;
 use crate::api::shim::Shim;
 
-pub use names::{FINALIZER, INSTALLER_NAMESPACE, node_hash_annotation};
-pub use plan::batch_size;
+pub use names::{INSTALLER_NAMESPACE, node_hash_annotation};
 
 /// What a Shim pass reads besides the API: the shared node cache.
 pub struct ShimContext {

@@ -832,6 +832,52 @@ mod tests {
         assert_eq!(created(&changed), [("n0", Some(1)), ("n1", Some(1))]);
     }
 
+    #[test]
+    fn a_paused_rollout_starts_nothing() {
+        let plan = run(
+            &shim(json!({"maxUpdate": 2, "paused": true})),
+            &five(0),
+            &[],
+        );
+        assert!(plan.create.is_empty());
+        assert!(plan.paused);
+        assert_eq!(plan.waiting, 5);
+    }
+
+    #[test]
+    fn a_node_no_platform_fits_fails_without_falling_back_to_anon_http() {
+        let mut platformed = shim(json!({"maxUpdate": 2}));
+        platformed.spec.fetch_strategy = serde_json::from_value(json!({
+            "anonHttp": {"location": "https://x/any"},
+            "platforms": [{"os": "linux", "arch": "arm64", "location": "https://x/arm"}],
+        }))
+        .expect("a fetch strategy");
+        let plan = run(&platformed, &five(0), &[]);
+        assert!(plan.create.is_empty());
+        assert_eq!(plan.no_artifact.len(), 5);
+        assert!(
+            plan.node_writes
+                .iter()
+                .all(|w| w.label == Some(Some(names::FAILED.to_owned())))
+        );
+    }
+
+    #[test]
+    fn a_deleting_shim_uninstalls_every_node_that_carries_it_at_once() {
+        let mut deleting = shim(json!({"maxUpdate": 1}));
+        deleting.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).expect("a time"));
+        let plan = run(&deleting, &five(3), &[]);
+        let uninstalls: Vec<&str> = plan
+            .create
+            .iter()
+            .filter(|p| p.operation == Operation::Uninstall)
+            .map(|p| p.node.as_str())
+            .collect();
+        assert_eq!(uninstalls, ["n0", "n1", "n2"]);
+        assert_eq!(plan.uninstalling, 3);
+    }
+
     fn plan_with_hash(shim: &Shim, nodes: &[Arc<Node>], hash: &str) -> Plan {
         plan(&Inputs {
             shim,
