@@ -103,11 +103,7 @@ pub fn run(
                     .collect::<Vec<_>>()
             })
             // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
-            .with_config(
-                controller::Config::default()
-                    .concurrency(1)
-                    .debounce(Duration::from_millis(200)),
-            )
+            .with_config(controller::Config::default().concurrency(1))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile, error_policy, cache_context)
             .for_each(|result| async move {
