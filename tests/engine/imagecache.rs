@@ -517,3 +517,48 @@ async fn the_upstream_sample_reaches_full_coverage_unchanged() {
     );
     harness.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_demo_shows_a_complete_cache_a_failing_one_and_a_lost_image_pulled_back() {
+    let mut harness = Harness::start("demo").await;
+    start_caches(&mut harness);
+    let client = harness.client();
+    let record = recorder(&client);
+    let caches = Api::<ImageCache>::namespaced(client.clone(), "acme");
+    eventually(60, "warm-web is available", || async {
+        caches
+            .get("warm-web")
+            .await
+            .ok()
+            .is_some_and(|c| condition(&c, "Available").is_some_and(|a| a.status == "True"))
+    })
+    .await;
+    eventually(60, "warm-ml is degraded by inference:2.2", || async {
+        caches.get("warm-ml").await.ok().is_some_and(|c| {
+            condition(&c, "Degraded").is_some_and(|d| {
+                d.status == "True"
+                    && d.message
+                        .contains("ghcr.io/acme/inference:2.2 not found in registry")
+            })
+        })
+    })
+    .await;
+    let warm_web_pulls = |record: &super::common::PodRecord| {
+        record
+            .created
+            .iter()
+            .filter(|name| name.starts_with("warm-web-"))
+            .count()
+    };
+    let first = warm_web_pulls(&record.record());
+    // At 150 simulated seconds worker-b-1 loses nginx; the engine pulls it back.
+    eventually(60, "nginx is pulled again on worker-b-1", || async {
+        warm_web_pulls(&record.record()) == first + 1
+    })
+    .await;
+    eventually(60, "worker-b-1 holds nginx again", || {
+        node_holds(&client, "worker-b-1", NGINX)
+    })
+    .await;
+    harness.shutdown().await;
+}
