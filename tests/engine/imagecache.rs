@@ -32,10 +32,14 @@ async fn start() -> Harness {
 }
 
 fn start_caches(harness: &mut Harness) {
-    harness.start_with(|context, stop| {
+    start_caches_refreshing(harness, None);
+}
+
+fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<std::time::Duration>) {
+    harness.start_with(move |context, stop| {
         let settings = Settings {
             families: BTreeSet::from([Family::Caches]),
-            ..Settings::default()
+            cache_refresh,
         };
         engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });
@@ -411,6 +415,33 @@ async fn refresh_repull_and_purge_do_their_work_once() {
     tokio::time::sleep(std::time::Duration::from_secs(30)).await;
     assert_eq!(record.record().created.len(), before);
     assert!(!node_holds(&client, "backend-0", NGINX).await);
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_periodic_refresh_pulls_everything_again_when_asked_to() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    start_caches_refreshing(&mut harness, Some(std::time::Duration::from_secs(600)));
+    let client = harness.client();
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX]}])).await;
+    eventually(120, "warm is available", || available(&client, "warm")).await;
+    assert_eq!(
+        created_with(&record.record(), "refresh"),
+        0,
+        "no refresh before the period"
+    );
+    eventually(900, "the period refreshes every node", || async {
+        created_with(&record.record(), "refresh") == 3
+    })
+    .await;
+    eventually(120, "the refresh is done", || async {
+        !cache(&client, "warm")
+            .await
+            .annotations()
+            .contains_key(REFRESH_ANNOTATION)
+    })
+    .await;
     harness.shutdown().await;
 }
 
