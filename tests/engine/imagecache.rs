@@ -32,10 +32,14 @@ async fn start() -> Harness {
 }
 
 fn start_caches(harness: &mut Harness) {
-    harness.start_with(|context, stop| {
+    start_caches_refreshing(harness, None);
+}
+
+fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<std::time::Duration>) {
+    harness.start_with(move |context, stop| {
         let settings = Settings {
             families: BTreeSet::from([Family::Caches]),
-            ..Settings::default()
+            cache_refresh,
         };
         engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });
@@ -415,6 +419,114 @@ async fn refresh_repull_and_purge_do_their_work_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_periodic_refresh_pulls_everything_again_when_asked_to() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    start_caches_refreshing(&mut harness, Some(std::time::Duration::from_secs(600)));
+    let client = harness.client();
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX]}])).await;
+    eventually(120, "warm is available", || available(&client, "warm")).await;
+    assert_eq!(
+        created_with(&record.record(), "refresh"),
+        0,
+        "no refresh before the period"
+    );
+    eventually(900, "the period refreshes every node", || async {
+        created_with(&record.record(), "refresh") == 3
+    })
+    .await;
+    eventually(120, "the refresh is done", || async {
+        !cache(&client, "warm")
+            .await
+            .annotations()
+            .contains_key(REFRESH_ANNOTATION)
+    })
+    .await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn spec_edits_pull_added_images_and_delete_removed_ones_and_deletion_leaves_images() {
+    let harness = start().await;
+    let client = harness.client();
+    let record = recorder(&client);
+    create(
+        &client,
+        "warm",
+        json!([{"images": [NGINX, INFERENCE], "nodeSelector": {"tier": "backend"}}]),
+    )
+    .await;
+    eventually(120, "warm is available", || available(&client, "warm")).await;
+    let etcd = "us.gcr.io/k8s-artifacts-prod/etcd:3.5.4-0";
+    let patch = json!({"spec": {"cacheSpec": [{"images": [NGINX, etcd], "nodeSelector": {"tier": "backend"}}]}});
+    Api::<ImageCache>::namespaced(client.clone(), NS)
+        .patch("warm", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("the spec is edited");
+    for node in BACKEND {
+        eventually(120, "the added image arrives", || {
+            node_holds(&client, node, etcd)
+        })
+        .await;
+        eventually(120, "the removed image leaves", || async {
+            !node_holds(&client, node, INFERENCE).await
+        })
+        .await;
+    }
+    eventually(60, "warm is available with its new spec", || async {
+        let cache = cache(&client, "warm").await;
+        available(&client, "warm").await
+            && cache.status.is_some_and(|s| {
+                s.applied_cache_spec == cache.spec.cache_spec && s.reason == "ImageCacheUpdate"
+            })
+    })
+    .await;
+    assert_eq!(
+        created_with(&record.record(), "delete"),
+        2,
+        "one delete per backend node"
+    );
+    assert!(!node_holds(&client, "front-0", NGINX).await);
+
+    // Deleting a cache leaves its images on the nodes; its pods go with it.
+    create(
+        &client,
+        "absent",
+        json!([{"images": [ABSENT], "nodeSelector": {"tier": "backend"}}]),
+    )
+    .await;
+    let pods_of = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            Api::<Pod>::namespaced(client, NS)
+                .list(&kube::api::ListParams::default().labels(&format!("imagecache={name}")))
+                .await
+                .map(|l| l.items.len())
+                .unwrap_or_default()
+        }
+    };
+    eventually(60, "the failing cache has its pods", || async {
+        pods_of("absent").await == 2
+    })
+    .await;
+    for name in ["absent", "warm"] {
+        Api::<ImageCache>::namespaced(client.clone(), NS)
+            .delete(name, &Default::default())
+            .await
+            .expect("the cache is deleted");
+    }
+    eventually(60, "the deleted cache's pods are gone", || async {
+        pods_of("absent").await == 0
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    for node in BACKEND {
+        assert!(node_holds(&client, node, NGINX).await && node_holds(&client, node, etcd).await);
+    }
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_killed_engine_leaves_nothing_processing_and_converges() {
     let mut harness = start().await;
     let client = harness.client();
@@ -515,5 +627,50 @@ async fn the_upstream_sample_reaches_full_coverage_unchanged() {
         )
         .await
     );
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_demo_shows_a_complete_cache_a_failing_one_and_a_lost_image_pulled_back() {
+    let mut harness = Harness::start("demo").await;
+    start_caches(&mut harness);
+    let client = harness.client();
+    let record = recorder(&client);
+    let caches = Api::<ImageCache>::namespaced(client.clone(), "acme");
+    eventually(60, "warm-web is available", || async {
+        caches
+            .get("warm-web")
+            .await
+            .ok()
+            .is_some_and(|c| condition(&c, "Available").is_some_and(|a| a.status == "True"))
+    })
+    .await;
+    eventually(60, "warm-ml is degraded by inference:2.2", || async {
+        caches.get("warm-ml").await.ok().is_some_and(|c| {
+            condition(&c, "Degraded").is_some_and(|d| {
+                d.status == "True"
+                    && d.message
+                        .contains("ghcr.io/acme/inference:2.2 not found in registry")
+            })
+        })
+    })
+    .await;
+    let warm_web_pulls = |record: &super::common::PodRecord| {
+        record
+            .created
+            .iter()
+            .filter(|name| name.starts_with("warm-web-"))
+            .count()
+    };
+    let first = warm_web_pulls(&record.record());
+    // At 150 simulated seconds worker-b-1 loses nginx; the engine pulls it back.
+    eventually(60, "nginx is pulled again on worker-b-1", || async {
+        warm_web_pulls(&record.record()) == first + 1
+    })
+    .await;
+    eventually(60, "worker-b-1 holds nginx again", || {
+        node_holds(&client, "worker-b-1", NGINX)
+    })
+    .await;
     harness.shutdown().await;
 }
