@@ -259,6 +259,8 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
         os_image_url(&client).await.as_deref() == Some(IMAGE_NEXT)
     })
     .await;
+    let message = wait_condition(&client, MACHINE_CONFIG, "Progressing", "True", "Rolling").await;
+    assert!(message.contains("of 2 nodes updated to"), "{message}");
     wait_workers_on(&client, OS_NEXT).await;
     let message = wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
     assert!(message.contains(IMAGE_NEXT), "{message}");
