@@ -281,6 +281,51 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_image_is_built_then_signed_before_the_machine_config_names_it() {
+    let harness = start().await;
+    let client = harness.client();
+    let builds = build_pods(&client);
+    let signs = PodRecorder::start(
+        client.clone(),
+        &format!("{}=SignImage", labels::RESOURCE_TYPE),
+        |pod: &Pod| pod.name_any(),
+    );
+    hand_over(&client).await;
+    let patch = json!({"spec": {"osMapping": {
+        "literal": OS_NEXT,
+        "containerImage": IMAGE_NEXT,
+        "build": {"dockerfileConfigMap": {"name": "kmod-os-dockerfile"}},
+        "sign": {
+            "unsignedImage": format!("{IMAGE_NEXT}-unsigned"),
+            "keySecret": {"name": "signing-key"},
+            "certSecret": {"name": "signing-cert"},
+            "filesToSign": ["/opt/lib/modules/5.14.0-284.52.1.el9_2.x86_64/acme.ko"],
+        },
+    }}});
+    day0s(&client)
+        .patch(
+            MACHINE_CONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+        .expect("edit the ModuleDay0");
+
+    eventually(120, "the MachineConfig names the signed image", || async {
+        os_image_url(&client).await.as_deref() == Some(IMAGE_NEXT)
+    })
+    .await;
+    assert_eq!(builds.record().created.len(), 1);
+    assert_eq!(
+        signs.record().created.len(),
+        1,
+        "signed before the MachineConfig moved"
+    );
+    wait_workers_on(&client, OS_NEXT).await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
     let harness = start().await;
     let client = harness.client();
