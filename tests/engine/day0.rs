@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
 use kmm_tui::api::day0::{ClusterVersion, MachineConfig, ModuleDay0};
 use kmm_tui::api::kmm::ModuleImagesConfig;
 use kmm_tui::engine::day0::handover::NAMESPACE;
@@ -151,6 +152,23 @@ async fn wait_workers_on(client: &Client, os: &str) {
     .await;
 }
 
+/// Reasons of the events about the ModuleDay0 `name`.
+async fn day0_event_reasons(client: &Client, name: &str) -> BTreeSet<String> {
+    Api::<Event>::namespaced(client.clone(), NAMESPACE)
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("ModuleDay0") && r.name.as_deref() == Some(name)
+            })
+        })
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
 fn build_pods(client: &Client) -> PodRecorder {
     PodRecorder::start(
         client.clone(),
@@ -259,9 +277,22 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
         os_image_url(&client).await.as_deref() == Some(IMAGE_NEXT)
     })
     .await;
+    let message = wait_condition(&client, MACHINE_CONFIG, "Progressing", "True", "Rolling").await;
+    assert!(message.contains("of 2 nodes updated to"), "{message}");
     wait_workers_on(&client, OS_NEXT).await;
     let message = wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
     assert!(message.contains(IMAGE_NEXT), "{message}");
+    eventually(
+        30,
+        "Building, OsImageApplied, Rolling and Applied events",
+        || async {
+            let reasons = day0_event_reasons(&client, MACHINE_CONFIG).await;
+            ["Building", "OsImageApplied", "Rolling", "Applied"]
+                .iter()
+                .all(|reason| reasons.contains(*reason))
+        },
+    )
+    .await;
     let status = day0s(&client)
         .get(MACHINE_CONFIG)
         .await
@@ -279,6 +310,51 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_image_is_built_then_signed_before_the_machine_config_names_it() {
+    let harness = start().await;
+    let client = harness.client();
+    let builds = build_pods(&client);
+    let signs = PodRecorder::start(
+        client.clone(),
+        &format!("{}=SignImage", labels::RESOURCE_TYPE),
+        |pod: &Pod| pod.name_any(),
+    );
+    hand_over(&client).await;
+    let patch = json!({"spec": {"osMapping": {
+        "literal": OS_NEXT,
+        "containerImage": IMAGE_NEXT,
+        "build": {"dockerfileConfigMap": {"name": "kmod-os-dockerfile"}},
+        "sign": {
+            "unsignedImage": format!("{IMAGE_NEXT}-unsigned"),
+            "keySecret": {"name": "signing-key"},
+            "certSecret": {"name": "signing-cert"},
+            "filesToSign": ["/opt/lib/modules/5.14.0-284.52.1.el9_2.x86_64/acme.ko"],
+        },
+    }}});
+    day0s(&client)
+        .patch(
+            MACHINE_CONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+        .expect("edit the ModuleDay0");
+
+    eventually(120, "the MachineConfig names the signed image", || async {
+        os_image_url(&client).await.as_deref() == Some(IMAGE_NEXT)
+    })
+    .await;
+    assert_eq!(builds.record().created.len(), 1);
+    assert_eq!(
+        signs.record().created.len(),
+        1,
+        "signed before the MachineConfig moved"
+    );
+    wait_workers_on(&client, OS_NEXT).await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
     let harness = start().await;
     let client = harness.client();
@@ -292,6 +368,12 @@ async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
         "{message}"
     );
     assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_NOW));
+    eventually(30, "a BuildFailed event on the ModuleDay0", || async {
+        day0_event_reasons(&client, MACHINE_CONFIG)
+            .await
+            .contains("BuildFailed")
+    })
+    .await;
     assert_eq!(
         worker_os_images(&client).await,
         BTreeSet::from([OS_NOW.to_owned()])

@@ -27,7 +27,7 @@ pub const MACHINE_CONFIG_LABEL: &str = "kmm.node.kubernetes.io/machine-config";
 pub const NAMESPACE: &str = "openshift-kmm";
 
 /// How long to wait before looking again at a labelled MachineConfig that cannot be handed over yet.
-const RETRY: Duration = Duration::from_secs(30);
+const RETRY: Duration = Duration::from_secs(10);
 
 /// One pass over a MachineConfig.
 pub async fn reconcile(

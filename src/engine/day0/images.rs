@@ -11,8 +11,8 @@ use super::target::Target;
 use crate::api::conditions::READY;
 use crate::api::day0::ModuleDay0;
 use crate::api::kmm::{
-    ImagePullPolicy, ImageState, ModuleImageSpec, ModuleImagesConfig, ModuleImagesConfigImage,
-    ModuleImagesConfigSpec,
+    BuildSignAction, BuildSignOutcome, ImagePullPolicy, ImageState, ModuleBuildSignConfig,
+    ModuleImageSpec, ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec,
 };
 use crate::engine::Context;
 use crate::engine::context::{Error, KubeResultExt, is_not_found, post_params};
@@ -133,8 +133,14 @@ pub fn generation(day0: &ModuleDay0) -> i64 {
     day0.metadata.generation.unwrap_or(1)
 }
 
-/// Where `image` at `generation` stands according to the MIC's status.
-pub fn stage(mic: &ModuleImagesConfig, image: &str, generation: i64) -> ImageStage {
+/// Where `image` at `generation` stands according to the MIC's status; `sign_failed` tells a failed sign from a
+/// failed build (see [`sign_failed`]).
+pub fn stage(
+    mic: &ModuleImagesConfig,
+    image: &str,
+    generation: i64,
+    sign_failed: bool,
+) -> ImageStage {
     let status = mic.status.as_ref();
     let state = status
         .into_iter()
@@ -154,7 +160,7 @@ pub fn stage(mic: &ModuleImagesConfig, image: &str, generation: i64) -> ImageSta
         Some(ImageState::NeedsBuilding) => ImageStage::Building(message),
         Some(ImageState::NeedsSigning) => ImageStage::Signing(message),
         Some(ImageState::DoesNotExist) => ImageStage::Failed {
-            reason: if message.contains(" sign pod ") || message.contains(": sign pod ") {
+            reason: if sign_failed {
                 SIGN_FAILED
             } else {
                 BUILD_FAILED
@@ -166,6 +172,29 @@ pub fn stage(mic: &ModuleImagesConfig, image: &str, generation: i64) -> ImageSta
         }
         None => ImageStage::Checking(message),
     }
+}
+
+/// Whether the ModuleBuildSignConfig of the ModuleDay0's MIC records a failed sign of `image` at `generation`.
+pub async fn sign_failed(
+    context: &Context,
+    day0: &ModuleDay0,
+    image: &str,
+    generation: i64,
+) -> Result<bool, Error> {
+    let namespace = day0.namespace().unwrap_or_default();
+    let name = mic_name(&day0.name_any());
+    let mbsc = Api::<ModuleBuildSignConfig>::namespaced(context.client.clone(), &namespace)
+        .get_opt(&name)
+        .await
+        .doing(|| format!("reading ModuleBuildSignConfig {namespace}/{name}"))?;
+    Ok(mbsc.and_then(|m| m.status).is_some_and(|status| {
+        status.images.iter().any(|o| {
+            o.image == image
+                && o.action == BuildSignAction::SignImage
+                && o.status == BuildSignOutcome::Failure
+                && o.generation.unwrap_or(1) == generation
+        })
+    }))
 }
 
 #[cfg(test)]
@@ -193,11 +222,11 @@ mod tests {
             "os:1: building (pod os-day0-build: running)",
         );
         assert_eq!(
-            stage(&building, "os:1", 3),
+            stage(&building, "os:1", 3, false),
             ImageStage::Building("os:1: building (pod os-day0-build: running)".into())
         );
         assert!(matches!(
-            stage(&building, "os:1", 4),
+            stage(&building, "os:1", 4, false),
             ImageStage::Checking(_)
         ));
         let failed = mic(
@@ -206,7 +235,7 @@ mod tests {
             "os:1: sign pod os-day0-sign failed: exit status 1",
         );
         assert!(matches!(
-            stage(&failed, "os:1", 3),
+            stage(&failed, "os:1", 3, true),
             ImageStage::Failed {
                 reason: SIGN_FAILED,
                 ..
@@ -214,7 +243,7 @@ mod tests {
         ));
         let waiting = mic(json!([]), "ImageMissing", "os:1: not in the registry");
         assert!(matches!(
-            stage(&waiting, "os:1", 3),
+            stage(&waiting, "os:1", 3, false),
             ImageStage::WaitingForImage(_)
         ));
     }

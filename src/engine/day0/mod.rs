@@ -66,17 +66,17 @@ pub fn run(
             .watches(
                 Api::<MachineConfig>::all(client.clone()),
                 config(),
-                every_day0(&day0s),
+                every(&day0s),
             )
             .watches(
                 Api::<MachineConfigPool>::all(client.clone()),
                 config(),
-                every_day0(&day0s),
+                every(&day0s),
             )
             .watches(
                 Api::<ClusterVersion>::all(client.clone()),
                 config(),
-                every_day0(&day0s),
+                every(&day0s),
             )
             .watches(
                 Api::<ConfigMap>::namespaced(
@@ -84,12 +84,12 @@ pub fn run(
                     release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
                 ),
                 config(),
-                every_day0(&day0s),
+                every(&day0s),
             )
             .watches(
                 Api::<ModuleDay0>::all(client.clone()),
                 config(),
-                every_day0(&day0s),
+                every(&day0s),
             )
             .reconcile_all_on(day0_node_changes.map(drop))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -103,25 +103,31 @@ pub fn run(
                     tracing::debug!(%error, "ModuleDay0 pass did not complete");
                 }
             });
-        let handover_controller =
-            Controller::new(Api::<MachineConfig>::all(client.clone()), config())
-                .watches(
-                    Api::<ModuleDay0>::all(client.clone()),
-                    config().labels(handover::MACHINE_CONFIG_LABEL),
-                    |day0: ModuleDay0| {
-                        use kube::ResourceExt;
-                        day0.labels()
-                            .get(handover::MACHINE_CONFIG_LABEL)
-                            .map(|name| ObjectRef::<MachineConfig>::new(name))
-                    },
-                )
-                .graceful_shutdown_on(stop.clone().cancelled_owned())
-                .run(handover::reconcile, reconcile::error_policy, shared_context)
-                .for_each(|result| async move {
-                    if let Err(error) = result {
-                        tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
-                    }
-                });
+        let handover = Controller::new(Api::<MachineConfig>::all(client.clone()), config());
+        let configs = handover.store();
+        let handover_controller = handover
+            .watches(
+                Api::<MachineConfigPool>::all(client.clone()),
+                config(),
+                every(&configs),
+            )
+            .watches(
+                Api::<ModuleDay0>::all(client.clone()),
+                config().labels(handover::MACHINE_CONFIG_LABEL),
+                |day0: ModuleDay0| {
+                    use kube::ResourceExt;
+                    day0.labels()
+                        .get(handover::MACHINE_CONFIG_LABEL)
+                        .map(|name| ObjectRef::<MachineConfig>::new(name))
+                },
+            )
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(handover::reconcile, reconcile::error_policy, shared_context)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
+                }
+            });
         let pipeline = async {
             if !context.runs(Family::Kmm) {
                 tokio::join!(
@@ -134,17 +140,19 @@ pub fn run(
     }
 }
 
-/// A trigger mapper that starts a pass over every ModuleDay0: pools, MachineConfigs, the release and other
-/// ModuleDay0s all change what each of them decides, and there are only a few of them.
-fn every_day0<T>(
-    store: &Store<ModuleDay0>,
-) -> impl Fn(T) -> Vec<ObjectRef<ModuleDay0>> + Send + Sync + 'static {
+/// A trigger mapper that starts a pass over every object of `store`: pools, MachineConfigs, the release and other
+/// ModuleDay0s all change what each ModuleDay0 decides, and a new pool lets a waiting MachineConfig be handed over;
+/// there are only a few of each.
+fn every<K, T>(store: &Store<K>) -> impl Fn(T) -> Vec<ObjectRef<K>> + Send + Sync + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
     let store = store.clone();
     move |_| {
         store
             .state()
             .iter()
-            .map(|d| ObjectRef::from_obj(d.as_ref()))
+            .map(|object| ObjectRef::from_obj(object.as_ref()))
             .collect()
     }
 }

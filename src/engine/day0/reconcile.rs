@@ -22,6 +22,7 @@ use crate::api::day0::{
     ClusterVersion, KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0,
     ModuleDay0Status,
 };
+use crate::api::kmm::ImageState;
 use crate::engine::Context;
 use crate::engine::context::{Error, KubeResultExt, patch_params};
 
@@ -153,7 +154,16 @@ async fn decide(
         .find_map(|n| pools::kernel_version(n))
         .unwrap_or_default();
     let mic = images::ensure_mic(engine, day0, &target, kernel).await?;
-    let stage = images::stage(&mic, &target.image, images::generation(day0));
+    let generation = images::generation(day0);
+    let failed = mic.status.iter().flat_map(|s| &s.images_states).any(|s| {
+        s.image == target.image
+            && s.observed_generation.unwrap_or(1) == generation
+            && s.status == ImageState::DoesNotExist
+    });
+    let sign_failed = failed
+        && target.sign.is_some()
+        && images::sign_failed(engine, day0, &target.image, generation).await?;
+    let stage = images::stage(&mic, &target.image, generation, sign_failed);
     let applied = matches!(stage, ImageStage::Exists).then(|| target.image.clone());
     let report = match stage {
         ImageStage::Exists => {
