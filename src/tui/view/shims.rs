@@ -169,7 +169,7 @@ impl ShimRow {
                 .filter(|n| n.state == ShimNodeState::Failed)
                 .count()
         });
-        let paused = is_paused(conditions);
+        let paused = rolling.is_some_and(|r| r.paused) || is_paused(conditions);
         let (state, reason) = judge(shim, conditions, awaiting_batch, failed, paused);
         ShimRow {
             runtime_class: spec.runtime_class.name.clone(),
@@ -209,7 +209,7 @@ impl ShimRow {
     }
 }
 
-/// Whether the engine reports the rollout paused.
+/// Whether the engine reports the rollout paused (the spec may say so before the engine answered).
 fn is_paused(conditions: &[Condition]) -> bool {
     [PROGRESSING, READY]
         .iter()
