@@ -135,7 +135,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         json!({"type": "rolling", "rolling": {"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1}}),
         json!({"anonHttp": {"location": "https://github.com/spinframework/containerd-shim-spin/releases/v0.17.0/containerd-shim-spin-v2-linux-x86_64.tar.gz"}}),
         json!({"nodes": count, "nodesReady": spin_ready, "observedGeneration": 1,
-            "rollout": {"batch": 1, "batches": spin_batches, "awaitingApproval": awaiting},
+            "rollout": {"batch": 2, "batches": spin_batches, "awaitingApproval": awaiting},
             "nodeStatuses": spin_statuses, "conditions": [
             condition("Ready", false, "AwaitingApproval", &waits),
             condition("Progressing", true, "AwaitingApproval", &waits),

@@ -217,7 +217,7 @@ fn is_paused(conditions: &[Condition]) -> bool {
         .any(|c| c.reason == PAUSED_REASON)
 }
 
-/// State and explanation: deletion first, then failure, approval, pause, completion.
+/// State and explanation, in the engine's order: deletion first, then pause, approval, failure, completion.
 fn judge(
     shim: &Shim,
     conditions: &[Condition],
@@ -248,6 +248,24 @@ fn judge(
             Some("Pending: no status reported yet".to_owned()),
         );
     };
+    let done = status.nodes_ready >= status.nodes;
+    if paused && !done {
+        let why = [PROGRESSING, READY]
+            .iter()
+            .filter_map(|type_| condition(conditions, type_))
+            .find(|c| c.reason == PAUSED_REASON)
+            .and_then(explain)
+            .unwrap_or_else(|| "Paused: spec.rolloutStrategy.rolling.paused is set".to_owned());
+        return (ShimState::Paused, Some(why));
+    }
+    if let Some(batch) = awaiting_batch {
+        let of = status.rollout.as_ref().map_or(0, |r| r.batches);
+        let mut why = format!("AwaitingApproval: batch {batch} of {of} waits for approval");
+        if failed > 0 {
+            why.push_str(&format!("; {failed} failed (tolerated)"));
+        }
+        return (ShimState::AwaitingApproval, Some(why));
+    }
     if let Some(degraded) = is_true(DEGRADED) {
         return (ShimState::Degraded, explain(degraded));
     }
@@ -265,26 +283,9 @@ fn judge(
         });
         return (ShimState::Degraded, Some(why));
     }
-    if paused {
-        let why = [PROGRESSING, READY]
-            .iter()
-            .filter_map(|type_| condition(conditions, type_))
-            .find(|c| c.reason == PAUSED_REASON)
-            .and_then(explain);
-        return (ShimState::Paused, why);
-    }
-    if let Some(batch) = awaiting_batch {
-        let of = status.rollout.as_ref().map_or(0, |r| r.batches);
-        return (
-            ShimState::AwaitingApproval,
-            Some(format!(
-                "AwaitingApproval: batch {batch} of {of} waits for approval"
-            )),
-        );
-    }
     let current = status.observed_generation.is_none()
         || status.observed_generation == shim.metadata.generation;
-    if current && status.nodes_ready >= status.nodes && is_true(PROGRESSING).is_none() {
+    if current && done && is_true(PROGRESSING).is_none() {
         return (ShimState::Complete, None);
     }
     let why = is_true(PROGRESSING)
