@@ -66,7 +66,7 @@ impl ShimState {
     pub fn label(self) -> &'static str {
         match self {
             ShimState::Rolling => "rolling",
-            ShimState::AwaitingApproval => "awaiting approval",
+            ShimState::AwaitingApproval => "awaiting",
             ShimState::Paused => "paused",
             ShimState::Degraded => "degraded",
             ShimState::Complete => "complete",
