@@ -295,3 +295,36 @@ async fn the_embedded_cluster_lets_the_console_steer_shims() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_cluster_without_the_shim_crd_has_no_shims_rather_than_a_failing_watch() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kmm_tui::tui::action::Action;
+    use kmm_tui::tui::data::{FeedState, KindSnapshot};
+
+    let cluster = start_cluster().await;
+    let client = cluster.client();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .delete("shims.runtime.spinkube.dev", &Default::default())
+        .await
+        .expect("the Shim CRD is deleted");
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    kmm_tui::tui::feed::start(&client, None, &sender, &cancel);
+    let shims = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            match receiver.recv().await.expect("the feeds run") {
+                Action::Data(KindSnapshot::Shims(list)) => return list,
+                Action::Feed(Kind::Shim, FeedState::Failing(why)) => {
+                    panic!("the Shim watch reports a failure: {why}")
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("an empty list of Shims");
+    assert!(shims.is_empty());
+    cancel.cancel();
+    cluster.shutdown().await;
+}
