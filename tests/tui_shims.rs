@@ -9,7 +9,7 @@ use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{
     App, Availability, DetailSection, EngineMode, Mode, Request, Session, View,
 };
-use kmm_tui::tui::data::Kind;
+use kmm_tui::tui::data::{Kind, KindSnapshot};
 use kmm_tui::tui::keymap::{Command, Keymap};
 use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::target::Target;
@@ -189,6 +189,32 @@ fn pause_and_retry_become_their_writes() {
         }
     );
     assert_eq!(request.describe(), "Pause the rollout of Shim slight");
+
+    // Once the spec says paused, the Shim is Paused and p resumes it.
+    key(&mut app, KeyCode::Char('n'));
+    let shims: Vec<_> = app
+        .data
+        .shims
+        .iter()
+        .map(|shim| {
+            let mut shim = shim.as_ref().clone();
+            if let Some(rolling) = shim.spec.rollout_strategy.rolling.as_mut() {
+                rolling.paused = shim.metadata.name.as_deref() == Some("slight");
+            }
+            std::sync::Arc::new(shim)
+        })
+        .collect();
+    app.update(Action::Data(KindSnapshot::Shims(shims)));
+    assert_eq!(
+        app.selected_shim().map(|s| s.state),
+        Some(ShimState::Paused)
+    );
+    key(&mut app, KeyCode::Char('p'));
+    assert!(matches!(
+        &app.mode,
+        Mode::Confirm(request @ WriteRequest::SetPaused { paused: false, .. })
+            if request.describe() == "Resume the rollout of Shim slight"
+    ));
 
     // Retry from the list: every failed node; from the failed node's row: that node.
     let mut app = console(false, Keymap::default());

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::conditions::{DEGRADED, PROGRESSING, READY};
 use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
@@ -146,12 +147,8 @@ impl ShimRow {
             RolloutType::Recreate => "recreate".to_owned(),
             RolloutType::Rolling => {
                 let step = rolling.map_or_else(String::new, |r| match &r.max_update {
-                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => {
-                        format!(" {n}")
-                    }
-                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => {
-                        format!(" {s}")
-                    }
+                    IntOrString::Int(n) => format!(" {n}"),
+                    IntOrString::String(s) => format!(" {s}"),
                 });
                 format!("rolling{step}{}", if manual { " manual" } else { "" })
             }
