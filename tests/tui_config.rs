@@ -236,7 +236,7 @@ fn printed_keys(keymap: &Keymap, command: Command) -> Vec<String> {
 }
 
 /// The bindings the console documents: command, scope, keys.
-const DOCUMENTED: [(&str, Scope, &[&str]); 21] = [
+const DOCUMENTED: [(&str, Scope, &[&str]); 25] = [
     ("command-mode", Scope::Global, &[":"]),
     ("filter", Scope::Table, &["/"]),
     ("help", Scope::Global, &["?"]),
@@ -253,6 +253,10 @@ const DOCUMENTED: [(&str, Scope, &[&str]); 21] = [
     ("rebuild", Scope::Table, &["R"]),
     ("recheck", Scope::Table, &["P"]),
     ("delete", Scope::Table, &["ctrl-d"]),
+    ("approve", Scope::Table, &["A"]),
+    ("pause-resume", Scope::Table, &["p"]),
+    ("retry", Scope::Table, &["r"]),
+    ("logs", Scope::Table, &["l"]),
     ("quit", Scope::Global, &["ctrl-c"]),
     ("confirm", Scope::Dialog, &["y"]),
     ("cancel", Scope::Dialog, &["n", "esc"]),

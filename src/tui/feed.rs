@@ -233,6 +233,13 @@ fn spawn<K>(
                             deadline = tokio::time::Instant::now() + COALESCE;
                         }
                     }
+                    // A kind the cluster does not serve (its CRD is not installed) has no objects; the watch
+                    // keeps retrying and finds them once it is.
+                    Some(Err(error)) if not_served(&error) => {
+                        if sender.send(Action::Data(snapshot(Vec::new()))).is_err() {
+                            return;
+                        }
+                    }
                     Some(Err(error)) => {
                         failing = true;
                         let _ = sender.send(Action::Feed(kind, FeedState::Failing(describe(&error))));
@@ -252,6 +259,14 @@ impl<F: std::future::Future> ReadyNow for F {
     fn now_or_never_ready(self) -> bool {
         futures::FutureExt::now_or_never(self).is_some()
     }
+}
+
+/// Whether the error says the cluster does not serve the kind at all (404 on the list).
+fn not_served(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404
+    )
 }
 
 /// A watch error in one line, as the header shows it.

@@ -37,7 +37,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 7] = [
+const PANES: [(&str, &[Step]); 9] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -45,6 +45,19 @@ const PANES: [(&str, &[Step]); 7] = [
     ("events", &[Step::Command("events")]),
     ("yaml", &[Step::Key(KeyCode::Char('y'))]),
     ("help", &[Step::Key(KeyCode::Char('?'))]),
+    ("shims", &[Step::Command("shims")]),
+    // The demo's Shim waiting for approval: the only one whose name has `v2`.
+    (
+        "shim-detail",
+        &[
+            Step::Command("shims"),
+            Step::Key(KeyCode::Char('/')),
+            Step::Key(KeyCode::Char('v')),
+            Step::Key(KeyCode::Char('2')),
+            Step::Key(KeyCode::Enter),
+            Step::Key(KeyCode::Enter),
+        ],
+    ),
 ];
 
 /// One step towards a pane.

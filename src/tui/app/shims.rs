@@ -8,7 +8,7 @@ use crate::tui::data::Kind;
 use crate::tui::keymap::Command;
 use crate::tui::target::Target;
 use crate::tui::view::shim_detail::{self, ShimDetail, ShimNodeRow};
-use crate::tui::view::shims::{ShimRow, ShimState};
+use crate::tui::view::shims::ShimRow;
 use crate::tui::writes::WriteRequest;
 
 /// What the Shims pane shows beyond its rows: the open Shim's detail and the installer log being read.
@@ -177,7 +177,7 @@ impl App {
                 batch,
             }),
             Command::PauseResume => Some(WriteRequest::SetPaused {
-                paused: shim.state != ShimState::Paused && !shim.paused,
+                paused: !shim.paused,
                 shim: target,
             }),
             Command::Retry => Some(WriteRequest::RetryNodes {

@@ -14,7 +14,7 @@ use crate::api::shim::Shim;
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 
 /// The namespace installer pods run in.
-const INSTALLER_NAMESPACE: &str = "kmm-tui-system";
+const INSTALLER_NAMESPACE: &str = "kube-system";
 
 /// The sample's Shims with their installer pods, their events, and the labels they put on each node (indexed
 /// like `nodes`).
@@ -80,7 +80,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
                     "lastTransitionTime": ago(45)}));
                 sample
                     .pods
-                    .push(installer_pod("slight", name_of(position), "install", "Running", None));
+                    .push(installer_pod("slight", name_of(position), 2, "install", "Running", None));
             }
             _ => slight_statuses.push(json!({"node": name_of(position), "state": "waiting", "batch": batch,
                 "message": format!("waits for batch {}", batch - 1), "lastTransitionTime": ago(900)})),
@@ -110,6 +110,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
             sample.pods.push(installer_pod(
                 "spin-v2",
                 name_of(position),
+                1,
                 "install",
                 "Succeeded",
                 None,
@@ -134,7 +135,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         json!({"type": "rolling", "rolling": {"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1}}),
         json!({"anonHttp": {"location": "https://github.com/spinframework/containerd-shim-spin/releases/v0.17.0/containerd-shim-spin-v2-linux-x86_64.tar.gz"}}),
         json!({"nodes": count, "nodesReady": spin_ready, "observedGeneration": 1,
-            "rollout": {"batch": 1, "batches": spin_batches, "awaitingApproval": awaiting},
+            "rollout": {"batch": 2, "batches": spin_batches, "awaitingApproval": awaiting},
             "nodeStatuses": spin_statuses, "conditions": [
             condition("Ready", false, "AwaitingApproval", &waits),
             condition("Progressing", true, "AwaitingApproval", &waits),
@@ -177,6 +178,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         sample.pods.push(installer_pod(
             "broken-spin",
             node,
+            1,
             "install",
             "Failed",
             Some(&failure),
@@ -214,6 +216,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         sample.pods.push(installer_pod(
             "wasmedge",
             name_of(0),
+            1,
             "uninstall",
             "Running",
             None,
@@ -268,10 +271,12 @@ fn shim_object(
     })
 }
 
-/// An installer pod of `shim` on `node`; `failure` is the downloader's message when it failed.
+/// An installer pod of `shim` on `node`, of rollout batch `batch`; `failure` is the downloader's message when it
+/// failed.
 fn installer_pod(
     shim: &str,
     node: &str,
+    batch: i32,
     operation: &str,
     phase: &str,
     failure: Option<&str>,
@@ -290,7 +295,8 @@ fn installer_pod(
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("{node}-{shim}-{operation}"), "namespace": INSTALLER_NAMESPACE,
             "creationTimestamp": ago(60),
-            "labels": {INSTALLER_SHIM_LABEL: shim, "spinkube.dev/operation": operation}},
+            "labels": {INSTALLER_SHIM_LABEL: shim, "spinkube.dev/operation": operation},
+            "annotations": {"shims.kmm-tui.io/batch": batch.to_string()}},
         "spec": {"nodeName": node,
             "initContainers": [{"name": "downloader", "image": "ghcr.io/spinframework/shim-downloader:latest"}],
             "containers": [{"name": "provisioner", "image": "ghcr.io/spinframework/node-installer:latest",

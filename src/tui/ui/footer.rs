@@ -71,8 +71,17 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         });
     }
     hints.retain(|h| app.applies(h.command));
-    // Help first: when the bar is too narrow for every hint, the one that lists them all stays.
-    hints.sort_by_key(|hint| hint.command != Command::Help);
+    // Help first: when the bar is too narrow for every hint, the one that lists them all stays; then the commands
+    // only this pane has (the rollout commands of the Shim views), before those every table has.
+    hints.sort_by_key(|hint| {
+        (
+            hint.command != Command::Help,
+            !matches!(
+                hint.command,
+                Command::Approve | Command::PauseResume | Command::Retry | Command::Logs
+            ),
+        )
+    });
     let width = usize::from(area.width);
     let items: Vec<(String, &str, bool)> = if app.editor.is_some() && scope == Scope::Table {
         // The editor takes every key but these two, so the bar names them instead of the table's.

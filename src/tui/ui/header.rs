@@ -11,17 +11,37 @@ use crate::tui::app::{App, EngineMode};
 use crate::tui::view::Health;
 use crate::tui::view::shims::ShimState;
 
-/// Draw the header line: in its long form when the screen is wide enough for all of it, else in its short form.
+/// How much the header spells out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Every word.
+    Long,
+    /// Every piece, with the counts' labels abbreviated.
+    Compact,
+    /// Abbreviated, and the Shims counted only in the states that want a person.
+    Short,
+}
+
+/// Draw the header line in the longest form the screen has room for.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let mut line = Line::from(spans(app, area.width >= 110));
-    if line.width() > usize::from(area.width) {
-        line = Line::from(spans(app, false));
-    }
+    let forms: &[Form] = if area.width >= 110 {
+        &[Form::Long, Form::Compact, Form::Short]
+    } else {
+        &[Form::Short]
+    };
+    let fits = |line: &Line<'_>| line.width() <= usize::from(area.width);
+    let line = forms
+        .iter()
+        .map(|form| Line::from(spans(app, *form)))
+        .find(fits)
+        .unwrap_or_else(|| Line::from(spans(app, Form::Short)));
     frame.render_widget(Paragraph::new(line).style(app.theme.text()), area);
 }
 
-/// The header's pieces, long (`wide`) or short.
-fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
+/// The header's pieces in `form`.
+fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
+    let wide = form != Form::Short;
+    let words = form == Form::Long;
     let theme = &app.theme;
     let mut spans = Vec::new();
     if wide {
@@ -79,7 +99,7 @@ fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
     ] {
         let n = count(health);
         if n > 0 {
-            let label = if wide { label } else { short };
+            let label = if words { label } else { short };
             spans.push(Span::styled(format!("{n} {label} "), style));
         }
     }
@@ -97,7 +117,7 @@ fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
             // The short form names only the states that want a person.
             let shown = wide || matches!(state.health(), Health::Warning | Health::Error);
             if n > 0 && shown {
-                let label = if wide {
+                let label = if words {
                     state.label()
                 } else {
                     state.short_label()

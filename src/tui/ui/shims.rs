@@ -54,8 +54,19 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .styled(progress, style)
             .cell(row.batch_label())
             .styled(row.state.as_str(), style)
-            .cell(row.reason.as_deref().unwrap_or("-"))
+            .cell(reason(row.state.as_str(), row.reason.as_deref()))
     });
+}
+
+/// The reason without the state it starts with, which the STATE column already shows.
+fn reason<'a>(state: &str, reason: Option<&'a str>) -> &'a str {
+    let Some(reason) = reason else {
+        return "-";
+    };
+    reason
+        .strip_prefix(state)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(reason)
 }
 
 /// `█████░░░░░ 5/10`: how many of the targeted nodes have the shim.

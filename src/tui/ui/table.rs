@@ -197,7 +197,7 @@ const MIN_SHRUNK: u16 = 8;
 
 /// Column widths for `space` columns of screen: every column as wide as its `natural` width when they all fit
 /// (the last one taking what is left). Otherwise the last column (a reason or a message, read from its start)
-/// gives way first, down to a third of the screen; then the other columns that may shrink (`keep` false) are capped at one
+/// gives way first, down to a quarter of the screen; then the other columns that may shrink (`keep` false) are capped at one
 /// common width, as high as fits, never below their `floors`, so only the widest give way.
 pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u16> {
     let total: u32 = natural.iter().map(|w| u32::from(*w)).sum();
@@ -211,8 +211,8 @@ pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u1
     let last = natural.len() - 1;
     if !keep[last] {
         let excess = u16::try_from(total - u32::from(space)).unwrap_or(u16::MAX);
-        // The last column keeps a third of the screen, or all it needs if that is less.
-        let floor = floors[last].max(space / 3).min(natural[last]);
+        // The last column keeps a quarter of the screen, or all it needs if that is less.
+        let floor = floors[last].max(space / 4).min(natural[last]);
         let shrunk = natural[last].saturating_sub(excess).max(floor);
         if natural[last] - shrunk >= excess {
             widths[last] = shrunk;
@@ -323,16 +323,16 @@ mod tests {
             fit(&[5, 30, 12, 40], &keep, &floors, 80),
             vec![5, 30, 12, 33]
         );
-        // In 60 the message keeps a third, and the name takes what is left.
+        // In 60 the message keeps a quarter, and the name takes what is left.
         assert_eq!(
             fit(&[5, 30, 12, 40], &keep, &floors, 60),
-            vec![5, 23, 12, 20]
+            vec![5, 28, 12, 15]
         );
     }
 
     #[test]
     fn then_only_the_widest_shrinking_columns_give_way() {
-        // The last column keeps a third (16); 30 and 40 share the 27 the others leave.
+        // The last column keeps a quarter (12); 30 and 40 share the 31 the others leave.
         let widths = fit(
             &[5, 30, 40, 20],
             &[true, false, false, false],
@@ -340,7 +340,7 @@ mod tests {
             48,
         );
         assert_eq!(widths.iter().sum::<u16>(), 48);
-        assert_eq!((widths[0], widths[3]), (5, 16));
+        assert_eq!((widths[0], widths[3]), (5, 12));
         assert!(widths[1].abs_diff(widths[2]) <= 1, "{widths:?}");
     }
 

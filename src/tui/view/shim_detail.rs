@@ -18,6 +18,9 @@ use super::events::EventRow;
 use super::shims::{INSTALLER_SHIM_LABEL, ShimRow};
 use super::{Health, age, matches_filter};
 
+/// The annotation where an installer pod records the batch it belongs to.
+const POD_BATCH: &str = "shims.kmm-tui.io/batch";
+
 /// How many recent events the detail pane lists.
 pub const RECENT_EVENTS: usize = 50;
 
@@ -213,7 +216,16 @@ fn node_row(
     ShimNodeRow {
         node: node.metadata.name.clone().unwrap_or_default(),
         state: label,
-        batch: status.and_then(|s| s.batch),
+        batch: status.and_then(|s| s.batch).or_else(|| {
+            pod.and_then(|p| {
+                p.metadata
+                    .annotations
+                    .as_ref()?
+                    .get(POD_BATCH)?
+                    .parse()
+                    .ok()
+            })
+        }),
         artifact: artifact(shim, node),
         since: age(since, now),
         why,

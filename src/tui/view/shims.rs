@@ -4,6 +4,7 @@
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::conditions::{DEGRADED, PROGRESSING, READY};
 use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
@@ -66,7 +67,7 @@ impl ShimState {
     pub fn label(self) -> &'static str {
         match self {
             ShimState::Rolling => "rolling",
-            ShimState::AwaitingApproval => "awaiting approval",
+            ShimState::AwaitingApproval => "awaiting",
             ShimState::Paused => "paused",
             ShimState::Degraded => "degraded",
             ShimState::Complete => "complete",
@@ -146,12 +147,8 @@ impl ShimRow {
             RolloutType::Recreate => "recreate".to_owned(),
             RolloutType::Rolling => {
                 let step = rolling.map_or_else(String::new, |r| match &r.max_update {
-                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => {
-                        format!(" {n}")
-                    }
-                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => {
-                        format!(" {s}")
-                    }
+                    IntOrString::Int(n) => format!(" {n}"),
+                    IntOrString::String(s) => format!(" {s}"),
                 });
                 format!("rolling{step}{}", if manual { " manual" } else { "" })
             }
@@ -169,7 +166,7 @@ impl ShimRow {
                 .filter(|n| n.state == ShimNodeState::Failed)
                 .count()
         });
-        let paused = is_paused(conditions);
+        let paused = rolling.is_some_and(|r| r.paused) || is_paused(conditions);
         let (state, reason) = judge(shim, conditions, awaiting_batch, failed, paused);
         ShimRow {
             runtime_class: spec.runtime_class.name.clone(),
@@ -209,7 +206,7 @@ impl ShimRow {
     }
 }
 
-/// Whether the engine reports the rollout paused.
+/// Whether the engine reports the rollout paused (the spec may say so before the engine answered).
 fn is_paused(conditions: &[Condition]) -> bool {
     [PROGRESSING, READY]
         .iter()
@@ -217,7 +214,7 @@ fn is_paused(conditions: &[Condition]) -> bool {
         .any(|c| c.reason == PAUSED_REASON)
 }
 
-/// State and explanation: deletion first, then failure, approval, pause, completion.
+/// State and explanation, in the engine's order: deletion first, then pause, approval, failure, completion.
 fn judge(
     shim: &Shim,
     conditions: &[Condition],
@@ -248,6 +245,24 @@ fn judge(
             Some("Pending: no status reported yet".to_owned()),
         );
     };
+    let done = status.nodes_ready >= status.nodes;
+    if paused && !done {
+        let why = [PROGRESSING, READY]
+            .iter()
+            .filter_map(|type_| condition(conditions, type_))
+            .find(|c| c.reason == PAUSED_REASON)
+            .and_then(explain)
+            .unwrap_or_else(|| "Paused: spec.rolloutStrategy.rolling.paused is set".to_owned());
+        return (ShimState::Paused, Some(why));
+    }
+    if let Some(batch) = awaiting_batch {
+        let of = status.rollout.as_ref().map_or(0, |r| r.batches);
+        let mut why = format!("AwaitingApproval: batch {batch} of {of} waits for approval");
+        if failed > 0 {
+            why.push_str(&format!("; {failed} failed (tolerated)"));
+        }
+        return (ShimState::AwaitingApproval, Some(why));
+    }
     if let Some(degraded) = is_true(DEGRADED) {
         return (ShimState::Degraded, explain(degraded));
     }
@@ -265,26 +280,9 @@ fn judge(
         });
         return (ShimState::Degraded, Some(why));
     }
-    if paused {
-        let why = [PROGRESSING, READY]
-            .iter()
-            .filter_map(|type_| condition(conditions, type_))
-            .find(|c| c.reason == PAUSED_REASON)
-            .and_then(explain);
-        return (ShimState::Paused, why);
-    }
-    if let Some(batch) = awaiting_batch {
-        let of = status.rollout.as_ref().map_or(0, |r| r.batches);
-        return (
-            ShimState::AwaitingApproval,
-            Some(format!(
-                "AwaitingApproval: batch {batch} of {of} waits for approval"
-            )),
-        );
-    }
     let current = status.observed_generation.is_none()
         || status.observed_generation == shim.metadata.generation;
-    if current && status.nodes_ready >= status.nodes && is_true(PROGRESSING).is_none() {
+    if current && done && is_true(PROGRESSING).is_none() {
         return (ShimState::Complete, None);
     }
     let why = is_true(PROGRESSING)
