@@ -710,7 +710,10 @@ mod tests {
         );
         assert!(early.create.is_empty() && early.delete.is_empty());
         assert!(matches!(early.pairs["a"][0].1, PairState::Failed { .. }));
-        assert!(!early.processing(), "a failure waiting for its retry is not work in flight");
+        assert!(
+            !early.processing(),
+            "a failure waiting for its retry is not work in flight"
+        );
         let due = run(
             &cache,
             &nodes,
@@ -754,15 +757,30 @@ mod tests {
         let fresh = run(
             &cache,
             &nodes,
-            vec![pod("a", Operation::Pull, 1, 10, Verdict::Succeeded(Some(finished)))],
+            vec![pod(
+                "a",
+                Operation::Pull,
+                1,
+                10,
+                Verdict::Succeeded(Some(finished)),
+            )],
             Busy::default(),
         );
-        assert!(fresh.create.is_empty(), "the node may not have reported it yet");
+        assert!(
+            fresh.create.is_empty(),
+            "the node may not have reported it yet"
+        );
         let old = Timestamp::now() - Duration::from_secs(60);
         let lost = run(
             &cache,
             &nodes,
-            vec![pod("a", Operation::Pull, 1, 70, Verdict::Succeeded(Some(old)))],
+            vec![pod(
+                "a",
+                Operation::Pull,
+                1,
+                70,
+                Verdict::Succeeded(Some(old)),
+            )],
             Busy::default(),
         );
         assert_eq!(lost.create.len(), 1);
@@ -770,7 +788,13 @@ mod tests {
         let held = run(
             &cache,
             &[node("a", &["docker.io/library/nginx:1.27"])],
-            vec![pod("a", Operation::Pull, 1, 70, Verdict::Succeeded(Some(old)))],
+            vec![pod(
+                "a",
+                Operation::Pull,
+                1,
+                70,
+                Verdict::Succeeded(Some(old)),
+            )],
             Busy::default(),
         );
         assert!(held.create.is_empty() && held.delete.contains("a-pull1"));
@@ -796,8 +820,10 @@ mod tests {
         assert!(!done.processing());
         let purged = cache(
             serde_json::json!({}),
-            Some(serde_json::json!({"status": "Succeeded", "reason": PURGE_REASON, "message": "",
-                                    "startTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})),
+            Some(
+                serde_json::json!({"status": "Succeeded", "reason": PURGE_REASON, "message": "",
+                                    "startTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}),
+            ),
         );
         let idle = run(&purged, &[node("a", &[])], Vec::new(), Busy::default());
         assert_eq!(idle.mode, Mode::Purged);

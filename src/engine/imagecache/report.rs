@@ -467,7 +467,9 @@ mod tests {
     #[test]
     fn five_thousand_failing_nodes_stay_well_under_the_object_limit() {
         let images: Vec<String> = (0..5)
-            .map(|i| format!("ghcr.io/acme/some-rather-long-repository-name/inference-server:2.{i}"))
+            .map(|i| {
+                format!("ghcr.io/acme/some-rather-long-repository-name/inference-server:2.{i}")
+            })
             .collect();
         let pairs = (0..5000)
             .map(|n| {
@@ -481,7 +483,12 @@ mod tests {
         assert!(size < 128 * 1024, "status is {size} bytes");
         assert_eq!(status.nodes.len(), MAX_LISTED_NODES);
         assert_eq!(status.nodes_omitted, Some(5000 - MAX_LISTED_NODES as i32));
-        assert!(status.failures.values().all(|f| f.len() == MAX_FAILURES_PER_IMAGE));
+        assert!(
+            status
+                .failures
+                .values()
+                .all(|f| f.len() == MAX_FAILURES_PER_IMAGE)
+        );
         assert_eq!(status.status, ImageCacheActionStatus::Failed);
     }
 
@@ -514,7 +521,10 @@ mod tests {
                 .clone()
         };
         let degraded = find(DEGRADED);
-        assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", "PullFailed"));
+        assert_eq!(
+            (degraded.status.as_str(), degraded.reason.as_str()),
+            ("True", "PullFailed")
+        );
         assert_eq!(
             degraded.message,
             "worker-a-3: ghcr.io/acme/inference:2.2 not found in registry (and 1 more failures; 2 nodes affected)"
@@ -529,7 +539,10 @@ mod tests {
 
     #[test]
     fn failures_are_summarised_in_words_a_person_acts_on() {
-        assert_eq!(summarise("ErrImagePull", "x: not found"), "not found in registry");
+        assert_eq!(
+            summarise("ErrImagePull", "x: not found"),
+            "not found in registry"
+        );
         assert_eq!(
             summarise("ErrImagePull", "failed to authorize: 401 Unauthorized"),
             "refused by the registry (check imagePullSecrets)"

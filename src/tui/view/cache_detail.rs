@@ -325,7 +325,7 @@ fn coverage_row(
             .get(&(name.as_str(), index))
             .or_else(|| pods.get(&(hostname, index)));
         let recorded = recorded_on(&name, index).or_else(|| recorded_on(hostname, index));
-        let (state, why) = if held.holds(&images.normalised[index]) {
+        let (state, why) = if held.holds(&images.canonical[index]) {
             (CellState::Cached, None)
         } else {
             match pod.map(|pod| pod_state(pod)) {
