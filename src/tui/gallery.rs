@@ -37,12 +37,21 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 7] = [
+const PANES: [(&str, &[Step]); 9] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
     ("nodes", &[Step::Command("nodes")]),
     ("events", &[Step::Command("events")]),
+    ("caches", &[Step::Command("caches")]),
+    (
+        "cache-coverage",
+        &[
+            Step::Command("caches"),
+            Step::Key(KeyCode::Enter),
+            Step::Key(KeyCode::Char('l')),
+        ],
+    ),
     ("yaml", &[Step::Key(KeyCode::Char('y'))]),
     ("help", &[Step::Key(KeyCode::Char('?'))]),
 ];

@@ -192,7 +192,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         app.theme.header(),
     )];
     if first_column > 0 {
-        heading[0] = Span::styled(format!("{:<node_width$}‹", "NODE"), app.theme.header());
+        heading[0] = Span::styled(format!("{:<node_width$}<", "NODE"), app.theme.header());
     }
     for (position, image) in &shown {
         let style = if *position == selected_column {
@@ -208,7 +208,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
     heading.push(Span::styled(
         format!(
             "{}{:>width$}",
-            if more { "›" } else { " " },
+            if more { ">" } else { " " },
             "CACHED",
             width = usize::from(COUNT_COLUMN) - 1
         ),
