@@ -32,10 +32,14 @@ async fn start() -> Harness {
 }
 
 fn start_caches(harness: &mut Harness) {
-    harness.start_with(|context, stop| {
+    start_caches_refreshing(harness, None);
+}
+
+fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<std::time::Duration>) {
+    harness.start_with(move |context, stop| {
         let settings = Settings {
             families: BTreeSet::from([Family::Caches]),
-            ..Settings::default()
+            cache_refresh,
         };
         engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });
@@ -218,6 +222,27 @@ async fn images_follow_new_nodes_and_come_back_when_a_node_loses_them() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_image_the_node_store_loses_is_pulled_back() {
+    let mut harness = Harness::start("imagecache-gc.yaml").await;
+    start_caches(&mut harness);
+    let client = harness.client();
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX]}])).await;
+    eventually(60, "warm is available", || available(&client, "warm")).await;
+    assert_eq!(record.record().created.len(), 1);
+    eventually(120, "the lost image is pulled again", || async {
+        record.record().created.len() == 2
+    })
+    .await;
+    eventually(60, "node-0 holds nginx again", || {
+        node_holds(&client, "node-0", NGINX)
+    })
+    .await;
+    eventually(60, "warm is available again", || available(&client, "warm")).await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_image_the_registry_lacks_fails_per_node_with_the_registry_reason() {
     let harness = start().await;
     let client = harness.client();
@@ -394,6 +419,33 @@ async fn refresh_repull_and_purge_do_their_work_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_periodic_refresh_pulls_everything_again_when_asked_to() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    start_caches_refreshing(&mut harness, Some(std::time::Duration::from_secs(600)));
+    let client = harness.client();
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX]}])).await;
+    eventually(120, "warm is available", || available(&client, "warm")).await;
+    assert_eq!(
+        created_with(&record.record(), "refresh"),
+        0,
+        "no refresh before the period"
+    );
+    eventually(900, "the period refreshes every node", || async {
+        created_with(&record.record(), "refresh") == 3
+    })
+    .await;
+    eventually(120, "the refresh is done", || async {
+        !cache(&client, "warm")
+            .await
+            .annotations()
+            .contains_key(REFRESH_ANNOTATION)
+    })
+    .await;
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_killed_engine_leaves_nothing_processing_and_converges() {
     let mut harness = start().await;
     let client = harness.client();
@@ -494,5 +546,50 @@ async fn the_upstream_sample_reaches_full_coverage_unchanged() {
         )
         .await
     );
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_demo_shows_a_complete_cache_a_failing_one_and_a_lost_image_pulled_back() {
+    let mut harness = Harness::start("demo").await;
+    start_caches(&mut harness);
+    let client = harness.client();
+    let record = recorder(&client);
+    let caches = Api::<ImageCache>::namespaced(client.clone(), "acme");
+    eventually(60, "warm-web is available", || async {
+        caches
+            .get("warm-web")
+            .await
+            .ok()
+            .is_some_and(|c| condition(&c, "Available").is_some_and(|a| a.status == "True"))
+    })
+    .await;
+    eventually(60, "warm-ml is degraded by inference:2.2", || async {
+        caches.get("warm-ml").await.ok().is_some_and(|c| {
+            condition(&c, "Degraded").is_some_and(|d| {
+                d.status == "True"
+                    && d.message
+                        .contains("ghcr.io/acme/inference:2.2 not found in registry")
+            })
+        })
+    })
+    .await;
+    let warm_web_pulls = |record: &super::common::PodRecord| {
+        record
+            .created
+            .iter()
+            .filter(|name| name.starts_with("warm-web-"))
+            .count()
+    };
+    let first = warm_web_pulls(&record.record());
+    // At 150 simulated seconds worker-b-1 loses nginx; the engine pulls it back.
+    eventually(60, "nginx is pulled again on worker-b-1", || async {
+        warm_web_pulls(&record.record()) == first + 1
+    })
+    .await;
+    eventually(60, "worker-b-1 holds nginx again", || {
+        node_holds(&client, "worker-b-1", NGINX)
+    })
+    .await;
     harness.shutdown().await;
 }

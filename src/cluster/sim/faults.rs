@@ -59,13 +59,13 @@ impl Faults {
         self.faults.iter().any(|f| matches!(f, Fault::NodeNotReady { node: n, from, to } if n == node && *from <= now && now < *to))
     }
 
-    /// Images the registry loses, with when.
-    pub fn image_removals(&self) -> Vec<(String, Duration)> {
+    /// Images the registry (no nodes) or some nodes' stores lose, with when.
+    pub fn image_removals(&self) -> Vec<(String, Duration, Vec<String>)> {
         self.faults
             .iter()
             .filter_map(|f| {
-                if let Fault::RemoveImage { image, at } = f {
-                    Some((image.clone(), *at))
+                if let Fault::RemoveImage { image, at, nodes } = f {
+                    Some((image.clone(), *at, nodes.clone()))
                 } else {
                     None
                 }

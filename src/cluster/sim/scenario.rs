@@ -324,7 +324,8 @@ pub enum Fault {
         #[serde(default = "one")]
         times: u32,
     },
-    /// The registry loses an image at a point in time.
+    /// The registry loses an image at a point in time; with `nodes`, those nodes' image stores lose it instead (as
+    /// image garbage collection or `crictl rmi` would remove it).
     #[serde(rename_all = "camelCase")]
     RemoveImage {
         /// The image.
@@ -332,6 +333,9 @@ pub enum Fault {
         /// When.
         #[serde(deserialize_with = "duration")]
         at: Duration,
+        /// Nodes whose store loses the image; the registry when empty.
+        #[serde(default)]
+        nodes: Vec<String>,
     },
     /// A node stops reporting Ready in a window.
     #[serde(rename_all = "camelCase")]

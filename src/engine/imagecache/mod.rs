@@ -48,7 +48,10 @@ use super::context::{Context, Error, retry_on_error};
 use super::shared::SharedWatches;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 
-pub use self::pods::{IMAGE_HASH_LABEL, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash};
+pub use self::pods::{
+    ATTEMPT_ANNOTATION, CACHE_LABEL, IMAGE_ANNOTATION, IMAGE_HASH_LABEL, LAST_FAILURE_ANNOTATION,
+    NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
+};
 pub use self::reference::canonical;
 
 /// How often a cache with nothing going on is looked at anyway.
@@ -103,11 +106,7 @@ pub fn run(
                     .collect::<Vec<_>>()
             })
             // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
-            .with_config(
-                controller::Config::default()
-                    .concurrency(1)
-                    .debounce(Duration::from_millis(200)),
-            )
+            .with_config(controller::Config::default().concurrency(1))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile, error_policy, cache_context)
             .for_each(|result| async move {

@@ -295,6 +295,7 @@ impl<'a> Planner<'a> {
                     self.plan.done_annotations.push(PURGE_ANNOTATION);
                 } else {
                     self.plan.asked_undone = true;
+                    self.wake_at(self.now + SLOT_POLL);
                 }
             }
             Mode::Purged => self.passive_pairs(),

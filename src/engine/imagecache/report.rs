@@ -224,11 +224,7 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
     let omitted = incomplete.len().saturating_sub(MAX_LISTED_NODES);
     incomplete.truncate(MAX_LISTED_NODES);
     let applied_cache_spec = match previous {
-        Some(p)
-            if !p.applied_cache_spec.is_empty()
-                && plan.mode == Mode::Caching
-                && !plan.removals_settled =>
-        {
+        Some(p) if !p.applied_cache_spec.is_empty() && !plan.removals_settled => {
             p.applied_cache_spec.clone()
         }
         _ => cache.spec.cache_spec.clone(),

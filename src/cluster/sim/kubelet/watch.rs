@@ -141,9 +141,27 @@ pub async fn machines(kubelet: Arc<Kubelet>, mut changes: broadcast::Receiver<St
 /// Apply the faults that start or end at `at`.
 fn apply_faults_at(kubelet: &Kubelet, at: Duration) {
     let world = &kubelet.world;
-    for (image, when) in world.faults.image_removals() {
-        if when == at {
+    for (image, when, nodes) in world.faults.image_removals() {
+        if when != at {
+            continue;
+        }
+        if nodes.is_empty() {
             world.registry.remove(&image);
+        }
+        let wanted = super::super::registry::normalise(&image);
+        for node in &nodes {
+            let removed = world.machines.with(node, |machine| {
+                let stored = machine
+                    .images
+                    .iter()
+                    .map(|(name, _)| name.clone())
+                    .find(|name| super::super::registry::normalise(name) == wanted);
+                stored.is_some_and(|name| machine.images.remove(&name))
+            });
+            if removed == Some(true) {
+                // No receiver means nobody publishes machines yet; the store changed either way.
+                let _ = world.machine_changed.send(node.clone());
+            }
         }
     }
     for fault in &world.scenario.faults {

@@ -1,0 +1,172 @@
+//! Scale benchmark of the ImageCache engine: one cache of 5 images on the 5,000-node `large` scenario (with the 5
+//! images added to its registry), in-process.
+//!
+//! Measures the time until every node holds every image, the API writes the engine made per (node, image) pair
+//! (counted by a layer around the engine's client: every request that is not a GET), the store's resourceVersion
+//! delta over the same time (every write in the cluster, the simulated kubelets' included), the size of the cache
+//! object, and peak resident memory. Linux only.
+//!
+//! Run with `cargo bench --bench cache_coverage`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kmm_tui::api::imagecache::ImageCache;
+use kmm_tui::cluster::sim::scenario::{ImageSpec, Scenario};
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::{self, Context, Family, PodImages, Settings};
+use kube::api::{Api, ListParams, PostParams};
+use tokio_util::sync::CancellationToken;
+
+const NODES: usize = 5000;
+const IMAGES: [&str; 5] = [
+    "registry.bench/cache/web:1.0",
+    "registry.bench/cache/api:2.3",
+    "registry.bench/cache/worker:0.9",
+    "registry.bench/cache/sidecar:5.1",
+    "registry.bench/cache/ml-runtime:3.2",
+];
+
+/// The peak resident set size of this process, from /proc/self/status (`VmHWM`).
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A client that counts the requests that are not GETs (creates, updates, patches, deletes).
+fn counting(client: kube::Client, writes: Arc<AtomicUsize>) -> kube::Client {
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        if request.method() != http::Method::GET {
+            writes.fetch_add(1, Ordering::Relaxed);
+        }
+        let client = client.clone();
+        async move { client.send(request).await }
+    });
+    kube::Client::new(service, "default")
+}
+
+/// The store's current resourceVersion, from a list's metadata.
+async fn resource_version(client: &kube::Client) -> u64 {
+    Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default().limit(1))
+        .await
+        .ok()
+        .and_then(|l| l.metadata.resource_version)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default()
+}
+
+#[tokio::main]
+async fn main() {
+    let mut scenario = Scenario::load("large").expect("the large scenario loads");
+    scenario
+        .registry
+        .images
+        .extend(IMAGES.iter().map(|name| ImageSpec {
+            name: (*name).to_owned(),
+            size_mi_b: 20,
+            pull_secret: None,
+        }));
+    let begin = Instant::now();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario),
+        ..Default::default()
+    })
+    .await
+    .expect("the embedded cluster starts");
+    println!(
+        "{NODES} nodes ready: {:.1} s",
+        begin.elapsed().as_secs_f64()
+    );
+    let client = cluster.client();
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "bench"}})).expect("ns");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+
+    let writes = Arc::new(AtomicUsize::new(0));
+    let settings = Settings {
+        families: BTreeSet::from([Family::Caches]),
+        ..Settings::default()
+    };
+    let context = Arc::new(
+        Context::new(
+            counting(client.clone(), writes.clone()),
+            PodImages::default(),
+            None,
+        )
+        .with_settings(settings),
+    );
+    let stop = CancellationToken::new();
+    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+
+    let cache: ImageCache = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",
+        "metadata": {"name": "bench", "namespace": "bench"},
+        "spec": {"cacheSpec": [{"images": IMAGES}]},
+    }))
+    .expect("an ImageCache");
+    let caches: Api<ImageCache> = Api::namespaced(client.clone(), "bench");
+    let version_before = resource_version(&client).await;
+    let started = Instant::now();
+    caches
+        .create(&PostParams::default(), &cache)
+        .await
+        .expect("the cache is created");
+    let mut largest = 0;
+    let mut last_report = Instant::now();
+    loop {
+        let current = caches.get("bench").await.expect("the cache");
+        largest = largest.max(serde_json::to_vec(&current).map_or(0, |b| b.len()));
+        let cached = current
+            .status
+            .as_ref()
+            .and_then(|s| s.nodes_cached)
+            .unwrap_or_default() as usize;
+        if cached == NODES {
+            break;
+        }
+        if last_report.elapsed() > Duration::from_secs(10) {
+            println!(
+                "  {:.0} s: {cached} nodes complete",
+                started.elapsed().as_secs_f64()
+            );
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took = started.elapsed();
+    let pairs = NODES * IMAGES.len();
+    let engine_writes = writes.load(Ordering::Relaxed);
+    let version_delta = resource_version(&client).await - version_before;
+    println!(
+        "full coverage ({NODES} nodes x {} images): {:.1} s ({:.0} pairs/s)",
+        IMAGES.len(),
+        took.as_secs_f64(),
+        pairs as f64 / took.as_secs_f64()
+    );
+    println!(
+        "engine API writes: {engine_writes} ({:.2} per pair)",
+        engine_writes as f64 / pairs as f64
+    );
+    println!(
+        "store resourceVersion delta (every writer): {version_delta} ({:.2} per pair)",
+        version_delta as f64 / pairs as f64
+    );
+    println!("largest ImageCache object seen: {} KiB", largest / 1024);
+    println!("peak RSS (cluster, simulation and engine): {}", peak_rss());
+    stop.cancel();
+    let _ = engine.await;
+    cluster.shutdown().await;
+}
