@@ -664,3 +664,25 @@ fn cache_writes_are_unavailable_when_read_only_or_forbidden_and_purge_only_appli
     key(&mut app, KeyCode::Char('P'));
     assert!(app.requests.is_empty());
 }
+
+#[test]
+fn the_matrix_filter_keeps_nodes_by_name_or_by_a_cell_state() {
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    let shown = |app: &App| -> Vec<String> {
+        let detail = app.caches.detail.as_ref().expect("the matrix");
+        app.visible(kmm_tui::tui::app::ListId::Coverage)
+            .iter()
+            .map(|i| detail.nodes[*i].node.clone())
+            .collect()
+    };
+    typed(&mut app, "/failed");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(shown(&app), ["n2"]);
+    key(&mut app, KeyCode::Esc);
+    typed(&mut app, "/missing");
+    assert_eq!(shown(&app), ["n2", "n3"]);
+    key(&mut app, KeyCode::Esc);
+    typed(&mut app, "/n1");
+    assert_eq!(shown(&app), ["n1"]);
+}

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::tui::data::ClusterData;
 
-use super::cache_images::{CacheImages, NodeImages, is_puller_of, pod_node};
+use super::cache_images::{CacheImages, NodeImages, is_puller_of, pod_images, pod_node};
 use super::caches::CacheRow;
 use super::events::EventRow;
 use super::{Health, matches_filter};
@@ -224,8 +224,9 @@ fn puller_pods<'a>(
         let Some(node) = pod_node(pod) else {
             continue;
         };
-        let containers = pod.spec.iter().flat_map(|spec| &spec.containers);
-        for index in containers.filter_map(|c| c.image.as_deref().and_then(|i| images.index_of(i)))
+        for index in pod_images(pod)
+            .into_iter()
+            .filter_map(|i| images.index_of(i))
         {
             let newer = |old: &&Pod| {
                 pod.metadata.creation_timestamp.as_ref().map(|t| t.0)

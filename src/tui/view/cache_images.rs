@@ -7,11 +7,10 @@ use std::collections::{BTreeMap, HashSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::imagecache::ImageCache;
-use crate::engine::imagecache::{NODE_LABEL, canonical};
+use crate::engine::imagecache::{
+    CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL, canonical,
+};
 use crate::engine::nodes;
-
-/// The label kube-fledged puts on a puller pod to name its ImageCache.
-pub const CACHE_LABEL: &str = "imagecache";
 
 /// The node label kube-fledged pins puller pods with.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -112,17 +111,17 @@ impl CacheImages {
     }
 }
 
-/// The node a puller pod works on: the engine's node label, else where it runs, else the node its hostname
+/// The node a puller pod works on: the engine's node annotation, else where it runs, else the node its hostname
 /// selector pins it to (upstream kube-fledged's pods).
 pub fn pod_node(pod: &Pod) -> Option<&str> {
-    let labelled = pod
+    let annotated = pod
         .metadata
-        .labels
+        .annotations
         .as_ref()
-        .and_then(|labels| labels.get(NODE_LABEL))
+        .and_then(|annotations| annotations.get(NODE_ANNOTATION))
         .map(String::as_str);
     let spec = pod.spec.as_ref()?;
-    labelled.or(spec.node_name.as_deref()).or_else(|| {
+    annotated.or(spec.node_name.as_deref()).or_else(|| {
         spec.node_selector
             .as_ref()?
             .get(HOSTNAME_LABEL)
@@ -130,15 +129,35 @@ pub fn pod_node(pod: &Pod) -> Option<&str> {
     })
 }
 
-/// Whether `pod` is a puller pod of the cache `namespace/name`.
+/// Whether `pod` is a puller pod of the cache `namespace/name` (not one deleting images).
 pub fn is_puller_of(pod: &Pod, namespace: &str, name: &str) -> bool {
+    let labels = pod.metadata.labels.as_ref();
+    let label = |key: &str| {
+        labels
+            .and_then(|labels| labels.get(key))
+            .map(String::as_str)
+    };
     pod.metadata.namespace.as_deref() == Some(namespace)
-        && pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(CACHE_LABEL))
-            .is_some_and(|cache| cache == name)
+        && label(CACHE_LABEL) == Some(name)
+        && label(OPERATION_LABEL) != Some("delete")
+}
+
+/// The images a puller pod pulls: the engine's image annotation, else its containers' images (upstream's pods run
+/// the image to cache as their container).
+pub fn pod_images(pod: &Pod) -> Vec<&str> {
+    if let Some(image) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(IMAGE_ANNOTATION))
+    {
+        return vec![image.as_str()];
+    }
+    pod.spec
+        .iter()
+        .flat_map(|spec| &spec.containers)
+        .filter_map(|container| container.image.as_deref())
+        .collect()
 }
 
 #[cfg(test)]
