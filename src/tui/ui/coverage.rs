@@ -38,7 +38,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         return;
     };
     let (images_height, matrix_height, cell_height) =
-        layout_heights(area.height, detail.images.len());
+        layout_heights(area.height, detail.images.len(), detail.nodes.len());
     let [summary, images_area, matrix_area, cell_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(images_height),
