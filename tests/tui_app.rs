@@ -163,8 +163,18 @@ fn the_command_prompt_completes_and_switches_views() {
 
 #[test]
 fn namespaces_and_contexts_complete_from_what_exists() {
-    let app = app(false);
+    let mut app = app(false);
     assert_eq!(app.completions("ns "), ["ns a", "ns all", "ns b"]);
+    let mut elsewhere = (*cache(json!({}))).clone();
+    elsewhere.metadata.namespace = Some("web".to_owned());
+    app.update(Action::Data(KindSnapshot::ImageCaches(vec![Arc::new(
+        elsewhere,
+    )])));
+    assert_eq!(
+        app.completions("ns "),
+        ["ns a", "ns all", "ns b", "ns web"],
+        "namespaces of caches complete too"
+    );
     assert_eq!(app.completions("ctx o"), ["ctx other"]);
 }
 
