@@ -163,8 +163,18 @@ fn the_command_prompt_completes_and_switches_views() {
 
 #[test]
 fn namespaces_and_contexts_complete_from_what_exists() {
-    let app = app(false);
+    let mut app = app(false);
     assert_eq!(app.completions("ns "), ["ns a", "ns all", "ns b"]);
+    let mut elsewhere = (*cache(json!({}))).clone();
+    elsewhere.metadata.namespace = Some("web".to_owned());
+    app.update(Action::Data(KindSnapshot::ImageCaches(vec![Arc::new(
+        elsewhere,
+    )])));
+    assert_eq!(
+        app.completions("ns "),
+        ["ns a", "ns all", "ns b", "ns web"],
+        "namespaces of caches complete too"
+    );
     assert_eq!(app.completions("ctx o"), ["ctx other"]);
 }
 
@@ -663,4 +673,26 @@ fn cache_writes_are_unavailable_when_read_only_or_forbidden_and_purge_only_appli
     ));
     key(&mut app, KeyCode::Char('P'));
     assert!(app.requests.is_empty());
+}
+
+#[test]
+fn the_matrix_filter_keeps_nodes_by_name_or_by_a_cell_state() {
+    let mut app = cache_app(false);
+    open_matrix(&mut app);
+    let shown = |app: &App| -> Vec<String> {
+        let detail = app.caches.detail.as_ref().expect("the matrix");
+        app.visible(kmm_tui::tui::app::ListId::Coverage)
+            .iter()
+            .map(|i| detail.nodes[*i].node.clone())
+            .collect()
+    };
+    typed(&mut app, "/failed");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(shown(&app), ["n2"]);
+    key(&mut app, KeyCode::Esc);
+    typed(&mut app, "/missing");
+    assert_eq!(shown(&app), ["n2", "n3"]);
+    key(&mut app, KeyCode::Esc);
+    typed(&mut app, "/n1");
+    assert_eq!(shown(&app), ["n1"]);
 }

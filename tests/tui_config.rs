@@ -236,7 +236,7 @@ fn printed_keys(keymap: &Keymap, command: Command) -> Vec<String> {
 }
 
 /// The bindings the console documents: command, scope, keys.
-const DOCUMENTED: [(&str, Scope, &[&str]); 25] = [
+const DOCUMENTED: [(&str, Scope, &[&str]); 28] = [
     ("command-mode", Scope::Global, &[":"]),
     ("filter", Scope::Table, &["/"]),
     ("help", Scope::Global, &["?"]),
@@ -244,6 +244,8 @@ const DOCUMENTED: [(&str, Scope, &[&str]); 25] = [
     ("back", Scope::Global, &["esc"]),
     ("up", Scope::Table, &["k", "up"]),
     ("down", Scope::Table, &["j", "down"]),
+    ("left", Scope::Table, &["left", "H"]),
+    ("right", Scope::Table, &["right", "L"]),
     ("top", Scope::Table, &["g", "home"]),
     ("bottom", Scope::Table, &["G", "end"]),
     ("page-up", Scope::Table, &["ctrl-b", "pageup"]),
@@ -252,6 +254,7 @@ const DOCUMENTED: [(&str, Scope, &[&str]); 25] = [
     ("edit", Scope::Table, &["e"]),
     ("rebuild", Scope::Table, &["R"]),
     ("recheck", Scope::Table, &["P"]),
+    ("purge", Scope::Table, &["X"]),
     ("delete", Scope::Table, &["ctrl-d"]),
     ("approve", Scope::Table, &["A"]),
     ("pause-resume", Scope::Table, &["p"]),

@@ -205,6 +205,186 @@ fn rebuild_from_the_module_detail_bumps_the_image_generation() {
     quit_and_check_restored(&console, &[":", "q", "Enter"]);
 }
 
+/// The cache test's scenario: two workers and the ImageCache `acme/warm` of one image.
+const CACHE_SCENARIO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/console-caches.yaml"
+);
+/// The cache's one image, as it lists it.
+const CACHED_IMAGE: &str = "docker.io/library/nginx:1.27";
+
+/// The coverage matrix row of `node`, without its border.
+fn matrix_row<'a>(screen: &'a str, node: &str) -> Option<&'a str> {
+    screen
+        .lines()
+        .find(|line| line.starts_with(&format!("│{node} ")))
+}
+
+/// The nodes holding the cache's image, by their `status.images`.
+async fn nodes_holding(client: &kube::Client) -> Result<Vec<String>, String> {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let list = nodes
+        .list(&Default::default())
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|node| {
+            node.status
+                .as_ref()
+                .and_then(|s| s.images.as_ref())
+                .is_some_and(|images| {
+                    images
+                        .iter()
+                        .flat_map(|i| i.names.iter().flatten())
+                        .any(|name| name == CACHED_IMAGE)
+                })
+        })
+        .filter_map(|node| node.metadata.name)
+        .collect())
+}
+
+#[test]
+fn repull_from_the_coverage_matrix_fills_a_missing_cell() {
+    use kmm_tui::api::imagecache::{ImageCache, PURGE_ANNOTATION};
+    use kmm_tui::engine::imagecache::{NODE_LABEL, OPERATION_LABEL};
+
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let console = TmuxConsole::start(
+        dir.path(),
+        [
+            "--embedded".as_ref(),
+            "--scenario".as_ref(),
+            CACHE_SCENARIO.as_ref(),
+            "--kubeconfig-out".as_ref(),
+            kubeconfig.as_os_str(),
+        ],
+    );
+    console.wait_for("the console, up", CONVERGE_LIMIT, |screen| {
+        screen.contains("Modules [")
+    });
+    console.press(&[":", "caches", "Enter"]);
+    console.wait_for(
+        "the cache, complete on both workers",
+        CONVERGE_LIMIT,
+        |screen| {
+            cells_of(screen, "warm")
+                .is_some_and(|cells| cells.contains(&"2/2") && cells.contains(&"Complete"))
+        },
+    );
+
+    // A purge empties the cache, and the engine then leaves it empty: every cell is missing.
+    console.press(&["X"]);
+    console.wait_for("a confirmation naming the purge", REACT_LIMIT, |screen| {
+        screen.contains("Confirm") && screen.contains("Purge ImageCache acme/warm")
+    });
+    console.press(&["y"]);
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let client = runtime.block_on(client_from(&kubeconfig));
+    let caches: Api<ImageCache> = Api::namespaced(client.clone(), NAMESPACE);
+    let deadline = Instant::now() + CONVERGE_LIMIT;
+    loop {
+        let purged = runtime.block_on(async {
+            let cache = caches.get("warm").await.map_err(|e| e.to_string())?;
+            let asked = cache
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key(PURGE_ANNOTATION);
+            Ok::<_, String>(!asked && nodes_holding(&client).await?.is_empty())
+        });
+        match purged {
+            Ok(true) => break,
+            other if Instant::now() >= deadline => {
+                console.fail(&format!("the purge did not empty the nodes: {other:?}"))
+            }
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+
+    console.press(&["Enter"]);
+    console.press(&["j"]);
+    console.wait_for(
+        "worker-1's cell missing in the matrix",
+        REACT_LIMIT,
+        |screen| {
+            matrix_row(screen, "worker-1").is_some_and(|row| row.contains('·'))
+                && screen.contains("worker-1 × docker.io/library/nginx:1.27")
+        },
+    );
+
+    // Every puller pod for worker-1 from now on.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let recorder = {
+        use futures::StreamExt;
+        let seen = seen.clone();
+        let config = kube::runtime::watcher::Config::default().labels("imagecache=warm");
+        runtime.spawn(async move {
+            let mut stream = kube::runtime::watcher(pods, config)
+                .default_backoff()
+                .boxed();
+            use kube::runtime::WatchStreamExt;
+            while let Some(event) = stream.next().await {
+                let Ok(
+                    kube::runtime::watcher::Event::Apply(pod)
+                    | kube::runtime::watcher::Event::InitApply(pod),
+                ) = event
+                else {
+                    continue;
+                };
+                let labels = pod.metadata.labels.unwrap_or_default();
+                let pulls = matches!(
+                    labels.get(OPERATION_LABEL).map(String::as_str),
+                    Some("pull" | "refresh")
+                );
+                if pulls && labels.get(NODE_LABEL).map(String::as_str) == Some("worker-1") {
+                    seen.lock().expect("the record").extend(pod.metadata.name);
+                }
+            }
+        })
+    };
+
+    console.press(&["P"]);
+    console.wait_for(
+        "a confirmation naming the image and the node",
+        REACT_LIMIT,
+        |screen| {
+            screen.contains("Confirm")
+                && screen.contains(&format!("Pull {CACHED_IMAGE} again on node worker-1"))
+        },
+    );
+    console.press(&["y"]);
+    console.wait_for(
+        "worker-1's cell cached in the matrix",
+        CONVERGE_LIMIT,
+        |screen| {
+            matrix_row(screen, "worker-1")
+                .is_some_and(|row| row.contains('●') && !row.contains('·'))
+        },
+    );
+    let holding = runtime
+        .block_on(nodes_holding(&client))
+        .unwrap_or_else(|error| console.fail(&format!("reading the nodes: {error}")));
+    if !holding.iter().any(|node| node == "worker-1") {
+        console.fail(&format!(
+            "worker-1 does not report {CACHED_IMAGE}: {holding:?}"
+        ));
+    }
+    let pullers = seen.lock().expect("the record").clone();
+    if pullers.is_empty() {
+        console.fail("no puller pod was seen for worker-1 after the re-pull");
+    }
+    recorder.abort();
+
+    quit_and_check_restored(&console, &[":", "q", "Enter"]);
+}
+
 /// A kubeconfig for `https://127.0.0.1:1`, where nothing listens.
 fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
     let path = dir.join("unreachable.kubeconfig");

@@ -817,6 +817,12 @@ impl App {
                 .modules
                 .iter()
                 .filter_map(|m| m.metadata.namespace.as_deref())
+                .chain(
+                    self.data
+                        .caches
+                        .iter()
+                        .filter_map(|c| c.metadata.namespace.as_deref()),
+                )
                 .chain(std::iter::once("all"))
                 .collect();
             namespaces.sort_unstable();

@@ -43,6 +43,15 @@ const PANES: [(&str, &[Step]); 9] = [
     ("images", &[Step::Command("images")]),
     ("nodes", &[Step::Command("nodes")]),
     ("events", &[Step::Command("events")]),
+    ("caches", &[Step::Command("caches")]),
+    (
+        "cache-coverage",
+        &[
+            Step::Command("caches"),
+            Step::Key(KeyCode::Enter),
+            Step::Key(KeyCode::Char('l')),
+        ],
+    ),
     ("yaml", &[Step::Key(KeyCode::Char('y'))]),
     ("help", &[Step::Key(KeyCode::Char('?'))]),
     ("shims", &[Step::Command("shims")]),

@@ -100,11 +100,19 @@ impl App {
         lists
     }
 
+    /// Heights of the cache detail's image summary, matrix and cell panel on this screen.
+    fn cache_layout(&self) -> (u16, u16, u16) {
+        let (images, nodes) = self
+            .caches
+            .detail
+            .as_ref()
+            .map_or((1, 1), |d| (d.images.len(), d.nodes.len()));
+        layout_heights(self.size.1.saturating_sub(3), images, nodes)
+    }
+
     /// Rows of the focused cache detail section that fit on screen.
     pub(super) fn cache_page_height(&self) -> usize {
-        let images = self.caches.detail.as_ref().map_or(1, |d| d.images.len());
-        let (images_height, matrix_height, _) =
-            layout_heights(self.size.1.saturating_sub(3), images);
+        let (images_height, matrix_height, _) = self.cache_layout();
         let height = if self.list() == ListId::CacheImages {
             images_height
         } else {
@@ -125,12 +133,7 @@ impl App {
         } else {
             current.saturating_sub(1)
         };
-        let images = self.caches.detail.as_ref().map_or(1, |d| d.images.len());
-        let height = usize::from(
-            layout_heights(self.size.1.saturating_sub(3), images)
-                .0
-                .saturating_sub(3),
-        );
+        let height = usize::from(self.cache_layout().0.saturating_sub(3));
         self.selections
             .entry(ListId::CacheImages)
             .or_default()

@@ -1,5 +1,6 @@
 //! The handful of symbols consoles lean on that the embedded font lacks: dashes, the ellipsis, arrows, bullets,
-//! triangles, squares, check marks and crosses, drawn as anti-aliased shapes so lists and hints stay readable.
+//! triangles, squares, half-filled circles, check marks and crosses, drawn as anti-aliased shapes so lists and
+//! hints stay readable.
 
 use super::mask::Mask;
 
@@ -24,6 +25,12 @@ pub(super) fn draw(ch: char, mask: &mut Mask) -> bool {
             let radius = 0.42 * cell.width;
             cell.in_circle(x, y, cell.width / 2.0, cell.middle, radius)
                 && !cell.in_circle(x, y, cell.width / 2.0, cell.middle, radius - 1.2)
+        }),
+        '◐' => mask.fill_shape(|x, y| {
+            let radius = 0.42 * cell.width;
+            let centre = cell.width / 2.0;
+            cell.in_circle(x, y, centre, cell.middle, radius)
+                && (x <= centre || !cell.in_circle(x, y, centre, cell.middle, radius - 1.2))
         }),
         '■' => mask.fill_shape(|x, y| cell.in_square(x, y, 0.4 * cell.width)),
         '▪' => mask.fill_shape(|x, y| cell.in_square(x, y, 0.25 * cell.width)),

@@ -38,7 +38,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         return;
     };
     let (images_height, matrix_height, cell_height) =
-        layout_heights(area.height, detail.images.len());
+        layout_heights(area.height, detail.images.len(), detail.nodes.len());
     let [summary, images_area, matrix_area, cell_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(images_height),
@@ -183,7 +183,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         app.theme.header(),
     )];
     if first_column > 0 {
-        heading[0] = Span::styled(format!("{:<node_width$}‹", "NODE"), app.theme.header());
+        heading[0] = Span::styled(format!("{:<node_width$}<", "NODE"), app.theme.header());
     }
     for (position, image) in &shown {
         let style = if *position == selected_column {
@@ -199,7 +199,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
     heading.push(Span::styled(
         format!(
             "{}{:>width$}",
-            if more { "›" } else { " " },
+            if more { ">" } else { " " },
             "CACHED",
             width = usize::from(COUNT_COLUMN) - 1
         ),

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::tui::data::ClusterData;
 
-use super::cache_images::{CacheImages, NodeImages, is_puller_of, pod_node};
+use super::cache_images::{CacheImages, NodeImages, is_puller_of, pod_images, pod_node};
 use super::caches::CacheRow;
 use super::events::EventRow;
 use super::{Health, matches_filter};
@@ -224,8 +224,9 @@ fn puller_pods<'a>(
         let Some(node) = pod_node(pod) else {
             continue;
         };
-        let containers = pod.spec.iter().flat_map(|spec| &spec.containers);
-        for index in containers.filter_map(|c| c.image.as_deref().and_then(|i| images.index_of(i)))
+        for index in pod_images(pod)
+            .into_iter()
+            .filter_map(|i| images.index_of(i))
         {
             let newer = |old: &&Pod| {
                 pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
@@ -325,7 +326,7 @@ fn coverage_row(
             .get(&(name.as_str(), index))
             .or_else(|| pods.get(&(hostname, index)));
         let recorded = recorded_on(&name, index).or_else(|| recorded_on(hostname, index));
-        let (state, why) = if held.holds(&images.normalised[index]) {
+        let (state, why) = if held.holds(&images.canonical[index]) {
             (CellState::Cached, None)
         } else {
             match pod.map(|pod| pod_state(pod)) {
@@ -449,17 +450,21 @@ pub fn columns_per_page(width: u16) -> usize {
     usize::from(width.saturating_sub(2 + NODE_COLUMN + 1 + COUNT_COLUMN) / CELL_WIDTH).max(1)
 }
 
-/// Heights of the detail's parts in a body `height` rows high with `images` images: the image summary table, the
-/// matrix, and the selected cell's panel (the summary line takes the one row left).
-pub fn layout_heights(height: u16, images: usize) -> (u16, u16, u16) {
+/// Heights of the detail's parts in a body `height` rows high with `images` images and `nodes` nodes: the image
+/// summary table, the matrix, and the selected cell's panel (the summary line takes the one row left). A matrix of
+/// few nodes leaves the rest to the cell's panel and its events.
+pub fn layout_heights(height: u16, images: usize, nodes: usize) -> (u16, u16, u16) {
     let roomy = height >= 30;
     let image_rows = u16::try_from(images)
         .unwrap_or(u16::MAX)
         .clamp(1, if roomy { 8 } else { 3 });
     let images_height = image_rows + 3;
-    let cell_height = if roomy { 7 } else { 5 };
+    let least_cell_height = if roomy { 7 } else { 5 };
+    let node_rows = u16::try_from(nodes).unwrap_or(u16::MAX).max(1);
     let matrix_height = height
-        .saturating_sub(1 + images_height + cell_height)
+        .saturating_sub(1 + images_height + least_cell_height)
+        .min(node_rows.saturating_add(3))
         .max(4);
+    let cell_height = height.saturating_sub(1 + images_height + matrix_height);
     (images_height, matrix_height, cell_height)
 }

@@ -1,42 +1,19 @@
-//! Which images an ImageCache wants on a node and which of them the node holds, by the rule the cache engine uses:
-//! a node holds an image when one of its `status.images[].names` is the same reference, short Docker Hub names
-//! (`nginx:1.27`) and untagged ones (`:latest`) written out in full first. A cached `nginx:1.27` is not `nginx:1.2`.
+//! Which images an ImageCache wants on a node and which of them the node holds, by the cache engine's rule: a node
+//! holds an image when one of its `status.images[].names` is the same reference once both are in the runtime's
+//! [`canonical`] form (`nginx:1.27` is `docker.io/library/nginx:1.27`, and never `nginx:1.2`).
 
 use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::imagecache::ImageCache;
+use crate::engine::imagecache::{
+    CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL, canonical,
+};
 use crate::engine::nodes;
-
-/// The label kube-fledged puts on a puller pod to name its ImageCache.
-pub const CACHE_LABEL: &str = "imagecache";
 
 /// The node label kube-fledged pins puller pods with.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
-
-/// `reference` written out in full: registry, repository path, and a tag or digest.
-pub fn normalise(reference: &str) -> String {
-    let (path, suffix) = match reference.split_once('@') {
-        Some((path, digest)) => (path, format!("@{digest}")),
-        None => match reference.rfind(':') {
-            Some(colon) if !reference[colon..].contains('/') => {
-                (&reference[..colon], reference[colon..].to_owned())
-            }
-            _ => (reference, ":latest".to_owned()),
-        },
-    };
-    let full_path = match path.split_once('/') {
-        None => format!("docker.io/library/{path}"),
-        Some((first, _))
-            if !first.contains('.') && !first.contains(':') && first != "localhost" =>
-        {
-            format!("docker.io/{path}")
-        }
-        Some(_) => path.to_owned(),
-    };
-    format!("{full_path}{suffix}")
-}
 
 /// The images a node holds, each reference written out in full, for exact matching.
 #[derive(Clone, Debug, Default)]
@@ -52,12 +29,12 @@ impl NodeImages {
                 .into_iter()
                 .flatten()
                 .flat_map(|image| image.names.iter().flatten())
-                .map(|name| normalise(name))
+                .map(|name| canonical(name))
                 .collect(),
         )
     }
 
-    /// Whether the node holds `image` (already [`normalise`]d).
+    /// Whether the node holds `image` (already in [`canonical`] form).
     pub fn holds(&self, image: &str) -> bool {
         self.0.contains(image)
     }
@@ -68,8 +45,8 @@ impl NodeImages {
 pub struct CacheImages {
     /// The images as the spec spells them.
     pub images: Vec<String>,
-    /// The same, [`normalise`]d.
-    pub normalised: Vec<String>,
+    /// The same, in [`canonical`] form.
+    pub canonical: Vec<String>,
     /// Per `cacheSpec` list: the images it names and the nodes it selects.
     lists: Vec<ImageList>,
 }
@@ -84,12 +61,12 @@ impl CacheImages {
         for list in &cache.spec.cache_spec {
             let mut indices = Vec::new();
             for image in &list.images {
-                let full = normalise(image);
-                let index = match result.normalised.iter().position(|known| *known == full) {
+                let full = canonical(image);
+                let index = match result.canonical.iter().position(|known| *known == full) {
                     Some(index) => index,
                     None => {
                         result.images.push(image.clone());
-                        result.normalised.push(full);
+                        result.canonical.push(full);
                         result.images.len() - 1
                     }
                 };
@@ -129,15 +106,22 @@ impl CacheImages {
 
     /// The index of the image a container of a puller pod runs, if it is one of the cache's.
     pub fn index_of(&self, reference: &str) -> Option<usize> {
-        let full = normalise(reference);
-        self.normalised.iter().position(|known| *known == full)
+        let full = canonical(reference);
+        self.canonical.iter().position(|known| *known == full)
     }
 }
 
-/// The node a puller pod runs on, or is pinned to: its `nodeName`, else its hostname node selector.
+/// The node a puller pod works on: the engine's node annotation, else where it runs, else the node its hostname
+/// selector pins it to (upstream kube-fledged's pods).
 pub fn pod_node(pod: &Pod) -> Option<&str> {
+    let annotated = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(NODE_ANNOTATION))
+        .map(String::as_str);
     let spec = pod.spec.as_ref()?;
-    spec.node_name.as_deref().or_else(|| {
+    annotated.or(spec.node_name.as_deref()).or_else(|| {
         spec.node_selector
             .as_ref()?
             .get(HOSTNAME_LABEL)
@@ -145,46 +129,58 @@ pub fn pod_node(pod: &Pod) -> Option<&str> {
     })
 }
 
-/// Whether `pod` is a puller pod of the cache `namespace/name`.
+/// Whether `pod` is a puller pod of the cache `namespace/name` (not one deleting images).
 pub fn is_puller_of(pod: &Pod, namespace: &str, name: &str) -> bool {
+    let labels = pod.metadata.labels.as_ref();
+    let label = |key: &str| {
+        labels
+            .and_then(|labels| labels.get(key))
+            .map(String::as_str)
+    };
     pod.metadata.namespace.as_deref() == Some(namespace)
-        && pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(CACHE_LABEL))
-            .is_some_and(|cache| cache == name)
+        && label(CACHE_LABEL) == Some(name)
+        && label(OPERATION_LABEL) != Some("delete")
+}
+
+/// The images a puller pod pulls: the engine's image annotation, else its containers' images (upstream's pods run
+/// the image to cache as their container).
+pub fn pod_images(pod: &Pod) -> Vec<&str> {
+    if let Some(image) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(IMAGE_ANNOTATION))
+    {
+        return vec![image.as_str()];
+    }
+    pod.spec
+        .iter()
+        .flat_map(|spec| &spec.containers)
+        .filter_map(|container| container.image.as_deref())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn short_names_tags_and_digests_are_written_out() {
-        assert_eq!(normalise("nginx:1.27"), "docker.io/library/nginx:1.27");
-        assert_eq!(normalise("nginx"), "docker.io/library/nginx:latest");
-        assert_eq!(normalise("acme/tool:2"), "docker.io/acme/tool:2");
-        assert_eq!(
-            normalise("ghcr.io/acme/inference:2.1"),
-            "ghcr.io/acme/inference:2.1"
-        );
-        assert_eq!(
-            normalise("localhost:5000/tool"),
-            "localhost:5000/tool:latest"
-        );
-        assert_eq!(
-            normalise("redis@sha256:abc"),
-            "docker.io/library/redis@sha256:abc"
-        );
-        assert_eq!(
-            normalise("docker.io/library/nginx:1.27"),
-            normalise("nginx:1.27")
-        );
+    fn node(images: &[&str]) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n"},
+            "status": {"images": [{"names": images}]},
+        }))
+        .expect("a node")
     }
 
     #[test]
-    fn a_tag_is_matched_exactly_not_as_a_prefix() {
-        assert_ne!(normalise("nginx:1.27"), normalise("nginx:1.2"));
+    fn a_node_holds_an_image_by_exact_reference_in_any_spelling() {
+        let held = NodeImages::of(&node(&[
+            "docker.io/library/nginx:1.27",
+            "ghcr.io/acme/tool@sha256:abc",
+        ]));
+        assert!(held.holds(&canonical("nginx:1.27")));
+        assert!(!held.holds(&canonical("nginx:1.2")));
+        assert!(held.holds(&canonical("ghcr.io/acme/tool@sha256:abc")));
+        assert!(!held.holds(&canonical("ghcr.io/acme/tool")));
     }
 }

@@ -122,7 +122,7 @@ fn cache_coverage(node: &Node, caches: &[CacheImages]) -> (usize, usize) {
         .iter()
         .filter(|(cache, mask)| {
             mask.iter()
-                .zip(&cache.normalised)
+                .zip(&cache.canonical)
                 .all(|(wanted, image)| !wanted || held.holds(image))
         })
         .count();
