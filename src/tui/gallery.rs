@@ -37,7 +37,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 9] = [
+const PANES: [(&str, &[Step]); 11] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -49,7 +49,7 @@ const PANES: [(&str, &[Step]); 9] = [
         &[
             Step::Command("caches"),
             Step::Key(KeyCode::Enter),
-            Step::Key(KeyCode::Char('l')),
+            Step::Key(KeyCode::Right),
         ],
     ),
     ("yaml", &[Step::Key(KeyCode::Char('y'))]),
