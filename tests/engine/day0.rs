@@ -284,10 +284,10 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
     assert!(message.contains(IMAGE_NEXT), "{message}");
     eventually(
         30,
-        "Building, OsImageApplied, Rolling and Applied events",
+        "OsImageApplied, Rolling and Applied events (the kill may have cut the Building one short)",
         || async {
             let reasons = day0_event_reasons(&client, MACHINE_CONFIG).await;
-            ["Building", "OsImageApplied", "Rolling", "Applied"]
+            ["OsImageApplied", "Rolling", "Applied"]
                 .iter()
                 .all(|reason| reasons.contains(*reason))
         },

@@ -1,7 +1,7 @@
-//! The ModuleDay0's status: `Available`, `Progressing` and `Degraded` with reasons a person can act on, the
-//! MachineConfig it manages and the image it last wrote there.
+//! The ModuleDay0's status: `Available` (and `Ready`, its mirror), `Progressing` and `Degraded` with reasons a person
+//! can act on, the MachineConfig it manages and the image it last wrote there.
 
-use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
 use crate::api::day0::ModuleDay0Status;
 use crate::engine::status::set_condition;
 
@@ -99,10 +99,12 @@ impl Report {
     pub fn apply(&self, current: &ModuleDay0Status, generation: Option<i64>) -> ModuleDay0Status {
         let mut status = current.clone();
         status.observed_generation = generation;
+        // `Ready` mirrors `Available`, as on a Module, so `kubectl get` and `kubectl wait` read both kinds alike.
         for (type_, (value, reason, message)) in [
             (AVAILABLE, &self.available),
             (PROGRESSING, &self.progressing),
             (DEGRADED, &self.degraded),
+            (READY, &self.available),
         ] {
             set_condition(
                 &mut status.conditions,
@@ -122,7 +124,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_report_sets_all_three_conditions() {
+    fn a_report_sets_every_condition() {
         let status = Report::progressing(ROLLING, "1 of 2 nodes updated")
             .apply(&ModuleDay0Status::default(), Some(3));
         let find = |t: &str| {
@@ -141,6 +143,10 @@ mod tests {
         );
         assert_eq!(find(AVAILABLE).status, "False");
         assert_eq!(find(DEGRADED).status, "False");
+        assert_eq!(
+            (find(READY).status.as_str(), find(READY).reason.as_str()),
+            ("False", ROLLING)
+        );
         assert_eq!(status.observed_generation, Some(3));
         let failed = Report::degraded(DUPLICATE_POOL, "pool worker is managed by ns/first");
         assert_eq!(
