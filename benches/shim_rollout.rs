@@ -50,6 +50,18 @@ fn peak_rss() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// The resident set size of this process now, from /proc/self/status (`VmRSS`).
+fn current_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().to_owned()))
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 /// The store's current resourceVersion: it grows by one per write.
 async fn resource_version(client: &kube::Client) -> u64 {
     Api::<Namespace>::all(client.clone())
@@ -153,6 +165,7 @@ async fn main() {
         .create(&PostParams::default(), &shim)
         .await
         .expect("the Shim is created");
+    let mut reported = Instant::now();
     loop {
         let ready = shims
             .get("spin-v2")
@@ -163,6 +176,16 @@ async fn main() {
             .unwrap_or_default();
         if ready == NODES {
             break;
+        }
+        // Progress, so that a run cut short on a busy machine still says how far it got.
+        if reported.elapsed() >= Duration::from_secs(10) {
+            reported = Instant::now();
+            println!(
+                "  {:.0} s: {ready} nodes provisioned, {} engine writes, RSS {}",
+                started.elapsed().as_secs_f64(),
+                writes.load(Ordering::Relaxed),
+                current_rss()
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
