@@ -4,6 +4,9 @@
 //! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
 //! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node.
 //!
+//! `Shim` → [`shim`] runs installer pods that put a containerd shim on the selected nodes, batch by batch, and keeps
+//! its RuntimeClass.
+//!
 //! Every reconciler runs on `kube::runtime::Controller` and talks only through `kube::Client`, so the same code runs
 //! against the embedded cluster and a real one. Passes are level-triggered and idempotent: the engine may be killed
 //! at any point and restarted. [`leader`] makes sure two engines never act at once.
@@ -20,6 +23,7 @@ pub mod nmc;
 pub mod nodes;
 pub mod rbac;
 pub mod shared;
+pub mod shim;
 pub mod status;
 
 use std::sync::Arc;
@@ -76,7 +80,10 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
     for family in context.settings.families.clone() {
         match family {
             Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
-            Family::Shims | Family::Caches | Family::Day0 => {}
+            Family::Shims => {
+                running.push(Box::pin(shim::run(context.clone(), &shared, stop.clone())))
+            }
+            Family::Caches | Family::Day0 => {}
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());

@@ -19,6 +19,9 @@ pub const ENGINE_ACCOUNT: &str = MANAGER;
 /// API group of the KMM kinds.
 const KMM_GROUP: &str = "kmm.sigs.x-k8s.io";
 
+/// API group of the Shim kind.
+const SHIM_GROUP: &str = "runtime.spinkube.dev";
+
 /// Read and follow objects.
 const READ: &[&str] = &["get", "list", "watch"];
 
@@ -36,7 +39,8 @@ const COMMON_RULES: &[Rule] = &[("events.k8s.io", &["events"], &["create", "patc
 pub fn family_rules(family: Family) -> &'static [Rule] {
     match family {
         Family::Kmm => KMM_RULES,
-        Family::Shims | Family::Caches | Family::Day0 => &[],
+        Family::Shims => SHIM_RULES,
+        Family::Caches | Family::Day0 => &[],
     }
 }
 
@@ -97,6 +101,25 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
+];
+
+/// What the shim family does cluster-wide.
+const SHIM_RULES: &[Rule] = &[
+    // Shims are the users' to create and delete; the engine adds its finalizer and writes status.
+    (SHIM_GROUP, &["shims"], &["get", "list", "watch", "patch"]),
+    (SHIM_GROUP, &["shims/status"], &["patch"]),
+    // Installer pods and the RuntimeClass name the Shim as owner with blockOwnerDeletion.
+    (SHIM_GROUP, &["shims/finalizers"], &["update"]),
+    // Installer and uninstaller pods, listed afresh on every pass and deleted once their outcome is recorded.
+    ("", &["pods"], &["list", "watch", "create", "delete"]),
+    // Nodes are selected by label and labelled with the shim's state and spec hash.
+    ("", &["nodes"], &["list", "watch", "patch"]),
+    // The Shim's RuntimeClass: created, kept in sync, replaced when its handler changes, deleted with the Shim.
+    (
+        "node.k8s.io",
+        &["runtimeclasses"],
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
 ];
 
 /// The RBAC objects that let the engine run under its own ServiceAccount.
@@ -273,7 +296,66 @@ mod tests {
         ("coordination.k8s.io", "leases", "update", false),
         ("coordination.k8s.io", "leases", "list", false),
         ("coordination.k8s.io", "leases", "watch", false),
+        (SHIM_GROUP, "shims", "get", true),
+        (SHIM_GROUP, "shims", "list", true),
+        (SHIM_GROUP, "shims", "watch", true),
+        (SHIM_GROUP, "shims", "patch", true),
+        (SHIM_GROUP, "shims/status", "patch", true),
+        (SHIM_GROUP, "shims/finalizers", "update", true),
+        ("node.k8s.io", "runtimeclasses", "get", true),
+        ("node.k8s.io", "runtimeclasses", "list", true),
+        ("node.k8s.io", "runtimeclasses", "watch", true),
+        ("node.k8s.io", "runtimeclasses", "create", true),
+        ("node.k8s.io", "runtimeclasses", "patch", true),
+        ("node.k8s.io", "runtimeclasses", "delete", true),
     ];
+
+    /// The calls of the shim family alone.
+    const SHIM_CALLS: &[(&str, &str, &str)] = &[
+        (SHIM_GROUP, "shims", "get"),
+        (SHIM_GROUP, "shims", "watch"),
+        (SHIM_GROUP, "shims", "patch"),
+        (SHIM_GROUP, "shims/status", "patch"),
+        (SHIM_GROUP, "shims/finalizers", "update"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods", "create"),
+        ("", "pods", "delete"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("", "nodes", "patch"),
+        ("node.k8s.io", "runtimeclasses", "get"),
+        ("node.k8s.io", "runtimeclasses", "create"),
+        ("node.k8s.io", "runtimeclasses", "patch"),
+        ("node.k8s.io", "runtimeclasses", "delete"),
+        ("events.k8s.io", "events", "create"),
+    ];
+
+    #[test]
+    fn an_engine_running_only_shims_is_granted_the_shim_calls_and_nothing_of_kmm() {
+        let lease = LeaseConfig::new(
+            "engine-system",
+            "engine-lease",
+            "a",
+            Duration::from_secs(15),
+        );
+        let rules = EngineRbac::for_families(&lease, &[Family::Shims])
+            .cluster_role
+            .rules
+            .unwrap_or_default();
+        for (group, resource, verb) in SHIM_CALLS {
+            assert!(
+                grants(&rules, group, resource, verb),
+                "{verb} {group}/{resource} is not granted"
+            );
+        }
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.api_groups.iter().flatten().any(|g| g == KMM_GROUP))
+        );
+        assert!(!grants(&rules, "", "secrets", "get"));
+    }
 
     fn rbac() -> EngineRbac {
         EngineRbac::new(&LeaseConfig::new(

@@ -7,3 +7,4 @@ mod module;
 mod nmc;
 mod restarts;
 mod samples;
+mod shim;

@@ -1,0 +1,198 @@
+//! Scale benchmark of the shim engine: a rolling Shim (`maxUpdate: "10%"`) on the 5,000-node `large` scenario,
+//! in-process.
+//!
+//! Measures the time until every node is provisioned; the engine's API writes per node, counted by a layer around
+//! its client (every request that is not a GET, so watches and lists are left out) next to the store's
+//! resourceVersion delta (every write of anyone, the simulated kubelets' included); the installer pods created
+//! (one per node when nothing is redone); the most installers unfinished at once; and the process's peak resident
+//! memory. Linux only.
+//!
+//! Run with `cargo bench --bench shim_rollout`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kmm_tui::api::shim::Shim;
+use kmm_tui::cluster::apiserver::ApiServer;
+use kmm_tui::cluster::sim::scenario::Scenario;
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::shim::INSTALLER_NAMESPACE;
+use kmm_tui::engine::{self, Context, Family, PodImages, Settings};
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+const NODES: usize = 5000;
+const ARCHIVE: &str = "https://shims.example.com/spin-v2.tar.gz";
+
+/// The built-in `large` scenario, with the Shim's archive in its registry.
+fn scenario() -> Scenario {
+    let text = format!(
+        "{}\nregistry:\n  shims:\n    - {{url: \"{ARCHIVE}\", binary: containerd-shim-spin-v2}}\n",
+        include_str!("../src/cluster/sim/scenarios/large.yaml")
+    );
+    Scenario::parse(&text, "large", None).expect("the scenario parses")
+}
+
+/// The peak resident set size of this process, from /proc/self/status (`VmHWM`).
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The store's current resourceVersion: it grows by one per write.
+async fn resource_version(client: &kube::Client) -> u64 {
+    Api::<Namespace>::all(client.clone())
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .ok()
+        .and_then(|l| l.metadata.resource_version)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default()
+}
+
+/// A client of the in-process API server counting every request that is not a GET into `writes`.
+fn counting(server: ApiServer, writes: Arc<AtomicUsize>) -> kube::Client {
+    let service = tower::ServiceBuilder::new()
+        .map_request(move |request: http::Request<kube::client::Body>| {
+            if request.method() != http::Method::GET {
+                writes.fetch_add(1, Ordering::Relaxed);
+            }
+            request
+        })
+        .service(server);
+    kube::Client::new(service, "default")
+}
+
+#[tokio::main]
+async fn main() {
+    let begin = Instant::now();
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(scenario()),
+        ..Default::default()
+    })
+    .await
+    .expect("the embedded cluster starts");
+    println!(
+        "{NODES} nodes ready: {:.1} s",
+        begin.elapsed().as_secs_f64()
+    );
+    let client = cluster.client();
+
+    let created = Arc::new(AtomicUsize::new(0));
+    let most_unfinished = Arc::new(AtomicUsize::new(0));
+    let (created_count, most) = (created.clone(), most_unfinished.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), INSTALLER_NAMESPACE);
+    tokio::spawn(async move {
+        let mut seen = HashSet::new();
+        let mut unfinished = HashSet::new();
+        let stream = watcher(
+            pods,
+            watcher::Config::default().labels("spinkube.dev/shimName"),
+        );
+        let mut stream = std::pin::pin!(stream);
+        while let Some(Ok(event)) = stream.next().await {
+            let (pod, gone) = match event {
+                watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => (pod, false),
+                watcher::Event::Delete(pod) => (pod, true),
+                _ => continue,
+            };
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            if seen.insert(uid.clone()) {
+                created_count.fetch_add(1, Ordering::Relaxed);
+            }
+            let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
+            if gone || phase == "Succeeded" || phase == "Failed" {
+                unfinished.remove(&uid);
+            } else {
+                unfinished.insert(uid);
+            }
+            most.fetch_max(unfinished.len(), Ordering::Relaxed);
+        }
+    });
+
+    let writes = Arc::new(AtomicUsize::new(0));
+    let settings = Settings {
+        families: [Family::Shims].into_iter().collect(),
+        ..Settings::default()
+    };
+    let context = Arc::new(
+        Context::new(
+            counting(cluster.server().clone(), writes.clone()),
+            PodImages::default(),
+            None,
+        )
+        .with_settings(settings),
+    );
+    let stop = CancellationToken::new();
+    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let shim: Shim = serde_json::from_value(serde_json::json!({
+        "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
+        "metadata": {"name": "spin-v2"},
+        "spec": {
+            "fetchStrategy": {"anonHttp": {"location": ARCHIVE}},
+            "runtimeClass": {"name": "wasmtime-spin-v2", "handler": "spin-v2"},
+            "rolloutStrategy": {"type": "rolling", "rolling": {"maxUpdate": "10%"}},
+        },
+    }))
+    .expect("a Shim");
+    let shims: Api<Shim> = Api::all(client.clone());
+    let version_before = resource_version(&client).await;
+    let started = Instant::now();
+    shims
+        .create(&PostParams::default(), &shim)
+        .await
+        .expect("the Shim is created");
+    loop {
+        let ready = shims
+            .get("spin-v2")
+            .await
+            .ok()
+            .and_then(|s| s.status)
+            .map(|s| s.nodes_ready as usize)
+            .unwrap_or_default();
+        if ready == NODES {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took = started.elapsed();
+    let engine_writes = writes.load(Ordering::Relaxed);
+    let store_writes = resource_version(&client).await - version_before;
+    println!(
+        "provisioned on every node (nodesReady = {NODES}): {:.1} s",
+        took.as_secs_f64()
+    );
+    println!(
+        "engine API writes: {engine_writes} ({:.2} per node); store writes of everyone: {store_writes} ({:.2} per node)",
+        engine_writes as f64 / NODES as f64,
+        store_writes as f64 / NODES as f64
+    );
+    let pods = created.load(Ordering::Relaxed);
+    println!(
+        "installer pods created: {pods} (one per node: {})",
+        pods == NODES
+    );
+    println!(
+        "most installers unfinished at once: {} (maxUpdate 10% = {})",
+        most_unfinished.load(Ordering::Relaxed),
+        NODES / 10
+    );
+    let object =
+        serde_json::to_vec(&shims.get("spin-v2").await.expect("the Shim")).unwrap_or_default();
+    println!("Shim object size: {} bytes", object.len());
+    println!("peak RSS: {}", peak_rss());
+    stop.cancel();
+    let _ = engine.await;
+    cluster.shutdown().await;
+}

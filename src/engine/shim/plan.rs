@@ -1,0 +1,889 @@
+//! One pass's decisions, as a pure function of the Shim, the nodes and the installer pods: which pods to create and
+//! delete, which node labels to write, and where the rollout stands. Nothing here is remembered between passes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
+
+use super::artifact::{self, Artifact, NoArtifact};
+use super::names::{self, Operation};
+use super::pods::{self, Phase};
+use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
+use crate::engine::nodes;
+
+/// Where the shim stands on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeView {
+    /// Node name.
+    pub node: String,
+    /// Install state.
+    pub state: ShimNodeState,
+    /// The batch of its install, when known.
+    pub batch: Option<i32>,
+    /// Why it fails, or what it waits for.
+    pub message: Option<String>,
+}
+
+/// A pod to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewPod {
+    /// The node it runs on.
+    pub node: String,
+    /// Install or uninstall.
+    pub operation: Operation,
+    /// The archive, for installs.
+    pub artifact: Option<Artifact>,
+    /// The rollout batch, for rolling installs.
+    pub batch: Option<i32>,
+}
+
+/// A label and annotation write on one node: `Some(None)` removes, `None` leaves alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeWrite {
+    /// Node name.
+    pub node: String,
+    /// New value of the `<shim>` label.
+    pub label: Option<Option<String>>,
+    /// New value of the spec hash annotation.
+    pub hash: Option<Option<String>>,
+}
+
+/// Something worth an event on the Shim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// Warning (else normal).
+    pub warning: bool,
+    /// Event reason.
+    pub reason: &'static str,
+    /// What happened, for a person.
+    pub note: String,
+}
+
+/// Where a rolling rollout stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rollout {
+    /// Nodes per batch.
+    pub batch_size: usize,
+    /// The batch in progress, or the next one while it waits.
+    pub batch: usize,
+    /// Batches in all.
+    pub batches: usize,
+    /// The next batch waits for `approvedBatch`.
+    pub awaiting_approval: bool,
+    /// Failures stopped the rollout.
+    pub stopped: bool,
+}
+
+/// Everything one pass decided and saw.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Pods to create.
+    pub create: Vec<NewPod>,
+    /// Finished pods whose outcome is recorded (or no longer matters), to delete.
+    pub delete: Vec<String>,
+    /// Node labels and annotations to write.
+    pub node_writes: Vec<NodeWrite>,
+    /// Events to publish.
+    pub notices: Vec<Notice>,
+    /// Every node the Shim concerns that is not provisioned, in no particular order.
+    pub views: Vec<NodeView>,
+    /// Nodes the selector matches.
+    pub selected: usize,
+    /// Of those, nodes provisioned on the current spec.
+    pub provisioned: usize,
+    /// Nodes that carry the shim in any version (the RuntimeClass can schedule there).
+    pub running_shim: usize,
+    /// Selected nodes that are Ready and schedulable and have an archive: what the rollout covers.
+    pub installable: usize,
+    /// Install pods that are not finished.
+    pub installing: usize,
+    /// Nodes whose uninstall runs or waits.
+    pub uninstalling: usize,
+    /// Failed installs on the current spec.
+    pub install_failures: Vec<(String, String)>,
+    /// Failed uninstalls.
+    pub uninstall_failures: Vec<(String, String)>,
+    /// Selected nodes without an archive.
+    pub no_artifact: Vec<(String, NoArtifact)>,
+    /// Selected nodes waiting (for their batch, an approval, or to become Ready).
+    pub waiting: usize,
+    /// The rollout, for rolling Shims.
+    pub rollout: Option<Rollout>,
+    /// Nothing starts: the spec pauses the rollout.
+    pub paused: bool,
+}
+
+/// What a pass plans from.
+pub struct Inputs<'a> {
+    /// The Shim, read fresh.
+    pub shim: &'a Shim,
+    /// Hash of the spec parts nodes install.
+    pub hash: &'a str,
+    /// Every node.
+    pub nodes: &'a [Arc<Node>],
+    /// Every installer pod of the Shim.
+    pub pods: &'a [Pod],
+}
+
+/// `maxUpdate` resolved against `targets` nodes, rounded down like Kubernetes rounds `maxUnavailable`, and at
+/// least 1 so that a rollout always moves.
+pub fn batch_size(max_update: &IntOrString, targets: usize) -> usize {
+    let size = match max_update {
+        IntOrString::Int(n) => usize::try_from(*n).unwrap_or(0),
+        IntOrString::String(text) => match text.trim().strip_suffix('%') {
+            Some(percent) => percent
+                .trim()
+                .parse::<usize>()
+                .map(|p| targets * p / 100)
+                .unwrap_or(0),
+            None => text.trim().parse().unwrap_or(0),
+        },
+    };
+    size.max(1)
+}
+
+/// The installer pods of one node.
+#[derive(Default)]
+struct NodePods<'a> {
+    install: Option<&'a Pod>,
+    uninstall: Option<&'a Pod>,
+}
+
+/// Plan one pass.
+pub fn plan(inputs: &Inputs<'_>) -> Plan {
+    let shim = inputs.shim;
+    let shim_name = shim.name_any();
+    let label_key = names::node_label(&shim_name);
+    let hash_key = names::node_hash_annotation(&shim_name);
+    let deleting = shim.metadata.deletion_timestamp.is_some();
+    let rolling = shim.spec.rollout_strategy.rolling.as_ref();
+    let mut plan = Plan {
+        paused: !deleting && rolling.is_some_and(|r| r.paused),
+        ..Plan::default()
+    };
+
+    let mut pods_by_node: HashMap<&str, NodePods<'_>> = HashMap::new();
+    let mut unfinished = 0usize;
+    for pod in inputs.pods {
+        let (Some(node), Some(operation)) = (pods::node_of(pod), pods::operation_of(pod)) else {
+            continue;
+        };
+        if pods::phase(pod) == Phase::Running {
+            unfinished += 1;
+        }
+        let entry = pods_by_node.entry(node).or_default();
+        match operation {
+            Operation::Install => entry.install = Some(pod),
+            Operation::Uninstall => entry.uninstall = Some(pod),
+        }
+    }
+    let known: std::collections::HashSet<&str> = inputs
+        .nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+        .collect();
+    // Pods of nodes that are gone: finished ones are dropped, running ones finish first.
+    for (node, node_pods) in &pods_by_node {
+        if known.contains(node) {
+            continue;
+        }
+        for pod in [node_pods.install, node_pods.uninstall]
+            .into_iter()
+            .flatten()
+        {
+            if pods::phase(pod) != Phase::Running {
+                plan.delete.push(pod.name_any());
+            }
+        }
+    }
+
+    let mut install_candidates: Vec<(String, Artifact)> = Vec::new();
+    let mut uninstall_candidates: Vec<String> = Vec::new();
+    // Nodes of the current spec whose install started (provisioned, installing or failed): the batch count.
+    let mut started = 0usize;
+    let mut installing_current = 0usize;
+    let mut finished_now = false;
+    let mut sorted: Vec<&Arc<Node>> = inputs.nodes.iter().collect();
+    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for node in sorted {
+        let name = node.name_any();
+        let label = node.labels().get(&label_key).cloned();
+        let node_hash = node.annotations().get(&hash_key).cloned();
+        let node_pods = pods_by_node.remove(name.as_str()).unwrap_or_default();
+        let selected = !deleting
+            && shim
+                .spec
+                .node_selector
+                .as_ref()
+                .is_none_or(|s| nodes::matches_selector(node, s));
+        if label.as_deref() == Some(names::PROVISIONED) {
+            plan.running_shim += 1;
+        }
+        let view = |state, message: Option<String>, batch| NodeView {
+            node: name.clone(),
+            state,
+            batch,
+            message,
+        };
+        if !selected {
+            // The shim leaves this node: finish what runs, then uninstall if anything of it is there.
+            if let Some(pod) = node_pods.install {
+                match pods::phase(pod) {
+                    Phase::Running => {
+                        plan.installing += 1;
+                        plan.uninstalling += 1;
+                        plan.views.push(view(
+                            ShimNodeState::Uninstall,
+                            Some(
+                                "waits for its installer to finish before the uninstall".to_owned(),
+                            ),
+                            None,
+                        ));
+                        continue;
+                    }
+                    _ => plan.delete.push(pod.name_any()),
+                }
+            }
+            match node_pods.uninstall.map(|p| (p, pods::phase(p))) {
+                Some((_, Phase::Running)) => {
+                    plan.uninstalling += 1;
+                    plan.views.push(view(ShimNodeState::Uninstall, None, None));
+                }
+                Some((pod, Phase::Succeeded)) => {
+                    if label.is_some() || node_hash.is_some() {
+                        plan.node_writes.push(NodeWrite {
+                            node: name.clone(),
+                            label: label.is_some().then_some(None),
+                            hash: node_hash.is_some().then_some(None),
+                        });
+                        plan.uninstalling += 1;
+                        plan.views.push(view(ShimNodeState::Uninstall, None, None));
+                    } else {
+                        plan.delete.push(pod.name_any());
+                    }
+                }
+                Some((pod, Phase::Failed(message))) => {
+                    if label.as_deref() != Some(names::FAILED) {
+                        plan.node_writes.push(NodeWrite {
+                            node: name.clone(),
+                            label: Some(Some(names::FAILED.to_owned())),
+                            hash: None,
+                        });
+                        plan.notices.push(Notice {
+                            warning: true,
+                            reason: "UninstallFailed",
+                            note: format!(
+                                "{name}: {message} (delete pod {} to retry)",
+                                pod.name_any()
+                            ),
+                        });
+                    }
+                    plan.uninstall_failures
+                        .push((name.clone(), message.clone()));
+                    plan.views.push(view(
+                        ShimNodeState::Failed,
+                        Some(format!("uninstall: {message}")),
+                        None,
+                    ));
+                }
+                None => {
+                    if label.is_some() || node_hash.is_some() {
+                        plan.uninstalling += 1;
+                        uninstall_candidates.push(name.clone());
+                        plan.views.push(view(ShimNodeState::Uninstall, None, None));
+                    }
+                }
+            }
+            continue;
+        }
+
+        plan.selected += 1;
+        let target = nodes::is_ready(node)
+            && !node
+                .spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false);
+        let artifact = artifact::resolve(&shim.spec.fetch_strategy, node);
+        if let Some(pod) = node_pods.uninstall {
+            // The node came back before its uninstall ended: let it finish, then install afresh.
+            match pods::phase(pod) {
+                Phase::Running => {
+                    plan.uninstalling += 1;
+                    plan.views.push(view(
+                        ShimNodeState::Uninstall,
+                        Some("selected again; installs once the uninstall ends".to_owned()),
+                        None,
+                    ));
+                    continue;
+                }
+                Phase::Succeeded if label.is_some() || node_hash.is_some() => {
+                    plan.node_writes.push(NodeWrite {
+                        node: name.clone(),
+                        label: label.is_some().then_some(None),
+                        hash: node_hash.is_some().then_some(None),
+                    });
+                    plan.waiting += 1;
+                    plan.views.push(view(ShimNodeState::Waiting, None, None));
+                    continue;
+                }
+                _ => {
+                    plan.delete.push(pod.name_any());
+                    plan.waiting += 1;
+                    plan.views.push(view(ShimNodeState::Waiting, None, None));
+                    continue;
+                }
+            }
+        }
+        let current_pod = node_pods
+            .install
+            .filter(|p| pods::hash_of(p) == Some(inputs.hash));
+        if let Some(pod) = node_pods.install.filter(|_| current_pod.is_none()) {
+            // An install of an older spec: it finishes, then gives way to the current one.
+            if pods::phase(pod) == Phase::Running {
+                plan.installing += 1;
+                plan.views.push(view(
+                    ShimNodeState::Pending,
+                    Some("installing an older spec; reinstalls when done".to_owned()),
+                    None,
+                ));
+            } else {
+                plan.delete.push(pod.name_any());
+                plan.waiting += 1;
+                plan.views.push(view(ShimNodeState::Waiting, None, None));
+            }
+            continue;
+        }
+        if let Some(pod) = current_pod {
+            let batch = pods::batch_of(pod);
+            started += 1;
+            match pods::phase(pod) {
+                Phase::Running => {
+                    plan.installing += 1;
+                    installing_current += 1;
+                    plan.views.push(view(ShimNodeState::Pending, None, batch));
+                }
+                Phase::Succeeded => {
+                    plan.provisioned += 1;
+                    if label.as_deref() != Some(names::PROVISIONED)
+                        || node_hash.as_deref() != Some(inputs.hash)
+                    {
+                        plan.node_writes.push(NodeWrite {
+                            node: name.clone(),
+                            label: Some(Some(names::PROVISIONED.to_owned())),
+                            hash: Some(Some(inputs.hash.to_owned())),
+                        });
+                        if label.as_deref() != Some(names::PROVISIONED) {
+                            plan.running_shim += 1;
+                        }
+                        finished_now = true;
+                    } else {
+                        // The node shows the outcome: the pod has nothing left to say.
+                        plan.delete.push(pod.name_any());
+                    }
+                }
+                Phase::Failed(message) => {
+                    if label.as_deref() != Some(names::FAILED) {
+                        plan.node_writes.push(NodeWrite {
+                            node: name.clone(),
+                            label: Some(Some(names::FAILED.to_owned())),
+                            hash: None,
+                        });
+                        let rolled_back = message.contains("rolled back");
+                        plan.notices.push(Notice {
+                            warning: true,
+                            reason: if rolled_back {
+                                "RolledBack"
+                            } else {
+                                "InstallFailed"
+                            },
+                            note: format!(
+                                "{name}: {message} (delete pod {} in {} to retry)",
+                                pod.name_any(),
+                                names::INSTALLER_NAMESPACE
+                            ),
+                        });
+                        finished_now = true;
+                    }
+                    plan.install_failures.push((name.clone(), message.clone()));
+                    plan.views
+                        .push(view(ShimNodeState::Failed, Some(message), batch));
+                }
+            }
+            continue;
+        }
+        match artifact {
+            Err(reason) => {
+                if label.as_deref() != Some(names::FAILED) {
+                    plan.node_writes.push(NodeWrite {
+                        node: name.clone(),
+                        label: Some(Some(names::FAILED.to_owned())),
+                        hash: None,
+                    });
+                }
+                plan.views
+                    .push(view(ShimNodeState::Failed, Some(reason.to_string()), None));
+                plan.no_artifact.push((name.clone(), reason));
+            }
+            Ok(artifact) => {
+                if label.as_deref() == Some(names::PROVISIONED)
+                    && node_hash.as_deref() == Some(inputs.hash)
+                {
+                    started += 1;
+                    plan.provisioned += 1;
+                } else if target {
+                    plan.waiting += 1;
+                    install_candidates.push((name.clone(), artifact));
+                } else {
+                    plan.waiting += 1;
+                    plan.views.push(view(
+                        ShimNodeState::Waiting,
+                        Some("the node is not Ready and schedulable".to_owned()),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    plan.installable = started + install_candidates.len();
+    // Pods of nodes listed above were taken out; what is left belongs to nodes that are gone.
+    plan.installing += pods_by_node
+        .values()
+        .filter_map(|p| p.install)
+        .filter(|p| pods::phase(p) == Phase::Running)
+        .count();
+
+    // How many pods may start now.
+    let limit = match (deleting, shim.spec.rollout_strategy.type_) {
+        (true, _) | (false, RolloutType::Recreate) => usize::MAX,
+        (false, RolloutType::Rolling) => batch_size(
+            &rolling
+                .map(|r| r.max_update.clone())
+                .unwrap_or(IntOrString::Int(1)),
+            plan.installable,
+        ),
+    };
+    let mut slots = if plan.paused {
+        0
+    } else {
+        limit.saturating_sub(unfinished)
+    };
+    for node in uninstall_candidates.into_iter().take(slots) {
+        slots -= 1;
+        plan.create.push(NewPod {
+            node,
+            operation: Operation::Uninstall,
+            artifact: None,
+            batch: None,
+        });
+    }
+    if let Some(first) = plan.create.first().filter(|_| deleting) {
+        plan.notices.push(Notice {
+            warning: false,
+            reason: "Uninstalling",
+            note: format!(
+                "uninstalling from {} nodes, {} first",
+                plan.create.len(),
+                first.node
+            ),
+        });
+    }
+
+    let waiting_views = |candidates: &[(String, Artifact)], message: &str| {
+        candidates
+            .iter()
+            .map(|(node, _)| NodeView {
+                node: node.clone(),
+                state: ShimNodeState::Waiting,
+                batch: None,
+                message: Some(message.to_owned()),
+            })
+            .collect::<Vec<_>>()
+    };
+    match shim.spec.rollout_strategy.type_ {
+        RolloutType::Recreate => {
+            let take = slots.min(install_candidates.len());
+            let rest = install_candidates.split_off(take);
+            if !install_candidates.is_empty() {
+                plan.notices.push(Notice {
+                    warning: false,
+                    reason: "Installing",
+                    note: format!(
+                        "installing on {} nodes: {}",
+                        install_candidates.len(),
+                        list(install_candidates.iter().map(|(n, _)| n.as_str()))
+                    ),
+                });
+            }
+            for (node, artifact) in install_candidates {
+                plan.create.push(install(node, artifact, None));
+            }
+            let why = if plan.paused {
+                "the rollout is paused"
+            } else {
+                "waits for a free slot"
+            };
+            plan.views.extend(waiting_views(&rest, why));
+        }
+        RolloutType::Rolling => {
+            let size = limit;
+            let max_failures = rolling
+                .and_then(|r| r.max_failures)
+                .and_then(|m| usize::try_from(m).ok())
+                .unwrap_or(0);
+            let stopped = plan.install_failures.len() > max_failures;
+            let fill = started % size;
+            let next = started / size + 1;
+            let manual = rolling.and_then(|r| r.approval) == Some(Approval::Manual);
+            let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
+            let batches = plan.installable.div_ceil(size).max(1);
+            // A batch starts once the one before is over and nothing stopped the rollout; a started batch fills
+            // up (after a restart, or a retried node) as long as it is approved.
+            let may_continue = fill != 0 || (installing_current == 0 && !stopped);
+            let is_approved = !manual || usize::try_from(approved).unwrap_or(0) >= next;
+            let mut awaiting = false;
+            let mut starting = Vec::new();
+            if !install_candidates.is_empty() && may_continue && !plan.paused {
+                if is_approved {
+                    let room = size - fill;
+                    let take = room.min(slots).min(install_candidates.len());
+                    starting = install_candidates.drain(..take).collect::<Vec<_>>();
+                } else {
+                    awaiting = true;
+                }
+            }
+            if !starting.is_empty() {
+                let verb = if fill == 0 { "started" } else { "continued" };
+                if manual && fill == 0 {
+                    plan.notices.push(Notice {
+                        warning: false,
+                        reason: "BatchApproved",
+                        note: format!(
+                            "batch {next} of {batches} was approved (approvedBatch {approved})"
+                        ),
+                    });
+                }
+                plan.notices.push(Notice {
+                    warning: false,
+                    reason: "BatchStarted",
+                    note: format!(
+                        "batch {next} of {batches} {verb} on {}",
+                        list(starting.iter().map(|(n, _)| n.as_str()))
+                    ),
+                });
+            }
+            let now_started = started + starting.len();
+            let now_installing = installing_current + starting.len();
+            if finished_now
+                && now_installing == 0
+                && (now_started.is_multiple_of(size) || install_candidates.is_empty())
+            {
+                let done_batch = now_started.div_ceil(size).max(1);
+                plan.notices.push(Notice {
+                    warning: !plan.install_failures.is_empty(),
+                    reason: "BatchFinished",
+                    note: format!(
+                        "batch {done_batch} of {batches} finished: {} of {} nodes provisioned, {} failed",
+                        plan.provisioned,
+                        plan.installable,
+                        plan.install_failures.len()
+                    ),
+                });
+            }
+            for (node, artifact) in starting {
+                plan.create.push(install(node, artifact, Some(next as i32)));
+            }
+            let why = if plan.paused {
+                "the rollout is paused".to_owned()
+            } else if awaiting {
+                format!("batch {next} waits for approval")
+            } else if stopped {
+                "the rollout stopped on failures".to_owned()
+            } else {
+                "waits for its batch".to_owned()
+            };
+            plan.views.extend(waiting_views(&install_candidates, &why));
+            let batch = if awaiting {
+                next
+            } else {
+                now_started.div_ceil(size).max(1)
+            };
+            plan.rollout = Some(Rollout {
+                batch_size: size,
+                batch: batch.min(batches),
+                batches,
+                awaiting_approval: awaiting,
+                stopped: stopped && !install_candidates.is_empty(),
+            });
+        }
+    }
+    plan
+}
+
+fn install(node: String, artifact: Artifact, batch: Option<i32>) -> NewPod {
+    NewPod {
+        node,
+        operation: Operation::Install,
+        artifact: Some(artifact),
+        batch,
+    }
+}
+
+/// Node names for a message: the first few, then how many more.
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    const SHOWN: usize = 5;
+    if names.len() <= SHOWN {
+        names.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            names[..SHOWN].join(", "),
+            names.len() - SHOWN
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shim(rolling: serde_json::Value) -> Shim {
+        serde_json::from_value(json!({
+            "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
+            "metadata": {"name": "spin", "uid": "u"},
+            "spec": {
+                "fetchStrategy": {"anonHttp": {"location": "https://x/spin.tgz"}},
+                "runtimeClass": {"name": "spin", "handler": "spin"},
+                "rolloutStrategy": {"type": "rolling", "rolling": rolling},
+            },
+        }))
+        .expect("a Shim")
+    }
+
+    fn node(name: &str, label: Option<&str>, hash: Option<&str>) -> Arc<Node> {
+        let mut labels = serde_json::Map::new();
+        if let Some(label) = label {
+            labels.insert("spin".into(), json!(label));
+        }
+        let mut annotations = serde_json::Map::new();
+        if let Some(hash) = hash {
+            annotations.insert(names::node_hash_annotation("spin"), json!(hash));
+        }
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }))
+            .expect("a node"),
+        )
+    }
+
+    fn pod(node: &str, hash: &str, phase: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": names::pod_name(node, "spin", Operation::Install),
+                "labels": {names::SHIM_NAME: "spin", names::OPERATION: "install"},
+                "annotations": {names::NODE_NAME: node, names::POD_SPEC_HASH: hash},
+            },
+            "status": {"phase": phase},
+        }))
+        .expect("a pod")
+    }
+
+    fn run(shim: &Shim, nodes: &[Arc<Node>], pods: &[Pod]) -> Plan {
+        plan(&Inputs {
+            shim,
+            hash: "h",
+            nodes,
+            pods,
+        })
+    }
+
+    fn five(provisioned: usize) -> Vec<Arc<Node>> {
+        (0..5)
+            .map(|i| {
+                let done = i < provisioned;
+                node(
+                    &format!("n{i}"),
+                    done.then_some(names::PROVISIONED),
+                    done.then_some("h"),
+                )
+            })
+            .collect()
+    }
+
+    fn created(plan: &Plan) -> Vec<(&str, Option<i32>)> {
+        plan.create
+            .iter()
+            .map(|p| (p.node.as_str(), p.batch))
+            .collect()
+    }
+
+    #[test]
+    fn max_update_rounds_down_and_never_below_one() {
+        assert_eq!(batch_size(&IntOrString::Int(2), 10), 2);
+        assert_eq!(batch_size(&IntOrString::String("25%".into()), 10), 2);
+        assert_eq!(batch_size(&IntOrString::String("10%".into()), 5), 1);
+        assert_eq!(batch_size(&IntOrString::Int(0), 5), 1);
+        assert_eq!(batch_size(&IntOrString::String("10%".into()), 5000), 500);
+    }
+
+    #[test]
+    fn manual_batches_start_only_once_approved() {
+        let held = run(
+            &shim(json!({"maxUpdate": 2, "approval": "Manual"})),
+            &five(0),
+            &[],
+        );
+        assert!(held.create.is_empty());
+        let rollout = held.rollout.clone().expect("a rollout");
+        assert_eq!(
+            (rollout.batch, rollout.batches, rollout.awaiting_approval),
+            (1, 3, true)
+        );
+
+        let first = shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1}));
+        assert_eq!(
+            created(&run(&first, &five(0), &[])),
+            [("n0", Some(1)), ("n1", Some(1))]
+        );
+        let after_first = run(&first, &five(2), &[]);
+        assert!(after_first.create.is_empty());
+        assert_eq!(
+            after_first.rollout.map(|r| (r.batch, r.awaiting_approval)),
+            Some((2, true))
+        );
+
+        let second = shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2}));
+        assert_eq!(
+            created(&run(&second, &five(2), &[])),
+            [("n2", Some(2)), ("n3", Some(2))]
+        );
+    }
+
+    #[test]
+    fn unfinished_pods_of_any_spec_use_up_the_batch_and_a_batch_waits_for_the_last() {
+        let rolling = shim(json!({"maxUpdate": 2}));
+        let nodes = five(0);
+        // A pod of an older spec still runs on n4: one slot left, and batch 1 starts on one node.
+        let plan = run(&rolling, &nodes, &[pod("n4", "old", "Running")]);
+        assert_eq!(created(&plan), [("n0", Some(1))]);
+        // Batch 1 half done, half running: batch 2 waits for it.
+        let plan = run(&rolling, &five(1), &[pod("n1", "h", "Running")]);
+        assert!(plan.create.is_empty());
+        // A batch cut short (one of two started) is filled up first.
+        let plan = run(&rolling, &five(1), &[]);
+        assert_eq!(created(&plan), [("n1", Some(1))]);
+    }
+
+    #[test]
+    fn a_finished_install_labels_its_node_before_its_pod_goes() {
+        let rolling = shim(json!({"maxUpdate": 2}));
+        let plan = run(&rolling, &five(0), &[pod("n0", "h", "Succeeded")]);
+        assert_eq!(
+            plan.node_writes,
+            [NodeWrite {
+                node: "n0".into(),
+                label: Some(Some(names::PROVISIONED.into())),
+                hash: Some(Some("h".into())),
+            }]
+        );
+        assert!(plan.delete.is_empty());
+        let nodes = five(1);
+        let plan = run(&rolling, &nodes, &[pod("n0", "h", "Succeeded")]);
+        assert!(plan.node_writes.is_empty());
+        assert_eq!(
+            plan.delete,
+            [names::pod_name("n0", "spin", Operation::Install)]
+        );
+    }
+
+    #[test]
+    fn a_failure_stops_the_rollout_unless_tolerated() {
+        let nodes = vec![
+            node("n0", Some(names::FAILED), None),
+            node("n1", Some(names::PROVISIONED), Some("h")),
+            node("n2", None, None),
+        ];
+        let failed = [pod("n0", "h", "Failed")];
+        let plan = run(&shim(json!({"maxUpdate": 2})), &nodes, &failed);
+        assert!(plan.create.is_empty());
+        assert!(plan.rollout.is_some_and(|r| r.stopped));
+        assert_eq!(plan.install_failures.len(), 1);
+        let tolerant = run(
+            &shim(json!({"maxUpdate": 2, "maxFailures": 1})),
+            &nodes,
+            &failed,
+        );
+        assert_eq!(created(&tolerant), [("n2", Some(2))]);
+    }
+
+    #[test]
+    fn a_spec_change_rolls_every_node_again() {
+        let plan = run(&shim(json!({"maxUpdate": 2})), &five(5), &[]);
+        assert!(plan.create.is_empty());
+        assert_eq!(plan.provisioned, 5);
+        let changed = plan_with_hash(&shim(json!({"maxUpdate": 2})), &five(5), "h2");
+        assert_eq!(created(&changed), [("n0", Some(1)), ("n1", Some(1))]);
+    }
+
+    #[test]
+    fn a_paused_rollout_starts_nothing() {
+        let plan = run(
+            &shim(json!({"maxUpdate": 2, "paused": true})),
+            &five(0),
+            &[],
+        );
+        assert!(plan.create.is_empty());
+        assert!(plan.paused);
+        assert_eq!(plan.waiting, 5);
+    }
+
+    #[test]
+    fn a_node_no_platform_fits_fails_without_falling_back_to_anon_http() {
+        let mut platformed = shim(json!({"maxUpdate": 2}));
+        platformed.spec.fetch_strategy = serde_json::from_value(json!({
+            "anonHttp": {"location": "https://x/any"},
+            "platforms": [{"os": "linux", "arch": "arm64", "location": "https://x/arm"}],
+        }))
+        .expect("a fetch strategy");
+        let plan = run(&platformed, &five(0), &[]);
+        assert!(plan.create.is_empty());
+        assert_eq!(plan.no_artifact.len(), 5);
+        assert!(
+            plan.node_writes
+                .iter()
+                .all(|w| w.label == Some(Some(names::FAILED.to_owned())))
+        );
+    }
+
+    #[test]
+    fn a_deleting_shim_uninstalls_every_node_that_carries_it_at_once() {
+        let mut deleting = shim(json!({"maxUpdate": 1}));
+        deleting.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).expect("a time"));
+        let plan = run(&deleting, &five(3), &[]);
+        let uninstalls: Vec<&str> = plan
+            .create
+            .iter()
+            .filter(|p| p.operation == Operation::Uninstall)
+            .map(|p| p.node.as_str())
+            .collect();
+        assert_eq!(uninstalls, ["n0", "n1", "n2"]);
+        assert_eq!(plan.uninstalling, 3);
+    }
+
+    fn plan_with_hash(shim: &Shim, nodes: &[Arc<Node>], hash: &str) -> Plan {
+        plan(&Inputs {
+            shim,
+            hash,
+            nodes,
+            pods: &[],
+        })
+    }
+}
