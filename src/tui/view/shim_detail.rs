@@ -304,3 +304,52 @@ fn platform_fits(platform: &PlatformArtifact, os: &str, arch: &str) -> bool {
     };
     os.eq_ignore_ascii_case("linux") && wanted.contains(&arch.as_str())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn node(arch: &str) -> Node {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-0"},
+            "status": {"nodeInfo": {"architecture": arch, "operatingSystem": "linux", "kernelVersion": "6.1",
+                "osImage": "", "bootID": "", "machineID": "", "systemUUID": "", "kubeletVersion": "",
+                "kubeProxyVersion": "", "containerRuntimeVersion": ""}},
+        }))
+        .expect("a node")
+    }
+
+    fn shim(fetch: Value) -> Shim {
+        serde_json::from_value(json!({
+            "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim", "metadata": {"name": "spin"},
+            "spec": {"fetchStrategy": fetch, "runtimeClass": {"name": "spin", "handler": "spin"},
+                "rolloutStrategy": {"type": "recreate"}},
+        }))
+        .expect("a Shim")
+    }
+
+    #[test]
+    fn each_node_gets_the_archive_of_its_cpu() {
+        let platforms = shim(json!({"platforms": [
+            {"os": "linux", "arch": "x86_64", "location": "https://example.com/spin-amd64.tar.gz"},
+            {"os": "linux", "arch": "aarch64", "location": "https://example.com/spin-arm64.tar.gz"},
+        ]}));
+        assert_eq!(
+            artifact(&platforms, &node("amd64")),
+            "example.com/spin-amd64.tar.gz"
+        );
+        assert_eq!(
+            artifact(&platforms, &node("arm64")),
+            "example.com/spin-arm64.tar.gz"
+        );
+        assert_eq!(
+            artifact(&platforms, &node("s390x")),
+            "no archive for linux/s390x"
+        );
+        let one = shim(json!({"anonHttp": {"location": "https://example.com/spin.tar.gz"}}));
+        assert_eq!(artifact(&one, &node("s390x")), "example.com/spin.tar.gz");
+        assert_eq!(artifact(&shim(json!({})), &node("amd64")), "no archive");
+    }
+}

@@ -301,3 +301,82 @@ fn judge(
 pub fn rows(data: &ClusterData) -> Vec<ShimRow> {
     data.shims.iter().map(|shim| ShimRow::of(shim)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn shim(rolling: Value, status: Value) -> Shim {
+        serde_json::from_value(json!({
+            "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
+            "metadata": {"name": "spin-v2", "generation": 1},
+            "spec": {"fetchStrategy": {"anonHttp": {"location": "https://example.com/s.tar.gz"}},
+                "runtimeClass": {"name": "wasmtime-spin-v2", "handler": "spin-v2"},
+                "rolloutStrategy": {"type": "rolling", "rolling": rolling}},
+            "status": status,
+        }))
+        .expect("a Shim")
+    }
+
+    fn failed_node() -> Value {
+        json!({"node": "worker-b-2", "state": "failed", "batch": 2, "message": "containerd did not restart"})
+    }
+
+    #[test]
+    fn an_awaited_batch_wins_over_a_tolerated_failure() {
+        let row = ShimRow::of(&shim(
+            json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2, "maxFailures": 1}),
+            json!({"nodes": 6, "nodesReady": 3, "nodeStatuses": [failed_node()],
+                "rollout": {"batch": 3, "batches": 3, "awaitingApproval": true}}),
+        ));
+        assert_eq!(row.state, ShimState::AwaitingApproval);
+        assert_eq!(row.awaiting_batch, Some(3));
+        assert_eq!(row.failed, 1);
+        assert_eq!(
+            row.reason.as_deref(),
+            Some("AwaitingApproval: batch 3 of 3 waits for approval; 1 failed (tolerated)")
+        );
+        assert_eq!(row.strategy, "rolling 2 manual");
+        assert_eq!(row.batch_label(), "3/3");
+    }
+
+    #[test]
+    fn a_failure_without_an_approval_pending_is_degraded_and_names_the_node() {
+        let row = ShimRow::of(&shim(
+            json!({"maxUpdate": "25%"}),
+            json!({"nodes": 6, "nodesReady": 3, "nodeStatuses": [failed_node()],
+                "rollout": {"batch": 2, "batches": 3}}),
+        ));
+        assert_eq!(row.state, ShimState::Degraded);
+        assert_eq!(
+            row.reason.as_deref(),
+            Some("InstallFailed: worker-b-2: containerd did not restart")
+        );
+    }
+
+    #[test]
+    fn pause_wins_until_every_node_is_done() {
+        let status =
+            |ready| json!({"nodes": 4, "nodesReady": ready, "rollout": {"batch": 1, "batches": 2}});
+        let paused = ShimRow::of(&shim(json!({"maxUpdate": 2, "paused": true}), status(2)));
+        assert_eq!(paused.state, ShimState::Paused);
+        assert!(paused.paused);
+        let done = ShimRow::of(&shim(json!({"maxUpdate": 2, "paused": true}), status(4)));
+        assert_eq!(done.state, ShimState::Complete);
+        assert_eq!(done.reason, None);
+    }
+
+    #[test]
+    fn a_shim_without_status_is_pending() {
+        let mut unreported = shim(
+            json!({"maxUpdate": 1}),
+            json!({"nodes": 0, "nodesReady": 0}),
+        );
+        unreported.status = None;
+        let row = ShimRow::of(&unreported);
+        assert_eq!(row.state, ShimState::Pending);
+        assert_eq!(row.batch_label(), "-");
+    }
+}
