@@ -138,9 +138,11 @@ async fn main() {
             break;
         }
         if last_report.elapsed() > Duration::from_secs(10) {
+            let writes = writes.load(Ordering::Relaxed);
             println!(
-                "  {:.0} s: {cached} nodes complete",
-                started.elapsed().as_secs_f64()
+                "  {:.0} s: {cached} nodes complete; engine API writes so far: {writes} ({:.2} per pair of the complete nodes)",
+                started.elapsed().as_secs_f64(),
+                writes as f64 / (cached.max(1) * IMAGES.len()) as f64
             );
             last_report = Instant::now();
         }
