@@ -446,6 +446,87 @@ async fn a_periodic_refresh_pulls_everything_again_when_asked_to() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn spec_edits_pull_added_images_and_delete_removed_ones_and_deletion_leaves_images() {
+    let harness = start().await;
+    let client = harness.client();
+    let record = recorder(&client);
+    create(
+        &client,
+        "warm",
+        json!([{"images": [NGINX, INFERENCE], "nodeSelector": {"tier": "backend"}}]),
+    )
+    .await;
+    eventually(120, "warm is available", || available(&client, "warm")).await;
+    let etcd = "us.gcr.io/k8s-artifacts-prod/etcd:3.5.4-0";
+    let patch = json!({"spec": {"cacheSpec": [{"images": [NGINX, etcd], "nodeSelector": {"tier": "backend"}}]}});
+    Api::<ImageCache>::namespaced(client.clone(), NS)
+        .patch("warm", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("the spec is edited");
+    for node in BACKEND {
+        eventually(120, "the added image arrives", || {
+            node_holds(&client, node, etcd)
+        })
+        .await;
+        eventually(120, "the removed image leaves", || async {
+            !node_holds(&client, node, INFERENCE).await
+        })
+        .await;
+    }
+    eventually(60, "warm is available with its new spec", || async {
+        let cache = cache(&client, "warm").await;
+        available(&client, "warm").await
+            && cache.status.is_some_and(|s| {
+                s.applied_cache_spec == cache.spec.cache_spec && s.reason == "ImageCacheUpdate"
+            })
+    })
+    .await;
+    assert_eq!(
+        created_with(&record.record(), "delete"),
+        2,
+        "one delete per backend node"
+    );
+    assert!(!node_holds(&client, "front-0", NGINX).await);
+
+    // Deleting a cache leaves its images on the nodes; its pods go with it.
+    create(
+        &client,
+        "absent",
+        json!([{"images": [ABSENT], "nodeSelector": {"tier": "backend"}}]),
+    )
+    .await;
+    let pods_of = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            Api::<Pod>::namespaced(client, NS)
+                .list(&kube::api::ListParams::default().labels(&format!("imagecache={name}")))
+                .await
+                .map(|l| l.items.len())
+                .unwrap_or_default()
+        }
+    };
+    eventually(60, "the failing cache has its pods", || async {
+        pods_of("absent").await == 2
+    })
+    .await;
+    for name in ["absent", "warm"] {
+        Api::<ImageCache>::namespaced(client.clone(), NS)
+            .delete(name, &Default::default())
+            .await
+            .expect("the cache is deleted");
+    }
+    eventually(60, "the deleted cache's pods are gone", || async {
+        pods_of("absent").await == 0
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    for node in BACKEND {
+        assert!(node_holds(&client, node, NGINX).await && node_holds(&client, node, etcd).await);
+    }
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_killed_engine_leaves_nothing_processing_and_converges() {
     let mut harness = start().await;
     let client = harness.client();
