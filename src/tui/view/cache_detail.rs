@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::tui::data::ClusterData;
 
-use super::cache_images::{CacheImages, NodeImages, is_puller_of, pod_images, pod_node};
+use super::cache_images::{CacheImages, is_puller_of, pod_images, pod_node};
 use super::caches::CacheRow;
 use super::events::EventRow;
 use super::{Health, matches_filter};
@@ -186,8 +186,9 @@ pub fn detail(data: &ClusterData, namespace: &str, name: &str) -> Option<CacheDe
         })
         .collect();
     let mut nodes = Vec::new();
+    let mut seen = HashMap::new();
     for node in data.nodes.iter().filter(|node| images.targets(node)) {
-        let row = coverage_row(node, &images, &pods, &failures);
+        let row = coverage_row(node, &images, &pods, &failures, &mut seen);
         for (cell, image) in row.cells.iter().zip(summary.iter_mut()) {
             let counter = match cell {
                 CellState::Cached => &mut image.cached,
@@ -288,11 +289,12 @@ fn recorded_failures<'a>(
 }
 
 /// One node's cells.
-fn coverage_row(
-    node: &Node,
+fn coverage_row<'a>(
+    node: &'a Node,
     images: &CacheImages,
     pods: &HashMap<(&str, usize), &Pod>,
     failures: &Failures<'_>,
+    seen: &mut HashMap<&'a str, Option<usize>>,
 ) -> CoverageRow {
     let name = node.metadata.name.clone().unwrap_or_default();
     let hostname = node
@@ -301,7 +303,7 @@ fn coverage_row(
         .as_ref()
         .and_then(|labels| labels.get("kubernetes.io/hostname"))
         .map_or(name.as_str(), String::as_str);
-    let held = NodeImages::of(node);
+    let held = images.held_by(node, seen);
     let wanted = images.wanted_mask(node);
     let recorded_on = |node: &str, index: usize| {
         failures
@@ -326,7 +328,7 @@ fn coverage_row(
             .get(&(name.as_str(), index))
             .or_else(|| pods.get(&(hostname, index)));
         let recorded = recorded_on(&name, index).or_else(|| recorded_on(hostname, index));
-        let (state, why) = if held.holds(&images.canonical[index]) {
+        let (state, why) = if held[index] {
             (CellState::Cached, None)
         } else {
             match pod.map(|pod| pod_state(pod)) {

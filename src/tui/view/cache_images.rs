@@ -2,7 +2,7 @@
 //! holds an image when one of its `status.images[].names` is the same reference once both are in the runtime's
 //! [`canonical`] form (`nginx:1.27` is `docker.io/library/nginx:1.27`, and never `nginx:1.2`).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -15,38 +15,13 @@ use crate::engine::nodes;
 /// The node label kube-fledged pins puller pods with.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
-/// The images a node holds, each reference written out in full, for exact matching.
-#[derive(Clone, Debug, Default)]
-pub struct NodeImages(HashSet<String>);
-
-impl NodeImages {
-    /// The images `node` reports in `status.images`.
-    pub fn of(node: &Node) -> NodeImages {
-        NodeImages(
-            node.status
-                .as_ref()
-                .and_then(|status| status.images.as_ref())
-                .into_iter()
-                .flatten()
-                .flat_map(|image| image.names.iter().flatten())
-                .map(|name| canonical(name))
-                .collect(),
-        )
-    }
-
-    /// Whether the node holds `image` (already in [`canonical`] form).
-    pub fn holds(&self, image: &str) -> bool {
-        self.0.contains(image)
-    }
-}
-
 /// A cache's distinct images in the order its lists name them, and what each list wants, as indices into them.
 #[derive(Clone, Debug, Default)]
 pub struct CacheImages {
     /// The images as the spec spells them.
     pub images: Vec<String>,
     /// The same, in [`canonical`] form.
-    pub canonical: Vec<String>,
+    canonical: Vec<String>,
     /// Per `cacheSpec` list: the images it names and the nodes it selects.
     lists: Vec<ImageList>,
 }
@@ -77,6 +52,32 @@ impl CacheImages {
             result.lists.push((indices, list.node_selector.clone()));
         }
         result
+    }
+
+    /// Per image, whether `node` lists it in `status.images`. `seen` remembers which image (if any) each name a node
+    /// reports is, so a matrix of thousands of nodes that report the same few names puts each in canonical form once.
+    pub fn held_by<'a>(
+        &self,
+        node: &'a Node,
+        seen: &mut HashMap<&'a str, Option<usize>>,
+    ) -> Vec<bool> {
+        let mut held = vec![false; self.images.len()];
+        let names = node
+            .status
+            .as_ref()
+            .and_then(|status| status.images.as_ref())
+            .into_iter()
+            .flatten()
+            .flat_map(|image| image.names.iter().flatten());
+        for name in names {
+            let index = *seen
+                .entry(name.as_str())
+                .or_insert_with(|| self.index_of(name));
+            if let Some(index) = index {
+                held[index] = true;
+            }
+        }
+        held
     }
 
     /// Per image, whether it is meant for `node`: each list's selector is matched once.
@@ -172,15 +173,29 @@ mod tests {
         .expect("a node")
     }
 
+    fn cache(images: &[&str]) -> ImageCache {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"cacheSpec": [{"images": images}]},
+        }))
+        .expect("a cache")
+    }
+
     #[test]
     fn a_node_holds_an_image_by_exact_reference_in_any_spelling() {
-        let held = NodeImages::of(&node(&[
+        let images = CacheImages::of(&cache(&[
+            "nginx:1.27",
+            "nginx:1.2",
+            "ghcr.io/acme/tool@sha256:abc",
+            "ghcr.io/acme/tool",
+        ]));
+        let node = node(&[
             "docker.io/library/nginx:1.27",
             "ghcr.io/acme/tool@sha256:abc",
-        ]));
-        assert!(held.holds(&canonical("nginx:1.27")));
-        assert!(!held.holds(&canonical("nginx:1.2")));
-        assert!(held.holds(&canonical("ghcr.io/acme/tool@sha256:abc")));
-        assert!(!held.holds(&canonical("ghcr.io/acme/tool")));
+        ]);
+        let mut seen = HashMap::new();
+        assert_eq!(images.held_by(&node, &mut seen), [true, false, true, false]);
+        assert_eq!(seen.len(), 2, "each reported name is matched once");
     }
 }

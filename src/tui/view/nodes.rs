@@ -1,12 +1,14 @@
 //! Rows of the Nodes pane: readiness, kernel, OS image, the KMM modules loaded there, the image caches complete
 //! there, and taints.
 
+use std::collections::HashMap;
+
 use k8s_openapi::api::core::v1::Node;
 
 use crate::engine::{kernel, nodes};
 use crate::tui::data::ClusterData;
 
-use super::cache_images::{CacheImages, NodeImages};
+use super::cache_images::CacheImages;
 use super::{Health, matches_filter};
 
 /// One node.
@@ -37,8 +39,9 @@ pub struct NodeRow {
 }
 
 impl NodeRow {
-    /// The row of one node; `caches` are the images of every ImageCache, worked out once for all nodes.
-    pub fn of(node: &Node, data: &ClusterData, caches: &[CacheImages]) -> NodeRow {
+    /// The row of one node; `caches` are the images of every ImageCache, worked out once for all nodes, each with
+    /// the image names nodes report already matched against it.
+    pub fn of<'a>(node: &'a Node, data: &ClusterData, caches: &mut [CacheCheck<'a>]) -> NodeRow {
         let name = node.metadata.name.clone().unwrap_or_default();
         let info = node.status.as_ref().and_then(|s| s.node_info.as_ref());
         let nmc = data.nmc(&name);
@@ -107,33 +110,40 @@ impl NodeRow {
     }
 }
 
+/// One ImageCache's images, and which of them each name a node reports is.
+pub type CacheCheck<'a> = (CacheImages, HashMap<&'a str, Option<usize>>);
+
 /// How many caches target `node`, and how many of those it holds every image of.
-fn cache_coverage(node: &Node, caches: &[CacheImages]) -> (usize, usize) {
-    let masks: Vec<(&CacheImages, Vec<bool>)> = caches
-        .iter()
-        .map(|cache| (cache, cache.wanted_mask(node)))
-        .filter(|(_, mask)| mask.contains(&true))
-        .collect();
-    if masks.is_empty() {
-        return (0, 0);
+fn cache_coverage<'a>(node: &'a Node, caches: &mut [CacheCheck<'a>]) -> (usize, usize) {
+    let mut wanted = 0;
+    let mut complete = 0;
+    for (cache, seen) in caches.iter_mut() {
+        let mask = cache.wanted_mask(node);
+        if !mask.contains(&true) {
+            continue;
+        }
+        wanted += 1;
+        let held = cache.held_by(node, seen);
+        if mask
+            .iter()
+            .zip(&held)
+            .all(|(wanted, held)| !wanted || *held)
+        {
+            complete += 1;
+        }
     }
-    let held = NodeImages::of(node);
-    let complete = masks
-        .iter()
-        .filter(|(cache, mask)| {
-            mask.iter()
-                .zip(&cache.canonical)
-                .all(|(wanted, image)| !wanted || held.holds(image))
-        })
-        .count();
-    (masks.len(), complete)
+    (wanted, complete)
 }
 
 /// Every node's row, by name.
 pub fn rows(data: &ClusterData) -> Vec<NodeRow> {
-    let caches: Vec<CacheImages> = data.caches.iter().map(|c| CacheImages::of(c)).collect();
+    let mut caches: Vec<CacheCheck<'_>> = data
+        .caches
+        .iter()
+        .map(|c| (CacheImages::of(c), HashMap::new()))
+        .collect();
     data.nodes
         .iter()
-        .map(|node| NodeRow::of(node, data, &caches))
+        .map(|node| NodeRow::of(node, data, &mut caches))
         .collect()
 }
