@@ -153,7 +153,9 @@ async fn decide(
         .find_map(|n| pools::kernel_version(n))
         .unwrap_or_default();
     let mic = images::ensure_mic(engine, day0, &target, kernel).await?;
-    let stage = images::stage(&mic, &target.image, images::generation(day0));
+    let asked = images::requested_generation(&mic, &target.image)
+        .unwrap_or_else(|| images::generation(day0));
+    let stage = images::stage(&mic, &target.image, asked);
     let applied = matches!(stage, ImageStage::Exists).then(|| target.image.clone());
     let report = match stage {
         ImageStage::Exists => {

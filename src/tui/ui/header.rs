@@ -1,5 +1,5 @@
-//! The header: where the console is connected, which engine acts, and how many Modules, Shims, ImageCaches and
-//! nodes are in each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, Shims, ImageCaches,
+//! ModuleDay0s and nodes are in each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -9,6 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::health_style;
 use crate::tui::app::{App, EngineMode};
 use crate::tui::view::Health;
+use crate::tui::view::day0::Day0State;
 use crate::tui::view::shims::ShimState;
 
 /// Draw the header line: in its long form when the screen is wide enough for all of it, else in its short form.
@@ -110,6 +111,7 @@ fn spans(app: &App, wide: bool) -> Vec<Span<'static>> {
         }
     }
     spans.extend(cache_counts(app, wide));
+    spans.extend(day0_counts(app, wide));
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
     spans.push(Span::styled(
         if wide {
@@ -161,6 +163,34 @@ fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
                     format!("{glyph}{n} ")
                 },
                 style,
+            ));
+        }
+    }
+    spans
+}
+
+/// `Day-0 2 1 Available 1 Kept` in the long form, `D0 2 1 Kept` in the short one (only the states that want a
+/// person or are under way), or nothing without ModuleDay0s.
+fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
+    let rows = &app.rows.day0s;
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut spans = vec![Span::styled(
+        if wide {
+            format!(" Day-0 {} ", rows.len())
+        } else {
+            format!(" D0 {} ", rows.len())
+        },
+        app.theme.text(),
+    )];
+    for state in Day0State::ALL {
+        let n = rows.iter().filter(|r| r.state == state).count();
+        let shown = wide || state != Day0State::Available;
+        if n > 0 && shown {
+            spans.push(Span::styled(
+                format!("{n} {} ", state.label()),
+                health_style(app, state.health()),
             ));
         }
     }
