@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 mod caches;
+pub mod day0;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -334,6 +335,8 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::Pods(pods));
     data.apply(KindSnapshot::Events(events));
     data.apply(KindSnapshot::Shims(sample_shims.shims));
+    data.apply(KindSnapshot::ModuleDay0s(Vec::new()));
+    data.apply(KindSnapshot::MachineConfigPools(Vec::new()));
     data
 }
 
@@ -348,6 +351,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::Events(data.events.clone()),
         KindSnapshot::Shims(data.shims.clone()),
         KindSnapshot::ImageCaches(data.caches.clone()),
+        KindSnapshot::ModuleDay0s(data.day0s.clone()),
+        KindSnapshot::MachineConfigPools(data.pools.clone()),
     ]
 }
 

@@ -478,7 +478,7 @@ fn verdict(pod: &Pod, now: Timestamp, created: Timestamp, deadline: Duration) ->
 /// `5m`, `90s`: a duration as a person reads it.
 pub fn humantime(duration: Duration) -> String {
     let seconds = duration.as_secs();
-    if seconds >= 60 && seconds % 60 == 0 {
+    if seconds >= 60 && seconds.is_multiple_of(60) {
         format!("{}m", seconds / 60)
     } else {
         format!("{seconds}s")

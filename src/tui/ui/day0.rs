@@ -69,11 +69,7 @@ pub fn rollout_bar(rollout: Rollout, cells: usize) -> String {
     let machines = usize::try_from(rollout.machines).unwrap_or(0);
     let share = |n: i32| {
         let n = usize::try_from(n).unwrap_or(0).min(machines);
-        if machines == 0 {
-            0
-        } else {
-            n * cells / machines
-        }
+        (n * cells).checked_div(machines).unwrap_or(0)
     };
     let ready = share(rollout.ready.min(rollout.updated));
     let updated = share(rollout.updated).max(ready);
