@@ -454,7 +454,7 @@ fn open_matrix(app: &mut App) {
 #[test]
 fn caches_are_a_root_view_and_enter_opens_the_matrix() {
     let mut app = cache_app(false);
-    typed(&mut app, ":events");
+    typed(&mut app, ":shims");
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.view(), &View::Caches, "tab reaches the Caches pane");
@@ -748,7 +748,10 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
     let on_target = detail.nodes.iter().filter(|n| n.on_target()).count();
     assert_eq!(on_target, 12, "the nodes on kernel 1 run RHCOS 415 already");
     let before = &detail.nodes[0];
-    assert!(before.os_change().contains("414.92") && before.os_change().contains("→ Red Hat"));
+    assert_eq!(
+        before.os_change(),
+        "414.92.202312311229-0 (Plow) → 415.92.202402201450-0 (Plow)"
+    );
     assert_eq!(before.kernel, "5.14.0-284.30.1.el9_2.x86_64");
     let roles: Vec<_> = detail
         .pods
@@ -778,6 +781,8 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
         Some(Target::cluster(Kind::Node, &detail.nodes[0].node)),
         "the node section has the focus"
     );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Day0s);
     key(&mut app, KeyCode::Esc);
     select_day0(&mut app, "infra");
     key(&mut app, KeyCode::Enter);

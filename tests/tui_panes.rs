@@ -551,10 +551,10 @@ fn day0_pane() {
         for state in ["Progressing", "Kept", "Degraded"] {
             assert!(text.contains(state), "{state} missing:\n{text}");
         }
-        assert!(
-            text.contains("D0 3") || text.contains("Day-0 3"),
-            "header:\n{text}"
-        );
+        // At 80 columns the header is cut before the Day-0 counts, as it is before the Nodes count.
+        if size.0 >= 120 {
+            assert!(text.contains("D0 3 ✗1 ◐1 ·1"), "header:\n{text}");
+        }
         check("day0", &app);
     }
 }

@@ -30,9 +30,12 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let row = &detail.summary;
     let wide = area.width >= 110;
     let note_rows = match &detail.upgrade_note {
-        Some(note) => u16::try_from(note.chars().count() / usize::from(area.width.max(1)) + 1)
-            .unwrap_or(1)
-            .min(3),
+        // Word wrapping leaves lines short: one more row than the characters need.
+        Some(note) => u16::try_from(
+            note.chars().count() / usize::from(area.width.saturating_sub(20).max(1)) + 1,
+        )
+        .unwrap_or(1)
+        .min(6),
         None => 0,
     };
     let node_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Nodes)).len())

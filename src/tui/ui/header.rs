@@ -169,8 +169,8 @@ fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
     spans
 }
 
-/// `Day-0 2 1 Available 1 Kept` in the long form, `D0 2 1 Kept` in the short one (only the states that want a
-/// person or are under way), or nothing without ModuleDay0s.
+/// `Day-0 3 1 Available 1 Kept 1 Degraded` in the long form, `D0 3 ✗1 ·1 ●1` in the short one with the failures
+/// first, or nothing without ModuleDay0s.
 fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
     let rows = &app.rows.day0s;
     if rows.is_empty() {
@@ -184,12 +184,19 @@ fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
         },
         app.theme.text(),
     )];
-    for state in Day0State::ALL {
+    let mut states = Day0State::ALL;
+    if !wide {
+        states.reverse();
+    }
+    for state in states {
         let n = rows.iter().filter(|r| r.state == state).count();
-        let shown = wide || state != Day0State::Available;
-        if n > 0 && shown {
+        if n > 0 {
             spans.push(Span::styled(
-                format!("{n} {} ", state.label()),
+                if wide {
+                    format!("{n} {} ", state.label())
+                } else {
+                    format!("{}{n} ", state.glyph())
+                },
                 health_style(app, state.health()),
             ));
         }

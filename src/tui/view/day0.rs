@@ -48,6 +48,17 @@ impl Day0State {
         }
     }
 
+    /// The header's short mark, as the cache counts use them.
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Day0State::Available => "●",
+            Day0State::Kept => "·",
+            Day0State::Progressing => "◐",
+            Day0State::Degraded => "✗",
+            Day0State::Pending => "?",
+        }
+    }
+
     /// How to colour it: a kept image waits for a person's opt-in.
     pub fn health(self) -> Health {
         match self {

@@ -47,13 +47,22 @@ impl Day0NodeRow {
         self.os_image == self.target_os
     }
 
-    /// `414.92.x → 415.92.y`, or the target alone once the node runs it.
+    /// `414.92.x (Plow) → 415.92.y (Plow)`: both without the leading words they share (the section title names
+    /// the whole target); the target alone, ticked, once the node runs it.
     pub fn os_change(&self) -> String {
         if self.on_target() {
-            format!("{} ✓", self.target_os)
-        } else {
-            format!("{} → {}", self.os_image, self.target_os)
+            return format!("{} ✓", self.target_os);
         }
+        let (mut now, mut target) = (self.os_image.as_str(), self.target_os.as_str());
+        while let (Some((word, now_rest)), Some((target_word, target_rest))) =
+            (now.split_once(' '), target.split_once(' '))
+        {
+            if word != target_word {
+                break;
+            }
+            (now, target) = (now_rest, target_rest);
+        }
+        format!("{now} → {target}")
     }
 
     /// The text the `/` filter searches.
