@@ -2,7 +2,8 @@
 //! every state the console explains (available, building, loading and unloading, degraded, nodes tainted, cordoned,
 //! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, a Shim in
 //! every rollout state with its installer pods, node labels and events, and three ImageCaches (complete, pulling,
-//! degraded; see [`caches`]), all timed against the fixed [`now`]. The same arguments always give the same data, so
+//! degraded; see [`caches`]), all timed against the fixed [`now`]. ModuleDay0s and their pools come only with
+//! [`day0::add`], so the other panes' pictures stay as they are. The same arguments always give the same data, so
 //! pictures of it never drift.
 
 mod shims;
