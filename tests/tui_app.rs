@@ -464,7 +464,7 @@ fn open_matrix(app: &mut App) {
 #[test]
 fn caches_are_a_root_view_and_enter_opens_the_matrix() {
     let mut app = cache_app(false);
-    typed(&mut app, ":events");
+    typed(&mut app, ":shims");
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.view(), &View::Caches, "tab reaches the Caches pane");
@@ -695,4 +695,180 @@ fn the_matrix_filter_keeps_nodes_by_name_or_by_a_cell_state() {
     key(&mut app, KeyCode::Esc);
     typed(&mut app, "/n1");
     assert_eq!(shown(&app), ["n1"]);
+}
+
+/// A console fed the sample cluster with its ModuleDay0s.
+fn day0_app(readonly: bool) -> App {
+    let mut app = App::new(
+        session(readonly),
+        Theme::monochrome(),
+        Keymap::default(),
+        None,
+    );
+    let mut data = kmm_tui::tui::sample::sample(4, 40);
+    kmm_tui::tui::sample::day0::add(&mut data);
+    for snapshot in kmm_tui::tui::sample::snapshots(&data) {
+        app.update(Action::Data(snapshot));
+    }
+    typed(&mut app, ":day0");
+    key(&mut app, KeyCode::Enter);
+    app
+}
+
+/// Select the Day-0 row named `name` with the filter.
+fn select_day0(app: &mut App, name: &str) {
+    key(app, KeyCode::Char('/'));
+    typed(app, name);
+    key(app, KeyCode::Enter);
+}
+
+#[test]
+fn day0_is_a_root_view_with_pool_rollout_state_and_reason() {
+    let mut app = day0_app(false);
+    assert_eq!(app.view(), &View::Day0s);
+    assert_eq!(app.completions("da"), ["day0"]);
+    let rows: Vec<_> = app
+        .rows
+        .day0s
+        .iter()
+        .map(|r| (r.name.as_str(), r.pool_label(), r.state.label()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("99-gpu-kmod-os", "-", "Degraded"),
+            ("99-infra-kmod-os", "infra", "Kept"),
+            ("99-worker-kmod-os", "worker", "Progressing"),
+        ]
+    );
+    let worker = &app.rows.day0s[2];
+    let rollout = worker.rollout.expect("the worker pool's counts");
+    assert_eq!(
+        (rollout.machines, rollout.updated, rollout.ready),
+        (40, 40, 39)
+    );
+    assert_eq!(worker.image, "registry.local/acme/rhcos-kmod:415.92");
+    assert!(
+        worker
+            .why
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("Building: ")
+    );
+    assert!(app.rows.day0s[1].awaits_upgrade_opt_in());
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.view(), &View::Modules, "tab goes round the root views");
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(app.view(), &View::Day0s);
+}
+
+#[test]
+fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
+    let mut app = day0_app(false);
+    select_day0(&mut app, "worker");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.view(),
+        &View::Day0Detail(Target::namespaced(
+            Kind::ModuleDay0,
+            "openshift-kmm",
+            "99-worker-kmod-os"
+        ))
+    );
+    let detail = app.day0.as_ref().expect("the detail");
+    assert_eq!(detail.nodes.len(), 40, "every node of pool-00");
+    let on_target = detail.nodes.iter().filter(|n| n.on_target()).count();
+    assert_eq!(on_target, 12, "the nodes on kernel 1 run RHCOS 415 already");
+    let before = &detail.nodes[0];
+    assert_eq!(
+        before.os_change(),
+        "414.92.202312311229-0 (Plow) → 415.92.202402201450-0 (Plow)"
+    );
+    assert_eq!(before.kernel, "5.14.0-284.30.1.el9_2.x86_64");
+    let roles: Vec<_> = detail
+        .pods
+        .iter()
+        .map(|p| (p.role, p.phase.as_str()))
+        .collect();
+    assert_eq!(roles, [("Build", "Running"), ("Pull", "Failed")]);
+    assert!(
+        detail.image_stage.contains("generation 1, building"),
+        "{}",
+        detail.image_stage
+    );
+    let reasons: Vec<_> = detail.events.iter().map(|e| e.reason.as_str()).collect();
+    for reason in ["ModuleDay0Created", "Building", "Started"] {
+        assert!(
+            reasons.contains(&reason),
+            "{reason} missing from {reasons:?}"
+        );
+    }
+    assert!(
+        !reasons.contains(&"NoMachineConfigPool"),
+        "another ModuleDay0's event"
+    );
+    assert!(detail.upgrade_note.is_none());
+    assert_eq!(
+        app.selected_object(),
+        Some(Target::cluster(Kind::Node, &detail.nodes[0].node)),
+        "the node section has the focus"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Day0s);
+    key(&mut app, KeyCode::Esc);
+    select_day0(&mut app, "infra");
+    key(&mut app, KeyCode::Enter);
+    let note = app.day0.as_ref().and_then(|d| d.upgrade_note.clone());
+    let note = note.expect("the opt-in explained");
+    assert!(
+        note.contains("clusterUpgradeTriggerNodeUpgrade: true"),
+        "{note}"
+    );
+    assert!(note.contains("set osMapping.build too"), "{note}");
+}
+
+#[test]
+fn rebuild_of_a_day0_image_asks_first_and_is_dimmed_without_image_work() {
+    let mut app = day0_app(false);
+    assert!(!app.applies(Command::Recheck) && app.applies(Command::Rebuild));
+    select_day0(&mut app, "infra");
+    assert!(matches!(
+        app.availability(Command::Rebuild),
+        Availability::Unavailable(why) if why.contains("no image work under way")
+    ));
+    key(&mut app, KeyCode::Char('R'));
+    assert!(matches!(app.mode, Mode::Normal), "no dialog");
+    key(&mut app, KeyCode::Esc);
+    select_day0(&mut app, "worker");
+    key(&mut app, KeyCode::Char('R'));
+    let day0 = Target::namespaced(Kind::ModuleDay0, "openshift-kmm", "99-worker-kmod-os");
+    assert!(
+        matches!(&app.mode, Mode::Confirm(WriteRequest::RebuildDay0 { day0: t }) if *t == day0),
+        "{:?}",
+        app.mode
+    );
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(
+        app.requests,
+        [Request::Write(WriteRequest::RebuildDay0 { day0 })]
+    );
+
+    let mut app = day0_app(true);
+    select_day0(&mut app, "worker");
+    assert!(matches!(
+        app.availability(Command::Rebuild),
+        Availability::Unavailable(why) if why.contains("read-only")
+    ));
+    let mut app = day0_app(false);
+    let mut report = AccessReport {
+        context: "test".to_owned(),
+        ..Default::default()
+    };
+    report.allowed.insert(Capability::Rebuild, false);
+    app.update(Action::Access(report));
+    select_day0(&mut app, "worker");
+    assert!(matches!(
+        app.availability(Command::Rebuild),
+        Availability::Unavailable(why) if why.contains("not permitted")
+    ));
 }

@@ -476,3 +476,38 @@ fn a_theme_file_with_unknown_keys_is_a_warning_in_the_footer() {
 
     quit_and_check_restored(&console, &["C-c"]);
 }
+
+#[test]
+fn the_day0_pane_opens_the_demo_moduleday0_on_its_pool_nodes() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let console = TmuxConsole::start(dir.path(), [std::ffi::OsStr::new("--embedded")]);
+    console.wait_for("the console to draw", CONVERGE_LIMIT, |screen| {
+        header(screen).contains("kmm-tui")
+    });
+    console.press(&[":", "d", "a", "y", "0", "Enter"]);
+    // The engine creates the ModuleDay0 from the demo's kmm-managed MachineConfig of pool zone-b.
+    console.wait_for(
+        "the demo's ModuleDay0 on pool zone-b",
+        CONVERGE_LIMIT,
+        |screen| {
+            cells_of(screen, "99-zone-b-os-image")
+                .is_some_and(|cells| cells.contains(&"zone-b") && cells.contains(&"openshift-kmm"))
+        },
+    );
+    console.press(&["/", "z", "o", "n", "e", "Enter", "Enter"]);
+    console.wait_for(
+        "the detail listing the pool's nodes with their OS image",
+        REACT_LIMIT,
+        |screen| {
+            screen.contains("openshift-kmm/99-zone-b-os-image")
+                && screen.contains("worker-b-0")
+                && screen.contains("worker-b-1")
+                && !screen.contains("worker-a-0")
+                && screen.contains("OS IMAGE")
+        },
+    );
+    quit_and_check_restored(&console, &[":", "q", "Enter"]);
+}

@@ -521,3 +521,62 @@ fn coverage_matrix_of_five_thousand_nodes() {
     assert!(screen(&app).contains("worker-4999"));
     check("large_coverage", &app);
 }
+
+/// The standard console with the sample's ModuleDay0s.
+fn day0_console(size: (u16, u16)) -> App {
+    let mut data = sample(12, 40);
+    sample::day0::add(&mut data);
+    let mut app = empty_console(size);
+    for snapshot in snapshots(&data) {
+        app.update(Action::Data(snapshot));
+    }
+    app
+}
+
+fn open_day0(app: &mut App, name: &str) {
+    command(app, "day0");
+    press(app, KeyCode::Char('/'));
+    type_text(app, name);
+    press(app, KeyCode::Enter);
+    press(app, KeyCode::Enter);
+}
+
+#[test]
+fn day0_pane() {
+    for size in SIZES {
+        let mut app = day0_console(size);
+        command(&mut app, "day0");
+        assert_eq!(app.view(), &View::Day0s);
+        let text = screen(&app);
+        for state in ["Progressing", "Kept", "Degraded"] {
+            assert!(text.contains(state), "{state} missing:\n{text}");
+        }
+        // At 80 columns the header is cut before the Day-0 counts, as it is before the Nodes count.
+        if size.0 >= 120 {
+            assert!(text.contains("D0 3 ✗1 ◐1 ·1"), "header:\n{text}");
+        }
+        check("day0", &app);
+    }
+}
+
+#[test]
+fn day0_detail_pane() {
+    for size in SIZES {
+        let mut app = day0_console(size);
+        open_day0(&mut app, "worker");
+        assert!(
+            matches!(app.view(), View::Day0Detail(_)),
+            "{:?}",
+            app.view()
+        );
+        let text = screen(&app);
+        assert!(text.contains("worker-0000"), "{text}");
+        assert!(text.contains("→"), "{text}");
+        check("day0_detail_building", &app);
+
+        let mut app = day0_console(size);
+        open_day0(&mut app, "infra");
+        assert!(screen(&app).contains("clusterUpgradeTriggerNodeUpgrade"));
+        check("day0_detail_kept", &app);
+    }
+}

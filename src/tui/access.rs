@@ -122,7 +122,7 @@ async fn ask(client: &Client, question: Question, namespace: Option<&str>) -> Op
     let resource = api_resource(question.kind);
     let cluster_scoped = matches!(
         question.kind,
-        Kind::Node | Kind::NodeModulesConfig | Kind::Shim
+        Kind::Node | Kind::NodeModulesConfig | Kind::Shim | Kind::MachineConfigPool
     );
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
@@ -158,7 +158,7 @@ mod tests {
         let capabilities: std::collections::BTreeSet<Capability> =
             questions.iter().map(|(c, _)| *c).collect();
         assert_eq!(capabilities.len(), questions.len());
-        assert_eq!(questions.len(), 3 + 2 * Kind::ALL.len());
+        assert_eq!(questions.len(), 4 + 2 * Kind::ALL.len());
         let recheck = questions
             .iter()
             .find(|(c, _)| *c == Capability::Recheck)

@@ -3,6 +3,7 @@
 //! loop to carry out. Nothing here does I/O, so every behaviour is tested by feeding actions and reading state.
 
 mod caches;
+mod day0;
 mod shims;
 
 use std::collections::HashMap;
@@ -17,6 +18,8 @@ use super::keymap::{Command, Keymap, Scope};
 use super::target::Target;
 use super::theme::Theme;
 use super::view::caches::CacheRow;
+use super::view::day0::{self as day0_rows, Day0Row};
+use super::view::day0_detail::Day0Detail;
 use super::view::detail::{self, ModuleDetail};
 use super::view::events::{self, EventRow};
 use super::view::images::{self, ImageRow};
@@ -81,17 +84,22 @@ pub enum View {
     ShimDetail(Target),
     /// The log of one (installer) pod.
     Logs(Target),
+    /// Every ModuleDay0.
+    Day0s,
+    /// One ModuleDay0 in depth: its pool's nodes, its image pods, its events.
+    Day0Detail(Target),
 }
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 6] = [
+    pub const ROOTS: [(&'static str, View); 7] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
         ("events", View::Events),
         ("shims", View::Shims),
         ("caches", View::Caches),
+        ("day0", View::Day0s),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -111,13 +119,16 @@ impl View {
             View::Shims => ListId::Shims,
             View::ShimDetail(_) => ListId::Detail(section),
             View::Logs(_) => ListId::Logs,
+            View::Day0s => ListId::Day0s,
+            View::Day0Detail(_) => ListId::Detail(section),
         }
     }
 
-    /// The detail section focused when the view opens: a Shim has no image section.
+    /// The detail section focused when the view opens: a Shim has no image section, and a ModuleDay0 is about
+    /// its pool's nodes first.
     fn first_section(&self) -> DetailSection {
         match self {
-            View::ShimDetail(_) => DetailSection::Nodes,
+            View::ShimDetail(_) | View::Day0Detail(_) => DetailSection::Nodes,
             _ => DetailSection::default(),
         }
     }
@@ -176,6 +187,8 @@ pub enum ListId {
     Shims,
     /// The log view's lines.
     Logs,
+    /// The Day-0 pane.
+    Day0s,
 }
 
 /// The selected row of a list and the first row shown.
@@ -277,6 +290,8 @@ pub struct Rows {
     pub shims: Vec<ShimRow>,
     /// Caches pane.
     pub caches: Vec<CacheRow>,
+    /// Day-0 pane.
+    pub day0s: Vec<Day0Row>,
 }
 
 /// The console's whole state.
@@ -299,6 +314,8 @@ pub struct App {
     pub yaml: Option<Result<Vec<String>, String>>,
     /// The open Shim's detail and the installer log being read.
     pub shim: shims::ShimPane,
+    /// The open ModuleDay0's detail, while the Day-0 detail view is open.
+    pub day0: Option<Day0Detail>,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -349,6 +366,7 @@ impl App {
             caches: CacheViews::default(),
             yaml: None,
             shim: shims::ShimPane::default(),
+            day0: None,
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -508,7 +526,7 @@ impl App {
     pub fn page_height(&self) -> usize {
         let rows = self.size.1.saturating_sub(CHROME_ROWS);
         match self.view() {
-            View::Detail(_) => usize::from(rows / 3).max(1),
+            View::Detail(_) | View::Day0Detail(_) => usize::from(rows / 3).max(1),
             View::ShimDetail(_) => usize::from(rows / 2).max(1),
             View::CacheDetail(_) => self.cache_page_height(),
             _ => usize::from(rows).max(1),
@@ -539,6 +557,7 @@ impl App {
             events: events::rows(&self.data, self.now),
             shims: shim_rows::rows(&self.data),
             caches: super::view::caches::rows(&self.data),
+            day0s: day0_rows::rows(&self.data),
         };
         self.refresh_open_view();
         self.refresh_visible();
@@ -559,6 +578,9 @@ impl App {
             Kind::ImageCache => {
                 self.rows.caches = super::view::caches::rows(&self.data);
                 self.rows.nodes = nodes::rows(&self.data);
+            }
+            Kind::ModuleDay0 | Kind::MachineConfigPool => {
+                self.rows.day0s = day0_rows::rows(&self.data);
             }
         }
         self.refresh_open_view();
@@ -581,6 +603,7 @@ impl App {
             _ => None,
         };
         self.refresh_shim_view();
+        self.refresh_day0_view();
     }
 
     fn refresh_visible(&mut self) {
@@ -638,6 +661,7 @@ impl App {
         }
         visible.insert(ListId::Help, (0..self.help_lines()).collect());
         self.shim_visible(&mut visible);
+        self.day0_visible(&mut visible);
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {
@@ -886,7 +910,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :ns, :ctx, :q)"),
             ),
         }
     }
@@ -974,7 +998,7 @@ impl App {
             };
             return;
         }
-        if matches!(self.view(), View::Detail(_)) {
+        if matches!(self.view(), View::Detail(_) | View::Day0Detail(_)) {
             self.section = if forward {
                 self.section.next()
             } else {
@@ -1054,6 +1078,7 @@ impl App {
             View::Yaml(target) => Some(target.clone()),
             View::Help => None,
             View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
+            View::Day0s | View::Day0Detail(_) => self.selected_day0_object(),
         }
     }
 
@@ -1071,9 +1096,14 @@ impl App {
                 }
             }
             View::Caches => self.open_cache(),
-            View::Nodes | View::Detail(_) | View::ShimDetail(_) | View::CacheDetail(_) => {
+            View::Day0s => self.open_day0(),
+            View::Nodes
+            | View::Detail(_)
+            | View::ShimDetail(_)
+            | View::CacheDetail(_)
+            | View::Day0Detail(_) => {
                 if let Some(target) = self.selected_object()
-                    && !matches!(self.view(), View::Detail(t) | View::ShimDetail(t) | View::CacheDetail(t) if *t == target)
+                    && !matches!(self.view(), View::Detail(t) | View::ShimDetail(t) | View::CacheDetail(t) | View::Day0Detail(t) if *t == target)
                 {
                     self.open(View::Yaml(target));
                 }
@@ -1103,6 +1133,9 @@ impl App {
         }
         if self.in_cache_views() && matches!(command, Command::Recheck | Command::Purge) {
             return self.cache_write(command);
+        }
+        if self.in_day0_views() && command == Command::Rebuild {
+            return self.day0_rebuild();
         }
         let image = self.selected_image().map(|row| row.image.clone());
         match command {
@@ -1140,6 +1173,7 @@ impl App {
                     "Purge works on ImageCaches (:caches)".to_owned(),
                 );
             }
+            Command::Rebuild if self.in_day0_views() => return self.day0_rebuild_availability(),
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,
             Command::Delete | Command::Edit => match self.selected_object() {

@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
+use crate::api::day0::{MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -33,11 +34,15 @@ pub enum Kind {
     Shim,
     /// kube-fledged ImageCaches: images to keep pulled on nodes.
     ImageCache,
+    /// ModuleDay0s: kernel modules baked into a pool's OS image.
+    ModuleDay0,
+    /// MachineConfigPools: the rollout of a ModuleDay0's image.
+    MachineConfigPool,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
@@ -46,6 +51,8 @@ impl Kind {
         Kind::Event,
         Kind::Shim,
         Kind::ImageCache,
+        Kind::ModuleDay0,
+        Kind::MachineConfigPool,
     ];
 
     /// The kind's name as the API spells it.
@@ -59,6 +66,8 @@ impl Kind {
             Kind::Event => "Event",
             Kind::Shim => "Shim",
             Kind::ImageCache => "ImageCache",
+            Kind::ModuleDay0 => "ModuleDay0",
+            Kind::MachineConfigPool => "MachineConfigPool",
         }
     }
 }
@@ -88,6 +97,10 @@ pub enum KindSnapshot {
     Shims(Vec<Arc<Shim>>),
     /// Every ImageCache.
     ImageCaches(Vec<Arc<ImageCache>>),
+    /// Every ModuleDay0.
+    ModuleDay0s(Vec<Arc<ModuleDay0>>),
+    /// Every MachineConfigPool.
+    MachineConfigPools(Vec<Arc<MachineConfigPool>>),
 }
 
 impl KindSnapshot {
@@ -102,6 +115,8 @@ impl KindSnapshot {
             KindSnapshot::Events(_) => Kind::Event,
             KindSnapshot::Shims(_) => Kind::Shim,
             KindSnapshot::ImageCaches(_) => Kind::ImageCache,
+            KindSnapshot::ModuleDay0s(_) => Kind::ModuleDay0,
+            KindSnapshot::MachineConfigPools(_) => Kind::MachineConfigPool,
         }
     }
 }
@@ -136,6 +151,10 @@ pub struct ClusterData {
     pub shims: Vec<Arc<Shim>>,
     /// ImageCaches.
     pub caches: Vec<Arc<ImageCache>>,
+    /// ModuleDay0s.
+    pub day0s: Vec<Arc<ModuleDay0>>,
+    /// MachineConfigPools.
+    pub pools: Vec<Arc<MachineConfigPool>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -180,6 +199,14 @@ impl ClusterData {
             KindSnapshot::ImageCaches(mut list) => {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.caches = list;
+            }
+            KindSnapshot::ModuleDay0s(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.day0s = list;
+            }
+            KindSnapshot::MachineConfigPools(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.pools = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);
@@ -243,6 +270,16 @@ impl ClusterData {
     /// The ImageCache `namespace/name`.
     pub fn cache(&self, namespace: &str, name: &str) -> Option<&Arc<ImageCache>> {
         find(&self.caches, namespace, name, |c| &c.metadata)
+    }
+
+    /// The ModuleDay0 `namespace/name`.
+    pub fn day0(&self, namespace: &str, name: &str) -> Option<&Arc<ModuleDay0>> {
+        find(&self.day0s, namespace, name, |d| &d.metadata)
+    }
+
+    /// The MachineConfigPool `name`.
+    pub fn pool(&self, name: &str) -> Option<&Arc<MachineConfigPool>> {
+        find(&self.pools, "", name, |p| &p.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use crate::api::day0::{MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -127,6 +128,20 @@ pub fn start(
         Kind::ImageCache,
         vec![(caches, all())],
         KindSnapshot::ImageCaches,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ModuleDay0,
+        vec![(Api::<ModuleDay0>::all(client.clone()), all())],
+        KindSnapshot::ModuleDay0s,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::MachineConfigPool,
+        vec![(Api::<MachineConfigPool>::all(client.clone()), all())],
+        KindSnapshot::MachineConfigPools,
         sender,
         cancel,
     );

@@ -2,7 +2,8 @@
 //! every state the console explains (available, building, loading and unloading, degraded, nodes tainted, cordoned,
 //! not ready, on an unmapped kernel), with their ModuleImagesConfigs, NodeModulesConfigs, pods and events, a Shim in
 //! every rollout state with its installer pods, node labels and events, and three ImageCaches (complete, pulling,
-//! degraded; see [`caches`]), all timed against the fixed [`now`]. The same arguments always give the same data, so
+//! degraded; see [`caches`]), all timed against the fixed [`now`]. ModuleDay0s and their pools come only with
+//! [`day0::add`], so the other panes' pictures stay as they are. The same arguments always give the same data, so
 //! pictures of it never drift.
 
 mod shims;
@@ -14,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 mod caches;
+pub mod day0;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -334,6 +336,8 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::Pods(pods));
     data.apply(KindSnapshot::Events(events));
     data.apply(KindSnapshot::Shims(sample_shims.shims));
+    data.apply(KindSnapshot::ModuleDay0s(Vec::new()));
+    data.apply(KindSnapshot::MachineConfigPools(Vec::new()));
     data
 }
 
@@ -348,6 +352,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::Events(data.events.clone()),
         KindSnapshot::Shims(data.shims.clone()),
         KindSnapshot::ImageCaches(data.caches.clone()),
+        KindSnapshot::ModuleDay0s(data.day0s.clone()),
+        KindSnapshot::MachineConfigPools(data.pools.clone()),
     ]
 }
 

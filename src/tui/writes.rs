@@ -5,11 +5,13 @@
 //! - [`caches`] asks the cache engine to pull images again or to purge them, by annotating the ImageCache.
 //! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
+//! - [`day0`] asks for a ModuleDay0's OS image to be checked again and built if missing.
 //! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
 pub mod caches;
+pub mod day0;
 mod delete;
 pub mod errors;
 pub mod images;
@@ -34,6 +36,12 @@ pub enum WriteRequest {
         module: Target,
         /// One image of it, or every image.
         image: Option<String>,
+    },
+    /// Check a ModuleDay0's OS image again and build it if missing: bump the image's `generation` in its
+    /// ModuleImagesConfig `<name>-day0`.
+    RebuildDay0 {
+        /// The ModuleDay0.
+        day0: Target,
     },
     /// Start a fresh pull check of a Module's images without asking for a build.
     Recheck {
@@ -97,6 +105,7 @@ impl WriteRequest {
     pub fn target(&self) -> &Target {
         match self {
             WriteRequest::Rebuild { module, .. } | WriteRequest::Recheck { module, .. } => module,
+            WriteRequest::RebuildDay0 { day0 } => day0,
             WriteRequest::Repull { cache, .. } | WriteRequest::Purge { cache } => cache,
             WriteRequest::Delete { target } | WriteRequest::Apply { target, .. } => target,
             WriteRequest::ApproveBatch { shim, .. }
@@ -118,6 +127,7 @@ impl WriteRequest {
             WriteRequest::Recheck { module, image } => {
                 format!("Check {} {module} again", images(image))
             }
+            WriteRequest::RebuildDay0 { day0 } => format!("Rebuild the OS image of {day0}"),
             WriteRequest::Repull {
                 cache,
                 image: Some(image),
@@ -235,6 +245,7 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
         WriteRequest::Recheck { module, image } => {
             images::recheck(client, module, image.as_deref()).await
         }
+        WriteRequest::RebuildDay0 { day0 } => day0::rebuild(client, day0).await,
         WriteRequest::Repull { cache, image, node } => {
             caches::repull(client, cache, image.as_deref(), node.as_deref()).await
         }

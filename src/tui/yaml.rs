@@ -53,6 +53,12 @@ fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
                 .ok_or_else(missing)?
                 .as_ref(),
         ),
+        Kind::ModuleDay0 => to_json(
+            data.day0(namespace, &target.name)
+                .ok_or_else(missing)?
+                .as_ref(),
+        ),
+        Kind::MachineConfigPool => to_json(data.pool(&target.name).ok_or_else(missing)?.as_ref()),
     }?;
     Ok(presentable(value))
 }

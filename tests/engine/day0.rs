@@ -474,3 +474,34 @@ async fn the_built_in_scenarios_hand_their_labelled_machine_configs_over() {
         harness.shutdown().await;
     }
 }
+
+/// The console's rebuild (a raised image generation in the ModuleDay0's ModuleImagesConfig) is kept by the engine
+/// and builds a failed image again, which the pool then rolls onto; before it, the ModuleDay0 stays degraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_from_the_console_builds_a_failed_image_again_and_the_pool_rolls_onto_it() {
+    use kmm_tui::tui::data::Kind;
+    use kmm_tui::tui::target::Target;
+    use kmm_tui::tui::writes::{WriteRequest, perform};
+
+    let harness = start().await;
+    let client = harness.client();
+    hand_over(&client).await;
+    map_to_built(&client, OS_BROKEN, IMAGE_BROKEN, false).await;
+    wait_condition(&client, MACHINE_CONFIG, "Degraded", "True", "BuildFailed").await;
+    let mics: Api<ModuleImagesConfig> = Api::namespaced(client.clone(), NAMESPACE);
+    let generation = |mic: &ModuleImagesConfig| mic.spec.images[0].generation.unwrap_or(1);
+    let before = generation(&mics.get(&mic_name(MACHINE_CONFIG)).await.expect("the MIC"));
+
+    let day0 = Target::namespaced(Kind::ModuleDay0, NAMESPACE, MACHINE_CONFIG);
+    let outcome = perform(&client, WriteRequest::RebuildDay0 { day0 }).await;
+    let message = outcome.result.expect("the rebuild is written");
+    assert!(
+        message.contains(&format!("generation {before}→{}", before + 1)),
+        "{message}"
+    );
+
+    wait_workers_on(&client, OS_BROKEN).await;
+    assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_BROKEN));
+    wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
+    harness.shutdown().await;
+}

@@ -2,7 +2,8 @@
 //! ModuleImagesConfig listing its target image, whose reconciler checks the registry with a pull pod on the
 //! container runtime and hands a missing image to the build and sign pods of its ModuleBuildSignConfig. The
 //! image's generation is the ModuleDay0's `metadata.generation`, so editing the ModuleDay0 checks (and, after a
-//! failure, builds) again, while a restarted engine finds the same pods and never builds twice.
+//! failure, builds) again, while a restarted engine finds the same pods and never builds twice. A generation
+//! raised on the ModuleImagesConfig itself (the console's rebuild) is kept, never lowered back.
 
 use kube::api::{Api, DeleteParams, ObjectMeta};
 use kube::{Resource, ResourceExt};
@@ -61,6 +62,18 @@ pub async fn ensure_mic(
     let namespace = day0.namespace().unwrap_or_default();
     let name = mic_name(&day0.name_any());
     let api: Api<ModuleImagesConfig> = Api::namespaced(context.client.clone(), &namespace);
+    let current = match api.get(&name).await {
+        Ok(mic) => Some(mic),
+        Err(error) if is_not_found(&error) => None,
+        Err(error) => {
+            return Err(error).doing(|| format!("reading ModuleImagesConfig {namespace}/{name}"));
+        }
+    };
+    let asked = current
+        .as_ref()
+        .and_then(|mic| requested_generation(mic, &target.image))
+        .unwrap_or_default()
+        .max(generation(day0));
     let spec = ModuleImagesConfigSpec {
         images: vec![ModuleImagesConfigImage {
             spec: ModuleImageSpec {
@@ -72,20 +85,13 @@ pub async fn ensure_mic(
                 registry_tls: None,
                 dir_name: crate::api::kmm::DEFAULT_DIR_NAME.to_owned(),
             },
-            generation: Some(generation(day0)),
+            generation: Some(asked),
         }],
         image_repo_secret: None,
         image_pull_policy: ImagePullPolicy::Always,
         push_built_image: true,
         image_rebuild_trigger_generation: None,
         tolerations: Vec::new(),
-    };
-    let current = match api.get(&name).await {
-        Ok(mic) => Some(mic),
-        Err(error) if is_not_found(&error) => None,
-        Err(error) => {
-            return Err(error).doing(|| format!("reading ModuleImagesConfig {namespace}/{name}"));
-        }
     };
     match current {
         Some(mic) if mic.spec == spec => Ok(mic),
@@ -131,6 +137,15 @@ pub async fn remove_mic(context: &Context, day0: &ModuleDay0) -> Result<(), Erro
 /// The image generation a ModuleDay0 asks for.
 pub fn generation(day0: &ModuleDay0) -> i64 {
     day0.metadata.generation.unwrap_or(1)
+}
+
+/// The generation the MIC asks for `image`, when it lists it: the ModuleDay0's, or a higher one a rebuild set.
+pub fn requested_generation(mic: &ModuleImagesConfig, image: &str) -> Option<i64> {
+    mic.spec
+        .images
+        .iter()
+        .find(|entry| entry.spec.image == image)
+        .map(|entry| entry.generation.unwrap_or(1))
 }
 
 /// Where `image` at `generation` stands according to the MIC's status; `sign_failed` tells a failed sign from a

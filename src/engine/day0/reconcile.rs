@@ -154,7 +154,9 @@ async fn decide(
         .find_map(|n| pools::kernel_version(n))
         .unwrap_or_default();
     let mic = images::ensure_mic(engine, day0, &target, kernel).await?;
-    let generation = images::generation(day0);
+    // A rebuild asked from the console raises the MIC's generation above the ModuleDay0's.
+    let generation = images::requested_generation(&mic, &target.image)
+        .unwrap_or_else(|| images::generation(day0));
     let failed = mic.status.iter().flat_map(|s| &s.images_states).any(|s| {
         s.image == target.image
             && s.observed_generation.unwrap_or(1) == generation

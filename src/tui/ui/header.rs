@@ -1,5 +1,5 @@
-//! The header: where the console is connected, which engine acts, and how many Modules, Shims, ImageCaches and
-//! nodes are in each state.
+//! The header: where the console is connected, which engine acts, and how many Modules, Shims, ImageCaches,
+//! ModuleDay0s and nodes are in each state.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -9,6 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::health_style;
 use crate::tui::app::{App, EngineMode};
 use crate::tui::view::Health;
+use crate::tui::view::day0::Day0State;
 use crate::tui::view::shims::ShimState;
 
 /// How much the header spells out.
@@ -130,6 +131,7 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
         }
     }
     spans.extend(cache_counts(app, wide));
+    spans.extend(day0_counts(app, wide));
     let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
     spans.push(Span::styled(
         if wide {
@@ -181,6 +183,41 @@ fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
                     format!("{glyph}{n} ")
                 },
                 style,
+            ));
+        }
+    }
+    spans
+}
+
+/// `Day-0 3 1 Available 1 Kept 1 Degraded` in the long form, `D0 3 ✗1 ·1 ●1` in the short one with the failures
+/// first, or nothing without ModuleDay0s.
+fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
+    let rows = &app.rows.day0s;
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut spans = vec![Span::styled(
+        if wide {
+            format!(" Day-0 {} ", rows.len())
+        } else {
+            format!(" D0 {} ", rows.len())
+        },
+        app.theme.text(),
+    )];
+    let mut states = Day0State::ALL;
+    if !wide {
+        states.reverse();
+    }
+    for state in states {
+        let n = rows.iter().filter(|r| r.state == state).count();
+        if n > 0 {
+            spans.push(Span::styled(
+                if wide {
+                    format!("{n} {} ", state.label())
+                } else {
+                    format!("{}{n} ", state.glyph())
+                },
+                health_style(app, state.health()),
             ));
         }
     }

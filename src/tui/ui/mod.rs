@@ -3,6 +3,8 @@
 
 mod caches;
 mod coverage;
+mod day0;
+mod day0_detail;
 mod detail;
 mod dialog;
 mod editor;
@@ -50,6 +52,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Shims => shims::draw(frame, body, app),
             View::ShimDetail(target) => shim_detail::draw(frame, body, app, target),
             View::Logs(pod) => logs::draw(frame, body, app, pod),
+            View::Day0s => day0::draw(frame, body, app),
+            View::Day0Detail(target) => day0_detail::draw(frame, body, app, target),
         }
     }
     footer::draw(frame, footer_area, app);

@@ -4,6 +4,8 @@
 pub mod cache_detail;
 pub mod cache_images;
 pub mod caches;
+pub mod day0;
+pub mod day0_detail;
 pub mod detail;
 pub mod events;
 pub mod images;

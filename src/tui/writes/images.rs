@@ -41,7 +41,7 @@ pub async fn rebuild(
     if image_generations_served(client).await == Some(false) {
         return bump_rebuild_trigger(client, module, image).await;
     }
-    match bump_image_generations(client, module, image).await? {
+    match bump_image_generations(client, &mic_of(module), module, image).await? {
         Some(message) => Ok(message),
         // The server pruned the field: its CRD is upstream's although it could not be read.
         None => bump_rebuild_trigger(client, module, image).await,
@@ -54,10 +54,10 @@ pub async fn recheck(
     module: &Target,
     image: Option<&str>,
 ) -> Result<String, WriteError> {
-    let mic = mic_of(module);
-    let api = &dynamic_api(client, &mic);
-    retrying(&mic, move || async move {
-        let current = read_mic(api, module).await?;
+    let mic = &mic_of(module);
+    let api = &dynamic_api(client, mic);
+    retrying(mic, move || async move {
+        let current = read_mic(api, mic, module).await?;
         let states = array_at(&current, "/status/imagesStates");
         let (forgotten, kept): (Vec<Value>, Vec<Value>) = states
             .into_iter()
@@ -89,16 +89,17 @@ pub async fn recheck(
     .await
 }
 
-/// Bump the chosen images' generations in the MIC. `None` when the server dropped the field (upstream CRDs).
-async fn bump_image_generations(
+/// Bump the chosen images' generations in the ModuleImagesConfig `mic` of `module` (a Module or a ModuleDay0).
+/// `None` when the server dropped the field (upstream CRDs).
+pub(super) async fn bump_image_generations(
     client: &Client,
+    mic: &Target,
     module: &Target,
     image: Option<&str>,
 ) -> Result<Option<String>, WriteError> {
-    let mic = mic_of(module);
-    let api = &dynamic_api(client, &mic);
-    retrying(&mic, move || async move {
-        let current = read_mic(api, module).await?;
+    let api = &dynamic_api(client, mic);
+    retrying(mic, move || async move {
+        let current = read_mic(api, mic, module).await?;
         let mut images = array_at(&current, "/spec/images");
         let mut moves = Vec::new();
         for entry in images.iter_mut().filter(|entry| chosen(entry, image)) {
@@ -122,7 +123,7 @@ async fn bump_image_generations(
             "spec": {"images": images},
         });
         let stored = api
-            .patch(&module.name, &params(), &Patch::Merge(&patch))
+            .patch(&mic.name, &params(), &Patch::Merge(&patch))
             .await
             .map_err(Attempt::from)?;
         let kept = array_at(&stored, "/spec/images")
@@ -238,12 +239,23 @@ fn mic_of(module: &Target) -> Target {
     }
 }
 
-async fn read_mic(api: &Api<DynamicObject>, module: &Target) -> Result<DynamicObject, Attempt> {
-    api.get(&module.name).await.map_err(|error| {
+async fn read_mic(
+    api: &Api<DynamicObject>,
+    mic: &Target,
+    module: &Target,
+) -> Result<DynamicObject, Attempt> {
+    api.get(&mic.name).await.map_err(|error| {
         if is_not_found(&error) {
-            Attempt::Failed(WriteError::local(format!(
-                "{module} has no ModuleImagesConfig yet: the engine writes it once the Module targets nodes"
-            )))
+            Attempt::Failed(WriteError::local(if module.kind == Kind::ModuleDay0 {
+                format!(
+                    "{module} has no ModuleImagesConfig {}: the engine keeps one only while the pool is not on the image",
+                    mic.name
+                )
+            } else {
+                format!(
+                    "{module} has no ModuleImagesConfig yet: the engine writes it once the Module targets nodes"
+                )
+            }))
         } else {
             Attempt::from(error)
         }

@@ -5,6 +5,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
+use crate::api::day0::{MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -22,6 +23,8 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::Event => ApiResource::erase::<Event>(&()),
         Kind::Shim => ApiResource::erase::<Shim>(&()),
         Kind::ImageCache => ApiResource::erase::<ImageCache>(&()),
+        Kind::ModuleDay0 => ApiResource::erase::<ModuleDay0>(&()),
+        Kind::MachineConfigPool => ApiResource::erase::<MachineConfigPool>(&()),
     }
 }
 
