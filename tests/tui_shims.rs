@@ -97,7 +97,7 @@ fn the_shims_pane_is_a_root_view_reached_by_command_and_tab() {
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.view(), &View::Shims);
     key(&mut app, KeyCode::Tab);
-    assert_eq!(app.view(), &View::Modules);
+    assert_eq!(app.view(), &View::Caches, "the next root view");
 }
 
 #[test]
