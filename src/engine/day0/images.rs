@@ -5,7 +5,7 @@
 //! failure, builds) again, while a restarted engine finds the same pods and never builds twice. A generation
 //! raised on the ModuleImagesConfig itself (the console's rebuild) is kept, never lowered back.
 
-use kube::api::{Api, DeleteParams, ObjectMeta};
+use kube::api::{Api, DeleteParams};
 use kube::{Resource, ResourceExt};
 
 use super::target::Target;
@@ -16,7 +16,8 @@ use crate::api::kmm::{
     ModuleImageSpec, ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec,
 };
 use crate::engine::Context;
-use crate::engine::context::{Error, KubeResultExt, is_not_found, post_params};
+use crate::engine::context::{Error, KubeResultExt, is_not_found};
+use crate::engine::mic::{put_mic, read_mic};
 
 /// Name of the ModuleImagesConfig of the ModuleDay0 `day0`: its own name space next to the Modules' MICs, which
 /// are named after their Module.
@@ -62,13 +63,7 @@ pub async fn ensure_mic(
     let namespace = day0.namespace().unwrap_or_default();
     let name = mic_name(&day0.name_any());
     let api: Api<ModuleImagesConfig> = Api::namespaced(context.client.clone(), &namespace);
-    let current = match api.get(&name).await {
-        Ok(mic) => Some(mic),
-        Err(error) if is_not_found(&error) => None,
-        Err(error) => {
-            return Err(error).doing(|| format!("reading ModuleImagesConfig {namespace}/{name}"));
-        }
-    };
+    let current = read_mic(&api, &namespace, &name).await?;
     let asked = current
         .as_ref()
         .and_then(|mic| requested_generation(mic, &target.image))
@@ -93,30 +88,8 @@ pub async fn ensure_mic(
         image_rebuild_trigger_generation: None,
         tolerations: Vec::new(),
     };
-    match current {
-        Some(mic) if mic.spec == spec => Ok(mic),
-        Some(mut mic) => {
-            mic.spec = spec;
-            api.replace(&name, &post_params(), &mic)
-                .await
-                .doing(|| format!("updating ModuleImagesConfig {namespace}/{name}"))
-        }
-        None => {
-            let mic = ModuleImagesConfig {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(namespace.clone()),
-                    owner_references: day0.controller_owner_ref(&()).map(|o| vec![o]),
-                    ..Default::default()
-                },
-                spec,
-                status: None,
-            };
-            api.create(&post_params(), &mic)
-                .await
-                .doing(|| format!("creating ModuleImagesConfig {namespace}/{name}"))
-        }
-    }
+    let owner = day0.controller_owner_ref(&());
+    put_mic(&api, &namespace, &name, owner, current, spec).await
 }
 
 /// Delete the ModuleDay0's ModuleImagesConfig (and with it its pull, build and sign pods) once no image work is

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, ListParams, Patch, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Map, Value};
@@ -13,11 +13,61 @@ use super::build_sign;
 use super::wanted::Wanted;
 use crate::api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleBuildSignConfigSpec, ModuleImagesConfig,
-    ModuleImagesConfigStatus,
+    ModuleImagesConfigSpec, ModuleImagesConfigStatus,
 };
-use crate::engine::context::patch_params;
 use crate::engine::context::{Error, KubeResultExt, is_conflict, is_not_found};
+use crate::engine::context::{patch_params, post_params};
 use crate::engine::labels;
+
+/// The ModuleImagesConfig `name` as stored, or none: what its owner's pass starts from.
+pub async fn read_mic(
+    api: &Api<ModuleImagesConfig>,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<ModuleImagesConfig>, Error> {
+    match api.get(name).await {
+        Ok(mic) => Ok(Some(mic)),
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(error).doing(|| format!("reading ModuleImagesConfig {namespace}/{name}")),
+    }
+}
+
+/// Store `spec` as the ModuleImagesConfig `name` that `owner` controls: created when `current` is none, replaced
+/// (guarded by `current`'s resourceVersion) when its spec differs, left alone otherwise. Returns it as stored.
+/// Modules and ModuleDay0s both hand their images to the MIC reconciler this way.
+pub async fn put_mic(
+    api: &Api<ModuleImagesConfig>,
+    namespace: &str,
+    name: &str,
+    owner: Option<OwnerReference>,
+    current: Option<ModuleImagesConfig>,
+    spec: ModuleImagesConfigSpec,
+) -> Result<ModuleImagesConfig, Error> {
+    match current {
+        Some(mic) if mic.spec == spec => Ok(mic),
+        Some(mut mic) => {
+            mic.spec = spec;
+            api.replace(name, &post_params(), &mic)
+                .await
+                .doing(|| format!("updating ModuleImagesConfig {namespace}/{name}"))
+        }
+        None => {
+            let mic = ModuleImagesConfig {
+                metadata: ObjectMeta {
+                    name: Some(name.to_owned()),
+                    namespace: Some(namespace.to_owned()),
+                    owner_references: owner.map(|o| vec![o]),
+                    ..Default::default()
+                },
+                spec,
+                status: None,
+            };
+            api.create(&post_params(), &mic)
+                .await
+                .doing(|| format!("creating ModuleImagesConfig {namespace}/{name}"))
+        }
+    }
+}
 
 /// The API calls of a pass over one MIC, each failure naming the MIC and what was being done.
 pub struct MicApi {

@@ -15,6 +15,8 @@ mod pull_pod;
 mod ready;
 mod wanted;
 
+pub use cluster::{put_mic, read_mic};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use kube::api::{Api, ObjectMeta};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
 use super::plan::Plan;
@@ -12,7 +12,8 @@ use crate::api::kmm::{
     ModuleLoaderContainerSpec,
 };
 use crate::engine::Context;
-use crate::engine::context::{Error, KubeResultExt, is_not_found, post_params};
+use crate::engine::context::Error;
+use crate::engine::mic::{put_mic, read_mic};
 
 /// Create or update the MIC of `module` so that it lists the plan's images; returns it as stored.
 pub async fn ensure_mic(
@@ -24,13 +25,7 @@ pub async fn ensure_mic(
     let namespace = module.namespace().unwrap_or_default();
     let name = module.name_any();
     let api: Api<ModuleImagesConfig> = Api::namespaced(context.client.clone(), &namespace);
-    let current = match api.get(&name).await {
-        Ok(mic) => Some(mic),
-        Err(error) if is_not_found(&error) => None,
-        Err(error) => {
-            return Err(error).doing(|| format!("reading ModuleImagesConfig {namespace}/{name}"));
-        }
-    };
+    let current = read_mic(&api, &namespace, &name).await?;
     let generations: BTreeMap<&str, i64> = current
         .iter()
         .flat_map(|mic| &mic.spec.images)
@@ -53,28 +48,6 @@ pub async fn ensure_mic(
         image_rebuild_trigger_generation: module.spec.image_rebuild_trigger_generation,
         tolerations: module.spec.tolerations.clone(),
     };
-    match current {
-        Some(mic) if mic.spec == spec => Ok(mic),
-        Some(mut mic) => {
-            mic.spec = spec;
-            api.replace(&name, &post_params(), &mic)
-                .await
-                .doing(|| format!("updating ModuleImagesConfig {namespace}/{name}"))
-        }
-        None => {
-            let mic = ModuleImagesConfig {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(namespace.clone()),
-                    owner_references: module.controller_owner_ref(&()).map(|o| vec![o]),
-                    ..Default::default()
-                },
-                spec,
-                status: None,
-            };
-            api.create(&post_params(), &mic)
-                .await
-                .doing(|| format!("creating ModuleImagesConfig {namespace}/{name}"))
-        }
-    }
+    let owner = module.controller_owner_ref(&());
+    put_mic(&api, &namespace, &name, owner, current, spec).await
 }
