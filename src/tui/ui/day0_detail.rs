@@ -104,7 +104,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         &[
             Column::shrink("NODE"),
             Column::shrink("OS IMAGE (NOW → TARGET)"),
-            Column::keep("KERNEL"),
+            Column::shrink("KERNEL (NOW → TARGET)"),
             Column::keep("UPDATE"),
         ]
     } else {
@@ -129,7 +129,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             .cell(node.node.as_str())
             .styled(node.os_change(), style);
         if wide {
-            cells = cells.cell(node.kernel.as_str());
+            cells = cells.cell(node.kernel_change());
         }
         cells.cell(if node.update.is_empty() {
             "-"

@@ -35,6 +35,9 @@ pub struct Day0NodeRow {
     pub target_os: String,
     /// Its kernel now (`status.nodeInfo.kernelVersion`).
     pub kernel: String,
+    /// The kernel of the target OS, as a node of the pool that runs it already reports it: an OS image says its
+    /// kernel only once a node boots it.
+    pub target_kernel: Option<String>,
     /// The Machine Config Operator's word for its update (`Done`, `Working`, `Degraded`), when it said one.
     pub update: String,
     /// How to colour the row.
@@ -63,6 +66,14 @@ impl Day0NodeRow {
             (now, target) = (now_rest, target_rest);
         }
         format!("{now} → {target}")
+    }
+
+    /// `5.14.0-284… → 5.14.0-362…` while the node moves to a kernel a pool node already runs, else its kernel now.
+    pub fn kernel_change(&self) -> String {
+        match &self.target_kernel {
+            Some(target) if *target != self.kernel => format!("{} → {target}", self.kernel),
+            _ => self.kernel.clone(),
+        }
     }
 
     /// The text the `/` filter searches.
@@ -126,7 +137,7 @@ pub fn detail(
     let pool_objects = pool_list(data);
     let summary = Day0Row::of(day0, &pool_objects);
     let target_os = &day0.spec.os_mapping.literal;
-    let nodes = summary
+    let mut nodes: Vec<Day0NodeRow> = summary
         .pool
         .as_deref()
         .and_then(|pool| {
@@ -157,11 +168,19 @@ pub fn detail(
                 os_image,
                 target_os: target_os.clone(),
                 kernel: pools::kernel_version(node).unwrap_or_default().to_owned(),
+                target_kernel: None,
                 update,
                 health,
             }
         })
         .collect();
+    let target_kernel = nodes
+        .iter()
+        .find(|node| node.on_target() && !node.kernel.is_empty())
+        .map(|node| node.kernel.clone());
+    for node in &mut nodes {
+        node.target_kernel.clone_from(&target_kernel);
+    }
     let mic_name = images::mic_name(name);
     let pods = image_pods(data, namespace, &mic_name, now);
     let pod_names: HashSet<&str> = pods.iter().map(|p| p.pod.name.as_str()).collect();
