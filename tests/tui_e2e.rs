@@ -465,7 +465,7 @@ fn a_theme_file_with_unknown_keys_is_a_warning_in_the_footer() {
         CONVERGE_LIMIT,
         |screen| {
             let status = status_line(screen);
-            header(screen).contains("kmm-tui")
+            header(screen).contains("EMBEDDED")
                 && status.contains("odd-theme.toml")
                 && status.contains("sparkle")
         },
@@ -484,8 +484,9 @@ fn the_day0_pane_opens_the_demo_moduleday0_on_its_pool_nodes() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let console = TmuxConsole::start(dir.path(), [std::ffi::OsStr::new("--embedded")]);
+    // The header is in its long form (with the title) only while it fits: the badge is in every form.
     console.wait_for("the console to draw", CONVERGE_LIMIT, |screen| {
-        header(screen).contains("kmm-tui")
+        header(screen).contains("EMBEDDED")
     });
     console.press(&[":", "d", "a", "y", "0", "Enter"]);
     // The engine creates the ModuleDay0 from the demo's kmm-managed MachineConfig of pool zone-b.
