@@ -37,7 +37,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 11] = [
+const PANES: [(&str, &[Step]); 13] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -66,6 +66,11 @@ const PANES: [(&str, &[Step]); 11] = [
             Step::Key(KeyCode::Enter),
             Step::Key(KeyCode::Enter),
         ],
+    ),
+    ("day0", &[Step::Command("day0")]),
+    (
+        "day0-detail",
+        &[Step::Command("day0"), Step::Key(KeyCode::Enter)],
     ),
 ];
 
