@@ -10,6 +10,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::api::validation::names::{label_value_errors, qualified_name_errors};
+
 /// Why a selector was rejected; the message is what the server returns in its `BadRequest` status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -36,134 +38,8 @@ impl SelectorError {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Validation of label keys and values (qualified names and label values).
+// Field-error wording for rejected label keys and values.
 // ---------------------------------------------------------------------------------------------------------
-
-const NAME_MAX_LEN: usize = 63;
-const PREFIX_MAX_LEN: usize = 253;
-const QUALIFIED_NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const QUALIFIED_NAME_PATTERN: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_VALUE_RULE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_PATTERN: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const SUBDOMAIN_PATTERN: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-
-/// Formats a pattern violation with examples, in the server's wording.
-fn pattern_error(rule: &str, pattern: &str, examples: &[&str]) -> String {
-    let examples: String = examples
-        .iter()
-        .map(|e| format!("'{e}', "))
-        .collect::<Vec<_>>()
-        .join(" or ");
-    format!("{rule} (e.g. {examples}regex used for validation is '{pattern}')")
-}
-
-fn too_long(max: usize) -> String {
-    format!("must be no more than {max} characters")
-}
-
-fn qualified_name_pattern_error() -> String {
-    pattern_error(
-        QUALIFIED_NAME_RULE,
-        QUALIFIED_NAME_PATTERN,
-        &["MyName", "my.name", "123-abc"],
-    )
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`: the shape shared by label names and non-empty values.
-fn is_name_shaped(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// One dot-separated label of a lowercase RFC 1123 subdomain.
-fn is_subdomain_label(label: &str) -> bool {
-    let bytes = label.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-            alnum(first) && alnum(last) && bytes.iter().all(|b| alnum(b) || *b == b'-')
-        }
-        _ => false,
-    }
-}
-
-fn subdomain_errors(prefix: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if prefix.len() > PREFIX_MAX_LEN {
-        errors.push(too_long(PREFIX_MAX_LEN));
-    }
-    if !prefix.split('.').all(is_subdomain_label) {
-        errors.push(pattern_error(
-            SUBDOMAIN_RULE,
-            SUBDOMAIN_PATTERN,
-            &["example.com"],
-        ));
-    }
-    errors
-}
-
-/// Problems with a label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
-/// characters.
-fn qualified_name_errors(key: &str) -> Vec<String> {
-    let parts: Vec<&str> = key.split('/').collect();
-    let mut errors = Vec::new();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_owned());
-            } else {
-                errors.extend(
-                    subdomain_errors(prefix)
-                        .into_iter()
-                        .map(|e| format!("prefix part {e}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                qualified_name_pattern_error()
-            )];
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".to_owned());
-    } else if name.len() > NAME_MAX_LEN {
-        errors.push(format!("name part {}", too_long(NAME_MAX_LEN)));
-    }
-    if !is_name_shaped(name) {
-        errors.push(format!("name part {}", qualified_name_pattern_error()));
-    }
-    errors
-}
-
-/// Problems with a label value: empty, or at most 63 name-shaped characters.
-fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > NAME_MAX_LEN {
-        errors.push(too_long(NAME_MAX_LEN));
-    }
-    if !value.is_empty() && !is_name_shaped(value) {
-        errors.push(pattern_error(
-            LABEL_VALUE_RULE,
-            LABEL_VALUE_PATTERN,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errors
-}
 
 /// `<path>: Invalid value: "<value>": <details>`, the server's field-error form.
 fn invalid_value(path: &str, value: &str, details: &[String]) -> String {
@@ -1058,7 +934,9 @@ mod tests {
              alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is \
              '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         );
-        let name_rule = qualified_name_pattern_error();
+        let name_rule = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an \
+             alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is \
+             '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
         assert_eq!(
             error_of("-a=b"),
             format!(
