@@ -109,4 +109,3 @@ fn check_type_meta(map: &Map<String, Value>, path: &str, errors: &mut Vec<FieldE
         Some(other) => errors.push(invalid(&kind_path, other, "must be a string")),
     }
 }
-
