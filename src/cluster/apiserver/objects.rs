@@ -5,8 +5,8 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::errors::Cause;
-use crate::api::validation::names;
 use super::registry::ResourceType;
+use crate::api::validation::names;
 
 /// Current time in the RFC 3339 second-precision form Kubernetes uses for `metav1.Time`.
 pub fn now_rfc3339() -> String {
