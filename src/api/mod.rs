@@ -4,6 +4,7 @@
 //! kube-fledged) so that the console works unchanged on clusters that run the upstream operators.
 //! Everything kmm-tui adds is optional, so upstream objects stay valid.
 
+pub mod age;
 pub mod conditions;
 pub mod crds;
 pub mod day0;

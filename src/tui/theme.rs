@@ -19,6 +19,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::LazyLock;
 
 use ratatui::style::{Color, Modifier, Style};
@@ -399,58 +400,28 @@ fn style_of_table(table: &dyn TableLike) -> Result<(Style, Vec<String>), String>
     Ok((style, notes))
 }
 
-/// ANSI colour names, compared after lower-casing and dropping `-`, `_` and spaces.
-const NAMED_COLOURS: [(&str, Color); 20] = [
-    ("default", Color::Reset),
-    ("reset", Color::Reset),
-    ("black", Color::Black),
-    ("red", Color::Red),
-    ("green", Color::Green),
-    ("yellow", Color::Yellow),
-    ("blue", Color::Blue),
-    ("magenta", Color::Magenta),
-    ("cyan", Color::Cyan),
-    ("gray", Color::Gray),
-    ("grey", Color::Gray),
-    ("darkgray", Color::DarkGray),
-    ("darkgrey", Color::DarkGray),
-    ("lightred", Color::LightRed),
-    ("lightgreen", Color::LightGreen),
-    ("lightyellow", Color::LightYellow),
-    ("lightblue", Color::LightBlue),
-    ("lightmagenta", Color::LightMagenta),
-    ("lightcyan", Color::LightCyan),
-    ("white", Color::White),
-];
-
-/// Reads `green`, `light-blue`, `#a6e3a1` or `indexed:244`.
+/// Reads `green`, `light-blue`, `#a6e3a1` or `indexed:244`, and the other spellings ratatui's
+/// `Color::from_str` knows (`bright-red`, `dark_grey`, `reset`).
 fn parse_colour(text: &str) -> Result<Color, String> {
     let lowered = text.trim().to_ascii_lowercase();
-    let colour = if let Some(hex) = lowered.strip_prefix('#') {
-        parse_hex(hex)
-    } else if let Some(index) = lowered.strip_prefix("indexed:") {
-        index.trim().parse::<u8>().ok().map(Color::Indexed)
-    } else {
-        let name: String = lowered
-            .chars()
-            .filter(|c| !matches!(c, '-' | '_' | ' '))
-            .collect();
-        NAMED_COLOURS
-            .iter()
-            .find(|(known, _)| *known == name)
-            .map(|(_, colour)| *colour)
+    let colour = match lowered.strip_prefix("indexed:").map(str::trim) {
+        // Only a palette number: ratatui would read a colour name here too.
+        Some(index) if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => {
+            Color::from_str(index).ok()
+        }
+        Some(_) => None,
+        None if lowered == "default" => Some(Color::Reset),
+        // ratatui reads each channel with `from_str_radix`, which takes a sign (`#+12345`).
+        None if lowered.starts_with('#')
+            && !lowered[1..].bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            None
+        }
+        None => Color::from_str(&lowered).ok(),
     };
     colour.ok_or_else(|| {
         format!("`{text}` is not a colour (use a name such as `green` or `light-blue`, `#rrggbb`, or `indexed:0` to `indexed:255`)")
     })
-}
-
-fn parse_hex(hex: &str) -> Option<Color> {
-    if hex.len() != 6 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-        return None;
-    }
-    let channel = |at: usize| u8::from_str_radix(&hex[at..at + 2], 16).ok();
-    Some(Color::Rgb(channel(0)?, channel(2)?, channel(4)?))
 }
 
 /// 1-based line and character column of a byte offset, for messages that point into the file.
@@ -479,6 +450,17 @@ mod tests {
         assert_eq!(parse_colour("default"), Ok(Color::Reset));
         assert_eq!(parse_colour("#a6E3a1"), Ok(Color::Rgb(0xa6, 0xe3, 0xa1)));
         assert_eq!(parse_colour("indexed:244"), Ok(Color::Indexed(244)));
+        assert_eq!(parse_colour("Indexed: 7"), Ok(Color::Indexed(7)));
+        assert_eq!(parse_colour(" bright-red "), Ok(Color::LightRed));
+        assert_eq!(parse_colour("Grey"), Ok(Color::Gray));
+    }
+
+    #[test]
+    fn built_in_themes_load_without_notes() {
+        for name in Theme::built_in_names() {
+            let (_, notes) = Theme::load(name).expect(name);
+            assert!(notes.is_empty(), "{name}: {notes:?}");
+        }
     }
 
     #[test]
@@ -489,6 +471,7 @@ mod tests {
             "#+12345",
             "indexed:256",
             "indexed:",
+            "indexed:red",
             "purple-ish",
             "",
         ] {

@@ -8,7 +8,7 @@ mod day0;
 mod imagecache;
 mod kmm;
 mod module;
-mod names;
+pub mod names;
 mod references;
 mod shim;
 mod tolerations;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::builtin;
+use super::context::{FieldValidation, RequestContext};
 use super::errors::{ApiError, Cause};
-use super::handlers::{FieldValidation, RequestContext};
 use super::patch::{self, ListKind, ListTypes};
 use super::registry::{self, Origin, ResourceType};
 use super::schema::{ListType, Schema};

@@ -15,8 +15,8 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use tokio::sync::broadcast;
 
+use super::context::RequestContext;
 use super::errors::ApiError;
-use super::handlers::RequestContext;
 use super::{ApiServer, ResponseBody, bytes_response};
 
 /// Most lines kept per container, like a kubelet's log rotation keeps the log bounded.

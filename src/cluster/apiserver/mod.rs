@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod builtin;
+pub mod context;
 pub mod controllers;
 pub mod discovery;
 pub mod errors;
@@ -165,7 +166,7 @@ impl ApiServer {
                 &openapi::group_version(registry, &group, &version)?,
             )),
             Endpoint::Resource(path) => {
-                let ctx = handlers::RequestContext::new(self, method, path, query, headers, body)?;
+                let ctx = context::RequestContext::new(self, method, path, query, headers, body)?;
                 handlers::dispatch(self, ctx).await
             }
         }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::errors::Cause;
 use super::registry::ResourceType;
+use crate::api::validation::names;
 
 /// Current time in the RFC 3339 second-precision form Kubernetes uses for `metav1.Time`.
 pub fn now_rfc3339() -> String {
@@ -43,37 +44,18 @@ pub fn generate_name(prefix: &str) -> String {
 
 /// DNS-1123 subdomain check (most object names): why the name is invalid, or None.
 pub fn check_subdomain(name: &str) -> Option<String> {
-    if name.len() > 253 {
-        return Some("must be no more than 253 characters".into());
-    }
-    let ok = !name.is_empty()
-        && name.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        });
-    (!ok).then(|| {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into()
-    })
+    first_problem(names::dns1123_subdomain_errors(name))
 }
 
 /// DNS-1123 label check (namespace names): why the name is invalid, or None.
 pub fn check_label(name: &str) -> Option<String> {
-    if name.len() > 63 {
-        return Some("must be no more than 63 characters".into());
-    }
-    let ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    (!ok).then(|| {
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
-    })
+    first_problem(names::dns1123_label_errors(name))
+}
+
+/// The first of apimachinery's messages: a name that is too long is reported for its length alone,
+/// so the cause stays one line a person can act on.
+fn first_problem(mut problems: Vec<String>) -> Option<String> {
+    (!problems.is_empty()).then(|| problems.swap_remove(0))
 }
 
 /// Validate the name of a new object of `rt`; a cause for a 422 when it is invalid.

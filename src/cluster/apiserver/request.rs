@@ -127,29 +127,9 @@ fn resource_path(
 
 /// Decode `%XX` escapes in one path segment (names never contain them, but clients may escape `:` and the like).
 fn percent_decode(segment: &str) -> String {
-    if !segment.contains('%') {
-        return segment.to_string();
-    }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Parsed query string; repeated keys keep the last value, as Go's `url.Values.Get` returns the first — both are
@@ -160,12 +140,8 @@ pub struct Query(HashMap<String, String>);
 impl Query {
     /// Parse `a=b&c=d` with `+` and `%XX` decoding.
     pub fn parse(query: Option<&str>) -> Self {
-        let mut map = HashMap::new();
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            map.insert(form_decode(k), form_decode(v));
-        }
-        Self(map)
+        let pairs = form_urlencoded::parse(query.unwrap_or("").as_bytes());
+        Self(pairs.into_owned().collect())
     }
 
     /// A parameter's value, if present and non-empty.
@@ -192,10 +168,6 @@ impl Query {
             }),
         }
     }
-}
-
-fn form_decode(s: &str) -> String {
-    percent_decode(&s.replace('+', " "))
 }
 
 /// What the request wants to do, from method and query.

@@ -16,6 +16,8 @@ pub mod shims;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
+use crate::api::age::human_duration;
+
 /// How healthy a row is; panes colour rows by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Health {
@@ -36,17 +38,12 @@ pub fn condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Con
     conditions.iter().find(|condition| condition.type_ == type_)
 }
 
-/// A duration as kubectl prints ages: `45s`, `12m`, `3h`, `5d`.
+/// How long ago `from` was, as kubectl prints ages (`45s`, `3m20s`, `5h10m`, `3d4h`); `-` when
+/// the object carries no time.
 pub fn age(from: Option<jiff::Timestamp>, now: jiff::Timestamp) -> String {
-    let Some(from) = from else {
-        return "-".to_owned();
-    };
-    let seconds = now.as_second().saturating_sub(from.as_second()).max(0);
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 120 * 60 => format!("{}m", s / 60),
-        s if s < 48 * 3600 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
+    match from {
+        Some(from) => human_duration(now.duration_since(from)),
+        None => "-".to_owned(),
     }
 }
 
@@ -71,6 +68,9 @@ mod tests {
         assert_eq!(age(ago(5 * 3600), now), "5h");
         assert_eq!(age(ago(3 * 86400), now), "3d");
         assert_eq!(age(None, now), "-");
+        assert_eq!(age(ago(200), now), "3m20s");
+        assert_eq!(age(ago(5 * 3600 + 600), now), "5h10m");
+        assert_eq!(age(ago(3 * 86400 + 4 * 3600), now), "3d4h");
     }
 
     #[test]

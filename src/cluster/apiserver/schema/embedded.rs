@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::compile::Node;
 use super::errors::{FieldError, FieldErrorKind};
+use crate::api::validation::names;
 
 /// Checks every embedded resource below the root object.
 pub(crate) fn validate_root(node: &Node, map: &Map<String, Value>, errors: &mut Vec<FieldError>) {
@@ -93,7 +94,7 @@ fn check_type_meta(map: &Map<String, Value>, path: &str, errors: &mut Vec<FieldE
             ));
         }
         Some(Value::String(v)) => {
-            let problems = dns1035_problems(&v.to_ascii_lowercase());
+            let problems = names::dns1035_label_errors(&v.to_ascii_lowercase());
             if !problems.is_empty() {
                 errors.push(invalid(
                     &kind_path,
@@ -107,30 +108,4 @@ fn check_type_meta(map: &Map<String, Value>, path: &str, errors: &mut Vec<FieldE
         }
         Some(other) => errors.push(invalid(&kind_path, other, "must be a string")),
     }
-}
-
-/// Why `s` is not an RFC 1035 label, in apimachinery's words.
-fn dns1035_problems(s: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if s.len() > 63 {
-        problems.push("must be no more than 63 characters".to_string());
-    }
-    let bytes = s.as_bytes();
-    let well_formed = bytes.first().is_some_and(u8::is_ascii_lowercase)
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-    if !well_formed {
-        problems.push(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', \
-             start with an alphabetic character, and end with an alphanumeric character \
-             (e.g. 'my-name',  or 'abc-123', regex used for validation is \
-             '[a-z]([-a-z0-9]*[a-z0-9])?')"
-                .to_string(),
-        );
-    }
-    problems
 }

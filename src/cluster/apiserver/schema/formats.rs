@@ -10,6 +10,8 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::api::validation::names;
+
 /// A string format that is recognised (and, for most, checked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StringFormat {
@@ -77,10 +79,8 @@ impl StringFormat {
             StringFormat::Hostname => is_hostname(s),
             StringFormat::HexColor => is_hex_color(s),
             StringFormat::BsonObjectId => s.len() == 24 && s.bytes().all(|b| b.is_ascii_hexdigit()),
-            StringFormat::K8sShortName => s.len() <= 63 && is_dns_label(s),
-            StringFormat::K8sLongName => {
-                s.len() <= 253 && !s.is_empty() && s.split('.').all(is_dns_label)
-            }
+            StringFormat::K8sShortName => names::is_dns_label(s),
+            StringFormat::K8sLongName => names::is_dns_subdomain(s),
             StringFormat::Unchecked => true,
         }
     }
@@ -269,15 +269,6 @@ fn is_hostname(s: &str) -> bool {
 fn is_hex_color(s: &str) -> bool {
     let hex = s.strip_prefix('#').unwrap_or(s);
     matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// Lower-case RFC 1123 label without the length limit (checked by the callers).
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 #[cfg(test)]

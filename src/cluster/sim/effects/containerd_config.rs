@@ -140,7 +140,7 @@ pub fn add_runtime(
         }
         None => {
             let mut runtime = Table::new();
-            runtime.set_position(end + 1);
+            runtime.set_position(Some(end + 1));
             runtime
                 .decor_mut()
                 .set_prefix(format!("\n# RCM runtime config for {name}\n"));
@@ -164,7 +164,7 @@ fn set_options(
     }
     let table = match runtime.entry("options").or_insert_with(|| {
         let mut new = Table::new();
-        new.set_position(position);
+        new.set_position(Some(position));
         Item::Table(new)
     }) {
         Item::Table(table) => table,

@@ -15,6 +15,7 @@ mod events;
 mod gc;
 mod ids;
 mod node;
+mod pod_run;
 mod provision;
 mod publish;
 mod pulls;

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Container;
 use super::backoff::Backoff;
 use super::events::Kind;
 use super::gc;
+use super::pod_run::PodRun;
 use super::status::{self, Which};
-use super::worker::PodRun;
 use crate::cluster::sim::World;
 use crate::cluster::sim::registry::{PullError, normalise};
 

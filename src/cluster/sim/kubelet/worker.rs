@@ -7,36 +7,16 @@ use std::future::pending;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodStatus};
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::{Backoff, go_duration};
 use super::events::{Kind, PodEvents, container_field};
+use super::pod_run::PodRun;
 use super::status::{self, PodState, RestartPolicy, Which};
 use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, pulls};
 use crate::cluster::sim::effects::{self, ContainerRun};
 use crate::cluster::sim::registry::normalise;
-
-/// A pod the kubelet runs.
-pub struct PodRun {
-    /// The kubelet running it.
-    pub(super) kubelet: Arc<Kubelet>,
-    /// The pod as it was bound (its spec does not change).
-    pub(super) pod: Pod,
-    /// The node it is bound to.
-    pub(super) node: String,
-    namespace: String,
-    name: String,
-    uid: String,
-    /// What the kubelet knows of it; the source of every status it writes.
-    pub(super) state: Mutex<PodState>,
-    /// Its events.
-    pub(super) events: PodEvents,
-    /// The status last written, so that only changes are written.
-    last_written: tokio::sync::Mutex<Option<PodStatus>>,
-}
 
 /// How a container run ended.
 struct Exit {
@@ -47,48 +27,6 @@ struct Exit {
 impl PodRun {
     fn handle(&self) -> Option<&NodeHandle> {
         self.kubelet.nodes.get(&self.node)
-    }
-
-    /// The spec of a container.
-    pub(super) fn container(&self, which: Which) -> Option<&Container> {
-        let spec = self.pod.spec.as_ref()?;
-        if which.init {
-            spec.init_containers.as_ref()?.get(which.index)
-        } else {
-            spec.containers.get(which.index)
-        }
-    }
-
-    /// Change a container's status.
-    pub(super) fn update(
-        &self,
-        which: Which,
-        change: impl FnOnce(&mut k8s_openapi::api::core::v1::ContainerStatus),
-    ) {
-        if let Some(status) = locked(&self.state).container(which) {
-            change(status);
-        }
-    }
-
-    /// Write the pod's status if it says something new.
-    pub(super) async fn report(&self) {
-        let mut last = self.last_written.lock().await;
-        let status = locked(&self.state).status();
-        if last.as_ref() == Some(&status) {
-            return;
-        }
-        let api: Api<Pod> = Api::namespaced(self.kubelet.world.client.clone(), &self.namespace);
-        match api
-            .patch_status(
-                &self.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await
-        {
-            Ok(_) => *last = Some(status),
-            Err(e) => tracing::debug!(pod = %self.name, error = %e, "writing pod status"),
-        }
     }
 
     fn pod_ref(&self) -> String {

@@ -23,7 +23,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use rand::Rng;
-use rand::rngs::StdRng;
+use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -49,7 +49,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
 struct Scheduler {
     world: Arc<World>,
     recorder: Recorder,
-    rng: StdRng,
+    rng: ChaCha8Rng,
     /// Pods bound by this scheduler whose binding the pod watch has not shown yet: uid → node.
     bound: HashMap<String, String>,
 }

@@ -1,0 +1,106 @@
+//! Which columns each built-in resource gets, and the small layouts that need no family of their own.
+
+use serde_json::Value;
+
+use super::column::{Column, ColumnType};
+use super::common::{age_column, name_column};
+use super::events::event_columns;
+use super::nodes::node_columns;
+use super::pods::pod_columns;
+use super::read::{array, member_count, str_cell, timestamp, zero_time};
+use super::workloads::{daemonset_columns, deployment_columns, job_columns};
+
+/// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
+/// `-o wide`); Name and Age for resources without a dedicated layout.
+pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
+    let mut columns = vec![name_column()];
+    let specific = match (group, resource) {
+        ("", "pods") => pod_columns(),
+        ("", "nodes") => node_columns(),
+        ("", "namespaces") => vec![
+            Column::computed(
+                "Status",
+                ColumnType::String,
+                0,
+                "The phase of the namespace.",
+                |o, _| str_cell(o, &["status", "phase"]),
+            ),
+            age_column(),
+        ],
+        ("", "events") | ("events.k8s.io", "events") => return event_columns(),
+        ("apps", "deployments") => deployment_columns(),
+        ("apps", "daemonsets") => daemonset_columns(),
+        ("batch", "jobs") => job_columns(),
+        ("", "configmaps") => vec![
+            Column::computed(
+                "Data",
+                ColumnType::Integer,
+                0,
+                "Number of entries in data and binaryData.",
+                |o, _| Value::from(member_count(o, "data") + member_count(o, "binaryData")),
+            ),
+            age_column(),
+        ],
+        ("", "secrets") => vec![
+            Column::computed(
+                "Type",
+                ColumnType::String,
+                0,
+                "The type of the secret.",
+                |o, _| str_cell(o, &["type"]),
+            ),
+            Column::computed(
+                "Data",
+                ColumnType::Integer,
+                0,
+                "Number of entries in data.",
+                |o, _| Value::from(member_count(o, "data")),
+            ),
+            age_column(),
+        ],
+        ("", "serviceaccounts") => vec![
+            Column::computed(
+                "Secrets",
+                ColumnType::Integer,
+                0,
+                "Number of secrets the account references.",
+                |o, _| Value::from(array(o, &["secrets"]).len()),
+            ),
+            age_column(),
+        ],
+        ("node.k8s.io", "runtimeclasses") => vec![
+            Column::computed(
+                "Handler",
+                ColumnType::String,
+                0,
+                "The CRI handler that runs pods of this class.",
+                |o, _| str_cell(o, &["handler"]),
+            ),
+            age_column(),
+        ],
+        ("coordination.k8s.io", "leases") => vec![
+            Column::computed(
+                "Holder",
+                ColumnType::String,
+                0,
+                "The identity currently holding the lease.",
+                |o, _| str_cell(o, &["spec", "holderIdentity"]),
+            ),
+            age_column(),
+        ],
+        ("apiextensions.k8s.io", "customresourcedefinitions") => vec![Column::computed(
+            "Created At",
+            ColumnType::Date,
+            0,
+            "When the object was created.",
+            |o, _| {
+                let created =
+                    timestamp(o, &["metadata", "creationTimestamp"]).unwrap_or_else(zero_time);
+                Value::String(created.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            },
+        )],
+        _ => vec![age_column()],
+    };
+    columns.extend(specific);
+    columns
+}

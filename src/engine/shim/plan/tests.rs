@@ -1,0 +1,237 @@
+use super::*;
+use serde_json::json;
+
+fn shim(rolling: serde_json::Value) -> Shim {
+    serde_json::from_value(json!({
+        "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
+        "metadata": {"name": "spin", "uid": "u"},
+        "spec": {
+            "fetchStrategy": {"anonHttp": {"location": "https://x/spin.tgz"}},
+            "runtimeClass": {"name": "spin", "handler": "spin"},
+            "rolloutStrategy": {"type": "rolling", "rolling": rolling},
+        },
+    }))
+    .expect("a Shim")
+}
+
+fn node(name: &str, label: Option<&str>, hash: Option<&str>) -> Arc<Node> {
+    let mut labels = serde_json::Map::new();
+    if let Some(label) = label {
+        labels.insert("spin".into(), json!(label));
+    }
+    let mut annotations = serde_json::Map::new();
+    if let Some(hash) = hash {
+        annotations.insert(names::node_hash_annotation("spin"), json!(hash));
+    }
+    Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .expect("a node"),
+    )
+}
+
+fn pod(node: &str, hash: &str, phase: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": names::pod_name(node, "spin", Operation::Install),
+            "labels": {names::SHIM_NAME: "spin", names::OPERATION: "install"},
+            "annotations": {names::NODE_NAME: node, names::POD_SPEC_HASH: hash},
+        },
+        "status": {"phase": phase},
+    }))
+    .expect("a pod")
+}
+
+fn run(shim: &Shim, nodes: &[Arc<Node>], pods: &[Pod]) -> Plan {
+    plan(&Inputs {
+        shim,
+        hash: "h",
+        nodes,
+        pods,
+    })
+}
+
+fn five(provisioned: usize) -> Vec<Arc<Node>> {
+    (0..5)
+        .map(|i| {
+            let done = i < provisioned;
+            node(
+                &format!("n{i}"),
+                done.then_some(names::PROVISIONED),
+                done.then_some("h"),
+            )
+        })
+        .collect()
+}
+
+fn created(plan: &Plan) -> Vec<(&str, Option<i32>)> {
+    plan.create
+        .iter()
+        .map(|p| (p.node.as_str(), p.batch))
+        .collect()
+}
+
+#[test]
+fn max_update_rounds_down_and_never_below_one() {
+    assert_eq!(batch_size(&IntOrString::Int(2), 10), 2);
+    assert_eq!(batch_size(&IntOrString::String("25%".into()), 10), 2);
+    assert_eq!(batch_size(&IntOrString::String("10%".into()), 5), 1);
+    assert_eq!(batch_size(&IntOrString::Int(0), 5), 1);
+    assert_eq!(batch_size(&IntOrString::String("10%".into()), 5000), 500);
+}
+
+#[test]
+fn manual_batches_start_only_once_approved() {
+    let held = run(
+        &shim(json!({"maxUpdate": 2, "approval": "Manual"})),
+        &five(0),
+        &[],
+    );
+    assert!(held.create.is_empty());
+    let rollout = held.rollout.clone().expect("a rollout");
+    assert_eq!(
+        (rollout.batch, rollout.batches, rollout.awaiting_approval),
+        (1, 3, true)
+    );
+
+    let first = shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1}));
+    assert_eq!(
+        created(&run(&first, &five(0), &[])),
+        [("n0", Some(1)), ("n1", Some(1))]
+    );
+    let after_first = run(&first, &five(2), &[]);
+    assert!(after_first.create.is_empty());
+    assert_eq!(
+        after_first.rollout.map(|r| (r.batch, r.awaiting_approval)),
+        Some((2, true))
+    );
+
+    let second = shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2}));
+    assert_eq!(
+        created(&run(&second, &five(2), &[])),
+        [("n2", Some(2)), ("n3", Some(2))]
+    );
+}
+
+#[test]
+fn unfinished_pods_of_any_spec_use_up_the_batch_and_a_batch_waits_for_the_last() {
+    let rolling = shim(json!({"maxUpdate": 2}));
+    let nodes = five(0);
+    // A pod of an older spec still runs on n4: one slot left, and batch 1 starts on one node.
+    let plan = run(&rolling, &nodes, &[pod("n4", "old", "Running")]);
+    assert_eq!(created(&plan), [("n0", Some(1))]);
+    // Batch 1 half done, half running: batch 2 waits for it.
+    let plan = run(&rolling, &five(1), &[pod("n1", "h", "Running")]);
+    assert!(plan.create.is_empty());
+    // A batch cut short (one of two started) is filled up first.
+    let plan = run(&rolling, &five(1), &[]);
+    assert_eq!(created(&plan), [("n1", Some(1))]);
+}
+
+#[test]
+fn a_finished_install_labels_its_node_before_its_pod_goes() {
+    let rolling = shim(json!({"maxUpdate": 2}));
+    let plan = run(&rolling, &five(0), &[pod("n0", "h", "Succeeded")]);
+    assert_eq!(
+        plan.node_writes,
+        [NodeWrite {
+            node: "n0".into(),
+            label: Some(Some(names::PROVISIONED.into())),
+            hash: Some(Some("h".into())),
+        }]
+    );
+    assert!(plan.delete.is_empty());
+    let nodes = five(1);
+    let plan = run(&rolling, &nodes, &[pod("n0", "h", "Succeeded")]);
+    assert!(plan.node_writes.is_empty());
+    assert_eq!(
+        plan.delete,
+        [names::pod_name("n0", "spin", Operation::Install)]
+    );
+}
+
+#[test]
+fn a_failure_stops_the_rollout_unless_tolerated() {
+    let nodes = vec![
+        node("n0", Some(names::FAILED), None),
+        node("n1", Some(names::PROVISIONED), Some("h")),
+        node("n2", None, None),
+    ];
+    let failed = [pod("n0", "h", "Failed")];
+    let plan = run(&shim(json!({"maxUpdate": 2})), &nodes, &failed);
+    assert!(plan.create.is_empty());
+    assert!(plan.rollout.is_some_and(|r| r.stopped));
+    assert_eq!(plan.install_failures.len(), 1);
+    let tolerant = run(
+        &shim(json!({"maxUpdate": 2, "maxFailures": 1})),
+        &nodes,
+        &failed,
+    );
+    assert_eq!(created(&tolerant), [("n2", Some(2))]);
+}
+
+#[test]
+fn a_spec_change_rolls_every_node_again() {
+    let plan = run(&shim(json!({"maxUpdate": 2})), &five(5), &[]);
+    assert!(plan.create.is_empty());
+    assert_eq!(plan.provisioned, 5);
+    let changed = plan_with_hash(&shim(json!({"maxUpdate": 2})), &five(5), "h2");
+    assert_eq!(created(&changed), [("n0", Some(1)), ("n1", Some(1))]);
+}
+
+#[test]
+fn a_paused_rollout_starts_nothing() {
+    let plan = run(
+        &shim(json!({"maxUpdate": 2, "paused": true})),
+        &five(0),
+        &[],
+    );
+    assert!(plan.create.is_empty());
+    assert!(plan.paused);
+    assert_eq!(plan.waiting, 5);
+}
+
+#[test]
+fn a_node_no_platform_fits_fails_without_falling_back_to_anon_http() {
+    let mut platformed = shim(json!({"maxUpdate": 2}));
+    platformed.spec.fetch_strategy = serde_json::from_value(json!({
+        "anonHttp": {"location": "https://x/any"},
+        "platforms": [{"os": "linux", "arch": "arm64", "location": "https://x/arm"}],
+    }))
+    .expect("a fetch strategy");
+    let plan = run(&platformed, &five(0), &[]);
+    assert!(plan.create.is_empty());
+    assert_eq!(plan.no_artifact.len(), 5);
+    assert!(
+        plan.node_writes
+            .iter()
+            .all(|w| w.label == Some(Some(names::FAILED.to_owned())))
+    );
+}
+
+#[test]
+fn a_deleting_shim_uninstalls_every_node_that_carries_it_at_once() {
+    let mut deleting = shim(json!({"maxUpdate": 1}));
+    deleting.metadata.deletion_timestamp =
+        Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).expect("a time"));
+    let plan = run(&deleting, &five(3), &[]);
+    let uninstalls: Vec<&str> = plan
+        .create
+        .iter()
+        .filter(|p| p.operation == Operation::Uninstall)
+        .map(|p| p.node.as_str())
+        .collect();
+    assert_eq!(uninstalls, ["n0", "n1", "n2"]);
+    assert_eq!(plan.uninstalling, 3);
+}
+
+fn plan_with_hash(shim: &Shim, nodes: &[Arc<Node>], hash: &str) -> Plan {
+    plan(&Inputs {
+        shim,
+        hash,
+        nodes,
+        pods: &[],
+    })
+}
