@@ -3,6 +3,7 @@
 mod delete;
 mod filter;
 mod read;
+mod reviews;
 mod subresources;
 mod watch;
 mod write;
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Response, header};
 use serde_json::Value;
 
+use super::auth::identity::UserInfo;
 use super::errors::ApiError;
 use super::events;
 use super::registry::{ResourceKey, ResourceType};
@@ -50,12 +52,15 @@ pub struct RequestContext {
     pub body: Bytes,
     /// Where objects of this resource are stored (events.k8s.io events share the core events' storage).
     pub storage: ResourceKey,
+    /// Who makes the request (self-reviews and token requests answer about them).
+    pub user: UserInfo,
 }
 
 impl RequestContext {
     /// Resolve the resource and verb of a request, or fail with 404/405.
     pub fn new(
         server: &ApiServer,
+        user: &UserInfo,
         method: &Method,
         path: ResourcePath,
         query: Query,
@@ -90,6 +95,7 @@ impl RequestContext {
             headers: headers.clone(),
             body,
             storage,
+            user: user.clone(),
         })
     }
 
@@ -212,6 +218,9 @@ pub async fn dispatch(
     server: &ApiServer,
     ctx: RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
+    if reviews::is_review(&ctx.rt) {
+        return reviews::create(server, &ctx);
+    }
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
         (None, Verb::List) => read::list(server, &ctx),

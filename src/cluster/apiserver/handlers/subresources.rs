@@ -1,11 +1,13 @@
 //! Subresources other than status: pod logs, pod binding (what a scheduler posts), pod eviction (what a drain
-//! posts) and namespace finalize.
+//! posts), namespace finalize and ServiceAccount tokens (what `kubectl create token` posts).
 
 use http::{Response, StatusCode};
 use serde_json::json;
 
 use super::RequestContext;
 use super::delete::{DeletePolicy, delete_object};
+use crate::cluster::apiserver::auth::identity::service_account_user;
+use crate::cluster::apiserver::auth::tokens::{self, Binding, Claims, Reference};
 use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::request::Verb;
 use crate::cluster::apiserver::{ApiServer, ResponseBody, json_response, logs, objects};
@@ -24,6 +26,7 @@ pub async fn handle(
         (true, "pods", "binding", Verb::Create) => bind(server, ctx),
         (true, "pods", "eviction", Verb::Create) => evict(server, ctx),
         (true, "namespaces", "finalize", Verb::Update) => super::write::update(server, ctx),
+        (true, "serviceaccounts", "token", Verb::Create) => token(server, ctx),
         _ => Err(ApiError::no_route(&format!("{}/{sub}", ctx.rt.plural))),
     }
 }
@@ -108,4 +111,59 @@ fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
+}
+
+/// `serviceaccounts/token`: a TokenRequest, answered with a signed token bound to the ServiceAccount's uid that
+/// expires after the lifetime asked for (clamped to what the server allows).
+fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+    let mut request = ctx.body_object()?;
+    let account = server
+        .store()
+        .get(&ctx.storage, ctx.namespace(), ctx.name())
+        .ok_or_else(|| ApiError::not_found("", "serviceaccounts", ctx.name()))?;
+    let uid = objects::meta_str(&account.value, "uid")
+        .unwrap_or("")
+        .to_string();
+    let lifetime = tokens::lifetime(
+        request
+            .pointer("/spec/expirationSeconds")
+            .and_then(|v| v.as_i64()),
+    )
+    .map_err(ApiError::unprocessable)?;
+    let audiences: Vec<String> = request
+        .pointer("/spec/audiences")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect())
+        .filter(|a: &Vec<String>| !a.is_empty())
+        .unwrap_or_else(|| vec![tokens::ISSUER.to_owned()]);
+    let now = jiff::Timestamp::now().as_second();
+    let claims = Claims {
+        iss: tokens::ISSUER.to_owned(),
+        sub: service_account_user(ctx.namespace(), ctx.name()),
+        aud: audiences.clone(),
+        iat: now,
+        nbf: now,
+        exp: now + lifetime,
+        kubernetes: Binding {
+            namespace: ctx.namespace().to_owned(),
+            serviceaccount: Reference {
+                name: ctx.name().to_owned(),
+                uid,
+            },
+        },
+    };
+    let expiry = jiff::Timestamp::from_second(claims.exp)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    request["apiVersion"] = json!("authentication.k8s.io/v1");
+    request["kind"] = json!("TokenRequest");
+    request["spec"]["audiences"] = json!(audiences);
+    request["spec"]["expirationSeconds"] = json!(lifetime);
+    request["metadata"]["name"] = json!(ctx.name());
+    request["metadata"]["namespace"] = json!(ctx.namespace());
+    request["status"] = json!({
+        "token": server.auth().signer().sign(&claims),
+        "expirationTimestamp": expiry,
+    });
+    Ok(json_response(StatusCode::CREATED, &request))
 }
