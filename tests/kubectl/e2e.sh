@@ -362,7 +362,7 @@ step "authorization: the viewer context, impersonation, access reviews and Servi
 viewer() { kubectl --context viewer -n "$NS" "$@"; }
 expect_eq "the viewer context reads" "configmap/alpha" "$(viewer get cm alpha -o name)"
 expect_fail "configmaps \"alpha\" is forbidden: User \"kmm-tui-viewer\" cannot delete resource \"configmaps\" in API group \"\" in the namespace \"$NS\"" viewer delete cm alpha
-expect_eq "the refused delete left it alone" "v" "$(jp cm/alpha '{.data.k}')"
+expect_eq "the refused delete left it alone" "configmap/alpha" "$(k get cm alpha -o name)"
 expect_fail 'secrets is forbidden: User "kmm-tui-viewer" cannot list resource "secrets"' viewer get secrets
 expect_eq "--as acts as the viewer" "configmap/alpha" "$(k --as kmm-tui-viewer get cm alpha -o name)"
 expect_fail 'User "kmm-tui-viewer" cannot delete resource "configmaps"' k --as kmm-tui-viewer delete cm alpha
@@ -375,7 +375,8 @@ metadata:
 EOF
 # kubectl sends the bodies of access reviews and token requests as protobuf; without a server that reads them,
 # these checks cannot run.
-if kubectl auth can-i get pods 2>&1 | grep -q UnsupportedMediaType; then
+probe=$(kubectl auth can-i get pods 2>&1 || true)
+if grep -q UnsupportedMediaType <<<"$probe"; then
     echo "skipped: auth can-i and create token (the server does not read protobuf request bodies)"
 else
     expect_eq "auth can-i: yes" "yes" "$(k auth can-i delete configmaps)"
