@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::EngineRbac;
-use kmm_tui::engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
+use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde::Serialize;
 use serde_json::json;
@@ -109,7 +109,7 @@ fn lease() -> LeaseConfig {
     )
 }
 
-/// Run the whole engine (leader election included) as the identity of `token`, the KMM family only.
+/// Run the whole engine (leader election and every family included) as the identity of `token`.
 fn run_engine(harness: &Harness, token: &str) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let client = harness
         .cluster
@@ -118,10 +118,7 @@ fn run_engine(harness: &Harness, token: &str) -> (CancellationToken, tokio::task
     let config = EngineConfig {
         images: PodImages::default(),
         lease: lease(),
-        settings: Settings {
-            families: [Family::Kmm].into_iter().collect(),
-            ..Settings::default()
-        },
+        settings: Settings::default(),
     };
     let stop = CancellationToken::new();
     let running = stop.clone();
@@ -163,7 +160,7 @@ async fn the_printed_rbac_is_enough_and_a_missing_rule_is_a_clear_403() {
     let _capture = tracing::subscriber::set_default(subscriber);
 
     let harness = Harness::start("two-kernels.yaml").await;
-    let rbac = EngineRbac::for_families(&lease(), &[Family::Kmm]);
+    let rbac = EngineRbac::new(&lease());
     let token = install(&harness, &rbac).await;
     let (stop, task) = run_engine(&harness, &token);
 
