@@ -613,8 +613,16 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
         assert_eq!(report.allowed.get(&Capability::CacheWork), Some(&false));
         assert_eq!(report.allowed.get(&Capability::SteerShim), Some(&false));
         for kind in Kind::ALL {
-            assert_eq!(report.allowed.get(&Capability::Delete(kind)), Some(&false), "{kind:?}");
-            assert_eq!(report.allowed.get(&Capability::Edit(kind)), Some(&false), "{kind:?}");
+            assert_eq!(
+                report.allowed.get(&Capability::Delete(kind)),
+                Some(&false),
+                "{kind:?}"
+            );
+            assert_eq!(
+                report.allowed.get(&Capability::Edit(kind)),
+                Some(&false),
+                "{kind:?}"
+            );
         }
     }
     let session = Session {
@@ -634,14 +642,22 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
     .expect("a Module");
     app.update(Action::Data(KindSnapshot::Modules(vec![Arc::new(module)])));
     app.update(Action::Access(report));
-    for command in [Command::Rebuild, Command::Recheck, Command::Delete, Command::Edit] {
+    for command in [
+        Command::Rebuild,
+        Command::Recheck,
+        Command::Delete,
+        Command::Edit,
+    ] {
         assert!(
             matches!(app.availability(command), Availability::Unavailable(_)),
             "{command:?} is offered to the viewer"
         );
     }
     press(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL);
-    assert!(app.requests.is_empty(), "nothing is sent for a refused delete");
+    assert!(
+        app.requests.is_empty(),
+        "nothing is sent for a refused delete"
+    );
     cluster.shutdown().await;
 }
 

@@ -39,9 +39,9 @@ pub fn spawn(
             let acceptor = acceptor.clone();
             let server = server.clone();
             let stop = stop.clone();
-            tokio::spawn(async move {
-                serve_connection(socket, peer, acceptor, server, stop).await
-            });
+            tokio::spawn(
+                async move { serve_connection(socket, peer, acceptor, server, stop).await },
+            );
         }
     });
     Ok(())

@@ -3,7 +3,9 @@
 //! read-only behaviour can be seen coming from the server itself.
 
 use base64::Engine;
-use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
 
 use super::apiserver::auth::identity::{ADMIN_USER, VIEWER_USER};
 
@@ -51,7 +53,10 @@ pub fn build(server: &str, ca_pem: &str, tokens: Tokens<'_>) -> Kubeconfig {
             user(ADMIN_USER, tokens.admin),
             user(VIEWER_USER, tokens.viewer),
         ],
-        contexts: vec![context(CONTEXT, ADMIN_USER), context(VIEWER_CONTEXT, VIEWER_USER)],
+        contexts: vec![
+            context(CONTEXT, ADMIN_USER),
+            context(VIEWER_CONTEXT, VIEWER_USER),
+        ],
         current_context: Some(CONTEXT.to_owned()),
         ..Kubeconfig::default()
     }

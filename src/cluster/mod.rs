@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use tower::ServiceExt;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use apiserver::ApiServer;
 use store::Store;
@@ -84,7 +84,8 @@ impl EmbeddedCluster {
                     admin: server.auth().admin_token(),
                     viewer: server.auth().viewer_token(),
                 };
-                let config = kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
+                let config =
+                    kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
                 https::spawn(listener, server.clone(), &tls, stop.clone())?;
                 if let Some(path) = &options.kubeconfig_out {
                     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

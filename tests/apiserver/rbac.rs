@@ -96,8 +96,20 @@ async fn the_viewer_reads_and_is_refused_writes_in_kube_apiservers_words() {
     )
     .await;
     let configmaps = Api::<ConfigMap>::namespaced(viewer(&cluster), "default");
-    assert_eq!(configmaps.get("settings").await.expect("readable").data.unwrap()["a"], "b");
-    let (code, message) = status(configmaps.delete("settings", &DeleteParams::default()).await);
+    assert_eq!(
+        configmaps
+            .get("settings")
+            .await
+            .expect("readable")
+            .data
+            .unwrap()["a"],
+        "b"
+    );
+    let (code, message) = status(
+        configmaps
+            .delete("settings", &DeleteParams::default())
+            .await,
+    );
     assert_eq!(code, 403);
     assert_eq!(
         message,
@@ -125,7 +137,10 @@ async fn a_service_account_has_what_its_role_grants_where_it_is_bound() {
     let pods_in_team = Api::<Pod>::namespaced(bot.clone(), "team");
 
     // Nothing bound yet: discovery works, pods do not.
-    assert!(bot.list_api_groups().await.is_ok(), "discovery is open to the authenticated");
+    assert!(
+        bot.list_api_groups().await.is_ok(),
+        "discovery is open to the authenticated"
+    );
     let (code, message) = status(pods_in_team.list(&ListParams::default()).await);
     assert_eq!(code, 403);
     assert_eq!(
@@ -155,15 +170,28 @@ async fn a_service_account_has_what_its_role_grants_where_it_is_bound() {
             .list(&ListParams::default())
             .await,
     );
-    assert_eq!(code, 403, "a RoleBinding grants nothing outside its namespace");
+    assert_eq!(
+        code, 403,
+        "a RoleBinding grants nothing outside its namespace"
+    );
     let (code, message) = status(pods_in_team.get("web").await);
     assert_eq!(code, 403, "list is not get");
-    assert!(message.starts_with("pods \"web\" is forbidden"), "{message}");
+    assert!(
+        message.starts_with("pods \"web\" is forbidden"),
+        "{message}"
+    );
     let (code, message) = status(pods_in_team.logs("web", &Default::default()).await);
     assert_eq!(code, 403);
-    assert!(message.contains("cannot get resource \"pods/log\""), "{message}");
+    assert!(
+        message.contains("cannot get resource \"pods/log\""),
+        "{message}"
+    );
     let configmaps = Api::<ConfigMap>::namespaced(bot.clone(), "team");
-    assert_eq!(status(configmaps.get("open").await).0, 404, "allowed by name, then not found");
+    assert_eq!(
+        status(configmaps.get("open").await).0,
+        404,
+        "allowed by name, then not found"
+    );
     assert_eq!(status(configmaps.get("closed").await).0, 403);
 
     // The binding goes: so does the grant.
@@ -171,7 +199,10 @@ async fn a_service_account_has_what_its_role_grants_where_it_is_bound() {
         .delete("bot-lists", &DeleteParams::default())
         .await
         .expect("deleted");
-    assert_eq!(status(pods_in_team.list(&ListParams::default()).await).0, 403);
+    assert_eq!(
+        status(pods_in_team.list(&ListParams::default()).await).0,
+        403
+    );
 
     // The ServiceAccount goes: so does its token.
     Api::<ServiceAccount>::namespaced(admin, "team")
@@ -186,7 +217,10 @@ async fn a_service_account_has_what_its_role_grants_where_it_is_bound() {
 fn impersonating(cluster: &EmbeddedCluster, token: &str, user: &str, groups: &[&str]) -> Client {
     let authorization = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
     let user = HeaderValue::from_str(user).unwrap();
-    let groups: Vec<HeaderValue> = groups.iter().map(|g| HeaderValue::from_str(g).unwrap()).collect();
+    let groups: Vec<HeaderValue> = groups
+        .iter()
+        .map(|g| HeaderValue::from_str(g).unwrap())
+        .collect();
     let service = Authenticated(cluster.server().clone()).map_request(
         move |mut request: Request<kube::client::Body>| {
             let headers = request.headers_mut();
@@ -228,14 +262,22 @@ async fn impersonation_needs_the_impersonate_verb() {
     )
     .await;
     let as_alice = impersonating(&cluster, &bot_token, "alice", &[]);
-    assert!(Api::<Pod>::all(as_alice.clone()).list(&ListParams::default()).await.is_ok());
+    assert!(
+        Api::<Pod>::all(as_alice.clone())
+            .list(&ListParams::default())
+            .await
+            .is_ok()
+    );
     let (code, message) = status(
         Api::<ConfigMap>::namespaced(as_alice.clone(), "default")
             .delete("x", &DeleteParams::default())
             .await,
     );
     assert_eq!(code, 403);
-    assert!(message.contains("User \"alice\" cannot delete"), "{message}");
+    assert!(
+        message.contains("User \"alice\" cannot delete"),
+        "{message}"
+    );
     let who = status_of_whoami(&as_alice).await;
     assert_eq!(who, "alice");
 
@@ -250,12 +292,20 @@ async fn impersonation_needs_the_impersonate_verb() {
         "users \"bob\" is forbidden: User \"system:serviceaccount:team:bot\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
     );
     let (code, message) = status(
-        Api::<Pod>::all(impersonating(&cluster, &bot_token, "alice", &["system:masters"]))
-            .list(&ListParams::default())
-            .await,
+        Api::<Pod>::all(impersonating(
+            &cluster,
+            &bot_token,
+            "alice",
+            &["system:masters"],
+        ))
+        .list(&ListParams::default())
+        .await,
     );
     assert_eq!(code, 403);
-    assert!(message.starts_with("groups \"system:masters\" is forbidden"), "{message}");
+    assert!(
+        message.starts_with("groups \"system:masters\" is forbidden"),
+        "{message}"
+    );
     cluster.shutdown().await;
 }
 
@@ -263,8 +313,10 @@ async fn status_of_whoami(client: &Client) -> String {
     let request = Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
         .header("content-type", "application/json")
         .body(
-            serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
-                .unwrap(),
+            serde_json::to_vec(
+                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+            )
+            .unwrap(),
         )
         .unwrap();
     let review: serde_json::Value = client.request(request).await.expect("a review");
@@ -322,7 +374,10 @@ async fn access_reviews_answer_from_the_same_rules() {
         .expect("a status");
     assert!(answer.allowed);
     assert!(
-        answer.reason.unwrap_or_default().contains("ClusterRole \"view\""),
+        answer
+            .reason
+            .unwrap_or_default()
+            .contains("ClusterRole \"view\""),
         "the reason names the role"
     );
 
@@ -342,11 +397,20 @@ async fn access_reviews_answer_from_the_same_rules() {
         .expect("a status");
     assert!(rules.resource_rules.iter().any(|r| {
         r.verbs.contains(&"list".to_owned())
-            && r.resources.as_ref().is_some_and(|res| res.contains(&"pods".to_owned()))
+            && r.resources
+                .as_ref()
+                .is_some_and(|res| res.contains(&"pods".to_owned()))
     }));
-    assert!(!rules.resource_rules.iter().any(|r| r.verbs.contains(&"delete".to_owned())));
+    assert!(
+        !rules
+            .resource_rules
+            .iter()
+            .any(|r| r.verbs.contains(&"delete".to_owned()))
+    );
     assert!(rules.non_resource_rules.iter().any(|r| {
-        r.non_resource_urls.as_ref().is_some_and(|u| u.contains(&"/apis/*".to_owned()))
+        r.non_resource_urls
+            .as_ref()
+            .is_some_and(|u| u.contains(&"/apis/*".to_owned()))
     }));
     cluster.shutdown().await;
 }

@@ -57,9 +57,13 @@ where
     K: kube::Resource + Serialize + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {
     let name = object.meta().name.clone().expect("a name");
-    api.patch(&name, &PatchParams::apply("test").force(), &Patch::Apply(object))
-        .await
-        .expect("the RBAC object is applied");
+    api.patch(
+        &name,
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .expect("the RBAC object is applied");
 }
 
 /// Install `rbac` as an administrator would and return a token of its ServiceAccount.
@@ -79,7 +83,11 @@ async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
         &rbac.cluster_role_binding,
     )
     .await;
-    apply(Api::<Role>::namespaced(admin.clone(), namespace), &rbac.role).await;
+    apply(
+        Api::<Role>::namespaced(admin.clone(), namespace),
+        &rbac.role,
+    )
+    .await;
     apply(
         Api::<RoleBinding>::namespaced(admin.clone(), namespace),
         &rbac.role_binding,
@@ -92,7 +100,12 @@ async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
         },
         ..TokenRequest::default()
     };
-    let name = rbac.service_account.metadata.name.as_deref().expect("a name");
+    let name = rbac
+        .service_account
+        .metadata
+        .name
+        .as_deref()
+        .expect("a name");
     let issued = Api::<ServiceAccount>::namespaced(admin, namespace)
         .create_token_request(name, &PostParams::default(), &request)
         .await

@@ -131,7 +131,11 @@ impl ApiServer {
     /// answer to the same RBAC rules (`nonResourceURLs`).
     pub fn can_get_path(&self, user: &UserInfo, path: &str) -> bool {
         let attributes = auth::rules::Attributes::path("get", path);
-        self.inner.auth.authorizer().authorize(user, &attributes).allowed()
+        self.inner
+            .auth
+            .authorizer()
+            .authorize(user, &attributes)
+            .allowed()
     }
 
     pub(crate) fn inner(&self) -> &Inner {
@@ -160,7 +164,11 @@ impl ApiServer {
     }
 
     /// Answer one request as `user` (or whom it may impersonate).
-    pub async fn handle_as(&self, user: UserInfo, request: Request<Bytes>) -> Response<ResponseBody> {
+    pub async fn handle_as(
+        &self,
+        user: UserInfo,
+        request: Request<Bytes>,
+    ) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
         let result = match self.inner.auth.impersonate(user, &parts.headers) {
             Ok(user) => {

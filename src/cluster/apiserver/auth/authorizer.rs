@@ -57,13 +57,14 @@ struct Index {
 
 impl Index {
     fn build(store: &Store) -> Self {
-        let cluster_roles: HashMap<String, Arc<Vec<Rule>>> = objects::<ClusterRole>(store, "clusterroles")
-            .into_iter()
-            .map(|role| {
-                let rules = role.rules.iter().flatten().map(Rule::from).collect();
-                (role.metadata.name.unwrap_or_default(), Arc::new(rules))
-            })
-            .collect();
+        let cluster_roles: HashMap<String, Arc<Vec<Rule>>> =
+            objects::<ClusterRole>(store, "clusterroles")
+                .into_iter()
+                .map(|role| {
+                    let rules = role.rules.iter().flatten().map(Rule::from).collect();
+                    (role.metadata.name.unwrap_or_default(), Arc::new(rules))
+                })
+                .collect();
         let roles: HashMap<(String, String), Arc<Vec<Rule>>> = objects::<Role>(store, "roles")
             .into_iter()
             .map(|role| {
@@ -156,7 +157,11 @@ impl Index {
     }
 
     /// Every grant that applies to `user` in `namespace` (cluster-wide grants apply everywhere).
-    fn grants<'a>(&'a self, user: &'a UserInfo, namespace: &'a str) -> impl Iterator<Item = (&'a Grant, &'a str)> {
+    fn grants<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a Grant, &'a str)> {
         let by_user = self
             .by_user
             .get(&user.name)
@@ -169,10 +174,12 @@ impl Index {
             .filter_map(|g| self.by_group.get(g))
             .flatten()
             .map(|g| (g, "Group"));
-        by_user.chain(by_group).filter(move |(grant, _)| match &grant.namespace {
-            None => true,
-            Some(ns) => !namespace.is_empty() && ns == namespace,
-        })
+        by_user
+            .chain(by_group)
+            .filter(move |(grant, _)| match &grant.namespace {
+                None => true,
+                Some(ns) => !namespace.is_empty() && ns == namespace,
+            })
     }
 }
 

@@ -92,7 +92,10 @@ mod tests {
         let user = UserInfo::service_account("kmm", "engine");
         assert_eq!(user.name, "system:serviceaccount:kmm:engine");
         assert_eq!(parse_service_account(&user.name), Some(("kmm", "engine")));
-        assert!(user.groups.contains(&"system:serviceaccounts:kmm".to_owned()));
+        assert!(
+            user.groups
+                .contains(&"system:serviceaccounts:kmm".to_owned())
+        );
         assert_eq!(parse_service_account("alice"), None);
         assert_eq!(parse_service_account("system:serviceaccount:kmm"), None);
     }

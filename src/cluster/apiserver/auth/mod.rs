@@ -245,9 +245,15 @@ mod tests {
             Method::GET,
             "/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3Dweb",
         );
-        assert_eq!((watch.verb.as_str(), resource(&watch).name.as_str()), ("watch", "web"));
+        assert_eq!(
+            (watch.verb.as_str(), resource(&watch).name.as_str()),
+            ("watch", "web")
+        );
         let log = attributes(Method::GET, "/api/v1/namespaces/default/pods/web/log");
-        assert_eq!((log.verb.as_str(), resource(&log).subresource.as_str()), ("get", "log"));
+        assert_eq!(
+            (log.verb.as_str(), resource(&log).subresource.as_str()),
+            ("get", "log")
+        );
         let all = attributes(Method::DELETE, "/api/v1/namespaces/default/pods");
         assert_eq!(all.verb, "deletecollection");
         let discovery = attributes(Method::GET, "/apis");

@@ -16,13 +16,7 @@ use super::identity::{AUTHENTICATED, MASTERS, VIEWER_USER};
 const READ: &[&str] = &["get", "list", "watch"];
 
 /// Every change to objects.
-const WRITE: &[&str] = &[
-    "create",
-    "update",
-    "patch",
-    "delete",
-    "deletecollection",
-];
+const WRITE: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
 /// What `view` reads in the built-in groups.
 const VIEWABLE: &[(&str, &[&str])] = &[
@@ -58,7 +52,10 @@ const VIEWABLE: &[(&str, &[&str])] = &[
             "statefulsets/status",
         ],
     ),
-    ("batch", &["jobs", "jobs/status", "cronjobs", "cronjobs/status"]),
+    (
+        "batch",
+        &["jobs", "jobs/status", "cronjobs", "cronjobs/status"],
+    ),
     ("events.k8s.io", &["events"]),
     ("node.k8s.io", &["runtimeclasses"]),
     ("apiextensions.k8s.io", &["customresourcedefinitions"]),
@@ -156,7 +153,11 @@ pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
             &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
             &["create"],
         ),
-        rule(&["authentication.k8s.io"], &["selfsubjectreviews"], &["create"]),
+        rule(
+            &["authentication.k8s.io"],
+            &["selfsubjectreviews"],
+            &["create"],
+        ),
     ];
     [
         ("cluster-admin", everything),
@@ -179,8 +180,18 @@ pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
 pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
     [
         ("cluster-admin", "cluster-admin", "Group", MASTERS),
-        ("system:discovery", "system:discovery", "Group", AUTHENTICATED),
-        ("system:basic-user", "system:basic-user", "Group", AUTHENTICATED),
+        (
+            "system:discovery",
+            "system:discovery",
+            "Group",
+            AUTHENTICATED,
+        ),
+        (
+            "system:basic-user",
+            "system:basic-user",
+            "Group",
+            AUTHENTICATED,
+        ),
         (VIEWER_USER, "view", "User", VIEWER_USER),
     ]
     .into_iter()

@@ -109,9 +109,7 @@ impl TokenSigner {
     /// The claims of `token` if this signer signed it and it is valid at `now` (seconds since the epoch).
     pub fn verify(&self, token: &str, now: i64) -> Result<Claims, TokenError> {
         let (signing_input, signature) = token.rsplit_once('.').ok_or(TokenError::Malformed)?;
-        let (header, payload) = signing_input
-            .split_once('.')
-            .ok_or(TokenError::Malformed)?;
+        let (header, payload) = signing_input.split_once('.').ok_or(TokenError::Malformed)?;
         let signature = URL_SAFE_NO_PAD
             .decode(signature)
             .map_err(|_| TokenError::Malformed)?;

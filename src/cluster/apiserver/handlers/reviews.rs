@@ -30,7 +30,10 @@ pub fn is_review(rt: &ResourceType) -> bool {
 }
 
 /// Answer a review: the request body with its `status` filled in.
-pub fn create(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub fn create(
+    server: &ApiServer,
+    ctx: &RequestContext,
+) -> Result<Response<ResponseBody>, ApiError> {
     let mut review = ctx.body_object()?;
     review["apiVersion"] = json!(ctx.api_version());
     review["kind"] = json!(ctx.rt.kind);
@@ -38,7 +41,9 @@ pub fn create(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respo
     let status = match ctx.rt.plural.as_str() {
         "selfsubjectaccessreviews" => access(server, &ctx.user, &spec, None)?,
         "subjectaccessreviews" => access(server, &subject(&spec)?, &spec, None)?,
-        "localsubjectaccessreviews" => access(server, &subject(&spec)?, &spec, Some(ctx.namespace()))?,
+        "localsubjectaccessreviews" => {
+            access(server, &subject(&spec)?, &spec, Some(ctx.namespace()))?
+        }
         "selfsubjectrulesreviews" => rules(server, &ctx.user, &spec)?,
         _ => json!({ "userInfo": { "username": ctx.user.name, "groups": ctx.user.groups } }),
     };
@@ -52,7 +57,12 @@ fn subject(spec: &Value) -> Result<UserInfo, ApiError> {
     let groups: Vec<String> = spec
         .get("groups")
         .and_then(Value::as_array)
-        .map(|g| g.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|g| {
+            g.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if user.is_empty() && groups.is_empty() {
         return Err(ApiError::unprocessable(
@@ -79,7 +89,9 @@ fn access(
                 group: field("group"),
                 resource: field("resource"),
                 subresource: field("subresource"),
-                namespace: namespace.map(str::to_owned).unwrap_or_else(|| field("namespace")),
+                namespace: namespace
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| field("namespace")),
                 name: field("name"),
             },
         )
@@ -100,12 +112,10 @@ fn access(
                 ..SubjectAccessReviewStatus::default()
             }
         }
-        crate::cluster::apiserver::auth::authorizer::Decision::Deny => {
-            SubjectAccessReviewStatus {
-                allowed: false,
-                ..SubjectAccessReviewStatus::default()
-            }
-        }
+        crate::cluster::apiserver::auth::authorizer::Decision::Deny => SubjectAccessReviewStatus {
+            allowed: false,
+            ..SubjectAccessReviewStatus::default()
+        },
     };
     serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))
 }

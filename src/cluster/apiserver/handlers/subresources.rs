@@ -133,7 +133,12 @@ fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
     let audiences: Vec<String> = request
         .pointer("/spec/audiences")
         .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(str::to_owned)
+                .collect()
+        })
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| vec![tokens::ISSUER.to_owned()]);
     let now = jiff::Timestamp::now().as_second();
