@@ -437,3 +437,29 @@ async fn non_resource_paths_follow_non_resource_rules() {
     assert!(server.can_get_path(&UserInfo::viewer(), "/metrics"));
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn in_process_code_can_act_as_a_service_account() {
+    let cluster = cluster().await;
+    create(
+        &Api::<ServiceAccount>::namespaced(cluster.client(), "default"),
+        json!({"metadata": {"name": "controller"}}),
+    )
+    .await;
+    let server = cluster.server();
+    let issued = server
+        .auth()
+        .issue_token(server.store(), "default", "controller", 600, Vec::new())
+        .expect("a token");
+    let client = kmm_tui::cluster::client_with_token(server, &issued.token).expect("a client");
+    assert_eq!(
+        status_of_whoami(&client).await,
+        "system:serviceaccount:default:controller"
+    );
+    let missing = server
+        .auth()
+        .issue_token(server.store(), "default", "nobody", 600, Vec::new())
+        .expect_err("no such account");
+    assert_eq!(missing.code, 404);
+    cluster.shutdown().await;
+}

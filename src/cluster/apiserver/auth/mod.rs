@@ -16,9 +16,18 @@ use super::registry::ResourceKey;
 use super::request::{Endpoint, Query, Verb};
 use crate::cluster::store::Store;
 use authorizer::Authorizer;
-use identity::{UserInfo, parse_service_account};
+use identity::{UserInfo, parse_service_account, service_account_user};
 use rules::{Attributes, ResourceAttributes};
-use tokens::TokenSigner;
+use tokens::{Binding, Claims, Reference, TokenSigner};
+
+/// A token issued to a ServiceAccount, and what it says.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    /// The bearer token (a compact JWT).
+    pub token: String,
+    /// Its claims: subject, audiences, expiry.
+    pub claims: Claims,
+}
 
 /// The header naming the user a request is made as, for those allowed to impersonate.
 pub const IMPERSONATE_USER: &str = "impersonate-user";
@@ -55,14 +64,58 @@ impl Auth {
         &self.viewer_token
     }
 
-    /// Signs and checks ServiceAccount tokens.
-    pub fn signer(&self) -> &TokenSigner {
-        &self.signer
-    }
-
     /// The RBAC authorizer.
     pub fn authorizer(&self) -> &Authorizer {
         &self.authorizer
+    }
+
+    /// Issue a token for the ServiceAccount `namespace/name`, valid for `lifetime` seconds and bound to the
+    /// account's uid: what a TokenRequest answers, and what in-process code running as a ServiceAccount (a
+    /// simulated in-cluster controller) presents through [`crate::cluster::client_with_token`]. 404 when the
+    /// account does not exist.
+    pub fn issue_token(
+        &self,
+        store: &Store,
+        namespace: &str,
+        name: &str,
+        lifetime: i64,
+        audiences: Vec<String>,
+    ) -> Result<IssuedToken, ApiError> {
+        let key = ResourceKey::new("", "serviceaccounts");
+        let account = store
+            .get(&key, namespace, name)
+            .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
+        let uid = account
+            .value
+            .pointer("/metadata/uid")
+            .and_then(|u| u.as_str())
+            .unwrap_or("")
+            .to_owned();
+        let audiences = if audiences.is_empty() {
+            vec![tokens::ISSUER.to_owned()]
+        } else {
+            audiences
+        };
+        let now = jiff::Timestamp::now().as_second();
+        let claims = Claims {
+            iss: tokens::ISSUER.to_owned(),
+            sub: service_account_user(namespace, name),
+            aud: audiences,
+            iat: now,
+            nbf: now,
+            exp: now + lifetime,
+            kubernetes: Binding {
+                namespace: namespace.to_owned(),
+                serviceaccount: Reference {
+                    name: name.to_owned(),
+                    uid,
+                },
+            },
+        };
+        Ok(IssuedToken {
+            token: self.signer.sign(&claims),
+            claims,
+        })
     }
 
     /// Who presents the request's bearer token: 401 when there is none or it is not valid.

@@ -6,8 +6,7 @@ use serde_json::json;
 
 use super::RequestContext;
 use super::delete::{DeletePolicy, delete_object};
-use crate::cluster::apiserver::auth::identity::service_account_user;
-use crate::cluster::apiserver::auth::tokens::{self, Binding, Claims, Reference};
+use crate::cluster::apiserver::auth::tokens;
 use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::request::Verb;
 use crate::cluster::apiserver::{ApiServer, ResponseBody, json_response, logs, objects};
@@ -117,13 +116,6 @@ fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
 /// expires after the lifetime asked for (clamped to what the server allows).
 fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
     let mut request = ctx.body_object()?;
-    let account = server
-        .store()
-        .get(&ctx.storage, ctx.namespace(), ctx.name())
-        .ok_or_else(|| ApiError::not_found("", "serviceaccounts", ctx.name()))?;
-    let uid = objects::meta_str(&account.value, "uid")
-        .unwrap_or("")
-        .to_string();
     let lifetime = tokens::lifetime(
         request
             .pointer("/spec/expirationSeconds")
@@ -139,35 +131,25 @@ fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
                 .map(str::to_owned)
                 .collect()
         })
-        .filter(|a: &Vec<String>| !a.is_empty())
-        .unwrap_or_else(|| vec![tokens::ISSUER.to_owned()]);
-    let now = jiff::Timestamp::now().as_second();
-    let claims = Claims {
-        iss: tokens::ISSUER.to_owned(),
-        sub: service_account_user(ctx.namespace(), ctx.name()),
-        aud: audiences.clone(),
-        iat: now,
-        nbf: now,
-        exp: now + lifetime,
-        kubernetes: Binding {
-            namespace: ctx.namespace().to_owned(),
-            serviceaccount: Reference {
-                name: ctx.name().to_owned(),
-                uid,
-            },
-        },
-    };
-    let expiry = jiff::Timestamp::from_second(claims.exp)
+        .unwrap_or_default();
+    let issued = server.auth().issue_token(
+        server.store(),
+        ctx.namespace(),
+        ctx.name(),
+        lifetime,
+        audiences,
+    )?;
+    let expiry = jiff::Timestamp::from_second(issued.claims.exp)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_default();
     request["apiVersion"] = json!("authentication.k8s.io/v1");
     request["kind"] = json!("TokenRequest");
-    request["spec"]["audiences"] = json!(audiences);
+    request["spec"]["audiences"] = json!(issued.claims.aud);
     request["spec"]["expirationSeconds"] = json!(lifetime);
     request["metadata"]["name"] = json!(ctx.name());
     request["metadata"]["namespace"] = json!(ctx.namespace());
     request["status"] = json!({
-        "token": server.auth().signer().sign(&claims),
+        "token": issued.token,
         "expirationTimestamp": expiry,
     });
     Ok(json_response(StatusCode::CREATED, &request))
