@@ -430,6 +430,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "kmm-tui: try   KUBECONFIG={} kubectl get namespaces",
         kubeconfig_out.display()
     );
+    println!(
+        "kmm-tui: read-only: KUBECONFIG={} kubectl --context {} get namespaces",
+        kubeconfig_out.display(),
+        kmm_tui::cluster::kubeconfig::VIEWER_CONTEXT
+    );
     match &args.state_dir {
         Some(dir) => println!("kmm-tui: state kept in {}", dir.display()),
         None => println!("kmm-tui: state kept in memory (pass --state-dir DIR to keep it)"),

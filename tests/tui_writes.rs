@@ -16,9 +16,9 @@ use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::{self, Context, PodImages, labels, mic};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::action::Action;
-use kmm_tui::tui::app::{App, EngineMode, Mode, Request, Session, Severity};
+use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, Severity};
 use kmm_tui::tui::data::{Kind, KindSnapshot};
-use kmm_tui::tui::keymap::Keymap;
+use kmm_tui::tui::keymap::{Command, Keymap};
 use kmm_tui::tui::target::Target;
 use kmm_tui::tui::theme::Theme;
 use kmm_tui::tui::writes::images::image_generations_served;
@@ -579,6 +579,85 @@ async fn the_embedded_cluster_allows_every_capability() {
     }
     let namespaced = access::review_in(&cluster.client(), "embedded", Some(NS)).await;
     assert_eq!(namespaced.allowed, report.allowed);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(Scenario::parse(SCENARIO, "tui_writes", None).expect("the scenario parses")),
+        listen: Some("127.0.0.1:0".parse().expect("an address")),
+        ..Default::default()
+    })
+    .await
+    .expect("the embedded cluster starts");
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(cluster.kubeconfig().expect("served"))
+        .expect("the kubeconfig parses");
+    let options = kube::config::KubeConfigOptions {
+        context: Some("viewer".to_owned()),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("the viewer context");
+    let viewer = Client::try_from(config).expect("a client for the viewer context");
+    assert!(
+        module_api(&viewer).list(&Default::default()).await.is_ok(),
+        "the viewer reads"
+    );
+    let report = access::review(&viewer, "viewer").await;
+    let namespaced = access::review_in(&viewer, "viewer", Some(NS)).await;
+    for report in [&report, &namespaced] {
+        assert_eq!(report.allowed.get(&Capability::Rebuild), Some(&false));
+        assert_eq!(report.allowed.get(&Capability::Recheck), Some(&false));
+        assert_eq!(report.allowed.get(&Capability::CacheWork), Some(&false));
+        assert_eq!(report.allowed.get(&Capability::SteerShim), Some(&false));
+        for kind in Kind::ALL {
+            assert_eq!(
+                report.allowed.get(&Capability::Delete(kind)),
+                Some(&false),
+                "{kind:?}"
+            );
+            assert_eq!(
+                report.allowed.get(&Capability::Edit(kind)),
+                Some(&false),
+                "{kind:?}"
+            );
+        }
+    }
+    let session = Session {
+        context: "viewer".to_owned(),
+        contexts: vec!["viewer".to_owned()],
+        embedded: true,
+        engine: EngineMode::Off,
+        readonly: false,
+        engine_identity: None,
+    };
+    let mut app = App::new(session, Theme::monochrome(), Keymap::default(), None);
+    let module: Module = serde_json::from_value(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+        "metadata": {"name": MODULE, "namespace": NS},
+        "spec": {"selector": {"a": "b"}, "moduleLoader": {"container": {"modprobe": {"moduleName": "acme_accel"}, "kernelMappings": []}}},
+    }))
+    .expect("a Module");
+    app.update(Action::Data(KindSnapshot::Modules(vec![Arc::new(module)])));
+    app.update(Action::Access(report));
+    for command in [
+        Command::Rebuild,
+        Command::Recheck,
+        Command::Delete,
+        Command::Edit,
+    ] {
+        assert!(
+            matches!(app.availability(command), Availability::Unavailable(_)),
+            "{command:?} is offered to the viewer"
+        );
+    }
+    press(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL);
+    assert!(
+        app.requests.is_empty(),
+        "nothing is sent for a refused delete"
+    );
     cluster.shutdown().await;
 }
 

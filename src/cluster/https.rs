@@ -1,9 +1,9 @@
-//! Serving the API over HTTPS on loopback, behind a bearer token, for kubectl and out-of-process clients.
+//! Serving the API over HTTPS on loopback for kubectl and out-of-process clients, each request authenticated by
+//! its bearer token (see [`super::apiserver::auth`]).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use http::{Request, Response, header};
+use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -12,8 +12,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use super::apiserver::errors::ApiError;
-use super::apiserver::{ApiServer, ResponseBody, error_response};
+use super::apiserver::{ApiServer, Authenticated, ResponseBody};
 use super::tls::TlsMaterial;
 
 /// Accept connections on `listener` until `stop` is cancelled.
@@ -21,11 +20,10 @@ pub fn spawn(
     listener: TcpListener,
     server: ApiServer,
     tls: &TlsMaterial,
-    token: String,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let acceptor = TlsAcceptor::from(tls.server_config()?);
-    let token = Arc::new(format!("Bearer {token}"));
+    let server = Authenticated(server);
     tokio::spawn(async move {
         loop {
             let (socket, peer) = tokio::select! {
@@ -40,11 +38,10 @@ pub fn spawn(
             };
             let acceptor = acceptor.clone();
             let server = server.clone();
-            let token = token.clone();
             let stop = stop.clone();
-            tokio::spawn(async move {
-                serve_connection(socket, peer, acceptor, server, token, stop).await
-            });
+            tokio::spawn(
+                async move { serve_connection(socket, peer, acceptor, server, stop).await },
+            );
         }
     });
     Ok(())
@@ -54,8 +51,7 @@ async fn serve_connection(
     socket: tokio::net::TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
-    server: ApiServer,
-    token: Arc<String>,
+    server: Authenticated,
     stop: CancellationToken,
 ) {
     let stream = match acceptor.accept(socket).await {
@@ -67,8 +63,7 @@ async fn serve_connection(
     };
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let server = server.clone();
-        let token = token.clone();
-        async move { Ok::<_, std::convert::Infallible>(authorised(request, &token, server).await) }
+        async move { Ok::<_, std::convert::Infallible>(answer(request, server).await) }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -83,25 +78,9 @@ async fn serve_connection(
     }
 }
 
-async fn authorised(
-    request: Request<Incoming>,
-    token: &str,
-    server: ApiServer,
-) -> Response<ResponseBody> {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    if !presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
-        return error_response(&ApiError::unauthorized());
-    }
+async fn answer(request: Request<Incoming>, server: Authenticated) -> Response<ResponseBody> {
     match server.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     }
-}
-
-/// Compare secrets without leaking their common prefix length through timing.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

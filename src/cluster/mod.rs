@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use apiserver::ApiServer;
 use store::Store;
@@ -79,9 +80,13 @@ impl EmbeddedCluster {
                     format!("cannot listen on {listen}; is another server using it? Pass --listen 127.0.0.1:0 for any free port")
                 })?;
                 let address = listener.local_addr()?;
-                let token = kubeconfig::random_token();
-                let config = kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, &token);
-                https::spawn(listener, server.clone(), &tls, token, stop.clone())?;
+                let tokens = kubeconfig::Tokens {
+                    admin: server.auth().admin_token(),
+                    viewer: server.auth().viewer_token(),
+                };
+                let config =
+                    kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
+                https::spawn(listener, server.clone(), &tls, stop.clone())?;
                 if let Some(path) = &options.kubeconfig_out {
                     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                         std::fs::create_dir_all(parent)?;
@@ -105,6 +110,12 @@ impl EmbeddedCluster {
     /// A client served in-process (no socket, no TLS): the same API kubectl sees over HTTPS.
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// A client served in-process that presents `token` as its bearer token, so it acts as whoever the token
+    /// names (a ServiceAccount's token from a TokenRequest, the viewer's token) under RBAC, exactly as over HTTPS.
+    pub fn client_with_token(&self, token: &str) -> anyhow::Result<kube::Client> {
+        client_with_token(&self.server, token)
     }
 
     /// The API server, for the parts of the simulation that live beside it (e.g. container logs).
@@ -136,4 +147,24 @@ impl EmbeddedCluster {
         self.server.shutdown();
         tokio::task::yield_now().await;
     }
+}
+
+/// An in-process client of `server` presenting `token`; fails when the token cannot be a header value.
+pub fn client_with_token(server: &ApiServer, token: &str) -> anyhow::Result<kube::Client> {
+    let mut authorization = http::HeaderValue::from_str(&format!("Bearer {token}"))
+        .context("a bearer token must be printable ASCII")?;
+    authorization.set_sensitive(true);
+    Ok(bearer_client(server, authorization))
+}
+
+fn bearer_client(server: &ApiServer, authorization: http::HeaderValue) -> kube::Client {
+    let service = apiserver::Authenticated(server.clone()).map_request(
+        move |mut request: http::Request<kube::client::Body>| {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, authorization.clone());
+            request
+        },
+    );
+    kube::Client::new(service, "default")
 }

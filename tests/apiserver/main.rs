@@ -6,6 +6,7 @@ mod crd;
 mod crud;
 mod lifecycle;
 mod patch;
+mod rbac;
 mod samples;
 mod selectors;
 mod watch;

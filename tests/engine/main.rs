@@ -7,6 +7,7 @@ mod images;
 mod kmm;
 mod module;
 mod nmc;
+mod rbac;
 mod restarts;
 mod samples;
 mod shim;

@@ -37,6 +37,22 @@ pub fn decode(rt: &ResourceType, obj: &mut Value) -> Result<Vec<String>, ApiErro
         ("authorization.k8s.io", "selfsubjectaccessreviews") => {
             round_trip::<api::authorization::v1::SelfSubjectAccessReview>(rt, obj)
         }
+        ("authorization.k8s.io", "subjectaccessreviews") => {
+            round_trip::<api::authorization::v1::SubjectAccessReview>(rt, obj)
+        }
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => {
+            round_trip::<api::authorization::v1::SelfSubjectRulesReview>(rt, obj)
+        }
+        ("rbac.authorization.k8s.io", "clusterroles") => {
+            round_trip::<api::rbac::v1::ClusterRole>(rt, obj)
+        }
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => {
+            round_trip::<api::rbac::v1::ClusterRoleBinding>(rt, obj)
+        }
+        ("rbac.authorization.k8s.io", "roles") => round_trip::<api::rbac::v1::Role>(rt, obj),
+        ("rbac.authorization.k8s.io", "rolebindings") => {
+            round_trip::<api::rbac::v1::RoleBinding>(rt, obj)
+        }
         _ => return Ok(Vec::new()),
     }?;
     let mut unknown = Vec::new();

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, header};
 use serde_json::Value;
 
+use super::auth::identity::UserInfo;
 use super::errors::ApiError;
 use super::events;
 use super::registry::{ResourceKey, ResourceType};
@@ -42,12 +43,15 @@ pub struct RequestContext {
     pub body: Bytes,
     /// Where objects of this resource are stored (events.k8s.io events share the core events' storage).
     pub storage: ResourceKey,
+    /// Who makes the request (self-reviews and token requests answer about them).
+    pub user: UserInfo,
 }
 
 impl RequestContext {
     /// Resolve the resource and verb of a request, or fail with 404/405.
     pub fn new(
         server: &ApiServer,
+        user: &UserInfo,
         method: &Method,
         path: ResourcePath,
         query: Query,
@@ -82,6 +86,7 @@ impl RequestContext {
             headers: headers.clone(),
             body,
             storage,
+            user: user.clone(),
         })
     }
 

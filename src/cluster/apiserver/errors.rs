@@ -78,6 +78,18 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// 403 from authorization: `pods "web" is forbidden: <why>` (the name left out for collections), with the
+    /// object in `details` as kube-apiserver reports it.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let subject = if name.is_empty() {
+            qualified(group, resource)
+        } else {
+            format!("{} \"{name}\"", qualified(group, resource))
+        };
+        Self::new(403, "Forbidden", format!("{subject} is forbidden: {why}"))
+            .with_details(group, resource, name)
+    }
+
     /// 404 for a path that names no resource at all.
     pub fn no_route(path: &str) -> Self {
         Self::new(

@@ -1,11 +1,14 @@
 //! A Kubernetes-compatible API server, served in-process to `kube::Client` and over HTTPS to kubectl.
 //!
 //! The server is a `tower::Service` over `http` requests: [`ApiServer::handle`] turns one request into one
-//! response. The in-process client calls it directly (no socket) and `serve` puts it behind TLS and a bearer token.
+//! response. The in-process client calls it directly (no socket) as the administrator; [`Authenticated`] serves
+//! requests that present a bearer token (HTTPS, in-process clients of other identities). Every request is
+//! authorized by RBAC ([`auth`]).
 //! Semantics follow kube-apiserver closely enough that kube-rs watchers, controllers and kubectl cannot tell the
 //! difference for the resources served: see the README for what is and is not implemented.
 
 pub mod admission;
+pub mod auth;
 pub mod builtin;
 pub mod context;
 pub mod controllers;
@@ -38,6 +41,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::store::Store;
+use auth::Auth;
+use auth::identity::UserInfo;
 use errors::ApiError;
 use logs::PodLogs;
 use registry::Registry;
@@ -62,6 +67,7 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<Store>,
     pub(crate) registry: Registry,
     pub(crate) logs: PodLogs,
+    pub(crate) auth: Auth,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -78,7 +84,9 @@ impl ApiServer {
                 Err(e) => tracing::warn!(crd = crd.name(), "stored CRD cannot be served: {e}"),
             }
         }
+        let auth = Auth::new(store.clone());
         let inner = Inner {
+            auth,
             store,
             registry,
             logs: PodLogs::default(),
@@ -115,16 +123,61 @@ impl ApiServer {
         &self.inner.logs
     }
 
+    /// Credentials, token signing and the RBAC authorizer.
+    pub fn auth(&self) -> &Auth {
+        &self.inner.auth
+    }
+
+    /// May `user` `get` the non-resource `path` (e.g. `/metrics`)? For endpoints served beside the API that must
+    /// answer to the same RBAC rules (`nonResourceURLs`).
+    pub fn can_get_path(&self, user: &UserInfo, path: &str) -> bool {
+        let attributes = auth::rules::Attributes::path("get", path);
+        self.inner
+            .auth
+            .authorizer()
+            .authorize(user, &attributes)
+            .allowed()
+    }
+
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
     }
 
-    /// Answer one request whose body has been read.
+    /// Answer one request whose body has been read, as the administrator (the in-process client). Impersonation
+    /// headers are honoured, so an administrator's client can act as another user.
     pub async fn handle(&self, request: Request<Bytes>) -> Response<ResponseBody> {
+        self.handle_as(UserInfo::admin(), request).await
+    }
+
+    /// Answer one request as whoever its bearer token names: 401 without a valid one.
+    pub async fn handle_authenticated(&self, request: Request<Bytes>) -> Response<ResponseBody> {
+        match self
+            .inner
+            .auth
+            .authenticate(request.headers(), &self.inner.store)
+        {
+            Ok(user) => self.handle_as(user, request).await,
+            Err(e) => {
+                tracing::debug!(method = %request.method(), uri = %request.uri(), "unauthenticated request");
+                error_response(&e)
+            }
+        }
+    }
+
+    /// Answer one request as `user` (or whom it may impersonate).
+    pub async fn handle_as(
+        &self,
+        user: UserInfo,
+        request: Request<Bytes>,
+    ) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
-        let result = self
-            .route(&parts.method, &parts.uri, &parts.headers, body)
-            .await;
+        let result = match self.inner.auth.impersonate(user, &parts.headers) {
+            Ok(user) => {
+                self.route(&user, &parts.method, &parts.uri, &parts.headers, body)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         let response = result.unwrap_or_else(|e| error_response(&e));
         tracing::debug!(method = %parts.method, uri = %parts.uri, status = response.status().as_u16(), "request");
         response
@@ -132,6 +185,7 @@ impl ApiServer {
 
     async fn route(
         &self,
+        user: &UserInfo,
         method: &Method,
         uri: &http::Uri,
         headers: &HeaderMap,
@@ -142,6 +196,8 @@ impl ApiServer {
             registry.get(group, plural).is_some_and(|rt| rt.namespaced)
         })?;
         let query = Query::parse(uri.query());
+        let attributes = auth::request_attributes(method, uri.path(), &endpoint, &query)?;
+        self.inner.auth.authorizer().check(user, &attributes)?;
         if !matches!(endpoint, Endpoint::Resource(_)) && method != Method::GET {
             return Err(ApiError::method_not_allowed(method.as_str(), uri.path()));
         }
@@ -166,7 +222,7 @@ impl ApiServer {
                 &openapi::group_version(registry, &group, &version)?,
             )),
             Endpoint::Resource(path) => {
-                let ctx = context::RequestContext::new(self, method, path, query, headers, body)?;
+                let ctx = context::RequestContext::new(self, user, method, path, query, headers, body)?;
                 handlers::dispatch(self, ctx).await
             }
         }
@@ -190,20 +246,60 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let server = self.clone();
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-                Ok(collected) => collected.to_bytes(),
-                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                    return Ok(error_response(&ApiError::too_large(MAX_BODY_BYTES)));
-                }
-                Err(e) => {
-                    return Ok(error_response(&ApiError::bad_request(format!(
-                        "reading request body: {e}"
-                    ))));
-                }
-            };
-            Ok(server.handle(Request::from_parts(parts, bytes)).await)
+            Ok(match read_body(request).await {
+                Ok(request) => server.handle(request).await,
+                Err(response) => response,
+            })
         })
+    }
+}
+
+/// The API server for requests that must authenticate with a bearer token: the HTTPS listener and in-process
+/// clients acting as a ServiceAccount or the viewer.
+#[derive(Clone)]
+pub struct Authenticated(pub ApiServer);
+
+impl<B> tower::Service<Request<B>> for Authenticated
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let server = self.0.clone();
+        Box::pin(async move {
+            Ok(match read_body(request).await {
+                Ok(request) => server.handle_authenticated(request).await,
+                Err(response) => response,
+            })
+        })
+    }
+}
+
+/// Read a request's whole body, up to [`MAX_BODY_BYTES`].
+async fn read_body<B>(request: Request<B>) -> Result<Request<Bytes>, Response<ResponseBody>>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + std::fmt::Display,
+{
+    let (parts, body) = request.into_parts();
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(Request::from_parts(parts, collected.to_bytes())),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(error_response(&ApiError::too_large(MAX_BODY_BYTES)))
+        }
+        Err(e) => Err(error_response(&ApiError::bad_request(format!(
+            "reading request body: {e}"
+        )))),
     }
 }
 

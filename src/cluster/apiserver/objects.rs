@@ -58,10 +58,24 @@ fn first_problem(mut problems: Vec<String>) -> Option<String> {
     (!problems.is_empty()).then(|| problems.swap_remove(0))
 }
 
+/// Path-segment check (RBAC object names, which may hold `:` as in `system:discovery`): why the name is invalid,
+/// or None.
+pub fn check_path_segment(name: &str) -> Option<String> {
+    match name {
+        "" => Some("name or generateName is required".into()),
+        "." | ".." => Some(format!("may not be '{name}'")),
+        _ if name.contains('/') => Some("may not contain '/'".into()),
+        _ if name.contains('%') => Some("may not contain '%'".into()),
+        _ => None,
+    }
+}
+
 /// Validate the name of a new object of `rt`; a cause for a 422 when it is invalid.
 pub fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
     let problem = if rt.group.is_empty() && rt.plural == "namespaces" {
         check_label(name)
+    } else if rt.group == "rbac.authorization.k8s.io" {
+        check_path_segment(name)
     } else {
         check_subdomain(name)
     };
@@ -252,6 +266,9 @@ mod tests {
         assert!(check_label("a.b").is_some());
         assert!(check_label("kube-system").is_none());
         assert!(check_label(&"a".repeat(64)).is_some());
+        assert!(check_path_segment("system:discovery").is_none());
+        assert!(check_path_segment("a/b").is_some());
+        assert!(check_path_segment("..").is_some());
     }
 
     #[test]

@@ -4,6 +4,7 @@ mod commit;
 mod delete;
 mod filter;
 mod read;
+mod reviews;
 mod subresources;
 mod watch;
 mod write;
@@ -22,6 +23,9 @@ pub async fn dispatch(
     server: &ApiServer,
     ctx: RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
+    if reviews::is_review(&ctx.rt) {
+        return reviews::create(server, &ctx);
+    }
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
         (None, Verb::List) => read::list(server, &ctx),

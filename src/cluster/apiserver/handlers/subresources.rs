@@ -1,11 +1,12 @@
 //! Subresources other than status: pod logs, pod binding (what a scheduler posts), pod eviction (what a drain
-//! posts) and namespace finalize.
+//! posts), namespace finalize and ServiceAccount tokens (what `kubectl create token` posts).
 
 use http::{Response, StatusCode};
 use serde_json::json;
 
 use super::RequestContext;
 use super::delete::{DeletePolicy, delete_object};
+use crate::cluster::apiserver::auth::tokens;
 use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::request::Verb;
 use crate::cluster::apiserver::{ApiServer, ResponseBody, json_response, logs, objects};
@@ -24,6 +25,7 @@ pub async fn handle(
         (true, "pods", "binding", Verb::Create) => bind(server, ctx),
         (true, "pods", "eviction", Verb::Create) => evict(server, ctx),
         (true, "namespaces", "finalize", Verb::Update) => super::write::update(server, ctx),
+        (true, "serviceaccounts", "token", Verb::Create) => token(server, ctx),
         _ => Err(ApiError::no_route(&format!("{}/{sub}", ctx.rt.plural))),
     }
 }
@@ -108,4 +110,47 @@ fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
+}
+
+/// `serviceaccounts/token`: a TokenRequest, answered with a signed token bound to the ServiceAccount's uid that
+/// expires after the lifetime asked for (clamped to what the server allows).
+fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+    let mut request = ctx.body_object()?;
+    let lifetime = tokens::lifetime(
+        request
+            .pointer("/spec/expirationSeconds")
+            .and_then(|v| v.as_i64()),
+    )
+    .map_err(ApiError::unprocessable)?;
+    let audiences: Vec<String> = request
+        .pointer("/spec/audiences")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let issued = server.auth().issue_token(
+        server.store(),
+        ctx.namespace(),
+        ctx.name(),
+        lifetime,
+        audiences,
+    )?;
+    let expiry = jiff::Timestamp::from_second(issued.claims.exp)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    request["apiVersion"] = json!("authentication.k8s.io/v1");
+    request["kind"] = json!("TokenRequest");
+    request["spec"]["audiences"] = json!(issued.claims.aud);
+    request["spec"]["expirationSeconds"] = json!(lifetime);
+    request["metadata"]["name"] = json!(ctx.name());
+    request["metadata"]["namespace"] = json!(ctx.namespace());
+    request["status"] = json!({
+        "token": issued.token,
+        "expirationTimestamp": expiry,
+    });
+    Ok(json_response(StatusCode::CREATED, &request))
 }
