@@ -14,9 +14,11 @@ pub mod events;
 pub mod handlers;
 pub mod jsonpath;
 pub mod logs;
+pub mod metrics;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod schema;
@@ -28,6 +30,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
@@ -39,8 +42,9 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::store::Store;
 use errors::ApiError;
 use logs::PodLogs;
+use metrics::{ApiMetrics, RequestSample};
 use registry::Registry;
-use request::{Endpoint, Query};
+use request::{Endpoint, Query, Verb};
 
 /// The body of every response: a full JSON document, or a stream of watch events or log lines.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -61,6 +65,7 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<Store>,
     pub(crate) registry: Registry,
     pub(crate) logs: PodLogs,
+    pub(crate) metrics: ApiMetrics,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -81,6 +86,7 @@ impl ApiServer {
             store,
             registry,
             logs: PodLogs::default(),
+            metrics: ApiMetrics::default(),
             shutdown: CancellationToken::new(),
         };
         Self {
@@ -118,15 +124,77 @@ impl ApiServer {
         &self.inner
     }
 
+    /// The request counters `/metrics` reports.
+    pub fn metrics(&self) -> &ApiMetrics {
+        &self.inner.metrics
+    }
+
     /// Answer one request whose body has been read.
     pub async fn handle(&self, request: Request<Bytes>) -> Response<ResponseBody> {
+        let started = Instant::now();
         let (parts, body) = request.into_parts();
         let result = self
             .route(&parts.method, &parts.uri, &parts.headers, body)
             .await;
         let response = result.unwrap_or_else(|e| error_response(&e));
+        let (verb, resource) = self.request_labels(&parts.method, &parts.uri, &parts.headers);
+        self.inner.metrics.record(&RequestSample {
+            verb,
+            resource: &resource,
+            code: response.status().as_u16(),
+            user_agent: parts
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+            elapsed: started.elapsed(),
+        });
         tracing::debug!(method = %parts.method, uri = %parts.uri, status = response.status().as_u16(), "request");
         response
+    }
+
+    /// The verb and resource a request is counted under, spelled as kube-apiserver's metrics spell them. Only
+    /// served resources and known subresources become labels, so odd paths cannot grow the label sets.
+    fn request_labels(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+    ) -> (&'static str, String) {
+        let registry = &self.inner.registry;
+        let endpoint = request::parse_path(uri.path(), |group, plural| {
+            registry.get(group, plural).is_some_and(|rt| rt.namespaced)
+        });
+        let Ok(Endpoint::Resource(path)) = endpoint else {
+            return (method_label(method), String::new());
+        };
+        if registry.get(&path.group, &path.plural).is_none() {
+            return (method_label(method), String::new());
+        }
+        let query = Query::parse(uri.query());
+        let verb = match Verb::of(method, path.name.is_some(), &query) {
+            Ok(Verb::Get) => "GET",
+            Ok(Verb::List) => "LIST",
+            Ok(Verb::Watch) => "WATCH",
+            Ok(Verb::Create) => "POST",
+            Ok(Verb::Update) => "PUT",
+            Ok(Verb::Patch)
+                if headers
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch")) =>
+            {
+                "APPLY"
+            }
+            Ok(Verb::Patch) => "PATCH",
+            Ok(Verb::Delete) => "DELETE",
+            Ok(Verb::DeleteCollection) => "DELETECOLLECTION",
+            Err(_) => method_label(method),
+        };
+        let resource = match path.subresource.as_deref() {
+            Some(sub) if KNOWN_SUBRESOURCES.contains(&sub) => format!("{}/{sub}", path.plural),
+            Some(_) => format!("{}/other", path.plural),
+            None => path.plural,
+        };
+        (verb, resource)
     }
 
     async fn route(
@@ -141,12 +209,23 @@ impl ApiServer {
             registry.get(group, plural).is_some_and(|rt| rt.namespaced)
         })?;
         let query = Query::parse(uri.query());
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        if !matches!(endpoint, Endpoint::Health | Endpoint::Metrics) && protobuf::accepts_only_protobuf(accept) {
+            return Err(ApiError::not_acceptable(
+                "application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
+            ));
+        }
         if !matches!(endpoint, Endpoint::Resource(_)) && method != Method::GET {
             return Err(ApiError::method_not_allowed(method.as_str(), uri.path()));
         }
         match endpoint {
             Endpoint::Version => Ok(json_response(StatusCode::OK, &version_document())),
             Endpoint::Health => Ok(Response::new(full(Bytes::from_static(b"ok")))),
+            Endpoint::Metrics => Ok(bytes_response(
+                StatusCode::OK,
+                Bytes::from(self.inner.metrics.encode(&self.inner.store)),
+                metrics::CONTENT_TYPE,
+            )),
             Endpoint::CoreVersions => {
                 Ok(json_response(StatusCode::OK, &discovery::core_versions()))
             }
@@ -203,6 +282,26 @@ where
             };
             Ok(server.handle(Request::from_parts(parts, bytes)).await)
         })
+    }
+}
+
+/// Subresources counted under their own name in `/metrics`; others count as `<plural>/other`.
+const KNOWN_SUBRESOURCES: &[&str] = &[
+    "status", "log", "binding", "finalize", "token", "eviction", "scale", "approval", "exec", "attach",
+    "portforward", "proxy", "ephemeralcontainers", "resize",
+];
+
+/// The verb label of a request outside the resource tree: its method.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
     }
 }
 
