@@ -118,26 +118,29 @@ expect_fail 'NotFound|not found' k get cm missing
 step "kubectl's generators, which send protobuf bodies"
 kubectl create namespace kmm-e2e-generated >/dev/null
 expect_eq "create namespace" "Active" "$(kubectl get namespace kmm-e2e-generated -o jsonpath='{.status.phase}')"
+GEN=kmm-e2e-generated
+g() { kubectl -n "$GEN" "$@"; }
+gjp() { g get "$1" -o "jsonpath=$2"; }
 expect_eq "its name label is defaulted" "kmm-e2e-generated" \
     "$(kubectl get namespace kmm-e2e-generated -o jsonpath='{.metadata.labels.kubernetes\.io/metadata\.name}')"
-k create configmap generated --from-literal=g=1 --from-literal=blank= >/dev/null
-expect_eq "create configmap --from-literal" "1" "$(jp cm/generated '{.data.g}')"
-expect_match "an empty literal is kept" '"blank": ""' "$(k get cm generated -o json)"
-expect_fail 'AlreadyExists|already exists' k create configmap generated --from-literal=g=2
-k create secret generic generated --from-literal=password='s3cret pass' >/dev/null
-expect_eq "create secret generic stores base64" "s3cret pass" "$(jp secret/generated '{.data.password}' | base64 -d)"
-expect_eq "the secret is Opaque" "Opaque" "$(jp secret/generated '{.type}')"
-k create deployment generated --image=registry.example/web:1.2 --replicas=2 --port=8080 >/dev/null
-expect_eq "create deployment stores replicas" "2" "$(jp deploy/generated '{.spec.replicas}')"
-expect_eq "its container" "generated registry.example/web:1.2 8080" \
-    "$(jp deploy/generated '{.spec.template.spec.containers[0].name} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')"
-expect_eq "its selector" "generated" "$(jp deploy/generated '{.spec.selector.matchLabels.app}')"
-expect_eq "its strategy is defaulted" "RollingUpdate 25%" "$(jp deploy/generated '{.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge}')"
-expect_match "the server stamps it" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "$(jp deploy/generated '{.metadata.creationTimestamp}')"
-k create deployment generated-dry --image=registry.example/web:1.2 --dry-run=server >/dev/null
-expect_fail 'NotFound|not found' k get deploy generated-dry
-k create serviceaccount generated >/dev/null
-expect_match "create serviceaccount" '^serviceaccount/generated$' "$(k get sa generated -o name)"
+g create configmap generated --from-literal=g=1 --from-literal=blank= >/dev/null
+expect_eq "create configmap --from-literal" "1" "$(gjp cm/generated '{.data.g}')"
+expect_match "an empty literal is kept" '"blank": ""' "$(g get cm generated -o json)"
+expect_fail 'AlreadyExists|already exists' g create configmap generated --from-literal=g=2
+g create secret generic generated --from-literal=password='s3cret pass' >/dev/null
+expect_eq "create secret generic stores base64" "s3cret pass" "$(gjp secret/generated '{.data.password}' | base64 -d)"
+expect_eq "the secret is Opaque" "Opaque" "$(gjp secret/generated '{.type}')"
+g create deployment generated --image=registry.example/web:1.2 --replicas=2 --port=8080 >/dev/null
+expect_eq "create deployment stores replicas" "2" "$(gjp deploy/generated '{.spec.replicas}')"
+expect_eq "its container, named after the image" "web registry.example/web:1.2 8080" \
+    "$(gjp deploy/generated '{.spec.template.spec.containers[0].name} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')"
+expect_eq "its selector" "generated" "$(gjp deploy/generated '{.spec.selector.matchLabels.app}')"
+expect_eq "its strategy is defaulted" "RollingUpdate 25%" "$(gjp deploy/generated '{.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge}')"
+expect_match "the server stamps it" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "$(gjp deploy/generated '{.metadata.creationTimestamp}')"
+g create deployment generated-dry --image=registry.example/web:1.2 --dry-run=server >/dev/null
+expect_fail 'NotFound|not found' g get deploy generated-dry
+g create serviceaccount generated >/dev/null
+expect_match "create serviceaccount" '^serviceaccount/generated$' "$(g get sa generated -o name)"
 kubectl delete namespace kmm-e2e-generated --timeout=20s >/dev/null
 
 step "watch with kubectl get -w"
@@ -409,9 +412,9 @@ else
     after=$(list_count)
     expect_eq "three more lists, three more counted" "$((before + 3))" "$after"
     metrics=$(scrape)
-    expect_match "request durations" '^apiserver_request_duration_seconds_bucket\{verb="LIST",resource="configmaps",le="[0-9.]+"\} [0-9]+' "$metrics"
+    expect_match "request durations" '^apiserver_request_duration_seconds_bucket\{le="[^"]+",verb="LIST",resource="configmaps"\} [1-9][0-9]*' "$metrics"
     expect_match "stored objects by resource" '^apiserver_storage_objects\{resource="/configmaps"\} [0-9]+' "$metrics"
-    expect_match "stored bytes by resource" '^apiserver_storage_size_bytes\{resource="apps/deployments"\} [1-9][0-9]*' "$metrics"
+    expect_match "stored bytes by resource" '^apiserver_storage_size_bytes\{resource="/configmaps"\} [1-9][0-9]*' "$metrics"
     expect_match "watch history size" '^apiserver_watch_history_events [0-9]+' "$metrics"
     expect_eq "without a token: 401" "401" \
         "$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.crt" "$server/metrics")"
