@@ -115,9 +115,33 @@ metadata:
 EOF
 expect_fail 'NotFound|not found' k get cm missing
 
-step "protobuf request bodies are refused with a message that says what to do"
-expect_fail 'UnsupportedMediaType|protobuf.*JSON' k create configmap generated --from-literal=g=1
-expect_fail 'NotFound|not found' k get cm generated
+step "kubectl's generators, which send protobuf bodies"
+kubectl create namespace kmm-e2e-generated >/dev/null
+expect_eq "create namespace" "Active" "$(kubectl get namespace kmm-e2e-generated -o jsonpath='{.status.phase}')"
+GEN=kmm-e2e-generated
+g() { kubectl -n "$GEN" "$@"; }
+gjp() { g get "$1" -o "jsonpath=$2"; }
+expect_eq "its name label is defaulted" "kmm-e2e-generated" \
+    "$(kubectl get namespace kmm-e2e-generated -o jsonpath='{.metadata.labels.kubernetes\.io/metadata\.name}')"
+g create configmap generated --from-literal=g=1 --from-literal=blank= >/dev/null
+expect_eq "create configmap --from-literal" "1" "$(gjp cm/generated '{.data.g}')"
+expect_match "an empty literal is kept" '"blank": ""' "$(g get cm generated -o json)"
+expect_fail 'AlreadyExists|already exists' g create configmap generated --from-literal=g=2
+g create secret generic generated --from-literal=password='s3cret pass' >/dev/null
+expect_eq "create secret generic stores base64" "s3cret pass" "$(gjp secret/generated '{.data.password}' | base64 -d)"
+expect_eq "the secret is Opaque" "Opaque" "$(gjp secret/generated '{.type}')"
+g create deployment generated --image=registry.example/web:1.2 --replicas=2 --port=8080 >/dev/null
+expect_eq "create deployment stores replicas" "2" "$(gjp deploy/generated '{.spec.replicas}')"
+expect_eq "its container, named after the image" "web registry.example/web:1.2 8080" \
+    "$(gjp deploy/generated '{.spec.template.spec.containers[0].name} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')"
+expect_eq "its selector" "generated" "$(gjp deploy/generated '{.spec.selector.matchLabels.app}')"
+expect_eq "its strategy is defaulted" "RollingUpdate 25%" "$(gjp deploy/generated '{.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge}')"
+expect_match "the server stamps it" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' "$(gjp deploy/generated '{.metadata.creationTimestamp}')"
+g create deployment generated-dry --image=registry.example/web:1.2 --dry-run=server >/dev/null
+expect_fail 'NotFound|not found' g get deploy generated-dry
+g create serviceaccount generated >/dev/null
+expect_match "create serviceaccount" '^serviceaccount/generated$' "$(g get sa generated -o name)"
+kubectl delete namespace kmm-e2e-generated --timeout=20s >/dev/null
 
 step "watch with kubectl get -w"
 # Without --watch-only kubectl lists first and watches from the list's resourceVersion: once alpha is printed,
@@ -401,5 +425,31 @@ expect_eq "every object listed once, in order" "$(seq -w 1 23 | sed 's|^|configm
 expect_eq "five requests of five" "5" "$(grep -cE 'GET.*https://[^ "]*/configmaps\?[^ "]*limit=5' "$WORK/pages.log")"
 expect_eq "four of them continue" "4" "$(grep -cE 'GET.*https://[^ "]*/configmaps\?[^ "]*continue=' "$WORK/pages.log")"
 expect_eq "table output pages too" "23" "$(k get cm -l page=yes --chunk-size=4 --no-headers | wc -l | xargs)"
+
+step "/metrics counts requests, and only for a client with a token"
+if ! command -v curl >/dev/null; then
+    echo "skipping /metrics: curl not found on PATH"
+else
+    server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+    token=$(kubectl config view --raw --minify -o jsonpath='{.users[0].user.token}')
+    kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$WORK/ca.crt"
+    scrape() { curl -sS --fail --cacert "$WORK/ca.crt" -H "Authorization: Bearer $token" "$server/metrics"; }
+    # list_count: how many configmap lists kubectl has made, as /metrics says.
+    list_count() {
+        scrape | sed -nE 's/^apiserver_request_total\{verb="LIST",resource="configmaps",code="200",client="kubectl"\} ([0-9]+)$/\1/p'
+    }
+    before=$(list_count)
+    expect_match "kubectl's configmap lists are counted" '^[0-9]+$' "$before"
+    for _ in 1 2 3; do k get cm -o name >/dev/null; done
+    after=$(list_count)
+    expect_eq "three more lists, three more counted" "$((before + 3))" "$after"
+    metrics=$(scrape)
+    expect_match "request durations" '^apiserver_request_duration_seconds_bucket\{le="[^"]+",verb="LIST",resource="configmaps"\} [1-9][0-9]*' "$metrics"
+    expect_match "stored objects by resource" '^apiserver_storage_objects\{resource="/configmaps"\} [0-9]+' "$metrics"
+    expect_match "stored bytes by resource" '^apiserver_storage_size_bytes\{resource="/configmaps"\} [1-9][0-9]*' "$metrics"
+    expect_match "watch history size" '^apiserver_watch_history_events [0-9]+' "$metrics"
+    expect_eq "without a token: 401" "401" \
+        "$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.crt" "$server/metrics")"
+fi
 
 printf '\nall kubectl checks passed\n'

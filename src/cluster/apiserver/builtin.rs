@@ -127,6 +127,7 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
             merge_string_data(obj);
         }
         ("apps", "deployments") => {
+            drop_if_empty(obj, "/spec/strategy");
             set_default(obj, &["spec", "replicas"], json!(1));
             set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
             set_default(obj, &["spec", "progressDeadlineSeconds"], json!(600));
@@ -138,6 +139,7 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
             default_template(obj);
         }
         ("apps", "daemonsets") => {
+            drop_if_empty(obj, "/spec/updateStrategy");
             set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
             set_default(
                 obj,
@@ -203,6 +205,21 @@ fn image_tag_is_latest(image: &str) -> bool {
     match last.rsplit_once(':') {
         Some((_, tag)) => tag == "latest",
         None => true,
+    }
+}
+
+/// Remove an empty object at `pointer`, which Go clients send for a struct they leave zero (kubectl's
+/// `create deployment` sends `strategy: {}`), so that its default applies as kube-apiserver applies it.
+fn drop_if_empty(obj: &mut Value, pointer: &str) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    if let Some(map) = obj.pointer_mut(parent).and_then(Value::as_object_mut)
+        && map
+            .get(key)
+            .is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
+    {
+        map.remove(key);
     }
 }
 

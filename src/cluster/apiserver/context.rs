@@ -12,7 +12,7 @@ use super::errors::ApiError;
 use super::events;
 use super::registry::{ResourceKey, ResourceType};
 use super::request::{Query, ResourcePath, Verb};
-use super::{ApiServer, objects};
+use super::{ApiServer, objects, protobuf};
 use crate::cluster::store::StoredObject;
 
 /// How unknown fields in a request are treated (`?fieldValidation=`).
@@ -171,16 +171,11 @@ impl RequestContext {
     }
 }
 
-/// The prefix of Kubernetes' protobuf envelope, which kubectl's typed clients send.
-const PROTOBUF_MAGIC: &[u8] = b"k8s\x00";
-
-/// Parse a request body (JSON, or YAML as kubectl's apply-patch+yaml sends) into a JSON object.
+/// Parse a request body (JSON, YAML as kubectl's apply-patch+yaml sends, or the protobuf envelope kubectl's typed
+/// clients send) into a JSON object.
 pub fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
-    if body.starts_with(PROTOBUF_MAGIC) {
-        return Err(ApiError::unsupported_media_type(
-            "application/vnd.kubernetes.protobuf",
-            "application/json, application/yaml. This server reads JSON and YAML only: create objects from a manifest (kubectl create -f / kubectl apply -f) instead of kubectl's generators",
-        ));
+    if protobuf::is_protobuf(body) {
+        return protobuf::decode_body(body);
     }
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(

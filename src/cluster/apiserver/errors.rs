@@ -182,6 +182,15 @@ impl ApiError {
         )
     }
 
+    /// 406: every media type the client accepts for the response is one the server does not write.
+    pub fn not_acceptable(accepted: &str) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: {accepted}"),
+        )
+    }
+
     /// 415: a body in a media type the endpoint does not accept; `accepted` lists what it does accept.
     pub fn unsupported_media_type(content_type: &str, accepted: &str) -> Self {
         Self::new(

@@ -18,9 +18,11 @@ pub mod events;
 pub mod handlers;
 pub mod jsonpath;
 pub mod logs;
+pub mod metrics;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod schema;
@@ -32,6 +34,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
@@ -45,8 +48,9 @@ use auth::Auth;
 use auth::identity::UserInfo;
 use errors::ApiError;
 use logs::PodLogs;
+use metrics::{ApiMetrics, RequestSample};
 use registry::Registry;
-use request::{Endpoint, Query};
+use request::{Endpoint, Query, Verb};
 
 /// The body of every response: a full JSON document, or a stream of watch events or log lines.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -68,6 +72,7 @@ pub(crate) struct Inner {
     pub(crate) registry: Registry,
     pub(crate) logs: PodLogs,
     pub(crate) auth: Auth,
+    pub(crate) metrics: ApiMetrics,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -90,6 +95,7 @@ impl ApiServer {
             store,
             registry,
             logs: PodLogs::default(),
+            metrics: ApiMetrics::default(),
             shutdown: CancellationToken::new(),
         };
         Self {
@@ -143,6 +149,11 @@ impl ApiServer {
         &self.inner
     }
 
+    /// The request counters `/metrics` reports.
+    pub fn metrics(&self) -> &ApiMetrics {
+        &self.inner.metrics
+    }
+
     /// Answer one request whose body has been read, as the administrator (the in-process client). Impersonation
     /// headers are honoured, so an administrator's client can act as another user.
     pub async fn handle(&self, request: Request<Bytes>) -> Response<ResponseBody> {
@@ -170,6 +181,7 @@ impl ApiServer {
         user: UserInfo,
         request: Request<Bytes>,
     ) -> Response<ResponseBody> {
+        let started = Instant::now();
         let (parts, body) = request.into_parts();
         let result = match self.inner.auth.impersonate(user, &parts.headers) {
             Ok(user) => {
@@ -179,8 +191,64 @@ impl ApiServer {
             Err(e) => Err(e),
         };
         let response = result.unwrap_or_else(|e| error_response(&e));
+        let (verb, resource) = self.request_labels(&parts.method, &parts.uri, &parts.headers);
+        self.inner.metrics.record(&RequestSample {
+            verb,
+            resource: &resource,
+            code: response.status().as_u16(),
+            user_agent: parts
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok()),
+            elapsed: started.elapsed(),
+        });
         tracing::debug!(method = %parts.method, uri = %parts.uri, status = response.status().as_u16(), "request");
         response
+    }
+
+    /// The verb and resource a request is counted under, spelled as kube-apiserver's metrics spell them. Only
+    /// served resources and known subresources become labels, so odd paths cannot grow the label sets.
+    fn request_labels(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+    ) -> (&'static str, String) {
+        let registry = &self.inner.registry;
+        let endpoint = request::parse_path(uri.path(), |group, plural| {
+            registry.get(group, plural).is_some_and(|rt| rt.namespaced)
+        });
+        let Ok(Endpoint::Resource(path)) = endpoint else {
+            return (method_label(method), String::new());
+        };
+        if registry.get(&path.group, &path.plural).is_none() {
+            return (method_label(method), String::new());
+        }
+        let query = Query::parse(uri.query());
+        let verb = match Verb::of(method, path.name.is_some(), &query) {
+            Ok(Verb::Get) => "GET",
+            Ok(Verb::List) => "LIST",
+            Ok(Verb::Watch) => "WATCH",
+            Ok(Verb::Create) => "POST",
+            Ok(Verb::Update) => "PUT",
+            Ok(Verb::Patch)
+                if headers
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch")) =>
+            {
+                "APPLY"
+            }
+            Ok(Verb::Patch) => "PATCH",
+            Ok(Verb::Delete) => "DELETE",
+            Ok(Verb::DeleteCollection) => "DELETECOLLECTION",
+            Err(_) => method_label(method),
+        };
+        let resource = match path.subresource.as_deref() {
+            Some(sub) if KNOWN_SUBRESOURCES.contains(&sub) => format!("{}/{sub}", path.plural),
+            Some(_) => format!("{}/other", path.plural),
+            None => path.plural,
+        };
+        (verb, resource)
     }
 
     async fn route(
@@ -198,12 +266,25 @@ impl ApiServer {
         let query = Query::parse(uri.query());
         let attributes = auth::request_attributes(method, uri.path(), &endpoint, &query)?;
         self.inner.auth.authorizer().check(user, &attributes)?;
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        if !matches!(endpoint, Endpoint::Health | Endpoint::Metrics)
+            && protobuf::accepts_only_protobuf(accept)
+        {
+            return Err(ApiError::not_acceptable(
+                "application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
+            ));
+        }
         if !matches!(endpoint, Endpoint::Resource(_)) && method != Method::GET {
             return Err(ApiError::method_not_allowed(method.as_str(), uri.path()));
         }
         match endpoint {
             Endpoint::Version => Ok(json_response(StatusCode::OK, &version_document())),
             Endpoint::Health => Ok(Response::new(full(Bytes::from_static(b"ok")))),
+            Endpoint::Metrics => Ok(bytes_response(
+                StatusCode::OK,
+                Bytes::from(self.inner.metrics.encode(&self.inner.store)),
+                metrics::CONTENT_TYPE,
+            )),
             Endpoint::CoreVersions => {
                 Ok(json_response(StatusCode::OK, &discovery::core_versions()))
             }
@@ -222,7 +303,8 @@ impl ApiServer {
                 &openapi::group_version(registry, &group, &version)?,
             )),
             Endpoint::Resource(path) => {
-                let ctx = context::RequestContext::new(self, user, method, path, query, headers, body)?;
+                let ctx =
+                    context::RequestContext::new(self, user, method, path, query, headers, body)?;
                 handlers::dispatch(self, ctx).await
             }
         }
@@ -300,6 +382,38 @@ where
         Err(e) => Err(error_response(&ApiError::bad_request(format!(
             "reading request body: {e}"
         )))),
+    }
+}
+
+/// Subresources counted under their own name in `/metrics`; others count as `<plural>/other`.
+const KNOWN_SUBRESOURCES: &[&str] = &[
+    "status",
+    "log",
+    "binding",
+    "finalize",
+    "token",
+    "eviction",
+    "scale",
+    "approval",
+    "exec",
+    "attach",
+    "portforward",
+    "proxy",
+    "ephemeralcontainers",
+    "resize",
+];
+
+/// The verb label of a request outside the resource tree: its method.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
     }
 }
 

@@ -13,6 +13,8 @@ pub enum Endpoint {
     Version,
     /// `/healthz`, `/livez`, `/readyz`.
     Health,
+    /// `/metrics`: request counters and store sizes in the Prometheus text format.
+    Metrics,
     /// `/api`: the core group's versions.
     CoreVersions,
     /// `/apis`: every group.
@@ -62,6 +64,7 @@ pub fn parse_path(
     let endpoint = match s.as_slice() {
         ["version"] => Endpoint::Version,
         ["healthz" | "livez" | "readyz", ..] => Endpoint::Health,
+        ["metrics"] => Endpoint::Metrics,
         ["api"] => Endpoint::CoreVersions,
         ["apis"] => Endpoint::Groups,
         ["apis", group] => Endpoint::Group(group.to_string()),

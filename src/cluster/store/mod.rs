@@ -152,6 +152,26 @@ struct State {
     compacted_through: u64,
 }
 
+/// What the store holds, as `/metrics` reports it.
+#[derive(Debug, Clone, Default)]
+pub struct StoreUsage {
+    /// Per resource, sorted by key.
+    pub resources: Vec<ResourceUsage>,
+    /// Events kept in memory for watches to resume from.
+    pub history: usize,
+}
+
+/// Objects and bytes of one resource.
+#[derive(Debug, Clone)]
+pub struct ResourceUsage {
+    /// The resource (`group/plural`).
+    pub resource: ResourceKey,
+    /// How many objects are stored.
+    pub objects: usize,
+    /// The size of their JSON.
+    pub bytes: usize,
+}
+
 /// The object store. Cheap to share behind an `Arc`.
 pub struct Store {
     state: Mutex<State>,
@@ -475,6 +495,25 @@ impl Store {
             .cloned()
             .collect();
         Ok((backlog, self.events.subscribe()))
+    }
+
+    /// How much the store holds, per resource and in watch history, for `/metrics`.
+    pub fn usage(&self) -> StoreUsage {
+        let state = self.lock();
+        let mut resources: Vec<ResourceUsage> = state
+            .objects
+            .iter()
+            .map(|(key, objects)| ResourceUsage {
+                resource: key.clone(),
+                objects: objects.len(),
+                bytes: objects.values().map(|o| o.json.len()).sum(),
+            })
+            .collect();
+        resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        StoreUsage {
+            resources,
+            history: state.history.len(),
+        }
     }
 
     /// Every resource key that currently has objects, for cleanup passes (namespace deletion, garbage collection).

@@ -65,7 +65,9 @@ pub fn watch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
     match store.watch_from(since) {
         Ok((backlog, live)) => {
             let shutdown = server.inner().shutdown.clone();
+            let open = server.metrics().watch_opened(&ctx.rt.plural);
             tokio::spawn(async move {
+                let _open = open;
                 watcher
                     .run(
                         tx,
