@@ -1,6 +1,7 @@
 //! The in-cluster controller on the embedded cluster: `kmm-tui install | kubectl apply -f -` gives two controller
 //! pods (Deployment → ReplicaSet → pods), one of which holds the engine's Lease and acts; deleting it leaves the
-//! Lease held (a killed pod releases nothing) until it expires, and the other pod takes over and keeps working.
+//! Lease held (a killed pod releases nothing) until it expires, and the other pod takes over and keeps working. An
+//! engine on the console's Lease stands by meanwhile, and takes over once uninstall has killed the pods.
 //! Real time throughout: the pods' engines and kubectl run on the wall clock.
 
 use std::io::Write;
@@ -11,11 +12,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::{Family, LeaseConfig};
+use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
 use serde_json::json;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::common::{Harness, eventually, wait_for};
 use super::kmm::{condition, create_module, node_ready};
@@ -25,6 +27,9 @@ const LEASE_SECS: u64 = 3;
 
 /// Slack on top of the lease duration for the standby's claim to be written and seen on a loaded machine.
 const TAKEOVER_SLACK: Duration = Duration::from_secs(2);
+
+/// Identity of the engine that plays the console's foreground engine.
+const CONSOLE: &str = "console";
 
 const KERNEL: &str = "5.14.0-284.30.1.el9_2.x86_64";
 
@@ -296,6 +301,29 @@ async fn installed_controllers_elect_one_engine_and_the_standby_takes_over_when_
     })
     .await;
 
+    // An engine elected like the console's foreground engine (the default Lease) stands by while a pod leads.
+    let console = CancellationToken::new();
+    let console_engine = tokio::spawn(engine::run(
+        harness.client(),
+        EngineConfig {
+            images: PodImages::default(),
+            lease: LeaseConfig::new(
+                DEFAULT_LEASE_NAMESPACE,
+                DEFAULT_LEASE_NAME,
+                CONSOLE,
+                Duration::from_secs(LEASE_SECS),
+            ),
+            settings: Settings::default(),
+        },
+        console.clone(),
+    ));
+    tokio::time::sleep(Duration::from_secs(LEASE_SECS + 1)).await;
+    assert_eq!(
+        lease_holder(&harness).await.as_deref(),
+        Some(successor.as_str()),
+        "the console's engine stands by while the pod renews"
+    );
+
     // Uninstall refuses to take the CRDs while Modules exist, naming them, and removes nothing.
     let kubeconfig_arg = kubeconfig.to_string_lossy().into_owned();
     let (ok, stdout, stderr) = kmm_tui(&[
@@ -331,5 +359,17 @@ async fn installed_controllers_elect_one_engine_and_the_standby_takes_over_when_
             .is_ok_and(|pods| pods.items.is_empty())
     })
     .await;
+    // The pods were killed holding the Lease; once it expires the console's engine takes it.
+    eventually(
+        LEASE_SECS + 10,
+        "the console's engine takes the Lease",
+        || async { lease_holder(&harness).await.as_deref() == Some(CONSOLE) },
+    )
+    .await;
+    console.cancel();
+    console_engine
+        .await
+        .expect("the console's engine task")
+        .expect("the console's engine stops cleanly");
     harness.shutdown().await;
 }
