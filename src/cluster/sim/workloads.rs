@@ -8,6 +8,8 @@
 //! - A ReplicaSet keeps `spec.replicas` active pods (not terminating, not Succeeded or Failed) that it controls:
 //!   it creates the missing ones (`generateName: <replicaset>-`, owned by it) and deletes the excess, unscheduled
 //!   and not ready pods first, then the newest. A deleted pod is replaced at once.
+//! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
+//!   `SuccessfulDelete` on the ReplicaSet.
 //! - Both write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
 //!   `Available` condition for Deployments) and `observedGeneration` when it changes.
 //!
@@ -28,6 +30,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
+use super::scheduler::events::{Recorder, Severity};
 use super::{MANAGER, World};
 
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
@@ -69,6 +72,10 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             replica_sets,
             pods,
         };
+        let recorders = Recorders {
+            deployments: Recorder::new(client.clone(), "deployment-controller"),
+            replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
+        };
         loop {
             tokio::select! {
                 () = world.stop.cancelled() => return,
@@ -78,7 +85,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             if !stores.ready() {
                 continue;
             }
-            pass(&client, &stores).await;
+            pass(&client, &stores, &recorders).await;
         }
     })
 }
@@ -102,16 +109,39 @@ impl Stores {
     }
 }
 
+/// The events each controller records.
+struct Recorders {
+    deployments: Recorder,
+    replica_sets: Recorder,
+}
+
+/// Record an event; one that cannot be written is not worth failing a pass for.
+async fn record<K: Resource<DynamicType = ()>>(
+    recorder: &Recorder,
+    object: &K,
+    reason: &str,
+    message: &str,
+) {
+    if let Err(error) = recorder
+        .record(object.object_ref(&()), Severity::Normal, reason, message)
+        .await
+    {
+        tracing::debug!(%error, reason, "recording an event");
+    }
+}
+
 /// One level-triggered pass over every Deployment, then every ReplicaSet. Failed writes are logged; the next
 /// event (or the write's own echo) brings another pass.
-async fn pass(client: &kube::Client, stores: &Stores) {
+async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) {
     let replica_sets = stores.replica_sets.state();
     let pods = stores.pods.state();
     for deployment in stores.deployments.state() {
         if deployment.meta().deletion_timestamp.is_some() {
             continue;
         }
-        if let Err(error) = sync_deployment(client, &deployment, &replica_sets).await {
+        if let Err(error) =
+            sync_deployment(client, &recorders.deployments, &deployment, &replica_sets).await
+        {
             tracing::debug!(deployment = %deployment.name_any(), %error, "syncing deployment");
         }
     }
@@ -119,7 +149,9 @@ async fn pass(client: &kube::Client, stores: &Stores) {
         if replica_set.meta().deletion_timestamp.is_some() {
             continue;
         }
-        if let Err(error) = sync_replica_set(client, replica_set, &pods).await {
+        if let Err(error) =
+            sync_replica_set(client, &recorders.replica_sets, replica_set, &pods).await
+        {
             tracing::debug!(replicaset = %replica_set.name_any(), %error, "syncing replicaset");
         }
     }
@@ -179,6 +211,7 @@ pub fn template_hash(template: &PodTemplateSpec) -> String {
 /// Keep the ReplicaSet of the current template at the desired size, the others at zero, and report.
 async fn sync_deployment(
     client: &kube::Client,
+    recorder: &Recorder,
     deployment: &Deployment,
     replica_sets: &[Arc<ReplicaSet>],
 ) -> kube::Result<()> {
@@ -202,20 +235,18 @@ async fn sync_deployment(
         None => {
             let replica_set = new_replica_set(deployment, &name, &hash, desired);
             match api.create(&params(), &replica_set).await {
-                Ok(_) => {}
+                Ok(_) => {
+                    let message = format!("Scaled up replica set {name} from 0 to {desired}");
+                    record(recorder, deployment, "ScalingReplicaSet", &message).await;
+                }
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
                 Err(error) => return Err(error),
             }
         }
-        Some(rs) if rs.spec.as_ref().and_then(|s| s.replicas) != Some(desired) => {
-            scale(&api, &name, desired).await?;
-        }
-        Some(_) => {}
+        Some(rs) => scale(&api, recorder, deployment, rs, desired).await?,
     }
     for old in owned.iter().filter(|rs| rs.name_any() != name) {
-        if old.spec.as_ref().and_then(|s| s.replicas) != Some(0) {
-            scale(&api, &old.name_any(), 0).await?;
-        }
+        scale(&api, recorder, deployment, old, 0).await?;
     }
     let count = |field: fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>| {
         owned
@@ -292,14 +323,33 @@ fn condition_status(status: &Value, kind: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn scale(api: &Api<ReplicaSet>, name: &str, replicas: i32) -> kube::Result<()> {
+/// Set a ReplicaSet's size, when it differs, and say so on the Deployment.
+async fn scale(
+    api: &Api<ReplicaSet>,
+    recorder: &Recorder,
+    deployment: &Deployment,
+    replica_set: &ReplicaSet,
+    replicas: i32,
+) -> kube::Result<()> {
+    let from = replica_set
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    if from == replicas {
+        return Ok(());
+    }
+    let name = replica_set.name_any();
     api.patch(
-        name,
+        &name,
         &patch_params(),
         &Patch::Merge(json!({ "spec": { "replicas": replicas } })),
     )
-    .await
-    .map(drop)
+    .await?;
+    let direction = if replicas > from { "up" } else { "down" };
+    let message = format!("Scaled {direction} replica set {name} from {from} to {replicas}");
+    record(recorder, deployment, "ScalingReplicaSet", &message).await;
+    Ok(())
 }
 
 /// The ReplicaSet of the Deployment's current template.
@@ -352,6 +402,7 @@ fn is_ready(pod: &Pod) -> bool {
 /// Keep the ReplicaSet's active pods at `spec.replicas`, and report.
 async fn sync_replica_set(
     client: &kube::Client,
+    recorder: &Recorder,
     replica_set: &ReplicaSet,
     pods: &[Arc<Pod>],
 ) -> kube::Result<()> {
@@ -372,7 +423,9 @@ async fn sync_replica_set(
     if active.len() < desired {
         let pod = new_pod(replica_set);
         for _ in active.len()..desired {
-            api.create(&params(), &pod).await?;
+            let created = api.create(&params(), &pod).await?;
+            let message = format!("Created pod: {}", created.name_any());
+            record(recorder, replica_set, "SuccessfulCreate", &message).await;
         }
     } else if active.len() > desired {
         // Unscheduled, then not ready, then the newest go first.
@@ -386,7 +439,10 @@ async fn sync_replica_set(
         });
         for pod in &active[..active.len() - desired] {
             match api.delete(&pod.name_any(), &DeleteParams::default()).await {
-                Ok(_) => {}
+                Ok(_) => {
+                    let message = format!("Deleted pod: {}", pod.name_any());
+                    record(recorder, replica_set, "SuccessfulDelete", &message).await;
+                }
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(error) => return Err(error),
             }
