@@ -196,7 +196,7 @@ fn deployment(options: &InstallOptions) -> Value {
                             "name": "POD_NAME",
                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
                         }],
-                        "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
+                        "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
                         "livenessProbe": probe("/healthz", 10, 3),
                         "readinessProbe": probe("/readyz", 5, 3),
                         "resources": {

@@ -11,7 +11,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_tui::engine::rbac::ENGINE_ACCOUNT;
 use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
@@ -371,5 +373,79 @@ async fn installed_controllers_elect_one_engine_and_the_standby_takes_over_when_
         .await
         .expect("the console's engine task")
         .expect("the console's engine stops cleanly");
+    harness.shutdown().await;
+}
+
+#[tokio::test]
+async fn install_applies_server_side_under_its_field_manager_and_again_without_change() {
+    let harness = Harness::start("empty").await;
+    let client = harness.client();
+    let objects = install::manifests(&install_options());
+    install::apply(&client, &objects)
+        .await
+        .expect("the manifests apply");
+    let deployments = Api::<Deployment>::namespaced(client.clone(), DEFAULT_NAMESPACE);
+    let first = deployments
+        .get(DEPLOYMENT_NAME)
+        .await
+        .expect("the Deployment exists");
+    let managers: Vec<(String, String)> = first
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        managers.contains(&(install::FIELD_MANAGER.to_owned(), "Apply".to_owned())),
+        "{managers:?}"
+    );
+    let roles = Api::<ClusterRole>::all(client.clone());
+    let role = roles
+        .get(ENGINE_ACCOUNT)
+        .await
+        .expect("the ClusterRole exists");
+    let applied = install::apply(&client, &objects)
+        .await
+        .expect("the manifests apply again");
+    assert_eq!(applied.len(), objects.len());
+    let again = deployments
+        .get(DEPLOYMENT_NAME)
+        .await
+        .expect("the Deployment exists");
+    assert_eq!(
+        (first.metadata.generation, again.metadata.generation),
+        (Some(1), Some(1)),
+        "applying the same manifests leaves the Deployment's spec as it was"
+    );
+    assert_eq!(
+        role.metadata.resource_version,
+        roles
+            .get(ENGINE_ACCOUNT)
+            .await
+            .expect("the ClusterRole exists")
+            .metadata
+            .resource_version,
+        "applying the same manifests writes nothing new"
+    );
+    let removed = install::delete(&client, &install::removals(&install_options(), false))
+        .await
+        .expect("uninstall deletes");
+    assert!(
+        removed.iter().all(|line| line.ends_with(" deleted")),
+        "{removed:?}"
+    );
+    assert!(
+        deployments
+            .get_opt(DEPLOYMENT_NAME)
+            .await
+            .expect("reading")
+            .is_none_or(|d| d.metadata.deletion_timestamp.is_some())
+    );
     harness.shutdown().await;
 }

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::sim::workloads::POD_TEMPLATE_HASH;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const SCENARIO: &str = r#"
