@@ -544,7 +544,14 @@ async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
     let objects = kmm_tui::install::removals(&options, args.include_crds);
     let mut client = None;
     if args.apply || (args.include_crds && !args.force) {
-        client = Some(connect(args.target.kubeconfig.as_deref(), args.target.context).await?);
+        let connected = connect(args.target.kubeconfig.as_deref(), args.target.context).await;
+        client = Some(if args.apply {
+            connected?
+        } else {
+            connected.context(
+                "--include-crds checks that the CRDs hold no objects first (--force skips the check)",
+            )?
+        });
     }
     if let (Some(client), true, false) = (&client, args.include_crds, args.force) {
         let held = kmm_tui::install::crd_contents(client).await?;
