@@ -262,7 +262,7 @@ impl Drop for LogLines {
         let text = String::from_utf8_lossy(&self.text);
         let timestamp = jiff::Timestamp::now().to_string();
         let logs = self.log.server.logs();
-        for line in text.lines().filter(|l| !l.is_empty()) {
+        for line in text.lines().map(str::trim_start).filter(|l| !l.is_empty()) {
             logs.append(
                 &self.log.namespace,
                 &self.log.pod,
