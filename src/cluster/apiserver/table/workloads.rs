@@ -46,6 +46,31 @@ pub(super) fn deployment_columns() -> Vec<Column> {
     columns
 }
 
+/// `kubectl get rs`: desired, current and ready pods.
+pub(super) fn replicaset_columns() -> Vec<Column> {
+    let count = |name: &str, description: &str, printer: fn(&Value, Timestamp) -> Value| {
+        Column::computed(name, ColumnType::Integer, 0, description, printer)
+    };
+    let mut columns = vec![
+        count("Desired", "Pods the ReplicaSet should run.", |o, _| {
+            Value::from(
+                get(o, &["spec", "replicas"])
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1),
+            )
+        }),
+        count("Current", "Pods the ReplicaSet runs.", |o, _| {
+            Value::from(int(o, &["status", "replicas"]))
+        }),
+        count("Ready", "Pods of the ReplicaSet that are ready.", |o, _| {
+            Value::from(int(o, &["status", "readyReplicas"]))
+        }),
+        age_column(),
+    ];
+    columns.extend(workload_wide_columns());
+    columns
+}
+
 pub(super) fn daemonset_columns() -> Vec<Column> {
     let count = |name: &str, description: &str, printer: fn(&Value, Timestamp) -> Value| {
         Column::computed(name, ColumnType::Integer, 0, description, printer)
