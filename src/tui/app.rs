@@ -4,6 +4,7 @@
 
 mod caches;
 mod day0;
+mod engine;
 mod shims;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use super::writes::{WriteOutcome, WriteRequest};
 use super::yaml;
 
 pub use caches::CacheViews;
+pub use engine::{EngineEvent, EngineMove, EnginePane};
 
 /// Which engine acts on the cluster, as the header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,11 +90,13 @@ pub enum View {
     Day0s,
     /// One ModuleDay0 in depth: its pool's nodes, its image pods, its events.
     Day0Detail(Target),
+    /// Who holds the engine Lease, where it runs, and who acts on each family.
+    Engine,
 }
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 7] = [
+    pub const ROOTS: [(&'static str, View); 8] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
@@ -100,6 +104,7 @@ impl View {
         ("shims", View::Shims),
         ("caches", View::Caches),
         ("day0", View::Day0s),
+        ("engine", View::Engine),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -121,6 +126,7 @@ impl View {
             View::Logs(_) => ListId::Logs,
             View::Day0s => ListId::Day0s,
             View::Day0Detail(_) => ListId::Detail(section),
+            View::Engine => ListId::Engine,
         }
     }
 
@@ -189,6 +195,8 @@ pub enum ListId {
     Logs,
     /// The Day-0 pane.
     Day0s,
+    /// The candidates of the `:engine` view.
+    Engine,
 }
 
 /// The selected row of a list and the first row shown.
@@ -233,6 +241,8 @@ pub enum Mode {
     Filter(Prompt),
     /// A write waiting for `y`.
     Confirm(WriteRequest),
+    /// A move of the engine waiting for `y`.
+    ConfirmEngine(EngineMove),
 }
 
 /// How serious a footer message is.
@@ -264,6 +274,8 @@ pub enum Request {
     SwitchContext(String),
     /// Read a pod's log for the log view.
     PodLog(Target),
+    /// Hand this console's engine off, or take it over.
+    Engine(EngineMove),
 }
 
 /// Whether a command can run on the current selection.
@@ -316,6 +328,8 @@ pub struct App {
     pub shim: shims::ShimPane,
     /// The open ModuleDay0's detail, while the Day-0 detail view is open.
     pub day0: Option<Day0Detail>,
+    /// This console's engine beyond the Lease: handed off or not, candidates seen, upstream operators.
+    pub engine: EnginePane,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -367,6 +381,7 @@ impl App {
             yaml: None,
             shim: shims::ShimPane::default(),
             day0: None,
+            engine: EnginePane::default(),
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -473,27 +488,17 @@ impl App {
             Action::EngineLease(lease) => {
                 self.data.engine_lease = lease;
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
+                self.on_engine_lease();
+                true
+            }
+            Action::Engine(event) => {
+                self.on_engine_event(event);
                 true
             }
             Action::PodLog(pod, log) => {
                 self.on_pod_log(&pod, log);
                 true
             }
-        }
-    }
-
-    /// Which engine acts, for the header: this console's (foreground), a controller in the cluster, or none.
-    pub fn engine_summary(&self) -> String {
-        let holder = self.data.engine_holder(self.now);
-        let ours = holder.is_some() && holder == self.session.engine_identity.as_deref();
-        match (&self.session.engine, holder) {
-            (EngineMode::Foreground, _) if ours => "engine: foreground".to_owned(),
-            (EngineMode::Foreground, Some(other)) => {
-                format!("engine: foreground, standby ({other} acts)")
-            }
-            (EngineMode::Foreground, None) => "engine: foreground (starting)".to_owned(),
-            (EngineMode::Off, Some(other)) => format!("engine: in cluster ({other})"),
-            (EngineMode::Off, None) => "engine: off (none acting)".to_owned(),
         }
     }
 
@@ -536,7 +541,7 @@ impl App {
     /// The scope whose keys apply now.
     pub fn scope(&self) -> Scope {
         match self.mode {
-            Mode::Confirm(_) => Scope::Dialog,
+            Mode::Confirm(_) | Mode::ConfirmEngine(_) => Scope::Dialog,
             _ => Scope::Table,
         }
     }
@@ -662,6 +667,7 @@ impl App {
         visible.insert(ListId::Help, (0..self.help_lines()).collect());
         self.shim_visible(&mut visible);
         self.day0_visible(&mut visible);
+        self.engine_visible(&mut visible);
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {
@@ -699,6 +705,7 @@ impl App {
         match &mut self.mode {
             Mode::Command(_) => self.on_command_key(key),
             Mode::Filter(_) => self.on_filter_key(key),
+            Mode::ConfirmEngine(_) => self.on_engine_confirm_key(key),
             Mode::Confirm(_) => match self.keymap.command_for(Scope::Dialog, key) {
                 Some(Command::Confirm) => {
                     if let Mode::Confirm(request) = std::mem::take(&mut self.mode) {
@@ -910,7 +917,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :engine, :ns, :ctx, :q)"),
             ),
         }
     }
@@ -981,6 +988,7 @@ impl App {
                     Err(why) => self.set_status(Severity::Warning, why),
                 }
             }
+            Command::HandOff | Command::TakeOver => self.run_engine(command),
             Command::Confirm | Command::Cancel => {}
         }
     }
@@ -1076,7 +1084,7 @@ impl App {
                 _ => Some(target.clone()),
             },
             View::Yaml(target) => Some(target.clone()),
-            View::Help => None,
+            View::Help | View::Engine => None,
             View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
             View::Day0s | View::Day0Detail(_) => self.selected_day0_object(),
         }
@@ -1108,7 +1116,7 @@ impl App {
                     self.open(View::Yaml(target));
                 }
             }
-            View::Events | View::Yaml(_) | View::Help | View::Logs(_) => {}
+            View::Events | View::Yaml(_) | View::Help | View::Logs(_) | View::Engine => {}
         }
     }
 
@@ -1162,6 +1170,7 @@ impl App {
             Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
                 return self.shim_availability(command);
             }
+            Command::HandOff | Command::TakeOver => return self.engine_availability(command),
             Command::Recheck | Command::Purge if self.in_cache_views() => {
                 if let Some(missing) = self.cache_selection_missing(command) {
                     return missing;

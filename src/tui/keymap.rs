@@ -95,6 +95,10 @@ pub enum Command {
     Retry,
     /// Show the log of the selected node's installer pod.
     Logs,
+    /// Hand this console's engine off to a controller in the cluster (`:engine`).
+    HandOff,
+    /// Take the engine back into this console (`:engine`).
+    TakeOver,
     /// Move the selection up.
     Up,
     /// Move the selection down.
@@ -119,7 +123,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 28] = [
+    pub const ALL: [Command; 30] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -138,6 +142,8 @@ impl Command {
         Command::PauseResume,
         Command::Retry,
         Command::Logs,
+        Command::HandOff,
+        Command::TakeOver,
         Command::Up,
         Command::Down,
         Command::Left,
@@ -171,6 +177,8 @@ impl Command {
             Command::PauseResume => "pause-resume",
             Command::Retry => "retry",
             Command::Logs => "logs",
+            Command::HandOff => "hand-off",
+            Command::TakeOver => "take-over",
             Command::Up => "up",
             Command::Down => "down",
             Command::Left => "left",
@@ -205,6 +213,8 @@ impl Command {
             | Command::PauseResume
             | Command::Retry
             | Command::Logs
+            | Command::HandOff
+            | Command::TakeOver
             | Command::Up
             | Command::Down
             | Command::Left
@@ -238,6 +248,8 @@ impl Command {
             Command::PauseResume => "Pause/resume",
             Command::Retry => "Retry",
             Command::Logs => "Logs",
+            Command::HandOff => "Hand off",
+            Command::TakeOver => "Take over",
             Command::Up => "Up",
             Command::Down => "Down",
             Command::Left => "Left",
@@ -278,6 +290,12 @@ impl Command {
                 "Install the Shim again on the selected failed node, or on every failed node"
             }
             Command::Logs => "Show the log of the selected node's installer pod",
+            Command::HandOff => {
+                "Hand this console's engine off to a controller in the cluster, after confirmation (:engine)"
+            }
+            Command::TakeOver => {
+                "Take the engine back into this console, after confirmation (:engine)"
+            }
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
             Command::Left => "Move to the column on the left (coverage matrix)",
@@ -323,7 +341,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-const DEFAULT_KEYS: [(Command, &[KeyChord]); 28] = [
+const DEFAULT_KEYS: [(Command, &[KeyChord]); 30] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -342,6 +360,8 @@ const DEFAULT_KEYS: [(Command, &[KeyChord]); 28] = [
     (Command::PauseResume, &[KeyChord::plain(KeyCode::Char('p'))]),
     (Command::Retry, &[KeyChord::plain(KeyCode::Char('r'))]),
     (Command::Logs, &[KeyChord::plain(KeyCode::Char('l'))]),
+    (Command::HandOff, &[KeyChord::plain(KeyCode::Char('h'))]),
+    (Command::TakeOver, &[KeyChord::plain(KeyCode::Char('t'))]),
     (
         Command::Up,
         &[

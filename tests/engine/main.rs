@@ -2,6 +2,7 @@
 
 mod common;
 mod day0;
+mod handoff;
 mod imagecache;
 mod images;
 mod kmm;
