@@ -369,6 +369,7 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
                 .expect("the Module changes");
         }
         tokio::time::sleep(Duration::from_millis(300 + 200 * (handoff as u64 % 4))).await;
+        println!("hand-off {handoff}: moving the Lease from {}", holder(&client).await.unwrap_or_default());
         if handoff % 2 == 0 {
             // Hand off: the console's engine finishes its work, releases the Lease and stops competing.
             console.candidacy.participate.set(Participation::StandAside);
@@ -474,7 +475,8 @@ async fn a_fenced_client_writes_only_while_its_engine_holds_the_lease() {
     let fenced = fence.client(client.clone(), CONSOLE);
     let config_maps = |name: &str| {
         serde_json::from_value::<k8s_openapi::api::core::v1::ConfigMap>(json!({
-            "metadata": {"name": name, "namespace": "acme"}
+            "metadata": {"name": name, "namespace": "acme"},
+            "data": {"written-by": "the leader"}
         }))
         .expect("a ConfigMap")
     };
