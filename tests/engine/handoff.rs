@@ -348,13 +348,14 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
         ),
     );
     for handoff in 0..HANDOFFS {
-        // Work in flight at every hand-off: a new Module, and a change to the one before.
-        create_module(
-            &harness,
-            &format!("kmod-{handoff}"),
-            module_spec("acme_kmod"),
-        )
-        .await;
+        tokio::time::sleep(Duration::from_millis(300 + 200 * (handoff as u64 % 4))).await;
+        println!(
+            "hand-off {handoff}: moving the Lease from {}",
+            holder(&client).await.unwrap_or_default()
+        );
+        // Work in flight at every hand-off: a new Module, and a change to the one before, right before the Lease
+        // moves, so that reconciles run while the holder winds down.
+        create_module(&harness, &format!("kmod-{handoff}"), module_spec("acme_kmod")).await;
         if handoff > 0 {
             let patch = json!({"spec": {"moduleLoader": {"container": {"modprobe": {
                 "moduleName": format!("acme_kmod_{handoff}")
@@ -368,8 +369,6 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
                 .await
                 .expect("the Module changes");
         }
-        tokio::time::sleep(Duration::from_millis(300 + 200 * (handoff as u64 % 4))).await;
-        println!("hand-off {handoff}: moving the Lease from {}", holder(&client).await.unwrap_or_default());
         if handoff % 2 == 0 {
             // Hand off: the console's engine finishes its work, releases the Lease and stops competing.
             console.candidacy.participate.set(Participation::StandAside);
