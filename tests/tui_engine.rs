@@ -87,7 +87,8 @@ fn upstream_kmm() -> BTreeMap<Family, Upstream> {
         Family::Kmm,
         Upstream {
             operator: "upstream KMM operator",
-            evidence: "Lease kmm-operator-system/kmm.sigs.x-k8s.io held by kmm-operator-7f9".to_owned(),
+            evidence: "Lease kmm-operator-system/kmm.sigs.x-k8s.io held by kmm-operator-7f9"
+                .to_owned(),
         },
     )]
     .into_iter()
@@ -193,12 +194,17 @@ fn hand_off_asks_for_y_then_tells_the_engine_to_stand_aside() {
     app.update(Action::EngineLease(Some(lease(None, 0, None))));
     assert_eq!(app.engine_summary(), "engine: handed off (none acting)");
     app.update(Action::EngineLease(Some(lease(Some(POD), 1, None))));
-    assert_eq!(app.engine_summary(), format!("engine: in cluster (pod {POD})"));
+    assert_eq!(
+        app.engine_summary(),
+        format!("engine: in cluster (pod {POD})")
+    );
     assert_eq!(app.engine_badge(), "engine:cluster");
     assert!(status(&app).contains(POD), "{}", status(&app));
     assert_eq!(
         app.availability(Command::HandOff),
-        Availability::Unavailable("Already handed off; take-over brings the engine back".to_owned())
+        Availability::Unavailable(
+            "Already handed off; take-over brings the engine back".to_owned()
+        )
     );
 }
 
@@ -207,15 +213,18 @@ fn take_over_asks_the_holder_and_the_header_returns_to_foreground() {
     let mut app = console((120, 40), EngineMode::Foreground);
     app.update(Action::EngineLease(Some(lease(Some(POD), 4, None))));
     command(&mut app, "engine");
-    assert_eq!(
-        app.availability(Command::TakeOver),
-        Availability::Available
-    );
+    assert_eq!(app.availability(Command::TakeOver), Availability::Available);
     press(&mut app, KeyCode::Char('t'));
-    assert!(matches!(app.mode, Mode::ConfirmEngine(EngineMove::TakeOver)));
+    assert!(matches!(
+        app.mode,
+        Mode::ConfirmEngine(EngineMove::TakeOver)
+    ));
     press(&mut app, KeyCode::Char('y'));
     assert_eq!(app.requests, [Request::Engine(EngineMove::TakeOver)]);
-    assert_eq!(status(&app), format!("Asked {POD} to hand the Lease to this console…"));
+    assert_eq!(
+        status(&app),
+        format!("Asked {POD} to hand the Lease to this console…")
+    );
     app.update(Action::EngineLease(Some(lease(Some(OWN), 5, None))));
     assert_eq!(app.engine_summary(), "engine: foreground");
     assert_eq!(status(&app), "This console's engine holds the Lease again");
@@ -262,7 +271,10 @@ fn the_keys_work_only_in_the_engine_view_and_not_without_an_engine() {
 
     let mut off = console((120, 40), EngineMode::Off);
     off.update(Action::EngineLease(Some(lease(Some(POD), 0, None))));
-    assert_eq!(off.engine_summary(), format!("engine: in cluster (pod {POD})"));
+    assert_eq!(
+        off.engine_summary(),
+        format!("engine: in cluster (pod {POD})")
+    );
     command(&mut off, "engine");
     press(&mut off, KeyCode::Char('t'));
     assert!(matches!(off.mode, Mode::Normal));
@@ -280,5 +292,9 @@ fn the_header_names_upstream_operators_that_act_on_a_family() {
     );
     let kmm = &app.engine_view().families[0];
     assert_eq!(kmm.family, "KMM");
-    assert!(kmm.acts.starts_with("upstream KMM operator (Lease "), "{}", kmm.acts);
+    assert!(
+        kmm.acts.starts_with("upstream KMM operator (Lease "),
+        "{}",
+        kmm.acts
+    );
 }

@@ -125,9 +125,11 @@ fn hand_off_to_the_controller_and_take_over_from_the_console() {
     let controller = Controller::start(dir.path(), &kubeconfig);
 
     console.press(&[":", "e", "n", "g", "i", "n", "e", "Enter"]);
-    console.wait_for("the engine view naming this console", MOVE_LIMIT, |screen| {
-        screen.contains("Holder") && screen.contains("this console")
-    });
+    console.wait_for(
+        "the engine view naming this console",
+        MOVE_LIMIT,
+        |screen| screen.contains("Holder") && screen.contains("this console"),
+    );
     console.press(&["h"]);
     console.wait_for("the hand-off confirmation", MOVE_LIMIT, |screen| {
         screen.contains("Confirm") && screen.contains("Hand the engine off")

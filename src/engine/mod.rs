@@ -67,7 +67,9 @@ pub async fn run_steered(
     candidacy: leader::Candidacy,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let fenced = candidacy.fence.client(client.clone(), &config.lease.identity);
+    let fenced = candidacy
+        .fence
+        .client(client.clone(), &config.lease.identity);
     let context = Arc::new(
         Context::new(
             fenced,

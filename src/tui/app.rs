@@ -96,7 +96,7 @@ pub enum View {
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 8] = [
+    pub const ROOTS: [(&'static str, View); 7] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
@@ -104,7 +104,6 @@ impl View {
         ("shims", View::Shims),
         ("caches", View::Caches),
         ("day0", View::Day0s),
-        ("engine", View::Engine),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
@@ -830,7 +829,7 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx"].map(str::to_owned))
+            .chain(["help", "q", "quit", "ns", "ctx", "engine"].map(str::to_owned))
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
@@ -885,6 +884,10 @@ impl App {
         match word {
             "q" | "q!" | "quit" => self.quit = true,
             "help" => self.open(View::Help),
+            "engine" => {
+                self.views = vec![View::Engine];
+                self.refresh_visible();
+            }
             "ns" => {
                 self.namespace = match argument {
                     "" | "all" | "*" => None,

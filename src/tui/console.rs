@@ -16,10 +16,10 @@ use super::action::Action;
 use super::app::{App, EngineEvent, EngineMode, EngineMove, Request, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
+use super::view::engine::CONSOLE_PREFIX;
 use super::{access, feed, logs, ui, writes};
 use crate::cluster::sim::scenario::Scenario;
 use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
-use super::view::engine::CONSOLE_PREFIX;
 use crate::engine::leader::handoff::request_handoff;
 use crate::engine::leader::{Candidacy, Participate, Participation};
 use crate::engine::{EngineConfig, LeaseConfig, PodImages};
@@ -108,7 +108,8 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         let cancel = engine_cancel.clone();
         let candidacy = candidacy.clone();
         tokio::spawn(async move {
-            if let Err(error) = crate::engine::run_steered(client, config, candidacy, cancel).await {
+            if let Err(error) = crate::engine::run_steered(client, config, candidacy, cancel).await
+            {
                 tracing::error!(%error, "engine stopped");
             }
         })

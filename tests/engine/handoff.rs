@@ -355,7 +355,12 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
         );
         // Work in flight at every hand-off: a new Module, and a change to the one before, right before the Lease
         // moves, so that reconciles run while the holder winds down.
-        create_module(&harness, &format!("kmod-{handoff}"), module_spec("acme_kmod")).await;
+        create_module(
+            &harness,
+            &format!("kmod-{handoff}"),
+            module_spec("acme_kmod"),
+        )
+        .await;
         if handoff > 0 {
             let patch = json!({"spec": {"moduleLoader": {"container": {"modprobe": {
                 "moduleName": format!("acme_kmod_{handoff}")

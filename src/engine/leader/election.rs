@@ -263,8 +263,7 @@ impl Election {
                 );
                 return TermEnd::Lost;
             }
-            if honours_requests && let Some(request) = self.yield_requested(held)
-            {
+            if honours_requests && let Some(request) = self.yield_requested(held) {
                 tracing::info!(
                     lease = %self.config.lease_key(),
                     identity = %self.config.identity,

@@ -32,10 +32,7 @@ pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
             .join("/")
     };
     let text = vec![
-        Line::from(Span::styled(
-            format!("{question}?"),
-            app.theme.text(),
-        )),
+        Line::from(Span::styled(format!("{question}?"), app.theme.text())),
         Line::default(),
         Line::from(vec![
             Span::styled(keys(Command::Confirm), app.theme.key()),

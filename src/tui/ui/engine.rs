@@ -46,19 +46,27 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(
-        " Engines seen (identity · where · last seen)",
+        " Engines seen (identity, last seen · where)",
         theme.title(),
     )));
     if view.candidates.is_empty() {
         lines.push(Line::from(Span::styled(" none yet", theme.muted())));
     }
+    let width = view
+        .candidates
+        .iter()
+        .map(|c| c.identity.chars().count())
+        .max()
+        .unwrap_or(0);
     for candidate in &view.candidates {
         let marker = if candidate.holds { "●" } else { " " };
         lines.push(Line::from(vec![
             Span::styled(format!(" {marker} "), theme.ok()),
-            Span::styled(format!("{:<32} ", candidate.identity), theme.text()),
-            Span::styled(format!("{:<44} ", candidate.place), theme.muted()),
-            Span::styled(candidate.seen.clone(), theme.muted()),
+            Span::styled(format!("{:<width$}  ", candidate.identity), theme.text()),
+            Span::styled(
+                format!("{} · {}", candidate.seen, candidate.place),
+                theme.muted(),
+            ),
         ]));
     }
     let block = Block::default()
