@@ -2,4 +2,5 @@
 pub mod api;
 pub mod cluster;
 pub mod engine;
+pub mod install;
 pub mod tui;

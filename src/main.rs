@@ -4,12 +4,14 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::health::{self, Health};
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::EngineRbac;
 use kmm_tui::engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
@@ -131,6 +133,12 @@ enum Command {
     /// Print the CustomResourceDefinitions of every kind kmm-tui manages as multi-document YAML, ready for
     /// `kmm-tui crds | kubectl apply -f -`.
     Crds,
+    /// Print everything the in-cluster controller needs (CRDs, Namespace, ServiceAccount, least-privilege RBAC and
+    /// a Deployment of `kmm-tui controller`) as YAML for `kubectl apply -f -`, or apply it with `--apply`.
+    Install(InstallArgs),
+    /// Print what `install` made, for `kubectl delete -f -`, or delete it with `--apply`. The CRDs stay unless
+    /// `--include-crds`, and CRDs that still hold objects are only removed with `--force`.
+    Uninstall(UninstallArgs),
     /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
     /// the real rendered frame (the README's pictures).
     Screenshots(ScreenshotArgs),
@@ -208,10 +216,103 @@ struct ControllerArgs {
     images: ImageArgs,
     #[command(flatten)]
     engine: EngineArgs,
+    /// Serve the health endpoint for probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API
+    /// server), e.g. `0.0.0.0:8081`.
+    #[arg(long, value_name = "ADDR")]
+    health_listen: Option<SocketAddr>,
     /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
     /// bindings) as YAML, and exit.
     #[arg(long)]
     print_rbac: bool,
+}
+
+/// The cluster `install` and `uninstall --apply` talk to.
+#[derive(Args)]
+struct TargetArgs {
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+}
+
+/// Where the controller goes and which Lease it elects on: what `install` and `uninstall` share.
+#[derive(Args)]
+struct PlacementArgs {
+    /// Namespace of the controller's Deployment and ServiceAccount (created unless it is one every cluster has).
+    #[arg(long, short = 'n', value_name = "NS", default_value = kmm_tui::install::DEFAULT_NAMESPACE)]
+    namespace: String,
+    /// Namespace of the Lease that elects the acting engine: the console's foreground engine uses the same one.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_LEASE_NAMESPACE)]
+    lease_namespace: String,
+    /// Name of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
+    lease_name: String,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    placement: PlacementArgs,
+    /// Image of the controller pods (what the repository's Containerfile builds).
+    #[arg(long, value_name = "IMG", default_value_t = kmm_tui::install::default_image())]
+    image: String,
+    /// The families the controller runs and is granted RBAC for (comma-separated): kmm, shims, caches, day0.
+    /// All by default.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    families: Vec<Family>,
+    /// Seconds a leader's Lease holds without renewal: how long the standby waits after the leader dies.
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    lease_duration: u64,
+    /// Controller pods: one acts, the others stand by.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    replicas: u16,
+    /// Apply the objects (server-side, field manager `kmm-tui-install`) instead of printing them.
+    #[arg(long)]
+    apply: bool,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+#[derive(Args)]
+struct UninstallArgs {
+    #[command(flatten)]
+    placement: PlacementArgs,
+    /// Remove the CRDs too, once they hold no objects.
+    #[arg(long)]
+    include_crds: bool,
+    /// With --include-crds: remove the CRDs even when they hold objects (those objects go with them).
+    #[arg(long, requires = "include_crds")]
+    force: bool,
+    /// Delete the objects instead of printing them.
+    #[arg(long)]
+    apply: bool,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+impl PlacementArgs {
+    fn options(
+        &self,
+        image: String,
+        families: Vec<Family>,
+        lease_duration: Duration,
+        replicas: i32,
+    ) -> kmm_tui::install::InstallOptions {
+        kmm_tui::install::InstallOptions {
+            namespace: self.namespace.clone(),
+            image,
+            families,
+            lease: LeaseConfig::new(
+                self.lease_namespace.clone(),
+                self.lease_name.clone(),
+                "$(POD_NAME)",
+                lease_duration,
+            ),
+            replicas,
+        }
+    }
 }
 
 /// Images of the pods the engine creates; each defaults to the upstream project's published image.
@@ -372,16 +473,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
         Some(Command::Controller(args)) => runtime.block_on(controller(args)),
-        Some(Command::Crds) => {
-            let yaml = kmm_tui::api::crds::to_yaml(&kmm_tui::api::crds::all());
-            match std::io::Write::write_all(&mut std::io::stdout(), yaml.as_bytes()) {
-                // A reader that stops early (`| head`) is not an error.
-                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(anyhow::Error::new(error).context("writing the CRDs"))
-                }
-                _ => Ok(()),
-            }
-        }
+        Some(Command::Crds) => print_out(
+            &kmm_tui::api::crds::to_yaml(&kmm_tui::api::crds::all()),
+            "the CRDs",
+        ),
+        Some(Command::Install(args)) => runtime.block_on(install(args)),
+        Some(Command::Uninstall(args)) => runtime.block_on(uninstall(args)),
         Some(Command::Screenshots(args)) => {
             let written = runtime.block_on(gallery::capture(GalleryOptions {
                 out: args.out,
@@ -396,6 +493,94 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         None => runtime.block_on(console::run(cli.console.options())),
+    }
+}
+
+/// Write `text` to stdout; a reader that stops early (`| head`) is not an error.
+fn print_out(text: &str, what: &str) -> anyhow::Result<()> {
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(error).context(format!("writing {what}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Print the controller's objects, or apply them.
+async fn install(args: InstallArgs) -> anyhow::Result<()> {
+    let families = if args.families.is_empty() {
+        Family::ALL.to_vec()
+    } else {
+        Family::ALL
+            .into_iter()
+            .filter(|f| args.families.contains(f))
+            .collect()
+    };
+    let options = args.placement.options(
+        args.image,
+        families,
+        Duration::from_secs(args.lease_duration),
+        i32::from(args.replicas),
+    );
+    let objects = kmm_tui::install::manifests(&options);
+    if !args.apply {
+        return print_out(&kmm_tui::install::to_yaml(&objects), "the manifests");
+    }
+    let client = connect(args.target.kubeconfig.as_deref(), args.target.context).await?;
+    for line in kmm_tui::install::apply(&client, &objects).await? {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// Print what install made, or delete it; refuse to remove CRDs holding objects unless forced.
+async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
+    let options = args.placement.options(
+        kmm_tui::install::default_image(),
+        Family::ALL.to_vec(),
+        Duration::from_secs(15),
+        1,
+    );
+    let objects = kmm_tui::install::removals(&options, args.include_crds);
+    let mut client = None;
+    if args.apply || (args.include_crds && !args.force) {
+        let connected = connect(args.target.kubeconfig.as_deref(), args.target.context).await;
+        client = Some(if args.apply {
+            connected?
+        } else {
+            connected.context(
+                "--include-crds checks that the CRDs hold no objects first (--force skips the check)",
+            )?
+        });
+    }
+    if let (Some(client), true, false) = (&client, args.include_crds, args.force) {
+        let held = kmm_tui::install::crd_contents(client).await?;
+        if !held.is_empty() {
+            let counts: Vec<String> = held
+                .iter()
+                .map(|(resource, count)| format!("{count} {resource}"))
+                .collect();
+            anyhow::bail!(
+                "refusing to remove the CRDs: they still hold {}. Delete those objects first, or pass --force to \
+                 delete them with their CRDs; nothing was removed",
+                counts.join(", ")
+            );
+        }
+    }
+    match client {
+        Some(client) if args.apply => {
+            for line in kmm_tui::install::delete(&client, &objects).await? {
+                println!("{line}");
+            }
+            if !args.include_crds {
+                println!("CRDs kept: pass --include-crds to remove them too");
+            }
+            Ok(())
+        }
+        _ => print_out(
+            &kmm_tui::install::to_yaml(&objects),
+            "the objects to delete",
+        ),
     }
 }
 
@@ -484,7 +669,19 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         lease,
         settings,
     };
-    kmm_tui::engine::run(client, config, shutdown).await?;
+    let health = Arc::new(Health::default());
+    if let Some(address) = args.health_listen {
+        let listener = health::bind(address)
+            .await
+            .with_context(|| format!("serving the health endpoint on {address}"))?;
+        tokio::spawn(health::serve(listener, health.clone(), shutdown.clone()));
+        tokio::spawn(health::check_api(
+            client.clone(),
+            health.clone(),
+            shutdown.clone(),
+        ));
+    }
+    health::track(&health, kmm_tui::engine::run(client, config, shutdown)).await?;
     tracing::info!("engine stopped");
     Ok(())
 }

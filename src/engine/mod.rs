@@ -16,6 +16,7 @@
 pub mod context;
 pub mod day0;
 pub mod digest;
+pub mod health;
 pub mod imagecache;
 pub mod kernel;
 pub mod labels;

@@ -234,6 +234,12 @@ impl EngineRbac {
     /// The objects for an engine running `families` only: a controller that runs one family is granted that
     /// family's rules and no more.
     pub fn for_families(lease: &LeaseConfig, families: &[Family]) -> Self {
+        Self::for_account(lease, families, &lease.namespace)
+    }
+
+    /// The objects for an engine running `families` under the ServiceAccount of `account_namespace` (where its
+    /// pods run, which need not be the Lease's namespace): the Lease's Role stays in the Lease's namespace.
+    pub fn for_account(lease: &LeaseConfig, families: &[Family], account_namespace: &str) -> Self {
         let mut rules: Vec<PolicyRule> =
             COMMON_RULES.iter().map(|rule| policy_rule(*rule)).collect();
         for family in Family::ALL.iter().filter(|f| families.contains(f)) {
@@ -243,12 +249,12 @@ impl EngineRbac {
         let subject = Subject {
             kind: "ServiceAccount".to_owned(),
             name: ENGINE_ACCOUNT.to_owned(),
-            namespace: Some(namespace.to_owned()),
+            namespace: Some(account_namespace.to_owned()),
             ..Subject::default()
         };
         Self {
             service_account: ServiceAccount {
-                metadata: meta(Some(namespace)),
+                metadata: meta(Some(account_namespace)),
                 ..ServiceAccount::default()
             },
             cluster_role: ClusterRole {

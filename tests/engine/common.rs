@@ -52,6 +52,25 @@ impl Harness {
         }
     }
 
+    /// Start the cluster for `tests/engine/scenarios/<file>`, also served over HTTPS on a free loopback port with
+    /// its kubeconfig written to `kubeconfig`, for kubectl.
+    pub async fn start_serving(scenario: &str, kubeconfig: &std::path::Path) -> Self {
+        let scenario =
+            Scenario::load(&scenario_path(scenario).to_string_lossy()).expect("the scenario loads");
+        let cluster = EmbeddedCluster::start(EmbeddedOptions {
+            scenario: Some(scenario),
+            listen: Some(([127, 0, 0, 1], 0).into()),
+            kubeconfig_out: Some(kubeconfig.to_path_buf()),
+            ..Default::default()
+        })
+        .await
+        .expect("the embedded cluster starts");
+        Self {
+            cluster,
+            engine: None,
+        }
+    }
+
     /// The cluster's client.
     pub fn client(&self) -> kube::Client {
         self.cluster.client()

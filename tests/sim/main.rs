@@ -6,3 +6,4 @@ mod control;
 mod effects;
 mod kubelet;
 mod scenarios;
+mod workloads;

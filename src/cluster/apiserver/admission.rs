@@ -116,14 +116,14 @@ fn builtin_rules(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
     };
     let pod_spec = match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => obj.get("spec").map(|s| (s, "spec")),
-        ("apps", "deployments" | "daemonsets") | ("batch", "jobs") => obj
+        ("apps", "deployments" | "replicasets" | "daemonsets") | ("batch", "jobs") => obj
             .pointer("/spec/template/spec")
             .map(|s| (s, "spec.template.spec")),
         _ => None,
     };
     if matches!(
         (rt.group.as_str(), rt.plural.as_str()),
-        ("", "pods") | ("apps", "deployments" | "daemonsets") | ("batch", "jobs")
+        ("", "pods") | ("apps", "deployments" | "replicasets" | "daemonsets") | ("batch", "jobs")
     ) && pod_spec.is_none()
     {
         causes.push(required(if rt.plural == "pods" {

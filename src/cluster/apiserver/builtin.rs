@@ -26,7 +26,18 @@ pub fn decode(rt: &ResourceType, obj: &mut Value) -> Result<Vec<String>, ApiErro
         ("", "secrets") => round_trip::<api::core::v1::Secret>(rt, obj),
         ("", "serviceaccounts") => round_trip::<api::core::v1::ServiceAccount>(rt, obj),
         ("apps", "deployments") => round_trip::<api::apps::v1::Deployment>(rt, obj),
+        ("apps", "replicasets") => round_trip::<api::apps::v1::ReplicaSet>(rt, obj),
         ("apps", "daemonsets") => round_trip::<api::apps::v1::DaemonSet>(rt, obj),
+        ("rbac.authorization.k8s.io", "clusterroles") => {
+            round_trip::<api::rbac::v1::ClusterRole>(rt, obj)
+        }
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => {
+            round_trip::<api::rbac::v1::ClusterRoleBinding>(rt, obj)
+        }
+        ("rbac.authorization.k8s.io", "roles") => round_trip::<api::rbac::v1::Role>(rt, obj),
+        ("rbac.authorization.k8s.io", "rolebindings") => {
+            round_trip::<api::rbac::v1::RoleBinding>(rt, obj)
+        }
         ("batch", "jobs") => round_trip::<api::batch::v1::Job>(rt, obj),
         ("node.k8s.io", "runtimeclasses") => round_trip::<api::node::v1::RuntimeClass>(rt, obj),
         ("coordination.k8s.io", "leases") => round_trip::<api::coordination::v1::Lease>(rt, obj),
@@ -119,6 +130,10 @@ pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
                 &["spec", "strategy"],
                 json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
             );
+            default_template(obj);
+        }
+        ("apps", "replicasets") => {
+            set_default(obj, &["spec", "replicas"], json!(1));
             default_template(obj);
         }
         ("apps", "daemonsets") => {

@@ -337,6 +337,7 @@ pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
         ],
         ("", "events") | ("events.k8s.io", "events") => return event_columns(),
         ("apps", "deployments") => deployment_columns(),
+        ("apps", "replicasets") => replicaset_columns(),
         ("apps", "daemonsets") => daemonset_columns(),
         ("batch", "jobs") => job_columns(),
         ("", "configmaps") => vec![
@@ -693,6 +694,30 @@ fn deployment_columns() -> Vec<Column> {
             "Replicas available to serve.",
             |o, _| Value::from(int(o, &["status", "availableReplicas"])),
         ),
+        age_column(),
+    ];
+    columns.extend(workload_wide_columns());
+    columns
+}
+
+fn replicaset_columns() -> Vec<Column> {
+    let count = |name: &str, description: &str, printer: fn(&Value, Timestamp) -> Value| {
+        Column::computed(name, ColumnType::Integer, 0, description, printer)
+    };
+    let mut columns = vec![
+        count("Desired", "Pods the ReplicaSet should run.", |o, _| {
+            Value::from(
+                get(o, &["spec", "replicas"])
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1),
+            )
+        }),
+        count("Current", "Pods the ReplicaSet runs.", |o, _| {
+            Value::from(int(o, &["status", "replicas"]))
+        }),
+        count("Ready", "Pods of the ReplicaSet that are ready.", |o, _| {
+            Value::from(int(o, &["status", "readyReplicas"]))
+        }),
         age_column(),
     ];
     columns.extend(workload_wide_columns());

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
+pub mod workloads;
 
 use std::sync::Arc;
 
@@ -72,7 +73,7 @@ impl World {
             server,
             clock: SimClock::new(scenario.time_scale),
             machines: Machines::default(),
-            registry: SimRegistry::new(&scenario.registry),
+            registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
             faults: Faults::new(scenario.faults.clone()),
             scenario,
             machine_changed: broadcast::channel(4096).0,

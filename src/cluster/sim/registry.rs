@@ -60,6 +60,21 @@ pub struct SimRegistry {
     shims: Vec<ShimArtifact>,
     latency: Duration,
     bytes_per_second: f64,
+    /// kmm-tui's own repository, every tag of which is held.
+    own_repository: String,
+}
+
+/// Size of kmm-tui's own image: one static binary.
+const OWN_IMAGE_MIB: u64 = 30;
+
+/// The repository of an image reference: without its tag or digest.
+pub fn repository(image: &str) -> &str {
+    let image = image.split('@').next().unwrap_or(image);
+    let last_slash = image.rfind('/').map_or(0, |i| i + 1);
+    match image[last_slash..].rfind(':') {
+        Some(colon) => &image[..last_slash + colon],
+        None => image,
+    }
 }
 
 /// Normalise an image reference the way runtimes do for lookups: no tag and no digest means `:latest`.
@@ -73,8 +88,8 @@ pub fn normalise(image: &str) -> String {
 }
 
 impl SimRegistry {
-    /// The registry a scenario describes.
-    pub fn new(spec: &RegistrySpec) -> Self {
+    /// The registry a scenario describes, also holding every tag of kmm-tui's own repository `own_repository`.
+    pub fn new(spec: &RegistrySpec, own_repository: &str) -> Self {
         let system = SYSTEM_IMAGES.iter().map(|(name, mib)| {
             let entry = Entry {
                 size_bytes: mib * 1024 * 1024,
@@ -95,7 +110,13 @@ impl SimRegistry {
             shims: spec.shims.clone(),
             latency: spec.latency,
             bytes_per_second: spec.bandwidth_mi_b_per_second * 1024.0 * 1024.0,
+            own_repository: own_repository.to_owned(),
         }
+    }
+
+    /// Whether the image is a tag of kmm-tui's own repository.
+    pub fn is_own(&self, image: &str) -> bool {
+        !image.contains('@') && repository(image) == self.own_repository
     }
 
     fn images(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
@@ -107,6 +128,9 @@ impl SimRegistry {
     pub fn resolve(&self, image: &str, pull_secrets: &[String]) -> Result<u64, PullError> {
         let key = normalise(image);
         let images = self.images();
+        if !images.contains_key(&key) && self.is_own(image) {
+            return Ok(OWN_IMAGE_MIB * 1024 * 1024);
+        }
         let entry = images
             .get(&key)
             .ok_or_else(|| PullError::NotFound(image.to_string()))?;
@@ -120,7 +144,7 @@ impl SimRegistry {
 
     /// Whether the image exists.
     pub fn exists(&self, image: &str) -> bool {
-        self.images().contains_key(&normalise(image))
+        self.images().contains_key(&normalise(image)) || self.is_own(image)
     }
 
     /// Simulated time a pull of `size_bytes` takes.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
-use super::{World, kubelet, mco, objects, scheduler};
+use super::{World, kubelet, mco, objects, scheduler, workloads};
 use crate::cluster::apiserver::ApiServer;
 
 /// A running simulation.
@@ -16,7 +16,8 @@ pub struct Simulation {
 
 impl Simulation {
     /// Check the scenario's objects against the server, register the nodes, apply the objects and start the
-    /// scheduler, kubelets (which also apply the scenario's timed faults) and the Machine Config Operator.
+    /// scheduler, kubelets (which also apply the scenario's timed faults), the Machine Config Operator and
+    /// the Deployment and ReplicaSet controllers.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
@@ -29,6 +30,7 @@ impl Simulation {
         let mut tasks = kubelet::spawn(world.clone());
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
+        tasks.push(workloads::spawn(world.clone()));
         Ok(Self { world, tasks })
     }
 

@@ -49,6 +49,10 @@ pub struct Scenario {
     /// Kubelet settings shared by every node.
     #[serde(default)]
     pub kubelet: KubeletSpec,
+    /// Repository of kmm-tui's own image. The registry holds every tag of it, and a container of it whose args
+    /// start with `controller` runs the engine in-process for as long as its pod runs.
+    #[serde(default = "default_controller_image")]
+    pub controller_image: String,
     /// Where the scenario came from (a built-in name or a path), for messages.
     #[serde(skip)]
     pub source: String,
@@ -59,6 +63,10 @@ pub struct Scenario {
 
 fn default_seed() -> u64 {
     1
+}
+
+fn default_controller_image() -> String {
+    crate::install::IMAGE_REPOSITORY.to_owned()
 }
 
 fn default_time_scale() -> f64 {

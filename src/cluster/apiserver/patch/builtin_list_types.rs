@@ -102,7 +102,7 @@ static POD: BuiltinListTypes = BuiltinListTypes {
     ],
 };
 
-/// Deployment, DaemonSet and Job: a pod template and status conditions.
+/// Deployment, ReplicaSet, DaemonSet and Job: a pod template and status conditions.
 static WORKLOAD: BuiltinListTypes = BuiltinListTypes {
     pod_spec: Some(&["spec", "template", "spec"]),
     template_metadata: Some(&["spec", "template", "metadata"]),
@@ -145,7 +145,7 @@ pub fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
             &CONDITIONS_ONLY
         }
         ("", "ServiceAccount") => &SERVICE_ACCOUNT,
-        ("apps", "Deployment" | "DaemonSet") | ("batch", "Job") => &WORKLOAD,
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => &WORKLOAD,
         _ => &METADATA_ONLY,
     }
 }

@@ -57,7 +57,12 @@
 //! 5. **Image deletion.** A container whose command and args run `crictl … rmi <image>…` (directly or in a
 //!    `sh -c` script) removes the images from the node's store. An image used by a running container, or not on the
 //!    node, makes it exit 1, as crictl does.
-//! 6. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
+//! 6. **kmm-tui's controller.** A container of kmm-tui's own image (the scenario's `controllerImage` repository,
+//!    any tag) whose args start with `controller` runs the real engine in-process for as long as it runs, with the
+//!    Lease, identity and families of its args (`$(VAR)` expanded from its env and the downward API), and its log
+//!    lines as the container's log. Deleting the pod drops the engine without releasing its Lease (see
+//!    [`controller`]). The kubelet starts it through [`in_process`] instead of [`plan`] and [`finish`].
+//! 7. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
 //!    0 a second after it starts; an `echo` prints its text. A container without command and args is a server: it
 //!    runs until the pod is deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
 //!    `sim.kmm-tui.io/exit-code` override the run time and exit code of these containers (also of servers).
@@ -70,6 +75,7 @@
 
 mod build;
 mod containerd_config;
+pub mod controller;
 mod generic;
 mod images;
 mod kmod;
@@ -202,6 +208,11 @@ pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
         Effect::RemoveImages(images) => images::remove(world, run, &images),
         Effect::Generic => generic::finish(run),
     }
+}
+
+/// A container that runs a program in-process rather than for a planned time: kmm-tui's controller.
+pub fn in_process(world: &World, run: &ContainerRun) -> Option<controller::InProcessEngine> {
+    controller::recognise(world, run)
 }
 
 /// Tell the kubelet that a machine changed underneath its node.

@@ -162,31 +162,17 @@ impl PodRun {
 
         let started = world.clock.now();
         let in_use = self.kubelet.images_in_use(&self.node);
-        let plan = effects::plan(
-            world,
-            &ContainerRun {
-                node: &self.node,
-                pod: &self.pod,
-                container,
-                init: which.init,
-                images_in_use: &in_use,
-            },
-        );
-        match plan.runs_for {
-            Some(time) => world.clock.sleep(time).await,
-            None => pending::<()>().await,
-        }
-        let in_use = self.kubelet.images_in_use(&self.node);
-        let outcome = effects::finish(
-            world,
-            &ContainerRun {
-                node: &self.node,
-                pod: &self.pod,
-                container,
-                init: which.init,
-                images_in_use: &in_use,
-            },
-        );
+        let run = ContainerRun {
+            node: &self.node,
+            pod: &self.pod,
+            container,
+            init: which.init,
+            images_in_use: &in_use,
+        };
+        let outcome = match effects::in_process(world, &run) {
+            Some(engine) => engine.run().await,
+            None => self.run_planned(which, container, &run).await,
+        };
         let logs = world.server.logs();
         for line in &outcome.logs {
             let timestamp = jiff::Timestamp::now().to_string();
@@ -211,6 +197,32 @@ impl PodRun {
             code: outcome.exit_code,
             ran_for: world.clock.now().saturating_sub(started),
         }
+    }
+
+    /// Run a container for the time its effect plans, then apply the effect.
+    async fn run_planned(
+        &self,
+        which: Which,
+        container: &Container,
+        run: &ContainerRun<'_>,
+    ) -> effects::Outcome {
+        let world = &self.kubelet.world;
+        let plan = effects::plan(world, run);
+        match plan.runs_for {
+            Some(time) => world.clock.sleep(time).await,
+            None => pending::<()>().await,
+        }
+        let in_use = self.kubelet.images_in_use(&self.node);
+        effects::finish(
+            world,
+            &ContainerRun {
+                node: &self.node,
+                pod: &self.pod,
+                container,
+                init: which.init,
+                images_in_use: &in_use,
+            },
+        )
     }
 
     /// Wait out a restart back-off, showing `CrashLoopBackOff` as the kubelet does.

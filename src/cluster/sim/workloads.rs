@@ -1,0 +1,524 @@
+//! The Deployment and ReplicaSet controllers of the simulated cluster, as kube-controller-manager runs them, so a
+//! Deployment applied with kubectl gets its pods.
+//!
+//! - A Deployment owns one ReplicaSet per pod template: named `<deployment>-<pod-template-hash>`, the hash also
+//!   added to its selector, its template's labels and its own labels (label `pod-template-hash`). The ReplicaSet of
+//!   the current template is kept at `spec.replicas`; ReplicaSets of earlier templates are scaled to zero at once
+//!   (every update replaces the pods in one step: there is no surge or unavailability budget).
+//! - A ReplicaSet keeps `spec.replicas` active pods (not terminating, not Succeeded or Failed) that it controls:
+//!   it creates the missing ones (`generateName: <replicaset>-`, owned by it) and deletes the excess, unscheduled
+//!   and not ready pods first, then the newest. A deleted pod is replaced at once.
+//! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
+//!   `SuccessfulDelete` on the ReplicaSet.
+//! - Both write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
+//!   `Available` condition for Deployments) and `observedGeneration` when it changes.
+//!
+//! Everything is decided from the API on every pass, so a restart of the cluster loses nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
+
+use super::scheduler::events::{Recorder, Severity};
+use super::{MANAGER, World};
+
+/// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// Start the controllers; they run until the world stops.
+pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let client = world.client.clone();
+        let (deployments, deployment_writer) = reflector::store::<Deployment>();
+        let (replica_sets, replica_set_writer) = reflector::store::<ReplicaSet>();
+        let (pods, pod_writer) = reflector::store::<Pod>();
+        let streams = [
+            reflector::reflector(
+                deployment_writer,
+                watcher(Api::<Deployment>::all(client.clone()), Default::default()),
+            )
+            .default_backoff()
+            .map(drop)
+            .boxed(),
+            reflector::reflector(
+                replica_set_writer,
+                watcher(Api::<ReplicaSet>::all(client.clone()), Default::default()),
+            )
+            .default_backoff()
+            .map(drop)
+            .boxed(),
+            reflector::reflector(
+                pod_writer,
+                watcher(Api::<Pod>::all(client.clone()), Default::default()),
+            )
+            .default_backoff()
+            .map(drop)
+            .boxed(),
+        ];
+        let mut events = futures::stream::select_all(streams);
+        let stores = Stores {
+            deployments,
+            replica_sets,
+            pods,
+        };
+        let recorders = Recorders {
+            deployments: Recorder::new(client.clone(), "deployment-controller"),
+            replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
+        };
+        loop {
+            tokio::select! {
+                () = world.stop.cancelled() => return,
+                next = events.next() => if next.is_none() { return },
+            }
+            while let Some(Some(())) = events.next().now_or_never() {}
+            if !stores.ready() {
+                continue;
+            }
+            pass(&client, &stores, &recorders).await;
+        }
+    })
+}
+
+/// What the controllers decide from.
+struct Stores {
+    deployments: Store<Deployment>,
+    replica_sets: Store<ReplicaSet>,
+    pods: Store<Pod>,
+}
+
+impl Stores {
+    fn ready(&self) -> bool {
+        self.deployments.wait_until_ready().now_or_never().is_some()
+            && self
+                .replica_sets
+                .wait_until_ready()
+                .now_or_never()
+                .is_some()
+            && self.pods.wait_until_ready().now_or_never().is_some()
+    }
+}
+
+/// The events each controller records.
+struct Recorders {
+    deployments: Recorder,
+    replica_sets: Recorder,
+}
+
+/// Record an event; one that cannot be written is not worth failing a pass for.
+async fn record<K: Resource<DynamicType = ()>>(
+    recorder: &Recorder,
+    object: &K,
+    reason: &str,
+    message: &str,
+) {
+    if let Err(error) = recorder
+        .record(object.object_ref(&()), Severity::Normal, reason, message)
+        .await
+    {
+        tracing::debug!(%error, reason, "recording an event");
+    }
+}
+
+/// One level-triggered pass over every Deployment, then every ReplicaSet. Failed writes are logged; the next
+/// event (or the write's own echo) brings another pass.
+async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) {
+    let replica_sets = stores.replica_sets.state();
+    let pods = stores.pods.state();
+    for deployment in stores.deployments.state() {
+        if deployment.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Err(error) =
+            sync_deployment(client, &recorders.deployments, &deployment, &replica_sets).await
+        {
+            tracing::debug!(deployment = %deployment.name_any(), %error, "syncing deployment");
+        }
+    }
+    for replica_set in &replica_sets {
+        if replica_set.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Err(error) =
+            sync_replica_set(client, &recorders.replica_sets, replica_set, &pods).await
+        {
+            tracing::debug!(replicaset = %replica_set.name_any(), %error, "syncing replicaset");
+        }
+    }
+}
+
+fn params() -> PostParams {
+    PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}
+
+fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
+/// Whether the object of `meta` names the owner of `owner_uid` as its controller.
+fn controlled_by(meta: &kube::api::ObjectMeta, owner_uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == owner_uid)
+}
+
+/// The controller reference an owner puts on what it creates.
+fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: K::api_version(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        name: owner.meta().name.clone()?,
+        uid: owner.meta().uid.clone()?,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
+/// A short, stable hash of a pod template, in the alphabet kube-controller-manager uses for names (no vowels, no
+/// look-alikes).
+pub fn template_hash(template: &PodTemplateSpec) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let canonical = serde_json::to_vec(template).unwrap_or_default();
+    let digest = Sha256::digest(&canonical);
+    let mut value = u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]));
+    let mut out = String::new();
+    for _ in 0..10 {
+        out.push(char::from(
+            ALPHABET[(value % ALPHABET.len() as u64) as usize],
+        ));
+        value /= ALPHABET.len() as u64;
+    }
+    out
+}
+
+/// Keep the ReplicaSet of the current template at the desired size, the others at zero, and report.
+async fn sync_deployment(
+    client: &kube::Client,
+    recorder: &Recorder,
+    deployment: &Deployment,
+    replica_sets: &[Arc<ReplicaSet>],
+) -> kube::Result<()> {
+    let (Some(namespace), Some(uid), Some(spec)) = (
+        deployment.namespace(),
+        deployment.uid(),
+        deployment.spec.as_ref(),
+    ) else {
+        return Ok(());
+    };
+    let api = Api::<ReplicaSet>::namespaced(client.clone(), &namespace);
+    let desired = spec.replicas.unwrap_or(1);
+    let hash = template_hash(&spec.template);
+    let name = format!("{}-{hash}", deployment.name_any());
+    let owned: Vec<&Arc<ReplicaSet>> = replica_sets
+        .iter()
+        .filter(|rs| controlled_by(rs.meta(), &uid))
+        .collect();
+    let current = owned.iter().find(|rs| rs.name_any() == name);
+    match current {
+        None => {
+            let replica_set = new_replica_set(deployment, &name, &hash, desired);
+            match api.create(&params(), &replica_set).await {
+                Ok(_) => {
+                    let message = format!("Scaled up replica set {name} from 0 to {desired}");
+                    record(recorder, deployment, "ScalingReplicaSet", &message).await;
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Some(rs) => scale(&api, recorder, deployment, rs, desired).await?,
+    }
+    for old in owned.iter().filter(|rs| rs.name_any() != name) {
+        scale(&api, recorder, deployment, old, 0).await?;
+    }
+    let count = |field: fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>| {
+        owned
+            .iter()
+            .filter_map(|rs| rs.status.as_ref())
+            .map(|s| field(s).unwrap_or(0))
+            .sum::<i32>()
+    };
+    let replicas = count(|s| Some(s.replicas));
+    let ready = count(|s| s.ready_replicas);
+    let available = count(|s| s.available_replicas);
+    let updated = current
+        .and_then(|rs| rs.status.as_ref())
+        .map_or(0, |s| s.replicas);
+    let is_available = available >= desired;
+    let status = json!({
+        "observedGeneration": deployment.metadata.generation,
+        "replicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": available,
+        "updatedReplicas": updated,
+        "unavailableReplicas": (desired - available).max(0),
+    });
+    let old_status = serde_json::to_value(&deployment.status).unwrap_or(Value::Null);
+    let old_available = condition_status(&old_status, "Available");
+    let want_available = if is_available { "True" } else { "False" };
+    let counts_changed = status.as_object().is_some_and(|fields| {
+        fields
+            .iter()
+            .any(|(key, value)| old_status.get(key).unwrap_or(&json!(0)) != value)
+    });
+    if !counts_changed && old_available.as_deref() == Some(want_available) {
+        return Ok(());
+    }
+    let mut status = status;
+    let now = jiff::Timestamp::now().to_string();
+    let (reason, message) = if is_available {
+        (
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        )
+    } else {
+        (
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        )
+    };
+    status["conditions"] = json!([{
+        "type": "Available",
+        "status": want_available,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }]);
+    Api::<Deployment>::namespaced(client.clone(), &namespace)
+        .patch_status(
+            &deployment.name_any(),
+            &patch_params(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    Ok(())
+}
+
+fn condition_status(status: &Value, kind: &str) -> Option<String> {
+    status
+        .get("conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))?
+        .get("status")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Set a ReplicaSet's size, when it differs, and say so on the Deployment.
+async fn scale(
+    api: &Api<ReplicaSet>,
+    recorder: &Recorder,
+    deployment: &Deployment,
+    replica_set: &ReplicaSet,
+    replicas: i32,
+) -> kube::Result<()> {
+    let from = replica_set
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    if from == replicas {
+        return Ok(());
+    }
+    let name = replica_set.name_any();
+    api.patch(
+        &name,
+        &patch_params(),
+        &Patch::Merge(json!({ "spec": { "replicas": replicas } })),
+    )
+    .await?;
+    let direction = if replicas > from { "up" } else { "down" };
+    let message = format!("Scaled {direction} replica set {name} from {from} to {replicas}");
+    record(recorder, deployment, "ScalingReplicaSet", &message).await;
+    Ok(())
+}
+
+/// The ReplicaSet of the Deployment's current template.
+fn new_replica_set(deployment: &Deployment, name: &str, hash: &str, replicas: i32) -> ReplicaSet {
+    let spec = deployment.spec.clone().unwrap_or_default();
+    let mut template = spec.template;
+    let template_meta = template.metadata.get_or_insert_with(Default::default);
+    let mut labels = template_meta.labels.clone().unwrap_or_default();
+    labels.insert(POD_TEMPLATE_HASH.to_owned(), hash.to_owned());
+    template_meta.labels = Some(labels.clone());
+    let mut selector = spec.selector;
+    selector
+        .match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(POD_TEMPLATE_HASH.to_owned(), hash.to_owned());
+    ReplicaSet {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: deployment.namespace(),
+            labels: Some(labels),
+            owner_references: controller_ref(deployment).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::apps::v1::ReplicaSetSpec {
+            replicas: Some(replicas),
+            min_ready_seconds: spec.min_ready_seconds,
+            selector,
+            template: Some(template),
+        }),
+        status: None,
+    }
+}
+
+fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+}
+
+/// Keep the ReplicaSet's active pods at `spec.replicas`, and report.
+async fn sync_replica_set(
+    client: &kube::Client,
+    recorder: &Recorder,
+    replica_set: &ReplicaSet,
+    pods: &[Arc<Pod>],
+) -> kube::Result<()> {
+    let (Some(namespace), Some(uid), Some(spec)) = (
+        replica_set.namespace(),
+        replica_set.uid(),
+        replica_set.spec.as_ref(),
+    ) else {
+        return Ok(());
+    };
+    let desired = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let mut active: Vec<&Arc<Pod>> = pods
+        .iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|p| controlled_by(p.meta(), &uid) && is_active(p))
+        .collect();
+    let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+    if active.len() < desired {
+        let pod = new_pod(replica_set);
+        for _ in active.len()..desired {
+            let created = api.create(&params(), &pod).await?;
+            let message = format!("Created pod: {}", created.name_any());
+            record(recorder, replica_set, "SuccessfulCreate", &message).await;
+        }
+    } else if active.len() > desired {
+        // Unscheduled, then not ready, then the newest go first.
+        active.sort_by_key(|p| {
+            let scheduled = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+            (
+                scheduled,
+                is_ready(p),
+                std::cmp::Reverse(p.creation_timestamp().map(|t| t.0)),
+            )
+        });
+        for pod in &active[..active.len() - desired] {
+            match api.delete(&pod.name_any(), &DeleteParams::default()).await {
+                Ok(_) => {
+                    let message = format!("Deleted pod: {}", pod.name_any());
+                    record(recorder, replica_set, "SuccessfulDelete", &message).await;
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+        }
+        active.drain(..active.len() - desired);
+    }
+    let replicas = i32::try_from(active.len()).unwrap_or(i32::MAX);
+    let ready = i32::try_from(active.iter().filter(|p| is_ready(p)).count()).unwrap_or(0);
+    let status = json!({
+        "replicas": replicas,
+        "fullyLabeledReplicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "observedGeneration": replica_set.metadata.generation,
+    });
+    let old = serde_json::to_value(&replica_set.status).unwrap_or(Value::Null);
+    let unchanged = status.as_object().is_some_and(|fields| {
+        fields
+            .iter()
+            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
+    });
+    if unchanged {
+        return Ok(());
+    }
+    Api::<ReplicaSet>::namespaced(client.clone(), &namespace)
+        .patch_status(
+            &replica_set.name_any(),
+            &patch_params(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await
+        .map(drop)
+}
+
+/// A pod of the ReplicaSet's template, owned by it.
+fn new_pod(replica_set: &ReplicaSet) -> Pod {
+    let template = replica_set
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    Pod {
+        metadata: kube::api::ObjectMeta {
+            generate_name: Some(format!("{}-", replica_set.name_any())),
+            namespace: replica_set.namespace(),
+            labels: template_meta.labels,
+            annotations: template_meta.annotations,
+            owner_references: controller_ref(replica_set).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_hash_follows_the_template() {
+        let template = |image: &str| -> PodTemplateSpec {
+            serde_json::from_value(json!({
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "c", "image": image}]}
+            }))
+            .expect("a template")
+        };
+        let hash = template_hash(&template("a:1"));
+        assert_eq!(hash.len(), 10);
+        assert_eq!(hash, template_hash(&template("a:1")));
+        assert_ne!(hash, template_hash(&template("a:2")));
+        assert!(
+            hash.bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+        );
+    }
+}
