@@ -356,7 +356,7 @@ fn the_header_says_which_engine_acts() {
     )));
     assert_eq!(
         app.engine_summary(),
-        "engine: foreground, standby (controller-7 acts)"
+        "engine: in cluster (pod controller-7), foreground standing by"
     );
     let long_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(600);
     app.update(Action::EngineLease(lease("controller-7", long_ago)));

@@ -236,7 +236,7 @@ fn printed_keys(keymap: &Keymap, command: Command) -> Vec<String> {
 }
 
 /// The bindings the console documents: command, scope, keys.
-const DOCUMENTED: [(&str, Scope, &[&str]); 28] = [
+const DOCUMENTED: [(&str, Scope, &[&str]); 30] = [
     ("command-mode", Scope::Global, &[":"]),
     ("filter", Scope::Table, &["/"]),
     ("help", Scope::Global, &["?"]),
@@ -260,6 +260,8 @@ const DOCUMENTED: [(&str, Scope, &[&str]); 28] = [
     ("pause-resume", Scope::Table, &["p"]),
     ("retry", Scope::Table, &["r"]),
     ("logs", Scope::Table, &["l"]),
+    ("hand-off", Scope::Table, &["h"]),
+    ("take-over", Scope::Table, &["t"]),
     ("quit", Scope::Global, &["ctrl-c"]),
     ("confirm", Scope::Dialog, &["y"]),
     ("cancel", Scope::Dialog, &["n", "esc"]),

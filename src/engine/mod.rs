@@ -26,6 +26,7 @@ pub mod mic;
 pub mod module;
 pub mod nmc;
 pub mod nodes;
+pub mod operators;
 pub mod rbac;
 pub mod shared;
 pub mod shim;
@@ -56,33 +57,89 @@ pub async fn run(
     config: EngineConfig,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    run_steered(client, config, leader::Candidacy::default(), shutdown).await
+}
+
+/// [`run`], handed off and taken back through `candidacy`. The reconcilers write through its fence, so they write
+/// only while this engine holds the lease, under a field manager naming this engine's identity.
+pub async fn run_steered(
+    client: kube::Client,
+    config: EngineConfig,
+    candidacy: leader::Candidacy,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let fenced = candidacy
+        .fence
+        .client(client.clone(), &config.lease.identity);
     let context = Arc::new(
         Context::new(
-            client.clone(),
+            fenced,
             config.images.clone(),
             Some(config.lease.identity.clone()),
         )
         .with_settings(config.settings.clone()),
     );
-    leader::run_as_leader(client, config.lease, shutdown, move |leading| {
+    leader::run_candidate(client, config.lease, candidacy, shutdown, move |leading| {
         run_reconcilers(context.clone(), leading)
     })
     .await
 }
 
-/// Run the reconcilers of every family the context runs until `stop` is cancelled. The families share one watch
-/// per kind they have in common ([`shared`]).
+/// Run the reconcilers of every family the context runs until `stop` is cancelled, except the families an upstream
+/// operator acts on ([`operators`]): when that changes, the reconcilers are stopped and started again for the new
+/// set. The families share one watch per kind they have in common ([`shared`]).
 pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
-    let families: Vec<&str> = context
-        .settings
-        .families
-        .iter()
-        .map(|f| f.as_str())
-        .collect();
-    tracing::info!(families = %families.join(","), "engine acting: reconcilers started");
+    let mut upstream = operators::follow(context.client.clone(), stop.clone());
+    tokio::select! {
+        () = stop.cancelled() => return,
+        _ = upstream.wait_for(Option::is_some) => {}
+    }
+    loop {
+        let taken = upstream.borrow_and_update().clone().unwrap_or_default();
+        for (family, operator) in &taken {
+            tracing::info!(
+                %family,
+                operator = operator.operator,
+                evidence = %operator.evidence,
+                "{} acts on {family}; the engine leaves it alone",
+                operator.operator
+            );
+        }
+        let families: Vec<Family> = context
+            .settings
+            .families
+            .iter()
+            .copied()
+            .filter(|family| !taken.contains_key(family))
+            .collect();
+        let round = stop.child_token();
+        let running = run_families(context.clone(), &families, round.clone());
+        tokio::pin!(running);
+        tokio::select! {
+            // Every family is left to upstream operators (or none runs): wait for that to change.
+            () = &mut running => tokio::select! {
+                () = stop.cancelled() => {}
+                _ = upstream.changed() => {}
+            },
+            _ = upstream.changed() => {
+                round.cancel();
+                running.await;
+            }
+        }
+        if stop.is_cancelled() {
+            break;
+        }
+    }
+    tracing::info!("reconcilers stopped");
+}
+
+/// Run the reconcilers of `families` until `stop` is cancelled.
+async fn run_families(context: Arc<Context>, families: &[Family], stop: CancellationToken) {
+    let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
+    tracing::info!(families = %names.join(","), "engine acting: reconcilers started");
     let shared = shared::SharedWatches::new();
     let mut running: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
-    for family in context.settings.families.clone() {
+    for family in families {
         match family {
             Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
             Family::Shims => {
@@ -100,7 +157,6 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
     }
     let watches = shared.run(context.client.clone(), stop.clone());
     tokio::join!(watches, futures::future::join_all(running));
-    tracing::info!("reconcilers stopped");
 }
 
 /// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers.

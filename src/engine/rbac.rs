@@ -32,8 +32,13 @@ pub type Rule = (
     &'static [&'static str],
 );
 
-/// What every family needs: publishing events on the objects it acts on.
-const COMMON_RULES: &[Rule] = &[("events.k8s.io", &["events"], &["create", "patch"])];
+/// What every family needs: publishing events on the objects it acts on, and seeing the Leases and Deployments
+/// that show an upstream operator acting on a family (the engine then leaves that family alone).
+const COMMON_RULES: &[Rule] = &[
+    ("events.k8s.io", &["events"], &["create", "patch"]),
+    ("coordination.k8s.io", &["leases"], &["list", "watch"]),
+    ("apps", &["deployments"], &["list", "watch"]),
+];
 
 /// The grants of one family; the ClusterRole holds those of the families the engine runs.
 pub fn family_rules(family: Family) -> &'static [Rule] {
@@ -287,15 +292,15 @@ impl EngineRbac {
     }
 }
 
-/// Leader election needs to create the Lease (creation cannot be limited to a name) and to read, follow and update
-/// that one Lease.
+/// Leader election needs to create the Lease (creation cannot be limited to a name) and to read and update that one
+/// Lease; it follows it with the cluster-wide list and watch of [`COMMON_RULES`].
 fn lease_rules(lease_name: &str) -> Vec<PolicyRule> {
     let group = "coordination.k8s.io";
     vec![
         policy_rule((group, &["leases"], &["create"])),
         PolicyRule {
             resource_names: Some(vec![lease_name.to_owned()]),
-            ..policy_rule((group, &["leases"], &[READ, &["update"]].concat()))
+            ..policy_rule((group, &["leases"], &["get", "update"]))
         },
     ]
 }
@@ -427,8 +432,10 @@ mod tests {
         ("coordination.k8s.io", "leases", "create", false),
         ("coordination.k8s.io", "leases", "get", false),
         ("coordination.k8s.io", "leases", "update", false),
-        ("coordination.k8s.io", "leases", "list", false),
-        ("coordination.k8s.io", "leases", "watch", false),
+        ("coordination.k8s.io", "leases", "list", true),
+        ("coordination.k8s.io", "leases", "watch", true),
+        ("apps", "deployments", "list", true),
+        ("apps", "deployments", "watch", true),
         (SHIM_GROUP, "shims", "get", true),
         (SHIM_GROUP, "shims", "list", true),
         (SHIM_GROUP, "shims", "watch", true),

@@ -23,6 +23,8 @@ pub enum Action {
     Access(AccessReport),
     /// The Lease that elects the acting engine changed (`None`: no engine holds it).
     EngineLease(Option<std::sync::Arc<k8s_openapi::api::coordination::v1::Lease>>),
+    /// Something about the engine besides its Lease: a hand-off deadline, a failed request, upstream operators.
+    Engine(super::app::EngineEvent),
     /// A pod's log arrived: its lines, or why it could not be read.
     PodLog(Target, Result<Vec<String>, String>),
 }

@@ -5,6 +5,7 @@
 mod caches;
 mod cluster_writes;
 mod day0;
+mod engine;
 mod input;
 mod navigation;
 mod shims;
@@ -31,6 +32,7 @@ use super::view::shims::{self as shim_rows};
 use super::yaml;
 
 pub use caches::CacheViews;
+pub use engine::{EngineEvent, EngineMove, EnginePane};
 pub use state::{
     Availability, DetailSection, EngineMode, ListId, Mode, Prompt, Request, Rows, Selection,
     Session, Severity, StatusLine, View,
@@ -58,6 +60,8 @@ pub struct App {
     pub shim: shims::ShimPane,
     /// The open ModuleDay0's detail, while the Day-0 detail view is open.
     pub day0: Option<Day0Detail>,
+    /// This console's engine beyond the Lease: handed off or not, candidates seen, upstream operators.
+    pub engine: EnginePane,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -109,6 +113,7 @@ impl App {
             yaml: None,
             shim: shims::ShimPane::default(),
             day0: None,
+            engine: EnginePane::default(),
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -215,27 +220,17 @@ impl App {
             Action::EngineLease(lease) => {
                 self.data.engine_lease = lease;
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
+                self.on_engine_lease();
+                true
+            }
+            Action::Engine(event) => {
+                self.on_engine_event(event);
                 true
             }
             Action::PodLog(pod, log) => {
                 self.on_pod_log(&pod, log);
                 true
             }
-        }
-    }
-
-    /// Which engine acts, for the header: this console's (foreground), a controller in the cluster, or none.
-    pub fn engine_summary(&self) -> String {
-        let holder = self.data.engine_holder(self.now);
-        let ours = holder.is_some() && holder == self.session.engine_identity.as_deref();
-        match (&self.session.engine, holder) {
-            (EngineMode::Foreground, _) if ours => "engine: foreground".to_owned(),
-            (EngineMode::Foreground, Some(other)) => {
-                format!("engine: foreground, standby ({other} acts)")
-            }
-            (EngineMode::Foreground, None) => "engine: foreground (starting)".to_owned(),
-            (EngineMode::Off, Some(other)) => format!("engine: in cluster ({other})"),
-            (EngineMode::Off, None) => "engine: off (none acting)".to_owned(),
         }
     }
 
@@ -278,7 +273,7 @@ impl App {
     /// The scope whose keys apply now.
     pub fn scope(&self) -> Scope {
         match self.mode {
-            Mode::Confirm(_) => Scope::Dialog,
+            Mode::Confirm(_) | Mode::ConfirmEngine(_) => Scope::Dialog,
             _ => Scope::Table,
         }
     }
@@ -404,6 +399,7 @@ impl App {
         visible.insert(ListId::Help, (0..self.help_lines()).collect());
         self.shim_visible(&mut visible);
         self.day0_visible(&mut visible);
+        self.engine_visible(&mut visible);
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {

@@ -13,12 +13,15 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
-use super::app::{App, EngineMode, Request, Session};
+use super::app::{App, EngineEvent, EngineMode, EngineMove, Request, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
+use super::view::engine::CONSOLE_PREFIX;
 use super::{access, feed, logs, ui, writes};
 use crate::cluster::sim::scenario::Scenario;
 use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
+use crate::engine::leader::handoff::request_handoff;
+use crate::engine::leader::{Candidacy, Participate, Participation};
 use crate::engine::{EngineConfig, LeaseConfig, PodImages};
 
 /// The context name the embedded cluster goes by.
@@ -85,6 +88,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     let connection = connect(&options).await?;
     let (sender, receiver) = mpsc::unbounded_channel();
     let engine_cancel = CancellationToken::new();
+    let candidacy = Candidacy::default();
     let engine = (connection.session.engine == EngineMode::Foreground).then(|| {
         let config = EngineConfig {
             images: options.images.clone(),
@@ -96,14 +100,16 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
                     .engine_identity
                     .clone()
                     .unwrap_or_else(console_identity),
-                std::time::Duration::from_secs(15),
+                CONSOLE_LEASE_DURATION,
             ),
             settings: crate::engine::Settings::default(),
         };
         let client = connection.client.clone();
         let cancel = engine_cancel.clone();
+        let candidacy = candidacy.clone();
         tokio::spawn(async move {
-            if let Err(error) = crate::engine::run(client, config, cancel).await {
+            if let Err(error) = crate::engine::run_steered(client, config, candidacy, cancel).await
+            {
                 tracing::error!(%error, "engine stopped");
             }
         })
@@ -120,6 +126,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         connection.client.clone(),
         connection.kubeconfig.clone(),
         &options,
+        &candidacy.participate,
         sender,
         receiver,
     )
@@ -237,7 +244,58 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
 
 /// The identity the console's engine holds the engine Lease under.
 fn console_identity() -> String {
-    format!("kmm-tui-console-{}", std::process::id())
+    format!("{CONSOLE_PREFIX}{}", std::process::id())
+}
+
+/// How long the console's engine holds the Lease without renewing it.
+const CONSOLE_LEASE_DURATION: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Carry out a confirmed move of the engine. Hand-off: the engine stands aside (it finishes its work and releases
+/// the Lease), and one lease duration later the UI checks that someone took it. Take-over: the engine competes
+/// again and, when someone else holds the Lease, it is asked to hand it over.
+fn move_engine(
+    movement: EngineMove,
+    participate: &Participate,
+    client: &Client,
+    app: &App,
+    sender: &UnboundedSender<Action>,
+) {
+    match movement {
+        EngineMove::HandOff => {
+            participate.set(Participation::StandAside);
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(CONSOLE_LEASE_DURATION).await;
+                let _ = sender.send(Action::Engine(EngineEvent::HandoffDeadline));
+            });
+        }
+        EngineMove::TakeOver => {
+            participate.set(Participation::Compete);
+            let own = app.session.engine_identity.clone();
+            let held_by_other = app
+                .data
+                .engine_holder(app.now)
+                .is_some_and(|holder| Some(holder) != own.as_deref());
+            if let (true, Some(own)) = (held_by_other, own) {
+                let client = client.clone();
+                let sender = sender.clone();
+                tokio::spawn(async move {
+                    let asked = request_handoff(
+                        client,
+                        crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
+                        crate::engine::leader::DEFAULT_LEASE_NAME,
+                        Some(&own),
+                        writes::FIELD_MANAGER,
+                    )
+                    .await;
+                    if let Err(error) = asked {
+                        let message = crate::engine::context::describe(&error);
+                        let _ = sender.send(Action::Engine(EngineEvent::RequestFailed(message)));
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// Whether a kubeconfig is there to use: `$KUBECONFIG` or `~/.kube/config`.
@@ -298,6 +356,7 @@ async fn event_loop(
     mut client: Client,
     kubeconfig: Option<Kubeconfig>,
     options: &ConsoleOptions,
+    participate: &Participate,
     sender: UnboundedSender<Action>,
     mut receiver: UnboundedReceiver<Action>,
 ) -> anyhow::Result<()> {
@@ -353,6 +412,9 @@ async fn event_loop(
                         let log = logs::pod_log(&client, &pod).await;
                         let _ = sender.send(Action::PodLog(pod, log));
                     });
+                }
+                Request::Engine(movement) => {
+                    move_engine(movement, participate, &client, app, &sender);
                 }
                 Request::SwitchContext(context) => {
                     let Some(kubeconfig) = &kubeconfig else {

@@ -146,6 +146,29 @@ pub fn start(
         cancel,
     );
     watch_engine_lease(client, sender, cancel);
+    watch_upstream_operators(client, sender, cancel);
+}
+
+/// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine
+/// does, so the header and `:engine` say who acts.
+fn watch_upstream_operators(
+    client: &Client,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let mut upstream = crate::engine::operators::follow(client.clone(), cancel.clone());
+    let sender = sender.clone();
+    tokio::spawn(async move {
+        while upstream.changed().await.is_ok() {
+            let found = upstream.borrow_and_update().clone();
+            if let Some(found) = found {
+                let event = crate::tui::app::EngineEvent::Upstream(found);
+                if sender.send(Action::Engine(event)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// Follow the Lease that elects the acting engine, so the header says whether this console's engine, a cluster

@@ -2,6 +2,7 @@
 
 mod common;
 mod day0;
+mod handoff;
 mod handoff_install;
 mod imagecache;
 mod images;

@@ -39,7 +39,10 @@ impl App {
 
     /// Whether a command means something in the current view: the hint bar lists only those.
     pub fn applies(&self, command: Command) -> bool {
-        self.shim_applies(command) && self.cache_applies(command) && self.day0_applies(command)
+        self.shim_applies(command)
+            && self.cache_applies(command)
+            && self.day0_applies(command)
+            && self.engine_applies(command)
     }
 
     /// Whether `command` means something here as far as caches go: purge only in the cache views, rebuild

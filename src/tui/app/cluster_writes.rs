@@ -44,6 +44,7 @@ impl App {
             Command::Approve | Command::PauseResume | Command::Retry | Command::Logs => {
                 return self.shim_availability(command);
             }
+            Command::HandOff | Command::TakeOver => return self.engine_availability(command),
             Command::Recheck | Command::Purge if self.in_cache_views() => {
                 if let Some(missing) = self.cache_selection_missing(command) {
                     return missing;

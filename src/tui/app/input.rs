@@ -27,6 +27,7 @@ impl App {
         match &mut self.mode {
             Mode::Command(_) => self.on_command_key(key),
             Mode::Filter(_) => self.on_filter_key(key),
+            Mode::ConfirmEngine(_) => self.on_engine_confirm_key(key),
             Mode::Confirm(_) => match self.keymap.command_for(Scope::Dialog, key) {
                 Some(Command::Confirm) => {
                     if let Mode::Confirm(request) = std::mem::take(&mut self.mode) {
@@ -151,7 +152,7 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx"].map(str::to_owned))
+            .chain(["help", "q", "quit", "ns", "ctx", "engine"].map(str::to_owned))
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
@@ -206,6 +207,10 @@ impl App {
         match word {
             "q" | "q!" | "quit" => self.quit = true,
             "help" => self.open(View::Help),
+            "engine" => {
+                self.views = vec![View::Engine];
+                self.refresh_visible();
+            }
             "ns" => {
                 self.namespace = match argument {
                     "" | "all" | "*" => None,
@@ -238,7 +243,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :engine, :ns, :ctx, :q)"),
             ),
         }
     }

@@ -76,6 +76,7 @@ impl App {
                     Err(why) => self.set_status(Severity::Warning, why),
                 }
             }
+            Command::HandOff | Command::TakeOver => self.run_engine(command),
             Command::Confirm | Command::Cancel => {}
         }
     }
@@ -171,7 +172,7 @@ impl App {
                 _ => Some(target.clone()),
             },
             View::Yaml(target) => Some(target.clone()),
-            View::Help => None,
+            View::Help | View::Engine => None,
             View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
             View::Day0s | View::Day0Detail(_) => self.selected_day0_object(),
         }
@@ -203,7 +204,7 @@ impl App {
                     self.open(View::Yaml(target));
                 }
             }
-            View::Events | View::Yaml(_) | View::Help | View::Logs(_) => {}
+            View::Events | View::Yaml(_) | View::Help | View::Logs(_) | View::Engine => {}
         }
     }
 

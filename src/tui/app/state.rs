@@ -11,6 +11,8 @@ use crate::tui::view::nodes::NodeRow;
 use crate::tui::view::shims::ShimRow;
 use crate::tui::writes::WriteRequest;
 
+use super::EngineMove;
+
 /// Which engine acts on the cluster, as the header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EngineMode {
@@ -68,6 +70,8 @@ pub enum View {
     Day0s,
     /// One ModuleDay0 in depth: its pool's nodes, its image pods, its events.
     Day0Detail(Target),
+    /// Who holds the engine Lease, where it runs, and who acts on each family.
+    Engine,
 }
 
 impl View {
@@ -101,6 +105,7 @@ impl View {
             View::Logs(_) => ListId::Logs,
             View::Day0s => ListId::Day0s,
             View::Day0Detail(_) => ListId::Detail(section),
+            View::Engine => ListId::Engine,
         }
     }
 
@@ -169,6 +174,8 @@ pub enum ListId {
     Logs,
     /// The Day-0 pane.
     Day0s,
+    /// The candidates of the `:engine` view.
+    Engine,
 }
 
 /// The selected row of a list and the first row shown.
@@ -213,6 +220,8 @@ pub enum Mode {
     Filter(Prompt),
     /// A write waiting for `y`.
     Confirm(WriteRequest),
+    /// A move of the engine waiting for `y`.
+    ConfirmEngine(EngineMove),
 }
 
 /// How serious a footer message is.
@@ -244,6 +253,8 @@ pub enum Request {
     SwitchContext(String),
     /// Read a pod's log for the log view.
     PodLog(Target),
+    /// Hand this console's engine off, or take it over.
+    Engine(EngineMove),
 }
 
 /// Whether a command can run on the current selection.

@@ -47,6 +47,10 @@ pub enum Command {
     Retry,
     /// Show the log of the selected node's installer pod.
     Logs,
+    /// Hand this console's engine off to a controller in the cluster (`:engine`).
+    HandOff,
+    /// Take the engine back into this console (`:engine`).
+    TakeOver,
     /// Move the selection up.
     Up,
     /// Move the selection down.
@@ -71,7 +75,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 28] = [
+    pub const ALL: [Command; 30] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -90,6 +94,8 @@ impl Command {
         Command::PauseResume,
         Command::Retry,
         Command::Logs,
+        Command::HandOff,
+        Command::TakeOver,
         Command::Up,
         Command::Down,
         Command::Left,
@@ -123,6 +129,8 @@ impl Command {
             Command::PauseResume => "pause-resume",
             Command::Retry => "retry",
             Command::Logs => "logs",
+            Command::HandOff => "hand-off",
+            Command::TakeOver => "take-over",
             Command::Up => "up",
             Command::Down => "down",
             Command::Left => "left",
@@ -157,6 +165,8 @@ impl Command {
             | Command::PauseResume
             | Command::Retry
             | Command::Logs
+            | Command::HandOff
+            | Command::TakeOver
             | Command::Up
             | Command::Down
             | Command::Left
@@ -190,6 +200,8 @@ impl Command {
             Command::PauseResume => "Pause/resume",
             Command::Retry => "Retry",
             Command::Logs => "Logs",
+            Command::HandOff => "Hand off",
+            Command::TakeOver => "Take over",
             Command::Up => "Up",
             Command::Down => "Down",
             Command::Left => "Left",
@@ -230,6 +242,12 @@ impl Command {
                 "Install the Shim again on the selected failed node, or on every failed node"
             }
             Command::Logs => "Show the log of the selected node's installer pod",
+            Command::HandOff => {
+                "Hand this console's engine off to a controller in the cluster, after confirmation (:engine)"
+            }
+            Command::TakeOver => {
+                "Take the engine back into this console, after confirmation (:engine)"
+            }
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
             Command::Left => "Move to the column on the left (coverage matrix)",
@@ -275,7 +293,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 28] = [
+pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 30] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -294,6 +312,8 @@ pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 28] = [
     (Command::PauseResume, &[KeyChord::plain(KeyCode::Char('p'))]),
     (Command::Retry, &[KeyChord::plain(KeyCode::Char('r'))]),
     (Command::Logs, &[KeyChord::plain(KeyCode::Char('l'))]),
+    (Command::HandOff, &[KeyChord::plain(KeyCode::Char('h'))]),
+    (Command::TakeOver, &[KeyChord::plain(KeyCode::Char('t'))]),
     (
         Command::Up,
         &[

@@ -11,6 +11,11 @@ use crate::tui::writes::WriteRequest;
 
 /// Draw the dialog for `request`, centred over `area`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest) {
+    ask(frame, area, app, &request.describe());
+}
+
+/// Draw a dialog asking `question` (without its question mark), centred over `area`.
+pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
     let width = area.width.saturating_sub(4).min(70);
     let [row] = Layout::vertical([Constraint::Length(6)])
         .flex(Flex::Center)
@@ -27,10 +32,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest
             .join("/")
     };
     let text = vec![
-        Line::from(Span::styled(
-            format!("{}?", request.describe()),
-            app.theme.text(),
-        )),
+        Line::from(Span::styled(format!("{question}?"), app.theme.text())),
         Line::default(),
         Line::from(vec![
             Span::styled(keys(Command::Confirm), app.theme.key()),

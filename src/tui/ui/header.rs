@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::health_style;
-use crate::tui::app::{App, EngineMode};
+use crate::tui::app::App;
 use crate::tui::view::Health;
 use crate::tui::view::day0::Day0State;
 use crate::tui::view::shims::ShimState;
@@ -56,10 +56,10 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
         spans.push(Span::styled(" EMBEDDED ", theme.selection()));
     }
     spans.push(Span::styled(
-        match (&app.session.engine, wide) {
-            (_, true) => format!(" {} ", app.engine_summary()),
-            (EngineMode::Foreground, false) => " engine:fg ".to_owned(),
-            (EngineMode::Off, false) => " engine:off ".to_owned(),
+        if wide {
+            format!(" {} ", app.engine_summary())
+        } else {
+            format!(" {} ", app.engine_badge())
         },
         theme.muted(),
     ));

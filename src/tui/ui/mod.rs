@@ -8,6 +8,7 @@ mod day0_detail;
 mod detail;
 mod dialog;
 mod editor;
+mod engine;
 mod events;
 mod footer;
 mod header;
@@ -54,11 +55,14 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Logs(pod) => logs::draw(frame, body, app, pod),
             View::Day0s => day0::draw(frame, body, app),
             View::Day0Detail(target) => day0_detail::draw(frame, body, app, target),
+            View::Engine => engine::draw(frame, body, app),
         }
     }
     footer::draw(frame, footer_area, app);
-    if let Mode::Confirm(request) = &app.mode {
-        dialog::draw(frame, body, app, request);
+    match &app.mode {
+        Mode::Confirm(request) => dialog::draw(frame, body, app, request),
+        Mode::ConfirmEngine(movement) => dialog::ask(frame, body, app, movement.describe()),
+        _ => {}
     }
 }
 

@@ -7,6 +7,7 @@ pub mod caches;
 pub mod day0;
 pub mod day0_detail;
 pub mod detail;
+pub mod engine;
 pub mod events;
 pub mod images;
 pub mod modules;

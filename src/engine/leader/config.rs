@@ -1,0 +1,112 @@
+//! Which Lease elects the engine and how fast a silent leader is replaced.
+
+use std::time::Duration;
+
+/// Which Lease elects the acting engine, and how fast a dead leader is replaced.
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// Name of the Lease.
+    pub name: String,
+    /// This engine's identity in `holderIdentity`.
+    pub identity: String,
+    /// How long a lease holds without renewal.
+    pub lease_duration: Duration,
+    /// How often the leader renews and a candidate retries.
+    pub retry_period: Duration,
+}
+
+impl LeaseConfig {
+    /// A Lease config that renews five times per lease duration, so a leader survives a few failed renewals before
+    /// it has to step down.
+    pub fn new(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+        lease_duration: Duration,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            identity: identity.into(),
+            lease_duration,
+            retry_period: lease_duration / 5,
+        }
+    }
+
+    /// `namespace/name`, for messages.
+    pub(super) fn lease_key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Refuse settings under which the leader could not step down before a standby takes over.
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.identity.is_empty(),
+            "the leader election identity is empty"
+        );
+        anyhow::ensure!(
+            !self.namespace.is_empty() && !self.name.is_empty(),
+            "the Lease needs a namespace and a name"
+        );
+        anyhow::ensure!(
+            !self.retry_period.is_zero() && self.retry_period < self.lease_duration,
+            "the retry period ({:?}) must be positive and shorter than the lease duration ({:?})",
+            self.retry_period,
+            self.lease_duration
+        );
+        Ok(())
+    }
+
+    /// How long the leader keeps acting without a successful renewal: one retry period short of the lease duration,
+    /// so it has stopped before any standby sees the lease expire.
+    pub(super) fn renew_deadline(&self) -> Duration {
+        self.lease_duration.saturating_sub(self.retry_period)
+    }
+
+    /// `leaseDurationSeconds` to write: whole seconds, rounded up so others never wait less than we assume.
+    pub(super) fn lease_duration_seconds(&self) -> i32 {
+        let seconds =
+            self.lease_duration.as_secs() + u64::from(self.lease_duration.subsec_nanos() > 0);
+        i32::try_from(seconds.max(1)).unwrap_or(i32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> LeaseConfig {
+        LeaseConfig::new("kube-system", "engine", "me", Duration::from_secs(10))
+    }
+
+    #[test]
+    fn the_retry_period_is_a_fifth_of_the_lease_and_the_deadline_one_period_short() {
+        let config = config();
+        assert_eq!(config.retry_period, Duration::from_secs(2));
+        assert_eq!(config.renew_deadline(), Duration::from_secs(8));
+        assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn configs_that_cannot_step_down_in_time_are_refused() {
+        let mut config = config();
+        config.retry_period = config.lease_duration;
+        assert!(config.validate().is_err());
+        config.retry_period = Duration::ZERO;
+        assert!(config.validate().is_err());
+        let mut nameless = self::config();
+        nameless.identity.clear();
+        assert!(nameless.validate().is_err());
+    }
+
+    #[test]
+    fn lease_duration_seconds_round_up() {
+        let mut config = config();
+        config.lease_duration = Duration::from_millis(4_200);
+        assert_eq!(config.lease_duration_seconds(), 5);
+        config.lease_duration = Duration::from_millis(300);
+        assert_eq!(config.lease_duration_seconds(), 1);
+    }
+}
