@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::super::pods::Operation;
+use crate::engine::imagecache::pods::Operation;
 
 /// Where one image stands on one node that should hold it.
 #[derive(Clone, Debug, PartialEq, Eq)]

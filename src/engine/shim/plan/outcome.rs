@@ -1,9 +1,9 @@
 //! What one pass decides and sees: the pods to create and delete, the node writes, the events, and
 //! where every node and the rollout stand.
 
-use super::super::artifact::{Artifact, NoArtifact};
-use super::super::names::Operation;
 use crate::api::shim::ShimNodeState;
+use crate::engine::shim::artifact::{Artifact, NoArtifact};
+use crate::engine::shim::names::Operation;
 
 /// Where the shim stands on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
