@@ -29,7 +29,7 @@ pub const DEFAULT_HISTORY: usize = 100_000;
 /// How many bytes of serialised objects the history may hold besides the live objects. Counting events alone let
 /// a cluster of 5,000 large nodes keep gigabytes of superseded node statuses; a byte bound keeps the memory of a
 /// busy cluster flat while still covering minutes of writes, so watches that reconnect resume instead of relisting.
-pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 
 /// How many events may queue for one slow watcher before its stream is closed (it then resumes or relists).
 const BROADCAST_CAPACITY: usize = 65_536;
