@@ -1,12 +1,17 @@
 //! Scale benchmark of the KMM engine: one Module rolled out to 5,000 simulated nodes on the embedded cluster,
 //! in-process.
 //!
-//! Measures the time until the image is proven to exist, until every node has an NMC entry, and until every node
-//! has the module loaded; the number of worker pods created (exactly one loader per node when nothing is redone);
-//! and the engine's and cluster's CPU use while idle afterwards, from /proc. Linux only.
+//! Measures, in one run: the time from the Module's creation until every node has an NMC entry and until every node
+//! has the module loaded (`availableNumber == 5000`); the writes the store committed meanwhile, per node and by
+//! resource (counted by the store, [`Store::write_counts`]); the number of worker pods created (exactly one loader
+//! per node when nothing is redone); the process's peak resident memory and CPU during the rollout; and its CPU use
+//! while idle afterwards, from /proc. The scenario runs at the `large` scenario's time scale (10). Linux only.
 //!
 //! Run with `cargo bench --bench engine_rollout`.
+//!
+//! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -24,7 +29,7 @@ const IDLE_WINDOW: Duration = Duration::from_secs(30);
 
 const SCENARIO: &str = r#"
 seed: 1
-timeScale: 100
+timeScale: 10
 nodes:
   - namePrefix: worker-
     count: 5000
@@ -125,6 +130,13 @@ async fn main() {
     }))
     .expect("a Module");
     let modules: Api<Module> = Api::namespaced(client.clone(), "bench");
+    let store = cluster.server().store().clone();
+    let writes_before: BTreeMap<String, u64> = store
+        .write_counts()
+        .into_iter()
+        .map(|(resource, counts)| (resource.0.to_string(), counts.total()))
+        .collect();
+    let cpu_at_start = cpu_time();
     let started = Instant::now();
     modules
         .create(&PostParams::default(), &module)
@@ -145,16 +157,33 @@ async fn main() {
         async || counts().await.0 == NODES,
     )
     .await;
-    wait_until(
+    let rollout = wait_until(
         "loaded on every node (available = 5000)",
         started,
         async || counts().await.1 == NODES,
     )
     .await;
+    let rollout_cpu = cpu_time() - cpu_at_start;
     println!(
-        "peak RSS: {}; CPU so far: {:.1} s",
+        "CPU during the rollout: {:.1} s ({:.0} % of one core); peak RSS: {}",
+        rollout_cpu.as_secs_f64(),
+        rollout_cpu.as_secs_f64() / rollout.as_secs_f64() * 100.0,
         peak_rss(),
-        cpu_time().as_secs_f64()
+    );
+    let mut total = 0;
+    let mut by_resource = Vec::new();
+    for (resource, counts) in store.write_counts() {
+        let resource = resource.0.to_string();
+        let delta = counts.total() - writes_before.get(&resource).copied().unwrap_or(0);
+        if delta > 0 {
+            total += delta;
+            by_resource.push(format!("{resource} {:.2}", delta as f64 / NODES as f64));
+        }
+    }
+    println!(
+        "writes committed by the store during the rollout: {total}, {:.2} per node ({})",
+        total as f64 / NODES as f64,
+        by_resource.join(", ")
     );
     let created = workers_created.load(std::sync::atomic::Ordering::Relaxed);
     println!(

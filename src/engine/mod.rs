@@ -141,7 +141,7 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     let mut running: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
     for family in families {
         match family {
-            Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), stop.clone()))),
+            Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), &shared, stop.clone()))),
             Family::Shims => {
                 running.push(Box::pin(shim::run(context.clone(), &shared, stop.clone())))
             }
@@ -159,12 +159,21 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     tokio::join!(watches, futures::future::join_all(running));
 }
 
-/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers.
-async fn run_kmm(context: Arc<Context>, stop: CancellationToken) {
-    tokio::join!(
-        module::run(context.clone(), stop.clone()),
-        mic::run(context.clone(), stop.clone()),
-        mbsc::run(context.clone(), stop.clone()),
-        nmc::run(context, stop),
-    );
+/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers, the Module
+/// and NodeModulesConfig ones subscribed to the shared node watch now.
+fn run_kmm(
+    context: Arc<Context>,
+    shared: &shared::SharedWatches,
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let modules = module::run(context.clone(), shared, stop.clone());
+    let nmcs = nmc::run(context.clone(), shared, stop.clone());
+    async move {
+        tokio::join!(
+            modules,
+            mic::run(context.clone(), stop.clone()),
+            mbsc::run(context, stop),
+            nmcs,
+        );
+    }
 }

@@ -13,11 +13,13 @@ use kmm_tui::api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
     NodeModulesConfigSpec,
 };
-use kmm_tui::engine::{labels, nmc};
+use kmm_tui::engine::shared::SharedWatches;
+use kmm_tui::engine::{Context, labels, nmc};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::common::{Harness, eventually, wait_for};
 
@@ -320,9 +322,16 @@ impl WorkerLog {
     }
 }
 
+/// The NMC reconciler, with the shared node watch it subscribes to.
+async fn run_nmc(context: Arc<Context>, stop: CancellationToken) {
+    let shared = SharedWatches::new();
+    let nmcs = nmc::run(context.clone(), &shared, stop.clone());
+    tokio::join!(shared.run(context.client.clone(), stop), nmcs);
+}
+
 async fn start() -> (Harness, WorkerLog) {
     let mut harness = Harness::start("nmc.yaml").await;
-    harness.start_with(nmc::run);
+    harness.start_with(run_nmc);
     let log = WorkerLog::follow(&harness.client());
     (harness, log)
 }
@@ -700,11 +709,11 @@ async fn killed_and_restarted_it_never_doubles_a_worker_and_converges() {
         create_nmc(&client, node, vec![kmod_a(), kmod_b()]).await;
     }
     for cut in [90, 170, 40, 260, 130, 310, 70, 220] {
-        harness.start_with(nmc::run);
+        harness.start_with(run_nmc);
         tokio::time::sleep(Duration::from_millis(cut)).await;
         harness.kill_engine().await;
     }
-    harness.start_with(nmc::run);
+    harness.start_with(run_nmc);
     for node in nodes {
         wait_loaded(&harness, node, "kmod-a", "kmod_a", A_V1).await;
         wait_loaded(&harness, node, "kmod-b", "kmod_b", B_V1).await;
@@ -724,7 +733,7 @@ async fn killed_and_restarted_it_never_doubles_a_worker_and_converges() {
         .map(|n| (n.name_any(), n.resource_version()))
         .collect();
     harness.kill_engine().await;
-    harness.start_with(nmc::run);
+    harness.start_with(run_nmc);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let after: Vec<_> = nmcs(&client)
         .list(&ListParams::default())

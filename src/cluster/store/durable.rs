@@ -141,27 +141,26 @@ impl Durable {
         rv: u64,
         body: &[u8],
     ) -> rusqlite::Result<()> {
+        // Statements are prepared once per connection and reused instead of parsed again on every write.
         let tx = self.conn.transaction()?;
         if kind == 2 {
-            tx.execute(
+            tx.prepare_cached(
                 "DELETE FROM objects WHERE resource = ?1 AND namespace = ?2 AND name = ?3",
-                params![resource, namespace, name],
-            )?;
+            )?
+            .execute(params![resource, namespace, name])?;
         } else {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO objects (resource, namespace, name, rv, body) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (resource, namespace, name) DO UPDATE SET rv = excluded.rv, body = excluded.body",
-                params![resource, namespace, name, rv as i64, body],
-            )?;
+            )?
+            .execute(params![resource, namespace, name, rv as i64, body])?;
         }
-        tx.execute(
-            "INSERT INTO events (rv, resource, kind, body) VALUES (?1, ?2, ?3, ?4)",
-            params![rv as i64, resource, kind, body],
-        )?;
-        tx.execute(
+        tx.prepare_cached("INSERT INTO events (rv, resource, kind, body) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![rv as i64, resource, kind, body])?;
+        tx.prepare_cached(
             "INSERT INTO meta (key, value) VALUES ('rv', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            params![rv as i64],
-        )?;
+        )?
+        .execute(params![rv as i64])?;
         tx.commit()
     }
 

@@ -1,7 +1,8 @@
 //! The object store behind the embedded API server.
 //!
 //! Objects live in memory (one ordered map per resource) so reads and lists never touch disk; every acknowledged
-//! write is first committed to SQLite when the store is durable (see [`durable`]). Writes are compare-and-swap on
+//! write is first committed to SQLite when the store is durable (see [`durable`]), by one writer at a time and
+//! outside the lock readers take, so reads and watches never wait for the disk. Writes are compare-and-swap on
 //! the object's resourceVersion, which gives the API its optimistic concurrency: handlers read, compute the new
 //! object without holding any lock, and commit only if nobody wrote in between (the way kube-apiserver's
 //! `GuaranteedUpdate` works against etcd).
@@ -24,6 +25,11 @@ use durable::Durable;
 
 /// How many events the store remembers for watches that resume from an older resourceVersion.
 pub const DEFAULT_HISTORY: usize = 100_000;
+
+/// How many bytes of serialised objects the history may hold besides the live objects. Counting events alone let
+/// a cluster of 5,000 large nodes keep gigabytes of superseded node statuses; a byte bound keeps the memory of a
+/// busy cluster flat while still covering minutes of writes, so watches that reconnect resume instead of relisting.
+pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 
 /// How many events may queue for one slow watcher before its stream is closed (it then resumes or relists).
 const BROADCAST_CAPACITY: usize = 65_536;
@@ -148,8 +154,38 @@ struct State {
     rv: u64,
     objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>>,
     history: VecDeque<Arc<Event>>,
+    /// Serialised size of the objects the history's events carry.
+    history_bytes: usize,
     /// Lowest resourceVersion a watch may resume after without missing events.
     compacted_through: u64,
+    /// Committed writes per resource, for benchmarks and diagnostics.
+    writes: HashMap<ResourceKey, WriteCounts>,
+}
+
+/// How many writes the store committed on one resource since it started, by what they did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteCounts {
+    /// Objects created.
+    pub added: u64,
+    /// Objects changed (spec, status, metadata, finalizers, deletion marks).
+    pub modified: u64,
+    /// Objects removed.
+    pub deleted: u64,
+}
+
+impl WriteCounts {
+    /// Every write, whatever it did.
+    pub fn total(&self) -> u64 {
+        self.added + self.modified + self.deleted
+    }
+
+    fn count(&mut self, kind: EventType) {
+        match kind {
+            EventType::Added => self.added += 1,
+            EventType::Modified => self.modified += 1,
+            EventType::Deleted => self.deleted += 1,
+        }
+    }
 }
 
 /// What the store holds, as `/metrics` reports it.
@@ -176,8 +212,36 @@ pub struct ResourceUsage {
 pub struct Store {
     state: Mutex<State>,
     events: broadcast::Sender<Arc<Event>>,
-    durable: Option<Mutex<Durable>>,
-    history_limit: usize,
+    /// Held by one write at a time from its compare-and-swap check to its publication, so the state lock is taken
+    /// only briefly on either side: reads, lists and watches never wait behind serialising or SQLite. Holds the
+    /// database when the store is durable.
+    writer: Mutex<Option<Durable>>,
+    history: HistoryLimits,
+}
+
+/// How much history the store keeps: whichever bound is reached first.
+#[derive(Debug, Clone, Copy)]
+struct HistoryLimits {
+    /// Events.
+    events: usize,
+    /// Serialised bytes of the objects the events carry.
+    bytes: usize,
+}
+
+impl HistoryLimits {
+    /// Drop the oldest events while the history holds more than the limits allow; a watch can no longer resume
+    /// from before the newest dropped one (it gets `410 Expired` and relists).
+    fn trim(&self, state: &mut State) {
+        while state.history.len() > self.events
+            || (state.history_bytes > self.bytes && state.history.len() > 1)
+        {
+            let Some(old) = state.history.pop_front() else {
+                break;
+            };
+            state.history_bytes -= old.object.json.len();
+            state.compacted_through = old.rv;
+        }
+    }
 }
 
 impl Store {
@@ -216,7 +280,7 @@ impl Store {
             loaded.rv,
             objects,
             history,
-            Some(Mutex::new(durable)),
+            Some(durable),
             history_limit,
         ))
     }
@@ -225,7 +289,7 @@ impl Store {
         rv: u64,
         objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>>,
         history: VecDeque<Arc<Event>>,
-        durable: Option<Mutex<Durable>>,
+        durable: Option<Durable>,
         history_limit: usize,
     ) -> Self {
         let compacted_through = history
@@ -233,21 +297,42 @@ impl Store {
             .map(|e: &Arc<Event>| e.rv.saturating_sub(1))
             .unwrap_or(rv);
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let history_bytes = history.iter().map(|e| e.object.json.len()).sum();
+        let mut state = State {
+            rv,
+            objects,
+            history,
+            history_bytes,
+            compacted_through,
+            writes: HashMap::new(),
+        };
+        let limits = HistoryLimits {
+            events: history_limit.max(1),
+            bytes: DEFAULT_HISTORY_BYTES,
+        };
+        limits.trim(&mut state);
         Self {
-            state: Mutex::new(State {
-                rv,
-                objects,
-                history,
-                compacted_through,
-            }),
+            state: Mutex::new(state),
             events,
-            durable,
-            history_limit: history_limit.max(1),
+            writer: Mutex::new(durable),
+            history: limits,
         }
+    }
+
+    /// The same store with its history bounded to `bytes` of serialised objects (the newest event is always kept).
+    pub fn with_history_bytes(mut self, bytes: usize) -> Self {
+        self.history.bytes = bytes;
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        self.history.trim(state);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn writer(&self) -> MutexGuard<'_, Option<Durable>> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The newest resourceVersion (what a list is consistent with).
@@ -257,7 +342,7 @@ impl Store {
 
     /// Whether writes reach disk.
     pub fn is_durable(&self) -> bool {
-        self.durable.is_some()
+        self.writer().is_some()
     }
 
     /// One object.
@@ -368,23 +453,27 @@ impl Store {
             .unwrap_or("")
             .to_string();
         let key = (namespace, name);
-        let mut state = self.lock();
-        let previous = state
-            .objects
-            .get(resource)
-            .and_then(|m| m.get(&key))
-            .cloned();
+        let mut writer = self.writer();
+        let (previous, rv) = {
+            let state = self.lock();
+            let previous = state
+                .objects
+                .get(resource)
+                .and_then(|m| m.get(&key))
+                .cloned();
+            (previous, state.rv + 1)
+        };
         if previous.as_ref().map(|p| p.rv) != expected {
             return Err(CommitError::Conflict);
         }
-        let rv = state.rv + 1;
         let object = Arc::new(StoredObject::new(value, rv));
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
             EventType::Added
         };
-        self.persist(resource, &key, kind, &object)?;
+        persist(&mut writer, resource, &key, kind, &object)?;
+        let mut state = self.lock();
         state.rv = rv;
         state
             .objects
@@ -413,19 +502,23 @@ impl Store {
         expected: u64,
     ) -> Result<Arc<StoredObject>, CommitError> {
         let key = (namespace.to_string(), name.to_string());
-        let mut state = self.lock();
-        let previous = state
-            .objects
-            .get(resource)
-            .and_then(|m| m.get(&key))
-            .cloned()
-            .ok_or(CommitError::Conflict)?;
+        let mut writer = self.writer();
+        let (previous, rv) = {
+            let state = self.lock();
+            let previous = state
+                .objects
+                .get(resource)
+                .and_then(|m| m.get(&key))
+                .cloned()
+                .ok_or(CommitError::Conflict)?;
+            (previous, state.rv + 1)
+        };
         if previous.rv != expected {
             return Err(CommitError::Conflict);
         }
-        let rv = state.rv + 1;
         let object = Arc::new(StoredObject::new(previous.value.clone(), rv));
-        self.persist(resource, &key, EventType::Deleted, &object)?;
+        persist(&mut writer, resource, &key, EventType::Deleted, &object)?;
+        let mut state = self.lock();
         state.rv = rv;
         if let Some(map) = state.objects.get_mut(resource) {
             map.remove(&key);
@@ -443,39 +536,32 @@ impl Store {
         Ok(object)
     }
 
-    fn persist(
-        &self,
-        resource: &ResourceKey,
-        key: &ObjectKey,
-        kind: EventType,
-        object: &StoredObject,
-    ) -> Result<(), CommitError> {
-        let Some(durable) = &self.durable else {
-            return Ok(());
-        };
-        let mut db = durable.lock().unwrap_or_else(|p| p.into_inner());
-        db.commit(
-            &resource.0,
-            &key.0,
-            &key.1,
-            kind.code(),
-            object.rv,
-            &object.json,
-        )
-        .map_err(|e| CommitError::Storage(e.to_string()))
-    }
-
     fn record(&self, state: &mut State, event: Event) {
         let event = Arc::new(event);
+        state
+            .writes
+            .entry(event.resource.clone())
+            .or_default()
+            .count(event.kind);
+        state.history_bytes += event.object.json.len();
         state.history.push_back(event.clone());
-        while state.history.len() > self.history_limit {
-            if let Some(old) = state.history.pop_front() {
-                state.compacted_through = old.rv;
-            }
-        }
+        self.history.trim(state);
         // Sending while holding the state lock keeps the broadcast order equal to the resourceVersion order and
         // lets `watch_from` subscribe without a gap.
         let _ = self.events.send(event);
+    }
+
+    /// Writes committed per resource since the store opened, counted where they commit, so a benchmark can tell
+    /// what a workload cost the server.
+    pub fn write_counts(&self) -> Vec<(ResourceKey, WriteCounts)> {
+        let state = self.lock();
+        let mut counts: Vec<_> = state
+            .writes
+            .iter()
+            .map(|(resource, counts)| (resource.clone(), *counts))
+            .collect();
+        counts.sort_by(|a, b| a.0.0.cmp(&b.0.0));
+        counts
     }
 
     /// Start watching from `since`: the events already committed after it, and a receiver for the ones to come.
@@ -529,12 +615,110 @@ impl Store {
 
     /// Forget old history in the durable store too (called periodically; history in memory is bounded already).
     pub fn compact(&self) -> Result<(), CommitError> {
-        let Some(durable) = &self.durable else {
+        let through = self.lock().compacted_through;
+        let mut writer = self.writer();
+        let Some(db) = writer.as_mut() else {
             return Ok(());
         };
-        let through = self.lock().compacted_through;
-        let mut db = durable.lock().unwrap_or_else(|p| p.into_inner());
         db.compact(through)
             .map_err(|e| CommitError::Storage(e.to_string()))
+    }
+}
+
+/// Commit one write to the database of a durable store (held through `writer`); nothing to do in memory.
+fn persist(
+    writer: &mut Option<Durable>,
+    resource: &ResourceKey,
+    key: &ObjectKey,
+    kind: EventType,
+    object: &StoredObject,
+) -> Result<(), CommitError> {
+    let Some(db) = writer.as_mut() else {
+        return Ok(());
+    };
+    db.commit(
+        &resource.0,
+        &key.0,
+        &key.1,
+        kind.code(),
+        object.rv,
+        &object.json,
+    )
+    .map_err(|e| CommitError::Storage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pods() -> ResourceKey {
+        ResourceKey(Arc::from("/pods"))
+    }
+
+    fn pod(name: &str, padding: usize) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns"}, "spec": {"pad": "x".repeat(padding)}})
+    }
+
+    #[test]
+    fn history_is_bounded_by_bytes_and_older_watches_are_too_old() {
+        let store = Store::in_memory(1000).with_history_bytes(1000);
+        for i in 0..20 {
+            store
+                .put(&pods(), None, pod(&format!("p{i}"), 200))
+                .expect("written");
+        }
+        let rv = store.current_rv();
+        let error = store
+            .watch_from(0)
+            .expect_err("the oldest events are compacted");
+        assert!(error.oldest > 0, "{error}");
+        let (backlog, _) = store
+            .watch_from(error.oldest)
+            .expect("resumable from the oldest kept");
+        let bytes: usize = backlog.iter().map(|e| e.object.json.len()).sum();
+        assert!(
+            !backlog.is_empty() && bytes <= 1000,
+            "{} events of {bytes} bytes kept",
+            backlog.len()
+        );
+        assert_eq!(backlog.last().map(|e| e.rv), Some(rv));
+        // One event larger than the whole bound is still kept: the newest write is always resumable.
+        store
+            .put(&pods(), None, pod("large", 5000))
+            .expect("written");
+        let (backlog, _) = store
+            .watch_from(store.current_rv() - 1)
+            .expect("the newest event is kept");
+        assert_eq!(backlog.len(), 1);
+    }
+
+    #[test]
+    fn writes_are_counted_per_resource_by_what_they_did() {
+        let store = Store::in_memory(10);
+        let created = store.put(&pods(), None, pod("a", 1)).expect("created");
+        let changed = store
+            .put(&pods(), Some(created.rv), pod("a", 2))
+            .expect("changed");
+        assert!(matches!(
+            store.put(&pods(), Some(created.rv), pod("a", 3)),
+            Err(CommitError::Conflict)
+        ));
+        store
+            .delete(&pods(), "ns", "a", changed.rv)
+            .expect("deleted");
+        let counts = store.write_counts();
+        assert_eq!(
+            counts,
+            vec![(
+                pods(),
+                WriteCounts {
+                    added: 1,
+                    modified: 1,
+                    deleted: 1
+                }
+            )]
+        );
+        assert_eq!(counts[0].1.total(), 3);
     }
 }

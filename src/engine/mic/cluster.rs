@@ -161,8 +161,15 @@ impl MicApi {
         }
     }
 
-    /// Merge-patch the status; optional fields left unset are written as null so that they are cleared.
-    pub async fn write_status(&self, status: &ModuleImagesConfigStatus) -> Result<(), Error> {
+    /// Merge-patch the status of `mic` as the pass read it; optional fields left unset are written as null so that
+    /// they are cleared. The patch carries `mic`'s resourceVersion: a status someone changed since (the console
+    /// forgetting an image's state to have it checked again) answers 409 instead of being overwritten with what
+    /// this pass computed from the older one.
+    pub async fn write_status(
+        &self,
+        mic: &ModuleImagesConfig,
+        status: &ModuleImagesConfigStatus,
+    ) -> Result<(), Error> {
         let mut fields = match serde_json::to_value(status) {
             Ok(Value::Object(fields)) => fields,
             other => {
@@ -180,10 +187,7 @@ impl MicApi {
         ] {
             fields.entry(key).or_insert(Value::Null);
         }
-        let patch = Value::Object(Map::from_iter([(
-            "status".to_owned(),
-            Value::Object(fields),
-        )]));
+        let patch = guarded_status_patch(mic, fields);
         self.mics
             .patch_status(&self.name, &patch_params(), &Patch::Merge(&patch))
             .await
@@ -193,8 +197,12 @@ impl MicApi {
     }
 
     /// A new rebuild trigger: forget everything the checks proved. The MBSC (with its outcomes), its build and
-    /// sign pods and the pull pods go first, then the status is cleared and records the trigger as acted upon.
-    pub async fn restart_checks(&self, mic: &ModuleImagesConfig) -> Result<(), Error> {
+    /// sign pods and the pull pods go first, then the status is cleared (guarded by `mic`'s resourceVersion) and
+    /// records the trigger as acted upon. Returns the MIC as stored after that write.
+    pub async fn restart_checks(
+        &self,
+        mic: &ModuleImagesConfig,
+    ) -> Result<ModuleImagesConfig, Error> {
         tracing::info!(mic = %self.mic(), "image rebuild trigger changed: checking every image again");
         match self
             .mbscs
@@ -229,15 +237,11 @@ impl MicApi {
                 Value::from(mic.spec.image_rebuild_trigger_generation),
             ),
         ]);
-        let patch = Value::Object(Map::from_iter([(
-            "status".to_owned(),
-            Value::Object(cleared),
-        )]));
+        let patch = guarded_status_patch(mic, cleared);
         self.mics
             .patch_status(&self.name, &patch_params(), &Patch::Merge(&patch))
             .await
-            .doing(|| format!("clearing the image states of {}", self.mic()))?;
-        Ok(())
+            .doing(|| format!("clearing the image states of {}", self.mic()))
     }
 
     /// Bring the MBSC to what the image states need: created (owned by the MIC) when an image first needs building
@@ -294,6 +298,23 @@ impl MicApi {
             }
         }
     }
+}
+
+/// A merge patch of `status` that applies only while `mic` is as read: it names `mic`'s resourceVersion, which the
+/// server compares with the stored one.
+fn guarded_status_patch(mic: &ModuleImagesConfig, status: Map<String, Value>) -> Value {
+    let mut patch = Map::new();
+    if let Some(version) = &mic.metadata.resource_version {
+        patch.insert(
+            "metadata".to_owned(),
+            Value::Object(Map::from_iter([(
+                "resourceVersion".to_owned(),
+                Value::String(version.clone()),
+            )])),
+        );
+    }
+    patch.insert("status".to_owned(), Value::Object(status));
+    Value::Object(patch)
 }
 
 /// A merge patch replacing every MBSC spec field (an unset registry secret is written as null to clear it).

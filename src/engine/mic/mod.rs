@@ -87,19 +87,43 @@ fn mic_of_build_pod(pod: Pod) -> Option<ObjectRef<ModuleImagesConfig>> {
     Some(ObjectRef::new(&owner.name).within(&namespace))
 }
 
-/// One pass over a MIC.
-async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Result<Action, Error> {
-    if mic.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
-    let api = MicApi::new(&context.client, &mic)?;
+/// How many times a pass starts again from the MIC as stored after its status write lost a race.
+const ATTEMPTS: usize = 3;
 
+/// One pass over a MIC. The controller's copy may be older than the stored MIC (the console may just have forgotten
+/// an image's state to have it checked again); the guarded status write then answers 409, and the pass starts
+/// again from the MIC read afresh, so the newer status is built upon instead of overwritten.
+async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Result<Action, Error> {
+    let mut mic = mic;
+    let mut attempt = 1;
+    loop {
+        if mic.metadata.deletion_timestamp.is_some() {
+            return Ok(Action::await_change());
+        }
+        let api = MicApi::new(&context.client, &mic)?;
+        match pass(&api, &mic, &context).await {
+            Err(error) if error.is_conflict() && attempt < ATTEMPTS => {
+                attempt += 1;
+                let namespace = mic.namespace().unwrap_or_default();
+                let mics = Api::namespaced(context.client.clone(), &namespace);
+                match read_mic(&mics, &namespace, &api.name).await? {
+                    Some(fresh) => mic = Arc::new(fresh),
+                    None => return Ok(Action::await_change()),
+                }
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// One pass over `mic` as read: judge the checks, write the status, then act on pods and the MBSC.
+async fn pass(api: &MicApi, mic: &ModuleImagesConfig, context: &Context) -> Result<Action, Error> {
+    let mut mic = std::borrow::Cow::Borrowed(mic);
     let mut recorded = mic.status.clone();
     let mut stored = recorded.clone().unwrap_or_default();
     if mic.spec.image_rebuild_trigger_generation != stored.image_rebuild_trigger_generation {
-        api.restart_checks(&mic).await?;
-        stored.images_states.clear();
-        stored.image_rebuild_trigger_generation = mic.spec.image_rebuild_trigger_generation;
+        mic = std::borrow::Cow::Owned(api.restart_checks(&mic).await?);
+        stored = mic.status.clone().unwrap_or_default();
         recorded = Some(stored.clone());
     }
     let wanted = wanted::wanted(&mic.spec);
@@ -143,7 +167,7 @@ async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Resul
 
     let status = new_status(&mic, &stored, &wanted, &states, &progress);
     if Some(&status) != recorded.as_ref() {
-        api.write_status(&status).await?;
+        api.write_status(&mic, &status).await?;
     }
     for (w, (_, progress)) in wanted.iter().zip(&progress) {
         let (state, previous) = (states.get(w.image()), before.get(w.image()));
@@ -151,7 +175,7 @@ async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Resul
             && Some(state) != previous
         {
             announce(
-                &context,
+                context,
                 &mic,
                 w,
                 *state,
@@ -251,4 +275,75 @@ async fn announce(
         ),
     };
     context.event(mic, warning, reason, note).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
+    use crate::engine::PodImages;
+    use kube::api::{Patch, PatchParams, PostParams};
+    use serde_json::json;
+
+    const NS: &str = "default";
+    const NAME: &str = "acme";
+    const IMAGE: &str = "quay.io/acme/kmod:5.14.0-284.el9.x86_64";
+
+    /// A pass that read the MIC before the console forgot an image's state (a recheck) must not write that state
+    /// back: its status write is refused, and the pass done again from the stored MIC starts the check anew.
+    #[tokio::test]
+    async fn a_pass_on_an_older_copy_keeps_a_recheck_asked_for_since() {
+        let cluster = EmbeddedCluster::start(EmbeddedOptions::default())
+            .await
+            .expect("the embedded cluster starts");
+        let client = cluster.client();
+        let mics: Api<ModuleImagesConfig> = Api::namespaced(client.clone(), NS);
+        let mic: ModuleImagesConfig = serde_json::from_value(json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1",
+            "kind": "ModuleImagesConfig",
+            "metadata": {"name": NAME, "namespace": NS},
+            "spec": {"images": [{"image": IMAGE, "kernelVersion": "5.14.0-284.el9.x86_64"}]},
+        }))
+        .expect("a MIC");
+        mics.create(&PostParams::default(), &mic)
+            .await
+            .expect("the MIC is created");
+        // An earlier pass proved the image exists but has not written its Ready condition yet.
+        let proven = json!({"status": {"imagesStates": [
+            {"image": IMAGE, "status": "Exists", "observedGeneration": 1}
+        ]}});
+        mics.patch_status(NAME, &PatchParams::default(), &Patch::Merge(&proven))
+            .await
+            .expect("the state is recorded");
+        let older = mics.get(NAME).await.expect("the MIC is read");
+        // The console's recheck: forget the state, guarded by the version it read.
+        let recheck = json!({
+            "metadata": {"resourceVersion": older.metadata.resource_version},
+            "status": {"imagesStates": []},
+        });
+        mics.patch_status(NAME, &PatchParams::default(), &Patch::Merge(&recheck))
+            .await
+            .expect("the recheck is written");
+
+        let context = Arc::new(Context::new(client.clone(), PodImages::default(), None));
+        reconcile(Arc::new(older), context)
+            .await
+            .expect("the pass completes");
+
+        let stored = mics.get(NAME).await.expect("the MIC is read");
+        let states = stored.status.map(|s| s.images_states).unwrap_or_default();
+        assert!(
+            states.iter().all(|s| s.image != IMAGE),
+            "the forgotten state was written back: {states:?}"
+        );
+        let pods: Api<Pod> = Api::namespaced(client, NS);
+        assert!(
+            pods.get_opt(&pull_pod_name(NAME, IMAGE, 1))
+                .await
+                .expect("pods are read")
+                .is_some(),
+            "a new pull check was started"
+        );
+        cluster.shutdown().await;
+    }
 }

@@ -16,6 +16,7 @@ pub mod plan;
 mod reconcile;
 pub mod report;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -26,6 +27,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
+use super::shared::SharedWatches;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
@@ -33,7 +35,7 @@ use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 pub struct ModuleContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
-    /// Every node.
+    /// Every node, from the engine's shared node watch.
     pub nodes: Store<Node>,
     /// Every NodeModulesConfig.
     pub nmcs: Store<NodeModulesConfig>,
@@ -43,8 +45,24 @@ pub struct ModuleContext {
     pub worker_pods: Store<Pod>,
 }
 
-/// Run the Module reconciler until `stop` is cancelled.
-pub async fn run(context: Arc<Context>, stop: CancellationToken) {
+/// The Module reconciler, subscribed to the engine's shared node watch now (before it starts); the future runs it
+/// until `stop` is cancelled.
+pub fn run(
+    context: Arc<Context>,
+    shared: &SharedWatches,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let node_changes = shared.node_changes(node_fingerprint);
+    let nodes = shared.nodes();
+    reconcile_modules(context, nodes, node_changes, stop)
+}
+
+async fn reconcile_modules(
+    context: Arc<Context>,
+    nodes: Store<Node>,
+    node_changes: impl futures::Stream<Item = Arc<Node>> + Send + 'static,
+    stop: CancellationToken,
+) {
     let client = context.client.clone();
     let (modules, module_writer) = reflector::store();
     let module_changes = watcher(
@@ -55,12 +73,6 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     .reflect(module_writer)
     .applied_objects()
     .predicate_filter(module_fingerprint, Default::default());
-    let (nodes, node_writer) = reflector::store();
-    let node_changes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(node_writer)
-        .applied_objects()
-        .predicate_filter(node_fingerprint, Default::default());
     let (nmcs, nmc_writer) = reflector::store();
     let nmc_changes = watcher(
         Api::<NodeModulesConfig>::all(client.clone()),
@@ -87,7 +99,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
         )
-        .watches_stream(node_changes, move |_node: Node| {
+        .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
             modules
                 .state()
                 .iter()
@@ -147,7 +159,7 @@ fn module_fingerprint(module: &Module) -> Option<u64> {
 }
 
 /// What about a node matters to Modules: labels, taints, kernel, boot and readiness (not heartbeats).
-fn node_fingerprint(node: &Node) -> Option<u64> {
+fn node_fingerprint(node: &Node) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     node.metadata.labels.hash(&mut hasher);
@@ -159,7 +171,7 @@ fn node_fingerprint(node: &Node) -> Option<u64> {
     kernel::node_kernel(node).hash(&mut hasher);
     kernel::node_boot_id(node).hash(&mut hasher);
     nodes::is_ready(node).hash(&mut hasher);
-    Some(hasher.finish())
+    hasher.finish()
 }
 
 /// The Modules an NMC's `module-configured` and `module-in-use` labels name.

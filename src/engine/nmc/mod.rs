@@ -17,10 +17,10 @@ mod template;
 mod testing;
 mod workers;
 
-use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -29,6 +29,8 @@ use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+
+use super::shared::SharedWatches;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, Error, KubeResultExt, retry_on_error};
@@ -39,24 +41,36 @@ use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 /// would hold their API calls in flight at once, and the calls of every other reconciler would queue behind them.
 const CONCURRENT_PASSES: u16 = 16;
 
-/// Run the reconciler until `stop` is cancelled.
-pub async fn run(context: Arc<Context>, stop: CancellationToken) {
+/// The reconciler, subscribed to the engine's shared node watch now (before it starts); the future runs it until
+/// `stop` is cancelled.
+pub fn run(
+    context: Arc<Context>,
+    shared: &SharedWatches,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let node_changes = shared.node_changes(fingerprint);
+    reconcile_nmcs(context, node_changes, stop)
+}
+
+async fn reconcile_nmcs(
+    context: Arc<Context>,
+    node_changes: impl futures::Stream<Item = Arc<Node>> + Send + 'static,
+    stop: CancellationToken,
+) {
     let client = context.client.clone();
     let controller = Controller::new(
         Api::<NodeModulesConfig>::all(client.clone()),
         watcher::Config::default(),
     );
-    let node_changes = NodeChanges::new(controller.store());
+    let nmcs = controller.store();
     controller
         .owns(
             Api::<Pod>::all(client.clone()),
             watcher::Config::default().labels(labels::WORKER_ACTION),
         )
-        .watches(
-            Api::<Node>::all(client),
-            watcher::Config::default(),
-            move |node| node_changes.trigger(&node),
-        )
+        .watches_shared_stream(node_changes, move |node: Arc<Node>| {
+            nmc_of_node(&nmcs, &node)
+        })
         .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
         .graceful_shutdown_on(stop.cancelled_owned())
         .run(reconcile, retry_on_error, context.clone())
@@ -131,33 +145,14 @@ impl fmt::Display for ModuleKey {
     }
 }
 
-/// Which node changes start a pass: kernel, boot, readiness, labels or taints of a node that has an NMC. Node
-/// status heartbeats and other churn would otherwise start a pass per node every few seconds.
-struct NodeChanges {
-    nmcs: Store<NodeModulesConfig>,
-    seen: Mutex<HashMap<String, u64>>,
-}
-
-impl NodeChanges {
-    fn new(nmcs: Store<NodeModulesConfig>) -> Self {
-        Self {
-            nmcs,
-            seen: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The NMC to reconcile for this state of `node`, if what the reconciler reads of it changed.
-    fn trigger(&self, node: &Node) -> Option<ObjectRef<NodeModulesConfig>> {
-        let name = node.metadata.name.clone()?;
-        let fingerprint = fingerprint(node);
-        let previous = self
-            .seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone(), fingerprint);
-        let nmc = ObjectRef::new(&name);
-        (previous != Some(fingerprint) && self.nmcs.get(&nmc).is_some()).then_some(nmc)
-    }
+/// The NMC of a node whose kernel, boot, readiness, labels or taints changed (the shared watch passes only those,
+/// see [`fingerprint`]), when it has one: node status heartbeats and nodes without modules start no pass.
+fn nmc_of_node(
+    nmcs: &Store<NodeModulesConfig>,
+    node: &Node,
+) -> Option<ObjectRef<NodeModulesConfig>> {
+    let nmc = ObjectRef::new(node.metadata.name.as_deref()?);
+    nmcs.get(&nmc).is_some().then_some(nmc)
 }
 
 /// A digest of what the reconciler reads of a node.
