@@ -225,7 +225,9 @@ fn objects<T: DeserializeOwned>(store: &Store, plural: &str) -> Vec<T> {
 }
 
 struct Cache {
-    events: broadcast::Receiver<Arc<Event>>,
+    /// The store's events since the index was last checked; None (never in practice: watching from the current
+    /// resourceVersion cannot be too old) means the index is rebuilt for every request, slower but still right.
+    events: Option<broadcast::Receiver<Arc<Event>>>,
     index: Option<Arc<Index>>,
 }
 
@@ -238,10 +240,10 @@ pub struct Authorizer {
 impl Authorizer {
     /// An authorizer over `store`, following its changes from now on.
     pub fn new(store: Arc<Store>) -> Self {
-        let events = match store.watch_from(store.current_rv()) {
-            Ok((_, events)) => events,
-            Err(_) => unreachable_watch(),
-        };
+        let events = store
+            .watch_from(store.current_rv())
+            .map(|(_, events)| events)
+            .ok();
         Self {
             store,
             cache: Mutex::new(Cache {
@@ -253,12 +255,14 @@ impl Authorizer {
 
     fn index(&self) -> Arc<Index> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let mut stale = cache.index.is_none();
-        loop {
-            match cache.events.try_recv() {
-                Ok(event) => stale |= is_rbac(&event.resource),
-                Err(TryRecvError::Lagged(_)) => stale = true,
-                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        let mut stale = cache.index.is_none() || cache.events.is_none();
+        if let Some(events) = cache.events.as_mut() {
+            loop {
+                match events.try_recv() {
+                    Ok(event) => stale |= is_rbac(&event.resource),
+                    Err(TryRecvError::Lagged(_)) => stale = true,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
             }
         }
         if stale {
@@ -311,13 +315,6 @@ impl Authorizer {
         }
         rules
     }
-}
-
-fn unreachable_watch() -> broadcast::Receiver<Arc<Event>> {
-    // Watching from the current resourceVersion cannot be too old; a closed channel only means no invalidation,
-    // and an index built per request would still be correct.
-    let (_, receiver) = broadcast::channel(1);
-    receiver
 }
 
 fn is_rbac(resource: &ResourceKey) -> bool {
