@@ -37,7 +37,11 @@ async fn counters_move_between_scrapes() {
         sum(
             text,
             "apiserver_request_total",
-            &[r#"verb="LIST""#, r#"resource="configmaps""#, r#"code="200""#],
+            &[
+                r#"verb="LIST""#,
+                r#"resource="configmaps""#,
+                r#"code="200""#,
+            ],
         )
     };
     let before = scrape(&client).await;
@@ -55,7 +59,11 @@ async fn counters_move_between_scrapes() {
         sum(
             text,
             "apiserver_request_total",
-            &[r#"verb="POST""#, r#"resource="configmaps""#, r#"code="201""#],
+            &[
+                r#"verb="POST""#,
+                r#"resource="configmaps""#,
+                r#"code="201""#,
+            ],
         )
     };
     assert_eq!(creates(&after) - creates(&before), 1.0, "{after}");
@@ -76,18 +84,29 @@ async fn counters_move_between_scrapes() {
     };
     assert_eq!(durations(&after) - durations(&before), 3.0, "{after}");
     assert!(
-        sum(&after, "apiserver_storage_objects", &[r#"resource="/configmaps""#]) >= 1.0,
+        sum(
+            &after,
+            "apiserver_storage_objects",
+            &[r#"resource="/configmaps""#]
+        ) >= 1.0,
         "{after}"
     );
     assert!(
-        sum(&after, "apiserver_storage_size_bytes", &[r#"resource="/configmaps""#]) > 0.0,
+        sum(
+            &after,
+            "apiserver_storage_size_bytes",
+            &[r#"resource="/configmaps""#]
+        ) > 0.0,
         "{after}"
     );
     assert!(
         sum(&after, "apiserver_watch_history_events", &[]) > 0.0,
         "{after}"
     );
-    assert!(after.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
+    assert!(
+        after.trim_end().ends_with("# EOF"),
+        "OpenMetrics text ends with # EOF"
+    );
 }
 
 #[tokio::test]

@@ -285,7 +285,10 @@ async fn updates_and_delete_options_in_protobuf() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(gone, kube::Error::Api(ref s) if s.code == 404), "{gone:?}");
+    assert!(
+        matches!(gone, kube::Error::Api(ref s) if s.code == 404),
+        "{gone:?}"
+    );
 }
 
 #[tokio::test]
@@ -321,13 +324,23 @@ async fn a_client_accepting_only_protobuf_is_refused() {
     let kube::Error::Api(status) = err else {
         panic!("expected a status, got {err:?}")
     };
-    assert_eq!((status.code, status.reason.as_str()), (406, "NotAcceptable"));
-    assert!(status.message.contains("application/json"), "{}", status.message);
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (406, "NotAcceptable")
+    );
+    assert!(
+        status.message.contains("application/json"),
+        "{}",
+        status.message
+    );
     let request = http::Request::get("/api/v1/namespaces/default/configmaps")
         .header("accept", format!("{MEDIA_TYPE}, application/json"))
         .body(Vec::new())
         .unwrap();
-    let list = client.request::<Value>(request).await.expect("JSON is acceptable");
+    let list = client
+        .request::<Value>(request)
+        .await
+        .expect("JSON is acceptable");
     assert_eq!(list["kind"], "ConfigMapList");
 }
 

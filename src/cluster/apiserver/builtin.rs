@@ -199,7 +199,9 @@ fn drop_if_empty(obj: &mut Value, pointer: &str) {
         return;
     };
     if let Some(map) = obj.pointer_mut(parent).and_then(Value::as_object_mut)
-        && map.get(key).is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
+        && map
+            .get(key)
+            .is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
     {
         map.remove(key);
     }

@@ -109,11 +109,9 @@ impl ApiMetrics {
 
     /// Count an open watch on `resource` until the returned guard is dropped.
     pub fn watch_opened(&self, resource: &str) -> OpenWatch {
-        let gauge = self
-            .watches
-            .get_or_create_owned(&ResourceLabels {
-                resource: Arc::from(resource),
-            });
+        let gauge = self.watches.get_or_create_owned(&ResourceLabels {
+            resource: Arc::from(resource),
+        });
         gauge.inc();
         OpenWatch(gauge)
     }
@@ -271,7 +269,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#"apiserver_request_duration_seconds_count{verb="LIST",resource="pods"} 2"#),
+            text.contains(
+                r#"apiserver_request_duration_seconds_count{verb="LIST",resource="pods"} 2"#
+            ),
             "{text}"
         );
         assert!(

@@ -210,7 +210,9 @@ impl ApiServer {
         })?;
         let query = Query::parse(uri.query());
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        if !matches!(endpoint, Endpoint::Health | Endpoint::Metrics) && protobuf::accepts_only_protobuf(accept) {
+        if !matches!(endpoint, Endpoint::Health | Endpoint::Metrics)
+            && protobuf::accepts_only_protobuf(accept)
+        {
             return Err(ApiError::not_acceptable(
                 "application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
             ));
@@ -287,8 +289,20 @@ where
 
 /// Subresources counted under their own name in `/metrics`; others count as `<plural>/other`.
 const KNOWN_SUBRESOURCES: &[&str] = &[
-    "status", "log", "binding", "finalize", "token", "eviction", "scale", "approval", "exec", "attach",
-    "portforward", "proxy", "ephemeralcontainers", "resize",
+    "status",
+    "log",
+    "binding",
+    "finalize",
+    "token",
+    "eviction",
+    "scale",
+    "approval",
+    "exec",
+    "attach",
+    "portforward",
+    "proxy",
+    "ephemeralcontainers",
+    "resize",
 ];
 
 /// The verb label of a request outside the resource tree: its method.

@@ -3,7 +3,8 @@
 
 use base64::Engine;
 use prost_reflect::{
-    DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, ReflectMessage, Value as PbValue,
+    DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, ReflectMessage,
+    Value as PbValue,
 };
 use serde_json::Value;
 
@@ -171,9 +172,7 @@ fn field_value(field: &FieldDescriptor, value: &Value) -> Result<PbValue, ApiErr
         let entry = field.kind();
         let entry = entry.as_message().expect("map fields have entry messages");
         let value_field = entry.map_entry_value_field();
-        let object = value
-            .as_object()
-            .ok_or_else(|| wrong_field(field, value))?;
+        let object = value.as_object().ok_or_else(|| wrong_field(field, value))?;
         let mut map = std::collections::HashMap::with_capacity(object.len());
         for (key, item) in object {
             if item.is_null() {
@@ -217,7 +216,9 @@ fn scalar(field: &FieldDescriptor, value: &Value) -> Result<PbValue, ApiError> {
                 .and_then(|n| i32::try_from(n).ok())
                 .ok_or_else(bad)?,
         ),
-        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => PbValue::I64(value.as_i64().ok_or_else(bad)?),
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+            PbValue::I64(value.as_i64().ok_or_else(bad)?)
+        }
         Kind::Uint32 | Kind::Fixed32 => PbValue::U32(
             value
                 .as_u64()

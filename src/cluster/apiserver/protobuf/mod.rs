@@ -120,7 +120,9 @@ pub fn encode_body(object: &Value) -> Result<Vec<u8>, ApiError> {
     envelope.set_field_by_name("typeMeta", PbValue::Message(type_meta));
     envelope.set_field_by_name("raw", PbValue::Bytes(encoded.into()));
     let mut body = MAGIC.to_vec();
-    envelope.encode(&mut body).map_err(|e| ApiError::internal(e.to_string()))?;
+    envelope
+        .encode(&mut body)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(body)
 }
 
@@ -129,7 +131,9 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let package = match group {
         "" => format!("api.core.{version}"),
-        "apiextensions.k8s.io" => format!("apiextensions_apiserver.pkg.apis.apiextensions.{version}"),
+        "apiextensions.k8s.io" => {
+            format!("apiextensions_apiserver.pkg.apis.apiextensions.{version}")
+        }
         "meta.k8s.io" => META_PACKAGE.to_string(),
         group => format!("api.{}.{version}", group.split('.').next().unwrap_or(group)),
     };
@@ -161,8 +165,14 @@ mod tests {
     #[test]
     fn kinds_resolve_to_their_messages() {
         let name = |v: &str, k: &str| message_for(v, k).map(|m| m.full_name().to_string());
-        assert_eq!(name("v1", "Namespace").as_deref(), Some("api.core.v1.Namespace"));
-        assert_eq!(name("apps/v1", "Deployment").as_deref(), Some("api.apps.v1.Deployment"));
+        assert_eq!(
+            name("v1", "Namespace").as_deref(),
+            Some("api.core.v1.Namespace")
+        );
+        assert_eq!(
+            name("apps/v1", "Deployment").as_deref(),
+            Some("api.apps.v1.Deployment")
+        );
         assert_eq!(
             name("rbac.authorization.k8s.io/v1", "Role").as_deref(),
             Some("api.rbac.v1.Role")
@@ -189,6 +199,39 @@ mod tests {
         let body = encode_body(&cm).unwrap();
         assert!(is_protobuf(&body));
         assert_eq!(decode_body(&body).unwrap(), cm);
+    }
+
+    #[test]
+    fn reviews_tokens_and_delete_options_survive_the_envelope() {
+        let bodies = [
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": "jane", "groups": ["dev"], "extra": {"scopes": ["a", "b"]},
+                         "resourceAttributes": {"verb": "get", "resource": "pods", "subresource": "log"}}
+            }),
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                "spec": {"namespace": "default"}
+            }),
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}
+            }),
+            json!({
+                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"audiences": ["kmm-tui"], "expirationSeconds": 3600,
+                         "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "1234"}}
+            }),
+            json!({
+                "apiVersion": "v1", "kind": "DeleteOptions",
+                "gracePeriodSeconds": 0, "dryRun": ["All"], "propagationPolicy": "Foreground",
+                "preconditions": {"uid": "1234", "resourceVersion": "7"}
+            }),
+        ];
+        for body in bodies {
+            let encoded = encode_body(&body).unwrap();
+            assert_eq!(decode_body(&encoded).unwrap(), body);
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! values of its type (times, quantities, int-or-string, raw JSON and the schema unions in their JSON forms).
 
 use base64::Engine;
-use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use proptest::prelude::*;
+use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
@@ -77,7 +77,9 @@ impl Generator {
                         let Kind::Message(embedded) = field.kind() else {
                             continue;
                         };
-                        if let Value::Object(inner) = self.message(&embedded, depth.saturating_sub(1)) {
+                        if let Value::Object(inner) =
+                            self.message(&embedded, depth.saturating_sub(1))
+                        {
                             object.extend(inner);
                         }
                         continue;
@@ -154,8 +156,16 @@ impl Generator {
 
     fn word(&mut self) -> String {
         const WORDS: &[&str] = &[
-            "alpha", "web", "kube-system", "app.kubernetes.io/name", "x", "Ready", "sha256:ab12",
-            "héllo", "a b", "v1",
+            "alpha",
+            "web",
+            "kube-system",
+            "app.kubernetes.io/name",
+            "x",
+            "Ready",
+            "sha256:ab12",
+            "héllo",
+            "a b",
+            "v1",
         ];
         WORDS[self.rng.random_range(0..WORDS.len())].to_string()
     }
@@ -192,7 +202,9 @@ fn without_empties(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(_, v)| v.as_str() != Some("") && v.as_array().is_none_or(|a| !a.is_empty()))
+                .filter(|(_, v)| {
+                    v.as_str() != Some("") && v.as_array().is_none_or(|a| !a.is_empty())
+                })
                 .map(|(k, v)| (k.clone(), without_empties(v)))
                 .collect(),
         ),
@@ -267,7 +279,12 @@ fn check_round_trip(rt: &ResourceType, seed: u64) -> Result<(), TestCaseError> {
         .map_err(|e| TestCaseError::fail(format!("encoding {}: {}", rt.kind, e.message)))?;
     let back = decode_body(&body)
         .map_err(|e| TestCaseError::fail(format!("decoding {}: {}", rt.kind, e.message)))?;
-    prop_assert_eq!(without_empties(&back), without_empties(&object), "{}", rt.kind);
+    prop_assert_eq!(
+        without_empties(&back),
+        without_empties(&object),
+        "{}",
+        rt.kind
+    );
     Ok(())
 }
 
