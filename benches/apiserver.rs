@@ -1,5 +1,8 @@
 //! API server benchmark: GET, LIST of 5,000 objects, CREATE, and watch event latency with 50 watchers, both
-//! in-process (the console's and tests' path) and over loopback HTTPS (kubectl's path).
+//! in-process (the console's and tests' path) and over loopback HTTPS (kubectl's path); then what authorization
+//! costs a GET with 1,000 RoleBindings in the cluster, for the administrator (who bypasses RBAC), the viewer (bound
+//! cluster-wide) and a ServiceAccount (a signed token, bound in its namespace), and the first request after an
+//! RBAC change (which recompiles the bindings).
 //!
 //! Run with `cargo bench --bench apiserver`. Prints one table; numbers are per operation.
 
@@ -7,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use tokio::sync::Barrier;
@@ -17,6 +21,9 @@ const GETS: usize = 2_000;
 const CREATES: usize = 1_000;
 const WATCHERS: usize = 50;
 const WATCH_EVENTS: usize = 200;
+const BINDING_NAMESPACES: usize = 50;
+const BINDINGS_PER_NAMESPACE: usize = 20;
+const RBAC_CHANGES: usize = 20;
 
 fn configmap(name: String) -> ConfigMap {
     ConfigMap {
@@ -157,6 +164,114 @@ async fn run(transport: &str, client: kube::Client) {
     );
 }
 
+fn object<K: serde::de::DeserializeOwned>(value: serde_json::Value) -> K {
+    serde_json::from_value(value).expect("a valid object")
+}
+
+/// 1,000 RoleBindings (and a Role per namespace) for other subjects, then GETs as three identities.
+async fn authorization(cluster: &EmbeddedCluster) {
+    let admin = cluster.client();
+    let pp = PostParams::default();
+    for n in 0..BINDING_NAMESPACES {
+        let ns = format!("team-{n:02}");
+        Api::<Namespace>::all(admin.clone())
+            .create(&pp, &object(serde_json::json!({"metadata": {"name": ns}})))
+            .await
+            .expect("namespace");
+        Api::<Role>::namespaced(admin.clone(), &ns)
+            .create(
+                &pp,
+                &object(serde_json::json!({"metadata": {"name": "reader"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})),
+            )
+            .await
+            .expect("role");
+        for b in 0..BINDINGS_PER_NAMESPACE {
+            Api::<RoleBinding>::namespaced(admin.clone(), &ns)
+                .create(&pp, &object(serde_json::json!({"metadata": {"name": format!("b-{b:02}")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+                    "subjects": [{"kind": "ServiceAccount", "name": format!("sa-{b:02}"), "namespace": ns}]})))
+                .await
+                .expect("binding");
+        }
+    }
+    Api::<ServiceAccount>::namespaced(admin.clone(), "default")
+        .create(
+            &pp,
+            &object(serde_json::json!({"metadata": {"name": "reader"}})),
+        )
+        .await
+        .expect("service account");
+    Api::<RoleBinding>::namespaced(admin.clone(), "default")
+        .create(&pp, &object(serde_json::json!({"metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]})))
+        .await
+        .expect("binding");
+    let server = cluster.server();
+    let token = server
+        .auth()
+        .issue_token(server.store(), "default", "reader", 3600, Vec::new())
+        .expect("a token")
+        .token;
+    let identities = [
+        ("admin", admin.clone()),
+        (
+            "viewer",
+            cluster
+                .client_with_token(server.auth().viewer_token())
+                .expect("client"),
+        ),
+        (
+            "serviceaccount",
+            cluster.client_with_token(&token).expect("client"),
+        ),
+    ];
+    for (who, client) in identities {
+        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        let mut gets = Vec::with_capacity(GETS);
+        for i in 0..GETS {
+            let started = Instant::now();
+            api.get(&format!("cm-{:05}", (i * 7) % LIST_SIZE))
+                .await
+                .expect("get");
+            gets.push(started.elapsed());
+        }
+        row(
+            "in-process",
+            &format!("GET as {who} (1,000 bindings)"),
+            &summarise(gets),
+        );
+    }
+    let viewer: Api<ConfigMap> = Api::namespaced(
+        cluster
+            .client_with_token(server.auth().viewer_token())
+            .expect("client"),
+        "default",
+    );
+    let roles = Api::<ClusterRole>::all(admin);
+    let mut after_change = Vec::with_capacity(RBAC_CHANGES);
+    for i in 0..RBAC_CHANGES {
+        roles
+            .create(
+                &pp,
+                &object(
+                    serde_json::json!({"metadata": {"name": format!("extra-{i:02}")}, "rules": []}),
+                ),
+            )
+            .await
+            .expect("cluster role");
+        let started = Instant::now();
+        viewer.get("cm-00000").await.expect("get");
+        after_change.push(started.elapsed());
+    }
+    row(
+        "in-process",
+        "GET as viewer after an RBAC change",
+        &summarise(after_change),
+    );
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -171,6 +286,7 @@ fn main() {
             .await
             .expect("cluster");
         run("in-process", in_process.client()).await;
+        authorization(&in_process).await;
         in_process.shutdown().await;
 
         let dir = tempfile::tempdir().expect("tempdir");

@@ -658,6 +658,33 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
         app.requests.is_empty(),
         "nothing is sent for a refused delete"
     );
+
+    // Everything the console watches, the viewer may watch: every kind's list arrives, no watch fails.
+    let (sender, mut actions) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    kmm_tui::tui::feed::start(&viewer, None, &sender, &cancel);
+    let mut delivered = BTreeSet::new();
+    let mut lease_seen = false;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while delivered.len() < Kind::ALL.len() || !lease_seen {
+        let action = tokio::time::timeout_at(deadline, actions.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("lists the viewer received: {delivered:?}, lease seen: {lease_seen}")
+            })
+            .expect("the feed runs");
+        match action {
+            Action::Data(snapshot) => {
+                delivered.insert(format!("{:?}", snapshot.kind()));
+            }
+            Action::Feed(kind, kmm_tui::tui::data::FeedState::Failing(why)) => {
+                panic!("the viewer's {kind:?} watch fails: {why}")
+            }
+            Action::EngineLease(_) => lease_seen = true,
+            _ => {}
+        }
+    }
+    cancel.cancel();
     cluster.shutdown().await;
 }
 

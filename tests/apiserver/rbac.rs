@@ -456,6 +456,22 @@ async fn in_process_code_can_act_as_a_service_account() {
         status_of_whoami(&client).await,
         "system:serviceaccount:default:controller"
     );
+    let elsewhere = server
+        .auth()
+        .issue_token(
+            server.store(),
+            "default",
+            "controller",
+            600,
+            vec!["https://vault.example".to_owned()],
+        )
+        .expect("a token for another audience");
+    let client = kmm_tui::cluster::client_with_token(server, &elsewhere.token).expect("a client");
+    assert_eq!(
+        status(client.list_api_groups().await).0,
+        401,
+        "a token for another audience does not authenticate here"
+    );
     let missing = server
         .auth()
         .issue_token(server.store(), "default", "nobody", 600, Vec::new())

@@ -160,19 +160,9 @@ impl ApiServer {
         self.handle_as(UserInfo::admin(), request).await
     }
 
-    /// Answer one request as whoever its bearer token names: 401 without a valid one.
-    pub async fn handle_authenticated(&self, request: Request<Bytes>) -> Response<ResponseBody> {
-        match self
-            .inner
-            .auth
-            .authenticate(request.headers(), &self.inner.store)
-        {
-            Ok(user) => self.handle_as(user, request).await,
-            Err(e) => {
-                tracing::debug!(method = %request.method(), uri = %request.uri(), "unauthenticated request");
-                error_response(&e)
-            }
-        }
+    /// Who presents the bearer token of a request's `headers`: 401 without a valid one.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
+        self.inner.auth.authenticate(headers, &self.inner.store)
     }
 
     /// Answer one request as `user` (or whom it may impersonate).
@@ -358,8 +348,16 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let server = self.0.clone();
         Box::pin(async move {
+            // Who is asking is settled before the body is read: an unauthenticated client gets 401 at once.
+            let user = match server.authenticate(request.headers()) {
+                Ok(user) => user,
+                Err(e) => {
+                    tracing::debug!(method = %request.method(), uri = %request.uri(), "unauthenticated request");
+                    return Ok(error_response(&e));
+                }
+            };
             Ok(match read_body(request).await {
-                Ok(request) => server.handle_authenticated(request).await,
+                Ok(request) => server.handle_as(user, request).await,
                 Err(response) => response,
             })
         })

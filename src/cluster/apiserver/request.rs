@@ -245,6 +245,7 @@ mod tests {
     fn paths_resolve_to_endpoints() {
         let p = |s: &str| parse_path(s, namespaced).unwrap();
         assert_eq!(p("/version"), Endpoint::Version);
+        assert_eq!(p("/metrics"), Endpoint::Metrics);
         assert_eq!(p("/apis/apps"), Endpoint::Group("apps".into()));
         assert_eq!(
             p("/api/v1"),

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
+use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
@@ -58,26 +59,27 @@ struct Index {
 impl Index {
     fn build(store: &Store) -> Self {
         let cluster_roles: HashMap<String, Arc<Vec<Rule>>> =
-            objects::<ClusterRole>(store, "clusterroles")
+            objects::<RoleObject>(store, "clusterroles")
                 .into_iter()
                 .map(|role| {
                     let rules = role.rules.iter().flatten().map(Rule::from).collect();
                     (role.metadata.name.unwrap_or_default(), Arc::new(rules))
                 })
                 .collect();
-        let roles: HashMap<(String, String), Arc<Vec<Rule>>> = objects::<Role>(store, "roles")
-            .into_iter()
-            .map(|role| {
-                let rules = role.rules.iter().flatten().map(Rule::from).collect();
-                let key = (
-                    role.metadata.namespace.unwrap_or_default(),
-                    role.metadata.name.unwrap_or_default(),
-                );
-                (key, Arc::new(rules))
-            })
-            .collect();
+        let roles: HashMap<(String, String), Arc<Vec<Rule>>> =
+            objects::<RoleObject>(store, "roles")
+                .into_iter()
+                .map(|role| {
+                    let rules = role.rules.iter().flatten().map(Rule::from).collect();
+                    let key = (
+                        role.metadata.namespace.unwrap_or_default(),
+                        role.metadata.name.unwrap_or_default(),
+                    );
+                    (key, Arc::new(rules))
+                })
+                .collect();
         let mut index = Index::default();
-        for binding in objects::<ClusterRoleBinding>(store, "clusterrolebindings") {
+        for binding in objects::<BindingObject>(store, "clusterrolebindings") {
             if binding.role_ref.kind != "ClusterRole" {
                 continue;
             }
@@ -93,7 +95,7 @@ impl Index {
                 index.add(subject, "", None, rules, &source);
             }
         }
-        for binding in objects::<RoleBinding>(store, "rolebindings") {
+        for binding in objects::<BindingObject>(store, "rolebindings") {
             let namespace = binding.metadata.namespace.clone().unwrap_or_default();
             let rules = match binding.role_ref.kind.as_str() {
                 "ClusterRole" => cluster_roles.get(&binding.role_ref.name),
@@ -183,13 +185,36 @@ impl Index {
     }
 }
 
+/// The metadata the index needs; managedFields, labels and the rest are never decoded.
+#[derive(Deserialize)]
+struct Meta {
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+/// A Role or ClusterRole, as far as the index reads it.
+#[derive(Deserialize)]
+struct RoleObject {
+    metadata: Meta,
+    rules: Option<Vec<PolicyRule>>,
+}
+
+/// A RoleBinding or ClusterRoleBinding, as far as the index reads it.
+#[derive(Deserialize)]
+struct BindingObject {
+    metadata: Meta,
+    #[serde(rename = "roleRef")]
+    role_ref: RoleRef,
+    subjects: Option<Vec<Subject>>,
+}
+
 fn objects<T: DeserializeOwned>(store: &Store, plural: &str) -> Vec<T> {
     let key = ResourceKey::new(RBAC_GROUP, plural);
     store
         .list(&key, None)
         .0
         .into_iter()
-        .filter_map(|obj| match serde_json::from_value(obj.value.clone()) {
+        .filter_map(|obj| match T::deserialize(&obj.value) {
             Ok(typed) => Some(typed),
             Err(e) => {
                 tracing::warn!(plural, name = obj.name(), "RBAC object cannot be read: {e}");
@@ -200,7 +225,9 @@ fn objects<T: DeserializeOwned>(store: &Store, plural: &str) -> Vec<T> {
 }
 
 struct Cache {
-    events: broadcast::Receiver<Arc<Event>>,
+    /// The store's events since the index was last checked; None (never in practice: watching from the current
+    /// resourceVersion cannot be too old) means the index is rebuilt for every request, slower but still right.
+    events: Option<broadcast::Receiver<Arc<Event>>>,
     index: Option<Arc<Index>>,
 }
 
@@ -213,10 +240,10 @@ pub struct Authorizer {
 impl Authorizer {
     /// An authorizer over `store`, following its changes from now on.
     pub fn new(store: Arc<Store>) -> Self {
-        let events = match store.watch_from(store.current_rv()) {
-            Ok((_, events)) => events,
-            Err(_) => unreachable_watch(),
-        };
+        let events = store
+            .watch_from(store.current_rv())
+            .map(|(_, events)| events)
+            .ok();
         Self {
             store,
             cache: Mutex::new(Cache {
@@ -228,12 +255,14 @@ impl Authorizer {
 
     fn index(&self) -> Arc<Index> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let mut stale = cache.index.is_none();
-        loop {
-            match cache.events.try_recv() {
-                Ok(event) => stale |= is_rbac(&event.resource),
-                Err(TryRecvError::Lagged(_)) => stale = true,
-                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        let mut stale = cache.index.is_none() || cache.events.is_none();
+        if let Some(events) = cache.events.as_mut() {
+            loop {
+                match events.try_recv() {
+                    Ok(event) => stale |= is_rbac(&event.resource),
+                    Err(TryRecvError::Lagged(_)) => stale = true,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
             }
         }
         if stale {
@@ -286,13 +315,6 @@ impl Authorizer {
         }
         rules
     }
-}
-
-fn unreachable_watch() -> broadcast::Receiver<Arc<Event>> {
-    // Watching from the current resourceVersion cannot be too old; a closed channel only means no invalidation,
-    // and an index built per request would still be correct.
-    let (_, receiver) = broadcast::channel(1);
-    receiver
 }
 
 fn is_rbac(resource: &ResourceKey) -> bool {

@@ -138,6 +138,10 @@ impl Auth {
                 tracing::debug!("a bearer token was refused: {e}");
                 ApiError::unauthorized()
             })?;
+        if !claims.aud.iter().any(|a| a == tokens::ISSUER) {
+            tracing::debug!(account = %claims.sub, "a token meant for another audience was refused");
+            return Err(ApiError::unauthorized());
+        }
         let binding = &claims.kubernetes;
         let key = ResourceKey::new("", "serviceaccounts");
         let account = store.get(&key, &binding.namespace, &binding.serviceaccount.name);

@@ -4,7 +4,8 @@
 //!
 //! A real cluster extends `view`, `edit` and `admin` with custom resources through aggregation; the embedded
 //! cluster knows its custom resource groups at start, so it writes them into the roles directly. `view` also reads
-//! the cluster-scoped kinds a console shows (nodes, runtime classes, CRDs), which a real cluster grants separately.
+//! what a console shows beyond namespaced content (nodes, runtime classes, CRDs, and the Lease that says which
+//! engine acts), which a real cluster grants separately.
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -59,6 +60,7 @@ const VIEWABLE: &[(&str, &[&str])] = &[
     ("events.k8s.io", &["events"]),
     ("node.k8s.io", &["runtimeclasses"]),
     ("apiextensions.k8s.io", &["customresourcedefinitions"]),
+    ("coordination.k8s.io", &["leases"]),
 ];
 
 /// What `edit` changes in the built-in groups (namespaced content only).

@@ -9,6 +9,7 @@ use k8s_openapi::api::authorization::v1::{
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::cluster::apiserver::auth::authorizer::Decision;
 use crate::cluster::apiserver::auth::identity::UserInfo;
 use crate::cluster::apiserver::auth::rules::{Attributes, ResourceAttributes};
 use crate::cluster::apiserver::errors::ApiError;
@@ -105,14 +106,12 @@ fn access(
     };
     let decision = server.auth().authorizer().authorize(user, &attributes);
     let status = match decision {
-        crate::cluster::apiserver::auth::authorizer::Decision::Allow(reason) => {
-            SubjectAccessReviewStatus {
-                allowed: true,
-                reason: Some(reason),
-                ..SubjectAccessReviewStatus::default()
-            }
-        }
-        crate::cluster::apiserver::auth::authorizer::Decision::Deny => SubjectAccessReviewStatus {
+        Decision::Allow(reason) => SubjectAccessReviewStatus {
+            allowed: true,
+            reason: Some(reason),
+            ..SubjectAccessReviewStatus::default()
+        },
+        Decision::Deny => SubjectAccessReviewStatus {
             allowed: false,
             ..SubjectAccessReviewStatus::default()
         },

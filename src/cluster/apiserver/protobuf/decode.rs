@@ -1,7 +1,7 @@
 //! Protobuf messages to the JSON the Kubernetes JSON encoding gives for the same Go object.
 
 use base64::Engine;
-use prost_reflect::{DynamicMessage, FieldDescriptor, MapKey, ReflectMessage, Value as PbValue};
+use prost_reflect::{DynamicMessage, MapKey, ReflectMessage, Value as PbValue};
 use serde_json::{Map, Number, Value};
 
 use super::super::errors::ApiError;
@@ -81,12 +81,9 @@ fn convert_message(message: &DynamicMessage) -> Result<Option<Value>, ApiError> 
             }
         }
         special::SCHEMA_OR_ARRAY => match field("jSONSchemas").as_deref() {
-            Some(PbValue::List(items)) if !items.is_empty() => convert_value(
-                &descriptor
-                    .get_field_by_name("jSONSchemas")
-                    .expect("declared field"),
-                &PbValue::List(items.clone()),
-            )?,
+            Some(PbValue::List(items)) if !items.is_empty() => {
+                convert_value(&PbValue::List(items.clone()))?
+            }
             _ => schema_or_null(message)?,
         },
         special::SCHEMA_OR_BOOL => {
@@ -121,7 +118,7 @@ fn convert_message(message: &DynamicMessage) -> Result<Option<Value>, ApiError> 
                 if matches!(value, PbValue::String(s) if s.is_empty()) {
                     continue;
                 }
-                let converted = convert_value(&field, value)?;
+                let converted = convert_value(value)?;
                 if is_inline(&field) {
                     if let Value::Object(embedded) = converted {
                         object.extend(embedded);
@@ -147,7 +144,7 @@ fn schema_or_null(message: &DynamicMessage) -> Result<Value, ApiError> {
     }
 }
 
-fn convert_value(field: &FieldDescriptor, value: &PbValue) -> Result<Value, ApiError> {
+fn convert_value(value: &PbValue) -> Result<Value, ApiError> {
     Ok(match value {
         PbValue::Bool(b) => Value::Bool(*b),
         PbValue::I32(n) => Value::from(*n),
@@ -160,12 +157,9 @@ fn convert_value(field: &FieldDescriptor, value: &PbValue) -> Result<Value, ApiE
         PbValue::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
         PbValue::EnumNumber(n) => Value::from(*n),
         PbValue::Message(m) => message_to_json(m)?,
-        PbValue::List(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| convert_value(field, item))
-                .collect::<Result<_, _>>()?,
-        ),
+        PbValue::List(items) => {
+            Value::Array(items.iter().map(convert_value).collect::<Result<_, _>>()?)
+        }
         PbValue::Map(entries) => {
             let mut sorted: Vec<(String, &PbValue)> = entries
                 .iter()
@@ -184,7 +178,7 @@ fn convert_value(field: &FieldDescriptor, value: &PbValue) -> Result<Value, ApiE
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             let mut object = Map::new();
             for (key, value) in sorted {
-                object.insert(key, convert_value(field, value)?);
+                object.insert(key, convert_value(value)?);
             }
             Value::Object(object)
         }

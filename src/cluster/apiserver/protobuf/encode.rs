@@ -148,12 +148,13 @@ pub fn json_to_message(
     Ok(message)
 }
 
-/// Named string slices (`ExtraValue`, `Verbs`) are messages with one repeated `items` field; their JSON is the list.
+/// Named string slices (`ExtraValue`, `Verbs`) are messages with one repeated string `items` field; their JSON is
+/// the list.
 pub(super) fn is_items_wrapper(descriptor: &MessageDescriptor) -> bool {
     let mut fields = descriptor.fields();
     matches!(
         (fields.next(), fields.next()),
-        (Some(only), None) if only.name() == "items" && only.is_list()
+        (Some(only), None) if only.name() == "items" && only.is_list() && matches!(only.kind(), Kind::String)
     )
 }
 

@@ -202,6 +202,39 @@ mod tests {
     }
 
     #[test]
+    fn reviews_tokens_and_delete_options_survive_the_envelope() {
+        let bodies = [
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": "jane", "groups": ["dev"], "extra": {"scopes": ["a", "b"]},
+                         "resourceAttributes": {"verb": "get", "resource": "pods", "subresource": "log"}}
+            }),
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                "spec": {"namespace": "default"}
+            }),
+            json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}
+            }),
+            json!({
+                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"audiences": ["kmm-tui"], "expirationSeconds": 3600,
+                         "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "1234"}}
+            }),
+            json!({
+                "apiVersion": "v1", "kind": "DeleteOptions",
+                "gracePeriodSeconds": 0, "dryRun": ["All"], "propagationPolicy": "Foreground",
+                "preconditions": {"uid": "1234", "resourceVersion": "7"}
+            }),
+        ];
+        for body in bodies {
+            let encoded = encode_body(&body).unwrap();
+            assert_eq!(decode_body(&encoded).unwrap(), body);
+        }
+    }
+
+    #[test]
     fn only_a_protobuf_accept_is_refused() {
         assert!(accepts_only_protobuf(Some(MEDIA_TYPE)));
         assert!(!accepts_only_protobuf(Some(

@@ -289,8 +289,6 @@ fn check_round_trip(rt: &ResourceType, seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
-
     #[test]
     fn json_protobuf_json_round_trips_every_builtin_kind(seed in any::<u64>()) {
         for rt in served_builtins() {
