@@ -30,13 +30,19 @@ const CONTROLLER_ARG: &str = "controller";
 /// Lease duration when the args give none, as `kmm-tui controller` defaults it.
 const DEFAULT_LEASE_SECONDS: u64 = 15;
 
+/// How long the token a controller pod's engine presents stays valid: as long as the kubelet's projected
+/// ServiceAccount tokens (kube-apiserver's one-year maximum for legacy clients), since the in-process engine keeps
+/// its client for the pod's whole life.
+const POD_TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+
 /// What the engine logs unless `--log` says otherwise.
 const DEFAULT_LOG_FILTER: &str = "info";
 
 /// An engine a controller container runs.
 pub struct InProcessEngine {
     config: EngineConfig,
-    client: kube::Client,
+    /// The pod's client, or why the kubelet could not give it one (its ServiceAccount is missing).
+    client: Result<kube::Client, String>,
     log: PodLog,
     filter: String,
 }
@@ -88,12 +94,27 @@ pub fn recognise(world: &World, run: &ContainerRun) -> Option<InProcessEngine> {
 
 /// The client a controller pod's engine talks to the API server with: the one place its identity is decided.
 ///
-/// It speaks with the admin identity every in-process client of the embedded API server has, because the server
-/// does not issue ServiceAccount tokens; once it does, this is where the token of the pod's
-/// `spec.serviceAccountName` is attached.
-pub fn pod_client(server: &ApiServer, pod: &Pod) -> kube::Client {
+/// As a kubelet mounts a projected token, the pod's `spec.serviceAccountName` (else `default`) gets a token the API
+/// server issues, and every request presents it, so the engine has exactly the RBAC that `kmm-tui install` bound
+/// to that account. Without the account there is no token, and the container fails saying so.
+pub fn pod_client(server: &ApiServer, pod: &Pod) -> Result<kube::Client, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    kube::Client::new(server.clone(), namespace)
+    let account = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.service_account_name.as_deref())
+        .unwrap_or("default");
+    let issued = server
+        .auth()
+        .issue_token(
+            server.store(),
+            namespace,
+            account,
+            POD_TOKEN_SECONDS,
+            Vec::new(),
+        )
+        .map_err(|e| format!("no token for ServiceAccount {namespace}/{account}: {e}"))?;
+    crate::cluster::client_with_token(server, &issued.token).map_err(|e| format!("{e:#}"))
 }
 
 impl InProcessEngine {
@@ -113,8 +134,12 @@ impl InProcessEngine {
             .without_time()
             .with_writer(self.log)
             .finish();
+        let client = match self.client {
+            Ok(client) => client,
+            Err(why) => return Outcome::failure(1, Vec::new(), format!("kmm-tui: {why}")),
+        };
         let never = tokio_util::sync::CancellationToken::new();
-        let ran = crate::engine::run(self.client, self.config, never)
+        let ran = crate::engine::run(client, self.config, never)
             .with_subscriber(subscriber)
             .await;
         match ran {
