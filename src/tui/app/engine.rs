@@ -106,6 +106,14 @@ impl App {
         }
     }
 
+    /// Whether an engine other than this console's holds the Lease.
+    pub fn engine_elsewhere(&self) -> bool {
+        let own = self.session.engine_identity.as_deref();
+        self.data
+            .engine_holder(self.now)
+            .is_some_and(|holder| Some(holder) != own)
+    }
+
     /// The `:engine` view's content.
     pub fn engine_view(&self) -> EngineView {
         let this_console = match (&self.session.engine, self.engine.handed_off) {
