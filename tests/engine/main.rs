@@ -12,3 +12,4 @@ mod nmc;
 mod restarts;
 mod samples;
 mod shim;
+mod upstream;
