@@ -1,13 +1,16 @@
 //! Handing the engine off from the console and taking it back, end to end: `kmm-tui --embedded` in a detached tmux
-//! session, a `kmm-tui controller` standing by against the console's cluster (through the kubeconfig the console
-//! writes), `:engine`, hand off with `y`, a Module created afterwards converging under the controller, and take over
-//! with `y`. Skipped, saying why, where tmux is not installed.
+//! session, the controller installed into its cluster with `kmm-tui install --apply` (through the kubeconfig the
+//! console writes; the embedded cluster runs the controller pods), `:engine`, hand off with `y`, a Module created
+//! afterwards converging under a controller pod, and take over with `y`. Skipped, saying why, where tmux is not
+//! installed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use kmm_tui::api::kmm::Module;
+use kmm_tui::install::{DEFAULT_NAMESPACE, DEPLOYMENT_NAME};
 use kube::Api;
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -19,9 +22,6 @@ use tmux::TmuxConsole;
 
 /// Three workers and a registry holding the Module images.
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console.yaml");
-
-/// The controller's identity: a pod name, as a Deployment's pod would have.
-const CONTROLLER: &str = "kmm-tui-controller-7c9d5-q4x8z";
 
 /// Start-up of the binary with its embedded cluster, on a busy two-core machine.
 const START_LIMIT: Duration = Duration::from_secs(180);
@@ -44,41 +44,36 @@ fn header(screen: &str) -> &str {
     screen.lines().next().unwrap_or_default()
 }
 
-/// A `kmm-tui controller` against the kubeconfig's cluster, killed when dropped.
-struct Controller {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Controller {
-    fn start(dir: &Path, kubeconfig: &Path) -> Self {
-        let log = dir.join("controller.log");
-        let file = std::fs::File::create(&log).expect("creating the controller log");
-        let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .arg("controller")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--identity", CONTROLLER])
-            .args(["--lease-duration", "5"])
-            .args(["--log", "info"])
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("sharing the controller log"))
-            .stderr(file)
-            .spawn()
-            .expect("starting kmm-tui controller");
-        Self { child, log }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+/// `kmm-tui install --apply` against the console's cluster: two controller pods, leader-elected on the Lease.
+fn install(kubeconfig: &Path) -> Result<(), String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
+        .arg("install")
+        .arg("--apply")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--lease-duration", "5"])
+        .output()
+        .map_err(|error| format!("running kmm-tui install: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "kmm-tui install --apply failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
     }
 }
 
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// How many controller pods the Deployment reports available.
+async fn available_controllers(client: &kube::Client) -> i32 {
+    Api::<Deployment>::namespaced(client.clone(), DEFAULT_NAMESPACE)
+        .get_opt(DEPLOYMENT_NAME)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|d| d.status?.available_replicas)
+        .unwrap_or(0)
 }
 
 async fn client_from(path: &Path) -> kube::Client {
@@ -122,7 +117,20 @@ fn hand_off_to_the_controller_and_take_over_from_the_console() {
     console.wait_for("the foreground engine acting", START_LIMIT, |screen| {
         header(screen).contains("engine: foreground") && !header(screen).contains("starting")
     });
-    let controller = Controller::start(dir.path(), &kubeconfig);
+    install(&kubeconfig).unwrap_or_else(|error| console.fail(&error));
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let client = runtime.block_on(client_from(&kubeconfig));
+    let deadline = Instant::now() + START_LIMIT;
+    while runtime.block_on(available_controllers(&client)) < 2 {
+        if Instant::now() >= deadline {
+            console.fail("the installed controller's two pods are not available");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The controller pods stand by: the console's engine still acts.
+    if !header(&console.screen()).contains("engine: foreground") {
+        console.fail("the header left foreground before any hand-off");
+    }
 
     console.press(&[":", "e", "n", "g", "i", "n", "e", "Enter"]);
     console.wait_for(
@@ -135,20 +143,12 @@ fn hand_off_to_the_controller_and_take_over_from_the_console() {
         screen.contains("Confirm") && screen.contains("Hand the engine off")
     });
     console.press(&["y"]);
-    let in_cluster = format!("engine: in cluster (pod {CONTROLLER})");
-    console.wait_for("the header naming the controller", MOVE_LIMIT, |screen| {
-        header(screen).contains(&in_cluster)
+    console.wait_for("the header naming a controller pod", MOVE_LIMIT, |screen| {
+        header(screen).contains(&format!("engine: in cluster (pod {DEPLOYMENT_NAME}-"))
     });
-    if !controller.log_text().contains("engine acting") {
-        console.fail(&format!(
-            "the controller holds the Lease but does not act:\n{}",
-            controller.log_text()
-        ));
-    }
 
     // Work goes on under the controller: a Module created now converges.
-    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let modules: Api<Module> = Api::namespaced(runtime.block_on(client_from(&kubeconfig)), "acme");
+    let modules: Api<Module> = Api::namespaced(client.clone(), "acme");
     let module: Module = serde_json::from_value(serde_json::json!({
         "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
         "metadata": {"name": "after-handoff", "namespace": "acme"},
@@ -165,8 +165,7 @@ fn hand_off_to_the_controller_and_take_over_from_the_console() {
     while !runtime.block_on(available(&modules, "after-handoff")) {
         if Instant::now() >= deadline {
             console.fail(&format!(
-                "the Module created after the hand-off did not converge within {CONVERGE_LIMIT:?}\n--- controller ---\n{}",
-                controller.log_text()
+                "the Module created after the hand-off did not converge within {CONVERGE_LIMIT:?}"
             ));
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -184,13 +183,6 @@ fn hand_off_to_the_controller_and_take_over_from_the_console() {
         let header = header(screen);
         header.contains("engine: foreground") && !header.contains("standing by")
     });
-    if !controller.log_text().contains("hand-off of lease") {
-        console.fail(&format!(
-            "the controller did not honour the hand-off request:\n{}",
-            controller.log_text()
-        ));
-    }
-
     console.press(&[":", "q", "Enter"]);
     let pane = console.wait_for_exit(MOVE_LIMIT);
     if pane.exit_status != Some(0) {

@@ -410,7 +410,8 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
     for watch in watches {
         let _ = watch.await;
     }
-    let record = record.lock().expect("the record lock");
+    // Every watch has ended: the record is the test's alone now.
+    let record = std::mem::take(&mut *record.lock().expect("the record lock"));
     let transitions = record
         .holders
         .values()
@@ -440,7 +441,6 @@ async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_chan
         violations.len(),
         violations.join("\n")
     );
-    drop(record);
     console.stop().await;
     controller.stop().await;
     harness.shutdown().await;

@@ -13,3 +13,4 @@ mod rbac;
 mod restarts;
 mod samples;
 mod shim;
+mod upstream;

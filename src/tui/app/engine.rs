@@ -106,6 +106,14 @@ impl App {
         }
     }
 
+    /// Whether an engine other than this console's holds the Lease.
+    pub fn engine_elsewhere(&self) -> bool {
+        let own = self.session.engine_identity.as_deref();
+        self.data
+            .engine_holder(self.now)
+            .is_some_and(|holder| Some(holder) != own)
+    }
+
     /// The `:engine` view's content.
     pub fn engine_view(&self) -> EngineView {
         let this_console = match (&self.session.engine, self.engine.handed_off) {
@@ -152,34 +160,27 @@ impl App {
             self.engine.seen.insert(identity.clone(), now);
         }
         let own = self.session.engine_identity.clone();
-        match holder {
-            Some(holder) if Some(&holder) == own.as_ref() => {
-                if self.engine.taking_over {
-                    self.engine.taking_over = false;
-                    self.set_status(
-                        Severity::Info,
-                        "This console's engine holds the Lease again",
-                    );
-                }
+        let ours = holder.is_some() && holder == own;
+        if ours && self.engine.taking_over {
+            self.engine.taking_over = false;
+            self.set_status(
+                Severity::Info,
+                "This console's engine holds the Lease again",
+            );
+        }
+        if let Some(holder) = holder.filter(|_| !ours && self.engine.handed_off) {
+            self.engine.unclaimed = false;
+            let handing_off = self
+                .status
+                .as_ref()
+                .is_some_and(|s| s.text.starts_with("Handing off"));
+            if handing_off {
+                let place = Place::of(&holder, own.as_deref()).describe();
+                self.set_status(
+                    Severity::Info,
+                    format!("Engine handed off: {holder} acts ({place})"),
+                );
             }
-            Some(holder) => {
-                if self.engine.handed_off && self.engine.unclaimed {
-                    self.engine.unclaimed = false;
-                }
-                if self.engine.handed_off
-                    && self
-                        .status
-                        .as_ref()
-                        .is_some_and(|s| s.text.starts_with("Handing off"))
-                {
-                    let place = Place::of(&holder, own.as_deref()).describe();
-                    self.set_status(
-                        Severity::Info,
-                        format!("Engine handed off: {holder} acts ({place})"),
-                    );
-                }
-            }
-            None => {}
         }
         self.refresh_engine_list();
     }

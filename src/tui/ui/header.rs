@@ -19,6 +19,9 @@ enum Form {
     Long,
     /// Every piece, with the counts' labels abbreviated.
     Compact,
+    /// Who acts in full, everything else as short as it goes: when the engine runs elsewhere, the header names where
+    /// (an in-cluster holder's pod name is long).
+    Tight,
     /// Abbreviated, and the Shims counted only in the states that want a person.
     Short,
 }
@@ -26,7 +29,11 @@ enum Form {
 /// Draw the header line in the longest form the screen has room for.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let forms: &[Form] = if area.width >= 110 {
-        &[Form::Long, Form::Compact, Form::Short]
+        if app.engine_elsewhere() {
+            &[Form::Long, Form::Compact, Form::Tight, Form::Short]
+        } else {
+            &[Form::Long, Form::Compact, Form::Short]
+        }
     } else {
         &[Form::Short]
     };
@@ -41,8 +48,9 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
 
 /// The header's pieces in `form`.
 fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
-    let wide = form != Form::Short;
+    let wide = matches!(form, Form::Long | Form::Compact);
     let words = form == Form::Long;
+    let full_engine = form != Form::Short;
     let theme = &app.theme;
     let mut spans = Vec::new();
     if wide {
@@ -56,7 +64,7 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
         spans.push(Span::styled(" EMBEDDED ", theme.selection()));
     }
     spans.push(Span::styled(
-        if wide {
+        if full_engine {
             format!(" {} ", app.engine_summary())
         } else {
             format!(" {} ", app.engine_badge())
