@@ -18,12 +18,12 @@
 //! - After (history bounded to 32 MiB of serialised objects, writes serialised and committed outside the readers'
 //!   lock, one shared node watch for every family): every node has its entry after 14 s; then about 2 nodes per
 //!   second become available (565 after 273 s, 1,063 after 567 s, when the run was stopped), with the process at
-//!   52 % of one core and 1.93 GiB peak resident, still growing. A `perf` profile of that phase spends about 30 % in `IndexMap::get`,
-//!   `Value::pointer` and `memcmp`, and about 20 % in malloc/free (no call graphs: the build has no frame
-//!   pointers). Those are the server matching selectors against stored JSON values, most likely for the
-//!   `spec.nodeName` pod list each NodeModulesConfig pass makes over every pod. Reading a node's worker pods from the reconciler's watch instead of listing
-//!   them is the next step; memory beyond the bounded history is in live objects (pods, Events) and the
-//!   reflectors' copies.
+//!   52 % of one core and 1.93 GiB peak resident, still growing. A `perf` profile of that phase spends about 30 %
+//!   in `IndexMap::get`, `Value::pointer` and `memcmp`, and about 20 % in malloc/free (no call graphs: the build
+//!   has no frame pointers): the server matching selectors against stored JSON values, most likely for the
+//!   `spec.nodeName` pod list each NodeModulesConfig pass makes over every pod. Reading a node's worker pods from
+//!   the reconciler's watch instead of listing them is the next step. Where the memory beyond the bounded history
+//!   goes was not measured.
 //!
 //! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
 
