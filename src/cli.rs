@@ -1,0 +1,384 @@
+//! The command line: every subcommand and option, as clap parses them; what each command does is in `main.rs`.
+
+use clap::{Args, Parser, Subcommand};
+use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_tui::engine::{Family, LeaseConfig, PodImages, Settings};
+use kmm_tui::tui::app::EngineMode;
+use kmm_tui::tui::console::{ClusterChoice, ConsoleOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A console for the software that lives on Kubernetes nodes: kernel modules, containerd shims and pre-pulled
+/// images. Without a subcommand it opens the console: on the kubeconfig's cluster when there is one, else on the
+/// embedded cluster with the engine in the foreground.
+#[derive(Parser)]
+#[command(name = "kmm-tui", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+    #[command(flatten)]
+    pub(crate) console: ConsoleArgs,
+    /// Log filter (tracing's env-filter syntax, e.g. `info`, `kmm_tui=debug`). The console logs to
+    /// `kmm-tui.log` in the system's temporary directory, never to the terminal it draws on.
+    #[arg(long, global = true, env = "KMM_TUI_LOG", default_value = "info")]
+    pub(crate) log: String,
+}
+
+/// The console's options.
+#[derive(Args)]
+pub(crate) struct ConsoleArgs {
+    /// Open the embedded cluster even when a kubeconfig is available.
+    #[arg(long, conflicts_with_all = ["kubeconfig", "context"])]
+    pub(crate) embedded: bool,
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the embedded cluster.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to open instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) context: Option<String>,
+    /// Show only this namespace's Modules, images, pods and events.
+    #[arg(long, short = 'n', value_name = "NS")]
+    pub(crate) namespace: Option<String>,
+    /// The embedded cluster's scenario: demo, large, chaos, empty, or a scenario file. Implies --embedded.
+    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    pub(crate) scenario: Option<String>,
+    /// Serve the embedded cluster on a loopback port and write a kubeconfig for it here, so kubectl can watch
+    /// alongside. Implies --embedded.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["kubeconfig", "context"])]
+    pub(crate) kubeconfig_out: Option<PathBuf>,
+    /// Run the engine in this process (foreground) or leave the cluster to its controller (off). Foreground by
+    /// default on the embedded cluster, off on a real one.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) engine: Option<EngineArg>,
+    /// Refuse every write: browse only.
+    #[arg(long)]
+    pub(crate) readonly: bool,
+    /// Colour theme: dark, light, high-contrast, or a theme file. NO_COLOR turns colours off.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub(crate) theme: Option<String>,
+    /// Keymap file that rebinds keys by command name (see `?` in the console for the names).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) keymap: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) images: ImageArgs,
+}
+
+/// Where the engine runs.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum EngineArg {
+    /// In this process.
+    Foreground,
+    /// Not here.
+    Off,
+}
+
+impl ConsoleArgs {
+    pub(crate) fn options(self) -> ConsoleOptions {
+        let embedded = self.embedded || self.scenario.is_some() || self.kubeconfig_out.is_some();
+        ConsoleOptions {
+            cluster: if embedded {
+                ClusterChoice::Embedded {
+                    scenario: self.scenario.unwrap_or_else(|| "demo".to_owned()),
+                    kubeconfig_out: self.kubeconfig_out,
+                }
+            } else {
+                ClusterChoice::Kubeconfig {
+                    path: self.kubeconfig,
+                    context: self.context,
+                }
+            },
+            namespace: self.namespace,
+            engine: self.engine.map(|engine| match engine {
+                EngineArg::Foreground => EngineMode::Foreground,
+                EngineArg::Off => EngineMode::Off,
+            }),
+            readonly: self.readonly,
+            theme: self.theme,
+            keymap: self.keymap,
+            images: self.images.pod_images(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Run the embedded cluster headless until interrupted (Ctrl-C or SIGTERM), serving the Kubernetes API over
+    /// HTTPS on loopback. Point kubectl at it with the kubeconfig it writes. With `--with-engine`, the KMM engine
+    /// runs in the same process and acts on the embedded cluster.
+    Serve(ServeArgs),
+    /// Run the KMM engine headless against a cluster until interrupted (Ctrl-C or SIGTERM). Several engines may
+    /// point at one cluster: a Lease elects the one that acts, and a standby takes over when it dies or stops.
+    Controller(ControllerArgs),
+    /// Print the CustomResourceDefinitions of every kind kmm-tui manages as multi-document YAML, ready for
+    /// `kmm-tui crds | kubectl apply -f -`.
+    Crds,
+    /// Print everything the in-cluster controller needs (CRDs, Namespace, ServiceAccount, least-privilege RBAC and
+    /// a Deployment of `kmm-tui controller`) as YAML for `kubectl apply -f -`, or apply it with `--apply`.
+    Install(InstallArgs),
+    /// Print what `install` made, for `kubectl delete -f -`, or delete it with `--apply`. The CRDs stay unless
+    /// `--include-crds`, and CRDs that still hold objects are only removed with `--force`.
+    Uninstall(UninstallArgs),
+    /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
+    /// the real rendered frame (the README's pictures).
+    Screenshots(ScreenshotArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct ScreenshotArgs {
+    /// Directory to write the PNGs to.
+    #[arg(long, value_name = "DIR", default_value = "screenshots")]
+    pub(crate) out: PathBuf,
+    /// Scenario to run.
+    #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
+    pub(crate) scenario: String,
+    /// Seconds the engine works before the pictures are taken.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) settle: u64,
+    /// Terminal columns of the pictures.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) columns: u16,
+    /// Terminal rows of the pictures.
+    #[arg(long, default_value_t = 40)]
+    pub(crate) rows: u16,
+    /// Theme of the pictures.
+    #[arg(long, value_name = "NAME|FILE", default_value = "dark")]
+    pub(crate) theme: String,
+}
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// Address to serve HTTPS on; use port 0 for any free port.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub(crate) listen: SocketAddr,
+    /// Where to write the kubeconfig (mode 0600). Defaults to `<state-dir>/kubeconfig`, or `kmm-tui.kubeconfig` in
+    /// the system's temporary directory without a state directory.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig_out: Option<PathBuf>,
+    /// Keep the cluster's data here so it survives restarts (and `kill -9`); without it, everything is in memory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+    /// The simulated nodes, registry and faults: a built-in scenario (demo, large, chaos, empty) or a scenario
+    /// file (see the README for the format).
+    #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
+    pub(crate) scenario: String,
+    /// Also run the engine in this process, on the embedded cluster (identity `embedded`). It takes part in
+    /// the same leader election as `kmm-tui controller` processes pointed at this cluster.
+    #[arg(long)]
+    pub(crate) with_engine: bool,
+    #[command(flatten)]
+    pub(crate) images: ImageArgs,
+    #[command(flatten)]
+    pub(crate) engine: EngineArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct ControllerArgs {
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) context: Option<String>,
+    /// Namespace of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_LEASE_NAMESPACE)]
+    pub(crate) lease_namespace: String,
+    /// Name of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
+    pub(crate) lease_name: String,
+    /// This engine's name in the Lease; must differ between engines. Defaults to `<hostname>-<pid>`.
+    #[arg(long, value_name = "ID")]
+    pub(crate) identity: Option<String>,
+    /// Seconds a leader's Lease holds without renewal: how long a standby waits after the leader dies.
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) lease_duration: u64,
+    #[command(flatten)]
+    pub(crate) images: ImageArgs,
+    #[command(flatten)]
+    pub(crate) engine: EngineArgs,
+    /// Serve the health endpoint for probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API
+    /// server), e.g. `0.0.0.0:8081`.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) health_listen: Option<SocketAddr>,
+    /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
+    /// bindings) as YAML, and exit.
+    #[arg(long)]
+    pub(crate) print_rbac: bool,
+}
+
+/// The cluster `install` and `uninstall --apply` talk to.
+#[derive(Args)]
+pub(crate) struct TargetArgs {
+    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use instead of its current one.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) context: Option<String>,
+}
+
+/// Where the controller goes and which Lease it elects on: what `install` and `uninstall` share.
+#[derive(Args)]
+pub(crate) struct PlacementArgs {
+    /// Namespace of the controller's Deployment and ServiceAccount (created unless it is one every cluster has).
+    #[arg(long, short = 'n', value_name = "NS", default_value = kmm_tui::install::DEFAULT_NAMESPACE)]
+    pub(crate) namespace: String,
+    /// Namespace of the Lease that elects the acting engine: the console's foreground engine uses the same one.
+    #[arg(long, value_name = "NS", default_value = DEFAULT_LEASE_NAMESPACE)]
+    pub(crate) lease_namespace: String,
+    /// Name of the Lease that elects the acting engine.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
+    pub(crate) lease_name: String,
+}
+
+#[derive(Args)]
+pub(crate) struct InstallArgs {
+    #[command(flatten)]
+    pub(crate) placement: PlacementArgs,
+    /// Image of the controller pods (what the repository's Containerfile builds).
+    #[arg(long, value_name = "IMG", default_value_t = kmm_tui::install::default_image())]
+    pub(crate) image: String,
+    /// The families the controller runs and is granted RBAC for (comma-separated): kmm, shims, caches, day0.
+    /// All by default.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    pub(crate) families: Vec<Family>,
+    /// Seconds a leader's Lease holds without renewal: how long the standby waits after the leader dies.
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) lease_duration: u64,
+    /// Controller pods: one acts, the others stand by.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) replicas: u16,
+    /// Apply the objects (server-side, field manager `kmm-tui-install`) instead of printing them.
+    #[arg(long)]
+    pub(crate) apply: bool,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct UninstallArgs {
+    #[command(flatten)]
+    pub(crate) placement: PlacementArgs,
+    /// Remove the CRDs too, once they hold no objects.
+    #[arg(long)]
+    pub(crate) include_crds: bool,
+    /// With --include-crds: remove the CRDs even when they hold objects (those objects go with them).
+    #[arg(long, requires = "include_crds")]
+    pub(crate) force: bool,
+    /// Delete the objects instead of printing them.
+    #[arg(long)]
+    pub(crate) apply: bool,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+}
+
+impl PlacementArgs {
+    pub(crate) fn options(
+        &self,
+        image: String,
+        families: Vec<Family>,
+        lease_duration: Duration,
+        replicas: i32,
+    ) -> kmm_tui::install::InstallOptions {
+        kmm_tui::install::InstallOptions {
+            namespace: self.namespace.clone(),
+            image,
+            families,
+            lease: LeaseConfig::new(
+                self.lease_namespace.clone(),
+                self.lease_name.clone(),
+                "$(POD_NAME)",
+                lease_duration,
+            ),
+            replicas,
+        }
+    }
+}
+
+/// Images of the pods the engine creates; each defaults to the upstream project's published image.
+#[derive(Args)]
+pub(crate) struct ImageArgs {
+    /// Image of the worker pods that load and unload kernel modules on nodes.
+    #[arg(long, value_name = "IMG")]
+    pub(crate) worker_image: Option<String>,
+    /// Image of the pods that build kernel module images.
+    #[arg(long, value_name = "IMG")]
+    pub(crate) build_image: Option<String>,
+    /// Image holding `sign-file`, for the pods that sign kernel modules.
+    #[arg(long, value_name = "IMG")]
+    pub(crate) sign_image: Option<String>,
+    /// Image of the init container that downloads a shim archive (runtime-class-manager's shim-downloader).
+    #[arg(long, value_name = "IMG")]
+    pub(crate) shim_downloader_image: Option<String>,
+    /// Image of the container that installs a shim on its node (runtime-class-manager's node-installer).
+    #[arg(long, value_name = "IMG")]
+    pub(crate) shim_installer_image: Option<String>,
+    /// Image whose `echo` the image cache's pull pods run (kube-fledged's busybox).
+    #[arg(long, value_name = "IMG")]
+    pub(crate) cache_busybox_image: Option<String>,
+    /// Image with `crictl`, for the pods that purge cached images (kube-fledged's cri-client).
+    #[arg(long, value_name = "IMG")]
+    pub(crate) cache_cri_client_image: Option<String>,
+}
+
+impl ImageArgs {
+    pub(crate) fn pod_images(self) -> PodImages {
+        let defaults = PodImages::default();
+        PodImages {
+            worker: self.worker_image.unwrap_or(defaults.worker),
+            build: self.build_image.unwrap_or(defaults.build),
+            sign: self.sign_image.unwrap_or(defaults.sign),
+            shim_downloader: self
+                .shim_downloader_image
+                .unwrap_or(defaults.shim_downloader),
+            shim_installer: self.shim_installer_image.unwrap_or(defaults.shim_installer),
+            cache_busybox: self.cache_busybox_image.unwrap_or(defaults.cache_busybox),
+            cache_cri_client: self
+                .cache_cri_client_image
+                .unwrap_or(defaults.cache_cri_client),
+        }
+    }
+}
+
+/// What the engine runs, beyond its images.
+#[derive(Args)]
+pub(crate) struct EngineArgs {
+    /// The families of reconcilers to run (comma-separated): kmm (kernel modules), shims (containerd shims),
+    /// caches (pre-pulled images), day0 (kernel modules in the OS image). All by default.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    pub(crate) families: Vec<Family>,
+    /// Re-pull every cached image this often even when nothing changed (e.g. `30m`, `6h`), for registries whose
+    /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) cache_refresh: Option<Duration>,
+}
+
+impl EngineArgs {
+    pub(crate) fn settings(&self) -> Settings {
+        let defaults = Settings::default();
+        Settings {
+            families: if self.families.is_empty() {
+                defaults.families
+            } else {
+                self.families.iter().copied().collect()
+            },
+            cache_refresh: self.cache_refresh,
+        }
+    }
+}
+
+/// A positive duration in seconds (`90`) or with units (`90s`, `30m`, `6h`, `1h30m`).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let parsed = match text.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .filter(|d| !d.is_negative())
+            .map(|d| d.unsigned_abs()),
+    };
+    parsed
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{text}` is not a positive duration like 90s, 30m or 6h"))
+}
