@@ -31,6 +31,7 @@ pub mod rbac;
 pub mod shared;
 pub mod shim;
 pub mod status;
+pub mod stopping;
 
 use std::sync::Arc;
 

@@ -328,8 +328,6 @@ fn module_spec(module_name: &str) -> Value {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "stalls now and then beside other tests of this binary (a task that never yields stops the paused clock); \
-            run alone: cargo test --test engine handoff::no_engine -- --ignored"]
 async fn no_engine_writes_outside_its_term_over_many_handoffs_while_modules_change() {
     let harness = Harness::start("two-kernels.yaml").await;
     let client = harness.client();

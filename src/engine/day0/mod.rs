@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use self::reconcile::Day0Context;
 use super::context::{Context, Family};
 use super::shared::SharedWatches;
+use super::stopping;
 use super::{mbsc, mic};
 use crate::api::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::kmm::ModuleImagesConfig;
@@ -61,7 +62,7 @@ pub fn run(
             day0s: day0s.clone(),
         });
         let config = watcher::Config::default;
-        let day0_controller = controller
+        let day0_passes = controller
             .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
             .watches(
                 Api::<MachineConfig>::all(client.clone()),
@@ -103,9 +104,10 @@ pub fn run(
                     tracing::debug!(%error, "ModuleDay0 pass did not complete");
                 }
             });
+        let day0_controller = stopping::until_stopped(day0_passes, &day0s, &stop);
         let handover = Controller::new(Api::<MachineConfig>::all(client.clone()), config());
         let configs = handover.store();
-        let handover_controller = handover
+        let handover_passes = handover
             .watches(
                 Api::<MachineConfigPool>::all(client.clone()),
                 config(),
@@ -128,6 +130,7 @@ pub fn run(
                     tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
                 }
             });
+        let handover_controller = stopping::until_stopped(handover_passes, &configs, &stop);
         let pipeline = async {
             if !context.runs(Family::Kmm) {
                 tokio::join!(

@@ -46,6 +46,7 @@ use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
 use super::context::{Context, Error, retry_on_error};
 use super::shared::SharedWatches;
+use super::stopping;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 
 pub use self::pods::{
@@ -88,12 +89,13 @@ pub fn run(
         .predicate_filter(cache_fingerprint, Default::default());
         let controller = Controller::for_stream(cache_changes, caches);
         let store = controller.store();
+        let own_store = store.clone();
         let cache_context = Arc::new(CacheContext {
             engine: context.clone(),
             nodes,
             limits: Limits::default(),
         });
-        let reconciler = controller
+        let passes = controller
             .owns(
                 Api::<Pod>::all(client),
                 watcher::Config::default().labels(pods::SELECTOR),
@@ -114,11 +116,12 @@ pub fn run(
                     tracing::debug!(%error, "ImageCache pass did not complete");
                 }
             });
+        let reconciler = stopping::until_stopped(passes, &own_store, &stop);
         match refresh {
             Some(period) => {
                 tokio::join!(
                     reconciler,
-                    cluster::refresh_periodically(context, period, stop)
+                    cluster::refresh_periodically(context, period, stop.clone())
                 );
             }
             None => reconciler.await,

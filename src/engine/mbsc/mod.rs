@@ -29,6 +29,7 @@ use self::recipe::{Blocked, Template};
 use super::context::{
     Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, retry_on_error,
 };
+use super::stopping;
 use super::{kernel, labels};
 use crate::api::kmm::{
     BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ModuleBuildSignConfig,
@@ -51,22 +52,24 @@ pub(crate) fn entry_generation(entry: &ModuleBuildSignImage) -> i64 {
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    Controller::new(
+    let controller = Controller::new(
         Api::<ModuleBuildSignConfig>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<Pod>::all(client),
-        watcher::Config::default().labels(labels::RESOURCE_TYPE),
-    )
-    .graceful_shutdown_on(stop.cancelled_owned())
-    .run(reconcile, retry_on_error, context)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "ModuleBuildSignConfig pass did not complete");
-        }
-    })
-    .await;
+    );
+    let store = controller.store();
+    let passes = controller
+        .owns(
+            Api::<Pod>::all(client),
+            watcher::Config::default().labels(labels::RESOURCE_TYPE),
+        )
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(reconcile, retry_on_error, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "ModuleBuildSignConfig pass did not complete");
+            }
+        });
+    stopping::until_stopped(passes, &store, &stop).await;
 }
 
 /// What one pass decided, before it acts.

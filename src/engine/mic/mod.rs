@@ -34,6 +34,7 @@ use self::progress::Known;
 use self::ready::ImageProgress;
 use self::wanted::Wanted;
 use super::context::{Context, Error, retry_on_error};
+use super::stopping;
 use super::{labels, status};
 use crate::api::conditions::READY;
 use crate::api::kmm::{
@@ -49,31 +50,33 @@ const RESYNC: Duration = Duration::from_secs(300);
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    Controller::new(
+    let controller = Controller::new(
         Api::<ModuleImagesConfig>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<Pod>::all(client.clone()),
-        watcher::Config::default().labels(labels::IMAGE_OWNER),
-    )
-    .owns(
-        Api::<ModuleBuildSignConfig>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<Pod>::all(client),
-        watcher::Config::default().labels(labels::RESOURCE_TYPE),
-        mic_of_build_pod,
-    )
-    .graceful_shutdown_on(stop.cancelled_owned())
-    .run(reconcile, retry_on_error, context)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "ModuleImagesConfig pass did not complete");
-        }
-    })
-    .await;
+    );
+    let store = controller.store();
+    let passes = controller
+        .owns(
+            Api::<Pod>::all(client.clone()),
+            watcher::Config::default().labels(labels::IMAGE_OWNER),
+        )
+        .owns(
+            Api::<ModuleBuildSignConfig>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .watches(
+            Api::<Pod>::all(client),
+            watcher::Config::default().labels(labels::RESOURCE_TYPE),
+            mic_of_build_pod,
+        )
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(reconcile, retry_on_error, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "ModuleImagesConfig pass did not complete");
+            }
+        });
+    stopping::until_stopped(passes, &store, &stop).await;
 }
 
 /// The MIC whose MBSC runs a build or sign pod (an MBSC is named after its MIC), so the Ready message follows the

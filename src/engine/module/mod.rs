@@ -28,6 +28,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use super::shared::SharedWatches;
+use super::stopping;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
@@ -87,6 +88,7 @@ async fn reconcile_modules(
     let worker_changes = pod_changes(&client, labels::WORKER_ACTION, worker_writer);
     let controller = Controller::for_stream(module_changes, modules);
     let modules = controller.store();
+    let own_store = modules.clone();
     let module_context = Arc::new(ModuleContext {
         engine: context,
         nodes,
@@ -94,7 +96,7 @@ async fn reconcile_modules(
         pull_pods,
         worker_pods,
     });
-    controller
+    let passes = controller
         .owns(
             Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
@@ -113,7 +115,7 @@ async fn reconcile_modules(
         .watches_stream(worker_changes, |pod: Pod| {
             module_of_pod(&pod, labels::MODULE_NAME)
         })
-        .graceful_shutdown_on(stop.cancelled_owned())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
             reconcile::reconcile,
             reconcile::error_policy,
@@ -123,8 +125,8 @@ async fn reconcile_modules(
             if let Err(error) = result {
                 tracing::debug!(%error, "module reconcile");
             }
-        })
-        .await;
+        });
+    stopping::until_stopped(passes, &own_store, &stop).await;
 }
 
 /// Changes of the pods carrying `label`, mirrored into `writer` before they start a pass.

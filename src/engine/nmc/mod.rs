@@ -31,6 +31,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::shared::SharedWatches;
+use super::stopping;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, Error, KubeResultExt, retry_on_error};
@@ -63,7 +64,8 @@ async fn reconcile_nmcs(
         watcher::Config::default(),
     );
     let nmcs = controller.store();
-    controller
+    let own_store = nmcs.clone();
+    let passes = controller
         .owns(
             Api::<Pod>::all(client.clone()),
             watcher::Config::default().labels(labels::WORKER_ACTION),
@@ -72,7 +74,7 @@ async fn reconcile_nmcs(
             nmc_of_node(&nmcs, &node)
         })
         .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
-        .graceful_shutdown_on(stop.cancelled_owned())
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(reconcile, retry_on_error, context.clone())
         .for_each(|result| {
             let context = context.clone();
@@ -88,8 +90,8 @@ async fn reconcile_nmcs(
                     Err(error) => tracing::debug!(%error, "NodeModulesConfig reconciler"),
                 }
             }
-        })
-        .await;
+        });
+    stopping::until_stopped(passes, &own_store, &stop).await;
 }
 
 /// One pass over the NMC, read afresh (the controller's copy may predate this reconciler's own last status write,

@@ -63,6 +63,7 @@ use super::context::{Context, retry_on_error};
 use super::digest::sha256_hex;
 use super::nodes;
 use super::shared::SharedWatches;
+use super::stopping;
 use crate::api::shim::Shim;
 
 pub use names::{INSTALLER_NAMESPACE, node_hash_annotation};
@@ -101,11 +102,12 @@ pub fn run(
         .touched_objects();
         let controller = Controller::for_stream(shim_changes, shims);
         let all_shims = controller.store();
+        let own_store = all_shims.clone();
         let shim_context = Arc::new(ShimContext {
             engine: context.clone(),
             nodes,
         });
-        controller
+        let passes = controller
             .owns(
                 Api::<RuntimeClass>::all(client),
                 watcher::Config::default().labels(names::RUNTIME_CLASS_SHIM),
@@ -123,14 +125,14 @@ pub fn run(
                         .collect::<Vec<_>>()
                 },
             )
-            .graceful_shutdown_on(stop.cancelled_owned())
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(reconcile::reconcile, error_policy, shim_context)
             .for_each(|result| async move {
                 if let Err(error) = result {
                     tracing::debug!(%error, "shim reconcile");
                 }
-            })
-            .await;
+            });
+        stopping::until_stopped(passes, &own_store, &stop).await;
     }
 }
 
