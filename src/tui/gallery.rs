@@ -37,7 +37,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 13] = [
+const PANES: [(&str, &[Step]); 14] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -72,6 +72,7 @@ const PANES: [(&str, &[Step]); 13] = [
         "day0-detail",
         &[Step::Command("day0"), Step::Key(KeyCode::Enter)],
     ),
+    ("engine", &[Step::Command("engine")]),
 ];
 
 /// One step towards a pane.
