@@ -45,23 +45,28 @@ struct SteeredEngine {
     task: JoinHandle<anyhow::Result<()>>,
 }
 
+/// The KMM family's engine under `identity`, on the default Lease with the tests' short lease duration.
+fn kmm_engine(identity: &str) -> EngineConfig {
+    EngineConfig {
+        images: PodImages::default(),
+        lease: LeaseConfig::new(
+            DEFAULT_LEASE_NAMESPACE,
+            DEFAULT_LEASE_NAME,
+            identity,
+            Duration::from_secs(LEASE_SECS),
+        ),
+        settings: Settings {
+            families: [Family::Kmm].into_iter().collect(),
+            ..Settings::default()
+        },
+    }
+}
+
 impl SteeredEngine {
     fn start(client: kube::Client, identity: &str) -> Self {
         let candidacy = Candidacy::default();
         let shutdown = CancellationToken::new();
-        let config = EngineConfig {
-            images: PodImages::default(),
-            lease: LeaseConfig::new(
-                DEFAULT_LEASE_NAMESPACE,
-                DEFAULT_LEASE_NAME,
-                identity,
-                Duration::from_secs(LEASE_SECS),
-            ),
-            settings: Settings {
-                families: [Family::Kmm].into_iter().collect(),
-                ..Settings::default()
-            },
-        };
+        let config = kmm_engine(identity);
         let task = tokio::spawn(engine::run_steered(
             client,
             config,
@@ -456,19 +461,7 @@ async fn a_fenced_client_writes_only_while_its_engine_holds_the_lease() {
         ..Candidacy::default()
     };
     let shutdown = CancellationToken::new();
-    let config = EngineConfig {
-        images: PodImages::default(),
-        lease: LeaseConfig::new(
-            DEFAULT_LEASE_NAMESPACE,
-            DEFAULT_LEASE_NAME,
-            CONSOLE,
-            Duration::from_secs(LEASE_SECS),
-        ),
-        settings: Settings {
-            families: [Family::Kmm].into_iter().collect(),
-            ..Settings::default()
-        },
-    };
+    let config = kmm_engine(CONSOLE);
     let task = tokio::spawn(engine::run_steered(
         client.clone(),
         config,
