@@ -1,63 +1,118 @@
-//! Scale benchmark of the KMM engine: one Module rolled out to 5,000 simulated nodes on the embedded cluster,
-//! in-process.
+//! Scale benchmark of the KMM engine on 5,000 simulated nodes, cluster, simulation and engine in one process.
 //!
-//! Measures, in one run: the time from the Module's creation until every node has an NMC entry and until every node
-//! has the module loaded (`availableNumber == 5000`); the writes the store committed meanwhile, per node and by
-//! resource (counted by the store, [`Store::write_counts`]); the number of worker pods created (exactly one loader
-//! per node when nothing is redone); the process's peak resident memory and CPU during the rollout; and its CPU use
-//! while idle afterwards, from /proc. The scenario runs at the `large` scenario's time scale (10). Linux only.
+//! Three phases, each measured from the write that starts it until the cluster has converged:
 //!
-//! Run with `cargo bench --bench engine_rollout`.
+//! 1. one Module onto every node (its image in the registry): time until every node has an NMC entry and until
+//!    `availableNumber == 5000`;
+//! 2. a second Module onto every node, on top;
+//! 3. a kernel upgrade of 10 % of the nodes (a MachineConfig moves their pool to a new OS image; the Machine Config
+//!    Operator drains and reboots them, 100 % at once): time until both Modules run on every node again, loaded
+//!    for the new kernel where it changed.
 //!
-//! Where time and memory go (release build, 2-core machine shared with other builds, load average 5 to 6):
+//! For each phase: wall time, CPU (share of one core), the writes the store committed per node and by resource
+//! ([`Store::write_counts`]), and the engine's own writes per node, counted by the API server's request metrics
+//! under the engine client's name (the rest are the simulated kubelets, scheduler and Machine Config Operator, and
+//! the Events everyone records). Then the process's peak resident memory and its CPU while idle. Linux only
+//! (figures from /proc). The scenario runs at the `large` scenario's time scale (10).
 //!
-//! - Before these changes (figures taken from `serve --with-engine` on `large`, the same rollout over HTTPS): about
-//!   9 nodes per second, 3,376 of 5,000 available after 374 s, resident memory growing to 5.4 GiB. The store kept
-//!   100,000 events whatever their size, serialised writes under the lock readers take, and the Module and
-//!   NodeModulesConfig reconcilers each ran their own watch of all nodes.
-//! - After (history bounded to 32 MiB of serialised objects, writes serialised and committed outside the readers'
-//!   lock, one shared node watch for every family): every node has its entry after 14 s; then about 2 nodes per
-//!   second become available (565 after 273 s, 1,063 after 567 s, when the run was stopped), with the process at
-//!   52 % of one core and 1.93 GiB peak resident, still growing. A `perf` profile of that phase spends about 30 %
-//!   in `IndexMap::get`, `Value::pointer` and `memcmp`, and about 20 % in malloc/free (no call graphs: the build
-//!   has no frame pointers): the server matching selectors against stored JSON values, most likely for the
-//!   `spec.nodeName` pod list each NodeModulesConfig pass makes over every pod. Reading a node's worker pods from
-//!   the reconciler's watch instead of listing them is the next step. Where the memory beyond the bounded history
-//!   goes was not measured.
+//! Run with `cargo bench --bench engine_rollout`; `BENCH_NODES=500` runs the same phases on fewer nodes.
+//!
+//! Where time and memory go (release build, 2-core machine):
+//!
+//! - When the scale work started (`serve --with-engine` on `large`, the same rollout over HTTPS): about 9 nodes per
+//!   second, 3,376 of 5,000 available after 374 s, resident memory growing to 5.4 GiB. The store kept 100,000 events
+//!   whatever their size and committed under the lock readers take; each controller ran its own node watch.
+//! - With the history bounded to 32 MiB, commits outside the readers' lock and one shared node watch: every node had
+//!   its entry after 5.6 s, then 7 to 10 nodes per second became available (3,858 after 584 s) at 181 % CPU and
+//!   3.1 GiB resident. A `perf` profile with DWARF call graphs: 40 % of all CPU in the embedded garbage collector,
+//!   which scanned every stored object (twice) for each deleted worker pod to find its dependents and its owner;
+//!   17 % in pod lists by `spec.nodeName`, each testing every pod's labels and fields; 9 % in the simulated
+//!   scheduler sorting all 5,000 nodes on every pod change although nothing was pending; 5 % in the simulated
+//!   Machine Config Operator's pass over every node on every machine change.
 //!
 //! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::api::kmm::Module;
+use kmm_tui::api::day0::MachineConfigPool;
+use kmm_tui::api::kmm::{Module, NodeModulesConfig};
+use kmm_tui::cluster::apiserver::ApiServer;
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::{self, Context, PodImages, labels};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const NODES: usize = 5000;
 const IDLE_WINDOW: Duration = Duration::from_secs(30);
+/// The engine client's User-Agent product, which the server's request metrics count its writes under.
+const ENGINE_AGENT: &str = "kmm-tui-engine";
+const OLD_KERNEL: &str = "5.14.0-284.el9.x86_64";
+const NEW_KERNEL: &str = "5.14.0-362.el9.x86_64";
 
-const SCENARIO: &str = r#"
+/// 90 % of the nodes stay on their kernel; 10 % sit in a pool of their own that the upgrade phase moves.
+fn scenario(nodes: usize) -> String {
+    let upgraded = nodes / 10;
+    format!(
+        r#"
 seed: 1
 timeScale: 10
 nodes:
   - namePrefix: worker-
-    count: 5000
-    labels: {node-role.kubernetes.io/worker: ""}
-    kernelVersion: 5.14.0-284.el9.x86_64
+    count: {stay}
+    labels: {{node-role.kubernetes.io/worker: ""}}
+    kernelVersion: {OLD_KERNEL}
+    osImage: RHCOS 414
+  - namePrefix: upgrade-
+    count: {upgraded}
+    labels: {{node-role.kubernetes.io/worker: "", node-role.kubernetes.io/upgrade: ""}}
+    kernelVersion: {OLD_KERNEL}
     osImage: RHCOS 414
 registry:
   images:
-    - {name: quay.io/bench/kmod:5.14.0-284.el9.x86_64, sizeMiB: 20}
+    - {{name: quay.io/bench/kmod-a:{OLD_KERNEL}, sizeMiB: 20}}
+    - {{name: quay.io/bench/kmod-a:{NEW_KERNEL}, sizeMiB: 20}}
+    - {{name: quay.io/bench/kmod-b:{OLD_KERNEL}, sizeMiB: 20}}
+    - {{name: quay.io/bench/kmod-b:{NEW_KERNEL}, sizeMiB: 20}}
+osImages:
+  - {{url: quay.io/os/rhcos@sha256:414, kernelVersion: {OLD_KERNEL}, osImage: RHCOS 414, release: 4.14.0}}
+  - {{url: quay.io/os/rhcos@sha256:415, kernelVersion: {NEW_KERNEL}, osImage: RHCOS 415, release: 4.15.0}}
 objects:
-  - {apiVersion: v1, kind: Namespace, metadata: {name: bench}}
-"#;
+  - {{apiVersion: v1, kind: Namespace, metadata: {{name: bench}}}}
+  - apiVersion: machineconfiguration.openshift.io/v1
+    kind: MachineConfigPool
+    metadata: {{name: upgrade}}
+    spec:
+      machineConfigSelector:
+        matchExpressions: [{{key: machineconfiguration.openshift.io/role, operator: In, values: [worker, upgrade]}}]
+      nodeSelector: {{matchLabels: {{node-role.kubernetes.io/upgrade: ""}}}}
+      maxUnavailable: 100%
+"#,
+        stay = nodes - upgraded,
+    )
+}
+
+fn module(name: &str) -> Module {
+    serde_json::from_value(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {
+            "selector": {"node-role.kubernetes.io/worker": ""},
+            "moduleLoader": {"container": {
+                "modprobe": {"moduleName": format!("bench_{}", name.replace('-', "_"))},
+                "kernelMappings": [{"regexp": "^.+$", "containerImage": format!("quay.io/bench/{name}:${{KERNEL_FULL_VERSION}}")}]
+            }}
+        }
+    }))
+    .expect("a Module")
+}
 
 /// User plus system CPU time of this process, from /proc/self/stat (fields 14 and 15, in clock ticks).
 fn cpu_time() -> Duration {
@@ -81,24 +136,299 @@ fn peak_rss() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-async fn wait_until(
-    what: &str,
-    started: Instant,
-    mut check: impl AsyncFnMut() -> bool,
-) -> Duration {
-    loop {
-        if check().await {
-            let took = started.elapsed();
-            println!("{what}: {:.1} s", took.as_secs_f64());
-            return took;
+/// Successful writes the server answered to the engine's client, by resource, read from its request metrics.
+fn engine_writes(server: &ApiServer) -> BTreeMap<String, u64> {
+    let text = server.metrics().encode(server.store());
+    let mut writes = BTreeMap::new();
+    for line in text.lines() {
+        let Some(labels) = line
+            .strip_prefix("apiserver_request_total{")
+            .and_then(|rest| rest.split_once('}'))
+        else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .0
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .map(|value| value.trim_end_matches('"'))
+        };
+        let is_write = matches!(
+            label("verb"),
+            Some("POST" | "PUT" | "PATCH" | "APPLY" | "DELETE")
+        );
+        let succeeded = label("code").is_some_and(|code| code.starts_with('2'));
+        if is_write && succeeded && label("client") == Some(ENGINE_AGENT) {
+            let count: u64 = labels.1.trim().parse().unwrap_or(0);
+            *writes
+                .entry(label("resource").unwrap_or_default().to_owned())
+                .or_default() += count;
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    writes
+}
+
+/// Store writes by resource.
+fn store_writes(server: &ApiServer) -> BTreeMap<String, u64> {
+    server
+        .store()
+        .write_counts()
+        .into_iter()
+        .map(|(resource, counts)| (resource.0.to_string(), counts.total()))
+        .collect()
+}
+
+/// `after - before` per key, as "key n.nn" per node, with the total per node.
+fn per_node(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, nodes: usize) -> String {
+    let mut total = 0;
+    let mut parts = Vec::new();
+    for (key, count) in after {
+        let delta = count - before.get(key).copied().unwrap_or(0);
+        if delta > 0 {
+            total += delta;
+            parts.push(format!("{key} {:.2}", delta as f64 / nodes as f64));
+        }
+    }
+    format!(
+        "{:.2} per node ({total} in all: {})",
+        total as f64 / nodes as f64,
+        parts.join(", ")
+    )
+}
+
+/// One measured phase: from its start until `done` holds.
+struct Phase<'a> {
+    name: &'a str,
+    server: &'a ApiServer,
+    nodes: usize,
+    started: Instant,
+    cpu: Duration,
+    stored: BTreeMap<String, u64>,
+    engine: BTreeMap<String, u64>,
+}
+
+impl<'a> Phase<'a> {
+    fn start(name: &'a str, server: &'a ApiServer, nodes: usize) -> Self {
+        println!("\n{name}");
+        Self {
+            name,
+            server,
+            nodes,
+            started: Instant::now(),
+            cpu: cpu_time(),
+            stored: store_writes(server),
+            engine: engine_writes(server),
+        }
+    }
+
+    /// Wait until `check` holds, printing `progress` every 15 s; prints the time it took.
+    async fn until(
+        &self,
+        what: &str,
+        mut check: impl AsyncFnMut() -> bool,
+        mut progress: impl AsyncFnMut() -> String,
+    ) {
+        let mut reported = Instant::now();
+        loop {
+            if check().await {
+                println!("  {what}: {:.1} s", self.started.elapsed().as_secs_f64());
+                return;
+            }
+            if reported.elapsed() >= Duration::from_secs(15) {
+                reported = Instant::now();
+                println!(
+                    "    {:.0} s: {}",
+                    self.started.elapsed().as_secs_f64(),
+                    progress().await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    fn report(self) {
+        let took = self.started.elapsed();
+        let cpu = cpu_time() - self.cpu;
+        println!(
+            "  {}: {:.1} s wall, {:.1} s CPU ({:.0} % of one core), peak RSS so far {}",
+            self.name,
+            took.as_secs_f64(),
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() / took.as_secs_f64() * 100.0,
+            peak_rss(),
+        );
+        println!(
+            "  writes committed by the store: {}",
+            per_node(&self.stored, &store_writes(self.server), self.nodes)
+        );
+        println!(
+            "  of which the engine's: {}",
+            per_node(&self.engine, &engine_writes(self.server), self.nodes)
+        );
+    }
+}
+
+/// `(desired, available)` of a Module's loader.
+async fn counts(modules: &Api<Module>, name: &str) -> (usize, usize) {
+    modules
+        .get(name)
+        .await
+        .ok()
+        .and_then(|m| m.status?.module_loader)
+        .map(|c| (c.desired_number as usize, c.available_number as usize))
+        .unwrap_or_default()
+}
+
+/// Count the worker pods ever created (one per node and module when nothing is redone).
+fn count_workers(client: kube::Client) -> Arc<AtomicUsize> {
+    let created = Arc::new(AtomicUsize::new(0));
+    let counter = created.clone();
+    tokio::spawn(async move {
+        let mut uids = std::collections::HashSet::new();
+        let pods: Api<Pod> = Api::all(client);
+        let config = watcher::Config::default().labels(labels::WORKER_ACTION);
+        let mut stream = std::pin::pin!(watcher(pods, config));
+        while let Some(Ok(event)) = stream.next().await {
+            if let watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) = event
+                && uids.insert(pod.metadata.uid.clone().unwrap_or_default())
+            {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    created
+}
+
+/// Roll `name` out to every node and report the phase.
+async fn roll_out(
+    phase: &str,
+    server: &ApiServer,
+    modules: &Api<Module>,
+    name: &str,
+    nodes: usize,
+) {
+    let phase = Phase::start(phase, server, nodes);
+    modules
+        .create(&PostParams::default(), &module(name))
+        .await
+        .expect("the Module is created");
+    let progress = async || {
+        let (desired, available) = counts(modules, name).await;
+        format!("desired {desired}, available {available}")
+    };
+    phase
+        .until(
+            &format!("every node has an entry (desired = {nodes})"),
+            async || counts(modules, name).await.0 == nodes,
+            progress,
+        )
+        .await;
+    phase
+        .until(
+            &format!("loaded on every node (available = {nodes})"),
+            async || counts(modules, name).await.1 == nodes,
+            progress,
+        )
+        .await;
+    phase.report();
+}
+
+/// NMCs whose status shows every module loaded for the new kernel.
+async fn upgraded_nodes(client: &kube::Client, modules: usize) -> usize {
+    let nmcs: Api<NodeModulesConfig> = Api::all(client.clone());
+    let Ok(list) = nmcs.list(&ListParams::default()).await else {
+        return 0;
+    };
+    list.items
+        .iter()
+        .filter(|nmc| {
+            nmc.status.as_ref().is_some_and(|status| {
+                status.modules.len() == modules
+                    && status.modules.iter().all(|m| {
+                        m.config
+                            .as_ref()
+                            .is_some_and(|c| c.kernel_version == NEW_KERNEL)
+                    })
+            })
+        })
+        .count()
+}
+
+/// Move the `upgrade` pool to the new kernel and wait until both Modules run everywhere again.
+async fn upgrade_kernels(
+    server: &ApiServer,
+    client: &kube::Client,
+    modules: &Api<Module>,
+    nodes: usize,
+) {
+    let upgraded = nodes / 10;
+    let phase = Phase::start(
+        "3. kernel upgrade of 10 % of the nodes (drain, reboot, reload both Modules)",
+        server,
+        nodes,
+    );
+    let configs = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "MachineConfig"),
+        "machineconfigs",
+    );
+    let config: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-upgrade-os", "labels": {"machineconfiguration.openshift.io/role": "upgrade"}},
+        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:415"}
+    }))
+    .expect("a MachineConfig");
+    Api::<DynamicObject>::all_with(client.clone(), &configs)
+        .create(&PostParams::default(), &config)
+        .await
+        .expect("the MachineConfig is created");
+    let pools: Api<MachineConfigPool> = Api::all(client.clone());
+    let pool_updated = async || {
+        pools
+            .get("upgrade")
+            .await
+            .ok()
+            .and_then(|p| p.status)
+            .and_then(|s| s.updated_machine_count)
+            .unwrap_or(0) as usize
+    };
+    let progress = async || {
+        format!(
+            "pool updated {}, nodes loaded for the new kernel {}, available {:?} {:?}",
+            pool_updated().await,
+            upgraded_nodes(client, 2).await,
+            counts(modules, "kmod-a").await,
+            counts(modules, "kmod-b").await,
+        )
+    };
+    phase
+        .until(
+            &format!("{upgraded} nodes run both Modules on the new kernel"),
+            async || upgraded_nodes(client, 2).await == upgraded,
+            progress,
+        )
+        .await;
+    phase
+        .until(
+            "both Modules available everywhere",
+            async || {
+                counts(modules, "kmod-a").await.1 == nodes
+                    && counts(modules, "kmod-b").await.1 == nodes
+            },
+            progress,
+        )
+        .await;
+    phase.report();
 }
 
 #[tokio::main]
 async fn main() {
-    let scenario = Scenario::parse(SCENARIO, "engine_rollout", None).expect("the scenario parses");
+    let nodes: usize = std::env::var("BENCH_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5000);
+    let scenario =
+        Scenario::parse(&scenario(nodes), "engine_rollout", None).expect("the scenario parses");
     let begin = Instant::now();
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
         scenario: Some(scenario),
@@ -107,116 +437,50 @@ async fn main() {
     .await
     .expect("the embedded cluster starts");
     println!(
-        "{NODES} nodes ready: {:.1} s",
+        "{nodes} nodes ready: {:.1} s",
         begin.elapsed().as_secs_f64()
     );
+    let server = cluster.server().clone();
     let client = cluster.client();
+    let workers = count_workers(client.clone());
 
-    let workers_created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = workers_created.clone();
-    let pods: Api<Pod> = Api::all(client.clone());
-    tokio::spawn(async move {
-        let mut uids = std::collections::HashSet::new();
-        let mut stream = std::pin::pin!(watcher(
-            pods,
-            watcher::Config::default().labels(labels::WORKER_ACTION)
-        ));
-        while let Some(Ok(event)) = stream.next().await {
-            if let watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) = event
-                && uids.insert(pod.metadata.uid.clone().unwrap_or_default())
-            {
-                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    });
-
+    let named = tower::ServiceBuilder::new()
+        .map_request(|mut request: http::Request<kube::client::Body>| {
+            request.headers_mut().insert(
+                http::header::USER_AGENT,
+                http::HeaderValue::from_static(ENGINE_AGENT),
+            );
+            request
+        })
+        .service(server.clone());
+    let engine_client = kube::Client::new(named, "default");
     let stop = CancellationToken::new();
-    let context = std::sync::Arc::new(Context::new(client.clone(), PodImages::default(), None));
+    let context = Arc::new(Context::new(engine_client, PodImages::default(), None));
     let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
-    let module: Module = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
-        "metadata": {"name": "kmod", "namespace": "bench"},
-        "spec": {
-            "selector": {"node-role.kubernetes.io/worker": ""},
-            "moduleLoader": {"container": {
-                "modprobe": {"moduleName": "bench_kmod"},
-                "kernelMappings": [{"regexp": "^.+$", "containerImage": "quay.io/bench/kmod:${KERNEL_FULL_VERSION}"}]
-            }}
-        }
-    }))
-    .expect("a Module");
     let modules: Api<Module> = Api::namespaced(client.clone(), "bench");
-    let store = cluster.server().store().clone();
-    let writes_before: BTreeMap<String, u64> = store
-        .write_counts()
-        .into_iter()
-        .map(|(resource, counts)| (resource.0.to_string(), counts.total()))
-        .collect();
-    let cpu_at_start = cpu_time();
-    let started = Instant::now();
-    modules
-        .create(&PostParams::default(), &module)
-        .await
-        .expect("the Module is created");
-    let counts = async || {
-        modules
-            .get("kmod")
-            .await
-            .ok()
-            .and_then(|m| m.status?.module_loader)
-            .map(|c| (c.desired_number as usize, c.available_number as usize))
-            .unwrap_or_default()
-    };
-    wait_until(
-        "every node has an entry (desired = 5000)",
-        started,
-        async || counts().await.0 == NODES,
+
+    roll_out(
+        "1. one Module onto every node",
+        &server,
+        &modules,
+        "kmod-a",
+        nodes,
     )
     .await;
-    // Progress every 15 s, so a run cut short still tells the rate.
-    let mut reported = Instant::now();
-    let rollout = wait_until(
-        "loaded on every node (available = 5000)",
-        started,
-        async || {
-            let (desired, available) = counts().await;
-            if reported.elapsed() >= Duration::from_secs(15) {
-                reported = Instant::now();
-                println!(
-                    "  {:.0} s: desired {desired}, available {available}",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            available == NODES
-        },
+    roll_out(
+        "2. a second Module on top",
+        &server,
+        &modules,
+        "kmod-b",
+        nodes,
     )
     .await;
-    let rollout_cpu = cpu_time() - cpu_at_start;
+    upgrade_kernels(&server, &client, &modules, nodes).await;
+
+    let created = workers.load(Ordering::Relaxed);
+    let expected = 2 * nodes + 2 * (nodes / 10);
     println!(
-        "CPU during the rollout: {:.1} s ({:.0} % of one core); peak RSS: {}",
-        rollout_cpu.as_secs_f64(),
-        rollout_cpu.as_secs_f64() / rollout.as_secs_f64() * 100.0,
-        peak_rss(),
-    );
-    let mut total = 0;
-    let mut by_resource = Vec::new();
-    for (resource, counts) in store.write_counts() {
-        let resource = resource.0.to_string();
-        let delta = counts.total() - writes_before.get(&resource).copied().unwrap_or(0);
-        if delta > 0 {
-            total += delta;
-            by_resource.push(format!("{resource} {:.2}", delta as f64 / NODES as f64));
-        }
-    }
-    println!(
-        "writes committed by the store during the rollout: {total}, {:.2} per node ({})",
-        total as f64 / NODES as f64,
-        by_resource.join(", ")
-    );
-    let created = workers_created.load(std::sync::atomic::Ordering::Relaxed);
-    println!(
-        "worker pods created: {created} (one per node: {})",
-        created == NODES
+        "\nworker pods created: {created} (one per node, Module and kernel would be {expected})"
     );
     tokio::time::sleep(Duration::from_secs(5)).await;
     let cpu_before = cpu_time();
@@ -228,6 +492,7 @@ async fn main() {
         IDLE_WINDOW.as_secs(),
         idle.as_secs_f64() / IDLE_WINDOW.as_secs_f64() * 100.0
     );
+    println!("peak RSS: {}", peak_rss());
     stop.cancel();
     let _ = engine.await;
     cluster.shutdown().await;

@@ -305,3 +305,44 @@ async fn fifty_watchers_all_see_every_event() {
         assert_eq!(w.await.unwrap(), 20);
     }
 }
+
+#[tokio::test]
+async fn a_watcher_that_falls_far_behind_catches_up_without_losing_an_event() {
+    const WRITES: usize = 3000;
+    let cluster = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let rv = api
+        .create(&PostParams::default(), &cm("seed", &[]))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    // Nobody reads the stream while the writes happen: the server's queue for it fills and the live feed moves
+    // on without it, far beyond what either buffers.
+    let stream = api
+        .watch(&WatchParams::default().timeout(30), &rv)
+        .await
+        .unwrap();
+    for i in 0..WRITES {
+        api.create(&PostParams::default(), &cm(&format!("n{i}"), &[]))
+            .await
+            .unwrap();
+    }
+    let names: Vec<String> = tokio::time::timeout(
+        Duration::from_secs(30),
+        stream
+            .take(WRITES)
+            .map_ok(|event| match event {
+                WatchEvent::Added(o) => o.metadata.name.unwrap_or_default(),
+                other => format!("{other:?}"),
+            })
+            .try_collect(),
+    )
+    .await
+    .expect("every event arrives")
+    .unwrap();
+    let expected: Vec<String> = (0..WRITES).map(|i| format!("n{i}")).collect();
+    assert_eq!(names.len(), WRITES, "the stream ended early");
+    assert!(names == expected, "events out of order or missing");
+}

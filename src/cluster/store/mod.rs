@@ -11,6 +11,7 @@
 //! resourceVersion still in the history resumes exactly; an older one gets `410 Expired` and the client relists.
 
 pub mod durable;
+mod index;
 mod object;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -22,6 +23,7 @@ use tokio::sync::broadcast;
 
 use crate::cluster::apiserver::registry::ResourceKey;
 use durable::Durable;
+use index::FieldIndexes;
 pub use object::{Event, EventType, StoredObject};
 
 /// How many events the store remembers for watches that resume from an older resourceVersion.
@@ -32,8 +34,10 @@ pub const DEFAULT_HISTORY: usize = 100_000;
 /// busy cluster flat while still covering minutes of writes, so watches that reconnect resume instead of relisting.
 pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 
-/// How many events may queue for one slow watcher before its stream is closed (it then resumes or relists).
-const BROADCAST_CAPACITY: usize = 65_536;
+/// How many of the newest events the live feed holds. The feed's ring keeps that many events alive whether or not
+/// anyone still needs them, so it stays small: a watcher that falls further behind catches up from the history
+/// ([`Store::watch_from`]), which is bounded by bytes.
+const BROADCAST_CAPACITY: usize = 1024;
 
 /// Why a commit did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +75,8 @@ struct State {
     compacted_through: u64,
     /// Committed writes per resource, for benchmarks and diagnostics.
     writes: HashMap<ResourceKey, WriteCounts>,
+    /// Which objects hold each value of the indexed fields.
+    indexes: FieldIndexes,
 }
 
 /// How many writes the store committed on one resource since it started, by what they did.
@@ -209,6 +215,12 @@ impl Store {
             .unwrap_or(rv);
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let history_bytes = history.iter().map(|e| e.object.json.len()).sum();
+        let mut indexes = FieldIndexes::new();
+        for (resource, map) in &objects {
+            for (key, object) in map {
+                indexes.update(resource, key, None, Some(&object.value));
+            }
+        }
         let mut state = State {
             rv,
             objects,
@@ -216,6 +228,7 @@ impl Store {
             history_bytes,
             compacted_through,
             writes: HashMap::new(),
+            indexes,
         };
         let limits = HistoryLimits {
             events: history_limit.max(1),
@@ -291,6 +304,25 @@ impl Store {
             None => map.values().cloned().collect(),
         };
         (items, state.rv)
+    }
+
+    /// Like [`Store::list`], but only the objects whose `field` equals `value`, read from the store's index of that
+    /// field; `None` when the field is not indexed (the caller then lists and filters).
+    pub fn list_by_field(
+        &self,
+        resource: &ResourceKey,
+        namespace: Option<&str>,
+        field: &str,
+        value: &str,
+    ) -> Option<(Vec<Arc<StoredObject>>, u64)> {
+        let state = self.lock();
+        let keys = state.indexes.lookup(resource, field, value)?;
+        let map = state.objects.get(resource);
+        let items = keys
+            .filter(|(ns, _)| namespace.is_none_or(|want| want == ns))
+            .filter_map(|key| map?.get(key).cloned())
+            .collect();
+        Some((items, state.rv))
     }
 
     /// The objects of a resource as they were at resourceVersion `at`, for paginated lists that must stay one
@@ -386,6 +418,12 @@ impl Store {
         persist(&mut writer, resource, &key, kind, &object)?;
         let mut state = self.lock();
         state.rv = rv;
+        state.indexes.update(
+            resource,
+            &key,
+            previous.as_ref().map(|p| &p.value),
+            Some(&object.value),
+        );
         state
             .objects
             .entry(resource.clone())
@@ -431,6 +469,9 @@ impl Store {
         persist(&mut writer, resource, &key, EventType::Deleted, &object)?;
         let mut state = self.lock();
         state.rv = rv;
+        state
+            .indexes
+            .update(resource, &key, Some(&previous.value), None);
         if let Some(map) = state.objects.get_mut(resource) {
             map.remove(&key);
         }
@@ -485,12 +526,8 @@ impl Store {
                 oldest: state.compacted_through,
             });
         }
-        let backlog = state
-            .history
-            .iter()
-            .filter(|e| e.rv > since)
-            .cloned()
-            .collect();
+        let first = state.history.partition_point(|e| e.rv <= since);
+        let backlog = state.history.range(first..).cloned().collect();
         Ok((backlog, self.events.subscribe()))
     }
 

@@ -52,6 +52,17 @@ impl Filter {
         self.namespace.as_deref()
     }
 
+    /// The `field=value` terms of the field selector, by the stored field they read: candidates for a store
+    /// index lookup before [`Filter::matches`] checks the rest.
+    pub fn field_equalities(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.iter().flat_map(|(selector, mapping)| {
+            selector.equalities().filter_map(|(field, value)| {
+                let stored = mapping.iter().find(|(f, _)| f == field)?;
+                Some((stored.1.as_str(), value))
+            })
+        })
+    }
+
     /// Whether the stored object is selected.
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace

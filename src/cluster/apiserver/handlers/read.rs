@@ -96,7 +96,12 @@ pub fn list(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respons
             let rv = parse_rv(rv)?;
             (snapshot_at(server, ctx, &filter, rv)?, rv)
         }
-        _ => store.list(&ctx.storage, filter.namespace()),
+        _ => filter
+            .field_equalities()
+            .find_map(|(field, value)| {
+                store.list_by_field(&ctx.storage, filter.namespace(), field, value)
+            })
+            .unwrap_or_else(|| store.list(&ctx.storage, filter.namespace())),
     };
     let start = match &token {
         Some(t) => all.partition_point(|o| {

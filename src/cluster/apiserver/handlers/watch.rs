@@ -26,7 +26,7 @@ use super::read::parse_rv;
 use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::request::wants_table;
 use crate::cluster::apiserver::{ApiServer, ResponseBody, table};
-use crate::cluster::store::{Event, EventType, StoredObject};
+use crate::cluster::store::{Event, EventType, Store, StoredObject};
 
 /// How often an idle watch with bookmarks enabled is told the newest resourceVersion.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(15);
@@ -70,6 +70,7 @@ pub fn watch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 let _open = open;
                 watcher
                     .run(
+                        &store,
                         tx,
                         initial,
                         send_initial,
@@ -125,6 +126,7 @@ impl Watcher {
     #[allow(clippy::too_many_arguments)]
     async fn run(
         self,
+        store: &Store,
         tx: mpsc::Sender<Bytes>,
         initial: Option<Vec<Arc<StoredObject>>>,
         send_initial: bool,
@@ -145,13 +147,8 @@ impl Watcher {
                 return;
             }
         }
-        for event in backlog {
-            last_rv = event.rv;
-            if let Some(line) = self.event_line(&event)
-                && tx.send(line).await.is_err()
-            {
-                return;
-            }
+        if !self.send_events(&tx, backlog, &mut last_rv).await {
+            return;
         }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -171,9 +168,19 @@ impl Watcher {
                             return;
                         }
                     }
-                    // A watcher that falls this far behind is closed; the client resumes from its last
-                    // resourceVersion (or relists), exactly as after a kube-apiserver watch-cache overflow.
-                    Err(broadcast::error::RecvError::Lagged(_)) | Err(broadcast::error::RecvError::Closed) => return,
+                    // Behind the live feed: catch up from the store's history, as kube-apiserver's watchers
+                    // read from its watch cache. A watcher behind even the history is closed, and its client
+                    // resumes from its last resourceVersion (or relists after `410 Expired`).
+                    Err(broadcast::error::RecvError::Lagged(_)) => match store.watch_from(last_rv) {
+                        Ok((missed, resumed)) => {
+                            live = resumed;
+                            if !self.send_events(&tx, missed, &mut last_rv).await {
+                                return;
+                            }
+                        }
+                        Err(_) => return,
+                    },
+                    Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = ticker.tick(), if self.bookmarks => {
                     if tx.send(self.bookmark(last_rv, false)).await.is_err() {
@@ -190,6 +197,24 @@ impl Watcher {
                 _ = tx.closed() => return,
             }
         }
+    }
+
+    /// Send the lines of `events` this watcher sees, moving `last_rv` past each; false once the client is gone.
+    async fn send_events(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        events: Vec<Arc<Event>>,
+        last_rv: &mut u64,
+    ) -> bool {
+        for event in events {
+            *last_rv = event.rv;
+            if let Some(line) = self.event_line(&event)
+                && tx.send(line).await.is_err()
+            {
+                return false;
+            }
+        }
+        true
     }
 
     /// The line for a store event as this watcher sees it, if it sees it at all.

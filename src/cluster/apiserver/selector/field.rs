@@ -50,6 +50,15 @@ impl FieldSelector {
         self.terms.iter().map(|t| t.field.as_str())
     }
 
+    /// The `field=value` terms (not the `!=` ones): an object is selected only if it has each of these values,
+    /// so a store index on one of the fields can narrow a list before the whole selector is matched.
+    pub fn equalities(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.terms
+            .iter()
+            .filter(|t| t.equal)
+            .map(|t| (t.field.as_str(), t.value.as_str()))
+    }
+
     /// Whether an object is selected; `lookup` gives a field's value, and a field it cannot give
     /// compares as the empty string, as on the server.
     pub fn matches(&self, lookup: impl Fn(&str) -> Option<String>) -> bool {

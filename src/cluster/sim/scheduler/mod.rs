@@ -86,10 +86,9 @@ impl Scheduler {
         }
     }
 
-    /// Try every pending pod once, oldest first.
+    /// Try every pending pod once, oldest first. Most changes leave nothing to schedule (pods that run and end on
+    /// their nodes, node heartbeats); those cost a look at the pods only.
     async fn pass(&mut self, pods: &Store<Pod>, nodes: &Store<Node>) {
-        let mut nodes = nodes.state();
-        nodes.sort_by_key(|n| n.name_any());
         let pods = pods.state();
         let waiting: HashSet<String> = pods
             .iter()
@@ -97,6 +96,23 @@ impl Scheduler {
             .filter_map(|p| p.uid())
             .collect();
         self.bound.retain(|uid, _| waiting.contains(uid));
+        let mut pending: Vec<&Arc<Pod>> = pods
+            .iter()
+            .filter(|p| is_ours_to_schedule(p))
+            .filter(|p| p.uid().is_none_or(|uid| !self.bound.contains_key(&uid)))
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        pending.sort_by_key(|p| {
+            (
+                p.creation_timestamp().map(|t| t.0),
+                p.namespace(),
+                p.name_any(),
+            )
+        });
+        let mut nodes = nodes.state();
+        nodes.sort_by_cached_key(|n| n.name_any());
         let mut load: HashMap<String, usize> = HashMap::new();
         for pod in pods.iter().filter(|p| !is_terminal(p)) {
             if let Some(node) = node_name(pod) {
@@ -106,18 +122,6 @@ impl Scheduler {
         for node in self.bound.values() {
             *load.entry(node.clone()).or_default() += 1;
         }
-        let mut pending: Vec<&Arc<Pod>> = pods
-            .iter()
-            .filter(|p| is_ours_to_schedule(p))
-            .filter(|p| p.uid().is_none_or(|uid| !self.bound.contains_key(&uid)))
-            .collect();
-        pending.sort_by_key(|p| {
-            (
-                p.creation_timestamp().map(|t| t.0),
-                p.namespace(),
-                p.name_any(),
-            )
-        });
         for pod in pending {
             self.schedule(pod, &nodes, &mut load).await;
         }
