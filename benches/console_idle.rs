@@ -1,29 +1,73 @@
 //! Idle CPU and memory of the console on the `large` scenario (5,000 nodes), in a tmux session of 120x40.
 //!
-//! The console process carries the embedded cluster and its node simulation (kubelet heartbeats and the like), so
-//! the same figures are taken from `kmm-tui serve` on the same scenario, and the difference is the console's own
-//! share: its watches, its state and its drawing. Each pair runs with the engine off and in the foreground (for
-//! `serve`, `--with-engine`). Linux only (figures from /proc); skipped, saying why, where tmux is not installed.
+//! The console process carries the embedded cluster and its node simulation, so the same figures are taken from
+//! `kmm-tui serve` on the same scenario, and the difference is the console's own share: its watches, its state and
+//! its drawing. Each pair runs with the engine off, and with the engine in the foreground (for `serve`,
+//! `--with-engine`) once a Module that targets every node has converged: the scenario is `large` with the Module's
+//! image in the registry, the Module is created through the kubeconfig the process writes, and the measurement
+//! starts when its `availableNumber` equals the node count. A rollout that has not converged within
+//! [`ROLLOUT_LIMIT`] is measured anyway and the table says how far it got. The same runs are made on smaller node
+//! counts (the scenario's node group shrunk, nothing else changed) where a 5,000-node rollout takes too long.
+//! Linux only (figures from /proc); skipped, saying why, where tmux is not installed.
 //!
-//! Run with `cargo bench --bench console_idle`.
+//! Run with `cargo bench --bench console_idle`; `cargo bench --bench console_idle -- 500` runs only the given node
+//! counts.
+//!
+//! Where the time goes (release build, 2-core machine shared with other builds, load average 5 to 10):
+//!
+//! - 500 nodes, Module converged (29 s under the console, 28 s under `serve`): console with the engine in the
+//!   foreground 0.20 % of a core and 770 MiB, `serve --with-engine` 0.17 % and 717 MiB: the console's own share is
+//!   0.03 % of a core and 53 MiB. Engine off: 0.00 % for both, 141 and 126 MiB.
+//! - 5,000 nodes: the rollout ran at about 1.5 nodes per second (176 of 5,000 available after 154 s), so it did not
+//!   converge within [`ROLLOUT_LIMIT`] and that run was stopped. Idle on `large` with the engine in the foreground
+//!   and no Module: 0.30 % of a core with `perf record -g --call-graph dwarf` attached. Of its samples, 68 % are the
+//!   embedded cluster's controllers task (its periodic sweep 24 %, `serde_json::Value::pointer` 21 %); the console's
+//!   event loop and ratatui about 3 %. A lease renewal every 3 s was the console's only wake-up, and it redrew the
+//!   whole screen each time.
+//! - During the 5,000-node rollout (the process at 49 % of a core), the console's `App::update` took 14.5 % of the
+//!   samples: every node row made afresh on each change of any Node or NodeModulesConfig (7.1 %, up to ten times a
+//!   second) and the lists sorted as they arrive (3.4 %); the cluster's owner-reference lookups
+//!   (`controllers::on_deleted` and `dependents_of`, a scan of every object per deletion) took 20 to 30 %.
+//! - Since then the node rows made from the very same Node and NodeModulesConfig objects as before (the watches
+//!   hand over an unchanged object as the same shared pointer) are moved over instead of made again, and a lease
+//!   renewal redraws only when it changes what the header, footer or `:engine` show.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use kmm_tui::api::kmm::Module;
+use kube::Api;
+use kube::api::PostParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::runtime::Runtime;
 
 #[path = "../tests/support/tmux.rs"]
 mod tmux;
 
 use tmux::TmuxConsole;
 
-/// Time allowed for start-up work to die down once the process is ready.
+/// Time allowed for start-up work to die down once the process is ready (or its Module has converged).
 const SETTLE: Duration = Duration::from_secs(20);
 /// Idle measurement window.
 const WINDOW: Duration = Duration::from_secs(30);
 /// How long 5,000 nodes may take to come up and reach the console, on a busy two-core machine.
 const STARTUP_LIMIT: Duration = Duration::from_secs(600);
-/// Nodes in the `large` scenario.
-const NODES: usize = 5000;
+/// How long the Module may take to become available on every node before the process is measured regardless: ten
+/// times the minute a 5,000-node rollout should take.
+const ROLLOUT_LIMIT: Duration = Duration::from_secs(600);
+/// Node counts measured by default: `large` itself, and a tenth of it, where a rollout converges quickly.
+const NODE_COUNTS: [usize; 2] = [5000, 500];
+/// The `large` scenario, whose node count and registry the runs adjust.
+const LARGE: &str = include_str!("../src/cluster/sim/scenarios/large.yaml");
+/// The Module's image in the registry, for `large`'s kernel, and the namespace the Module lives in.
+const REGISTRY_AND_NAMESPACE: &str = "
+registry:
+  images:
+    - {name: quay.io/bench/kmod:5.14.0-284.el9.x86_64, sizeMiB: 20}
+objects:
+  - {apiVersion: v1, kind: Namespace, metadata: {name: bench}}
+";
 
 /// CPU and memory of one process over [`WINDOW`].
 #[derive(Clone, Copy)]
@@ -79,40 +123,150 @@ fn rss_mib(pid: u32) -> f64 {
 /// Let start-up work settle, then measure `pid` over [`WINDOW`].
 fn measure(pid: u32) -> Figures {
     std::thread::sleep(SETTLE);
+    println!("  measuring pid {pid} for {}s", WINDOW.as_secs());
     let before = cpu_ticks(pid);
     let started = Instant::now();
     std::thread::sleep(WINDOW);
     let ticks = cpu_ticks(pid) - before;
     let wall = started.elapsed().as_secs_f64();
-    Figures {
+    let figures = Figures {
         cpu_percent: ticks as f64 / clock_ticks() / wall * 100.0,
         rss_mib: rss_mib(pid),
-    }
+    };
+    println!(
+        "  {:.2}% of a core, RSS {:.0} MiB",
+        figures.cpu_percent, figures.rss_mib
+    );
+    figures
 }
 
-/// Whether the header says every node of the scenario has arrived: `Nodes <ready>/5000 ready` and nothing loading.
-fn nodes_loaded(screen: &str) -> bool {
+/// `large` with `nodes` nodes and the Module's image in the registry, written to a file in `dir`.
+fn scenario_file(dir: &Path, nodes: usize) -> PathBuf {
+    let resized = LARGE.replace("count: 5000", &format!("count: {nodes}"));
+    assert!(
+        resized.contains(&format!("count: {nodes}")),
+        "the large scenario no longer has one group of 5000 nodes"
+    );
+    let path = dir.join(format!("large-{nodes}.yaml"));
+    std::fs::write(&path, resized + REGISTRY_AND_NAMESPACE).expect("writing the scenario");
+    path
+}
+
+/// Whether the header says every node of the scenario has arrived: `Nodes <ready>/<nodes> ready` and nothing
+/// loading.
+fn nodes_loaded(screen: &str, nodes: usize) -> bool {
     let header = screen.lines().next().unwrap_or_default();
     let total = header
         .split_once("Nodes ")
         .and_then(|(_, rest)| rest.split_once(" ready"))
         .and_then(|(counts, _)| counts.split_once('/'))
         .and_then(|(_, total)| total.parse::<usize>().ok());
-    total == Some(NODES) && !header.contains("loading")
+    total == Some(nodes) && !header.contains("loading")
 }
 
-/// The console on `large` with `--engine <engine>`, measured once every node is on screen.
-fn console(dir: &Path, engine: &str) -> Figures {
+/// A client for the cluster the kubeconfig at `path` points at, once the file is there.
+async fn client_from(path: &Path) -> kube::Client {
+    let deadline = Instant::now() + STARTUP_LIMIT;
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig at {path:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let kubeconfig = Kubeconfig::read_from(path).expect("reading the written kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("loading the written kubeconfig");
+    kube::Client::try_from(config).expect("a client for the embedded cluster")
+}
+
+/// How far the rollout got when measuring began.
+#[derive(Clone, Copy)]
+struct Rollout {
+    /// Nodes with the module available.
+    available: usize,
+    /// Time from the Module's creation until every node had it, or until measuring began regardless.
+    took: Duration,
+}
+
+/// Create a Module that targets every node, and wait until it is available on all `nodes` (at most
+/// [`ROLLOUT_LIMIT`]).
+fn roll_out(runtime: &Runtime, kubeconfig: &Path, nodes: usize) -> Rollout {
+    runtime.block_on(async {
+        let client = client_from(kubeconfig).await;
+        let modules: Api<Module> = Api::namespaced(client, "bench");
+        let module: Module = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+            "metadata": {"name": "kmod", "namespace": "bench"},
+            "spec": {
+                "selector": {"node-role.kubernetes.io/worker": ""},
+                "moduleLoader": {"container": {
+                    "modprobe": {"moduleName": "bench_kmod"},
+                    "kernelMappings": [{
+                        "regexp": "^.+$",
+                        "containerImage": "quay.io/bench/kmod:${KERNEL_FULL_VERSION}"
+                    }]
+                }}
+            }
+        }))
+        .expect("a Module");
+        let started = Instant::now();
+        modules
+            .create(&PostParams::default(), &module)
+            .await
+            .expect("the Module is created");
+        let mut reported = Instant::now();
+        loop {
+            let available = modules
+                .get("kmod")
+                .await
+                .ok()
+                .and_then(|m| m.status?.module_loader)
+                .map_or(0, |loader| loader.available_number as usize);
+            if available >= nodes || started.elapsed() >= ROLLOUT_LIMIT {
+                println!(
+                    "  Module available on {available}/{nodes} nodes after {:.1?}",
+                    started.elapsed()
+                );
+                return Rollout {
+                    available,
+                    took: started.elapsed(),
+                };
+            }
+            if reported.elapsed() >= Duration::from_secs(30) {
+                reported = Instant::now();
+                println!(
+                    "  {:.0?}: available on {available}/{nodes}",
+                    started.elapsed()
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+/// The console on `scenario` with `--engine <engine>`, measured once every node is on screen and, with the engine
+/// in the foreground, once the Module has rolled out.
+fn console(runtime: &Runtime, dir: &Path, run: &Run, engine: &str) -> (Figures, Option<Rollout>) {
     let started = Instant::now();
+    let kubeconfig = dir.join(format!("console-{}-{engine}.kubeconfig", run.nodes));
     let console = TmuxConsole::start(
         dir,
-        ["--embedded", "--scenario", "large", "--engine", engine],
+        [
+            "--scenario".as_ref(),
+            run.scenario.as_os_str(),
+            "--engine".as_ref(),
+            engine.as_ref(),
+            "--kubeconfig-out".as_ref(),
+            kubeconfig.as_os_str(),
+        ],
     );
-    console.wait_for("every node in the header", STARTUP_LIMIT, nodes_loaded);
+    console.wait_for("every node in the header", STARTUP_LIMIT, |screen| {
+        nodes_loaded(screen, run.nodes)
+    });
     println!(
         "  console, engine {engine}: nodes on screen after {:.1?}",
         started.elapsed()
     );
+    let rollout = (engine == "foreground").then(|| roll_out(runtime, &kubeconfig, run.nodes));
     let pid = console.pane().pid;
     let figures = measure(pid);
     if console.pane().dead {
@@ -120,10 +274,10 @@ fn console(dir: &Path, engine: &str) -> Figures {
     }
     console.press(&["C-c"]);
     console.wait_for_exit(Duration::from_secs(60));
-    figures
+    (figures, rollout)
 }
 
-/// `kmm-tui serve` on `large`, killed when dropped.
+/// `kmm-tui serve`, killed when dropped.
 struct Serve(Child);
 
 impl Drop for Serve {
@@ -133,17 +287,25 @@ impl Drop for Serve {
     }
 }
 
-/// `kmm-tui serve --scenario large` (with `extra` arguments), measured once it is ready.
-fn serve(dir: &Path, extra: &[&str]) -> Figures {
-    let kubeconfig = dir.join("serve.kubeconfig");
-    let _ = std::fs::remove_file(&kubeconfig);
+/// `kmm-tui serve` on `scenario` (with the engine when `engine` is true), measured once it is ready and, with the
+/// engine, once the Module has rolled out.
+fn serve(runtime: &Runtime, dir: &Path, run: &Run, engine: bool) -> (Figures, Option<Rollout>) {
+    let kubeconfig = dir.join(format!("serve-{}-{engine}.kubeconfig", run.nodes));
     let started = Instant::now();
     let mut serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .args(["serve", "--scenario", "large", "--listen", "127.0.0.1:0"])
-            .args(["--log", "warn", "--kubeconfig-out"])
+            .arg("serve")
+            .arg("--scenario")
+            .arg(&run.scenario)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--log",
+                "warn",
+                "--kubeconfig-out",
+            ])
             .arg(&kubeconfig)
-            .args(extra)
+            .args(engine.then_some("--with-engine"))
             .env("TMPDIR", dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -160,16 +322,47 @@ fn serve(dir: &Path, extra: &[&str]) -> Figures {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!(
-        "  serve {}: ready after {:.1?}",
-        extra.join(" "),
-        started.elapsed()
-    );
+    let name = if engine { "--with-engine" } else { "" };
+    println!("  serve {name}: ready after {:.1?}", started.elapsed());
+    let rollout = engine.then(|| roll_out(runtime, &kubeconfig, run.nodes));
     let figures = measure(serve.0.id());
     if let Ok(Some(status)) = serve.0.try_wait() {
         panic!("kmm-tui serve exited while it was measured: {status}");
     }
-    figures
+    (figures, rollout)
+}
+
+/// One node count's scenario.
+struct Run {
+    nodes: usize,
+    scenario: PathBuf,
+}
+
+/// The console and `serve` measured the same way, and what the rollout reached in each.
+struct Pair {
+    engine: &'static str,
+    console: Figures,
+    serve: Figures,
+    rollouts: Option<(Rollout, Rollout)>,
+}
+
+fn row(name: &str, figures: Figures, note: &str) {
+    println!(
+        "{name:<48} {:>14.2} {:>10.1}  {note}",
+        figures.cpu_percent, figures.rss_mib
+    );
+}
+
+/// What a rollout reached, for the table.
+fn reached(rollout: Option<Rollout>, nodes: usize) -> String {
+    match rollout {
+        None => String::new(),
+        Some(r) if r.available >= nodes => format!("converged in {:.0?}", r.took),
+        Some(r) => format!(
+            "NOT converged: {}/{nodes} available after {:.0?}",
+            r.available, r.took
+        ),
+    }
 }
 
 fn main() {
@@ -177,57 +370,94 @@ fn main() {
         println!("skipping the console idle benchmark: {why}");
         return;
     }
+    let counts: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let counts = if counts.is_empty() {
+        NODE_COUNTS.to_vec()
+    } else {
+        counts
+    };
+    let runtime = Runtime::new().expect("a tokio runtime");
     let dir = tempfile::tempdir().expect("tempdir");
-    println!(
-        "console idle on large ({NODES} nodes): {}s settle, then {}s measured",
-        SETTLE.as_secs(),
-        WINDOW.as_secs()
-    );
-    let runs = [
-        ("off", console(dir.path(), "off"), serve(dir.path(), &[])),
-        (
-            "foreground",
-            console(dir.path(), "foreground"),
-            serve(dir.path(), &["--with-engine"]),
-        ),
-    ];
-    println!();
-    println!(
-        "{:<44} {:>14} {:>10}",
-        "process", "CPU % of core", "RSS MiB"
-    );
-    for (engine, console, serve) in runs {
-        let serve_name = if engine == "off" {
-            "kmm-tui serve (same cluster, no console)".to_owned()
-        } else {
-            "kmm-tui serve --with-engine".to_owned()
+    let mut results = Vec::new();
+    for nodes in counts {
+        let run = Run {
+            nodes,
+            scenario: scenario_file(dir.path(), nodes),
         };
-        for (name, figures) in [
-            (format!("console, engine {engine}"), console),
-            (serve_name, serve),
-        ] {
-            println!(
-                "{name:<44} {:>14.2} {:>10.1}",
-                figures.cpu_percent, figures.rss_mib
-            );
-        }
         println!(
-            "{:<44} {:>14.2} {:>10.1}",
-            format!("console's own share, engine {engine}"),
-            console.cpu_percent - serve.cpu_percent,
-            console.rss_mib - serve.rss_mib
+            "console idle on large with {nodes} nodes: {}s settle, then {}s measured",
+            SETTLE.as_secs(),
+            WINDOW.as_secs()
         );
+        let (console_off, _) = console(&runtime, dir.path(), &run, "off");
+        let (serve_off, _) = serve(&runtime, dir.path(), &run, false);
+        let (console_on, console_rollout) = console(&runtime, dir.path(), &run, "foreground");
+        let (serve_on, serve_rollout) = serve(&runtime, dir.path(), &run, true);
+        let pairs = [
+            Pair {
+                engine: "off",
+                console: console_off,
+                serve: serve_off,
+                rollouts: None,
+            },
+            Pair {
+                engine: "foreground",
+                console: console_on,
+                serve: serve_on,
+                rollouts: console_rollout.zip(serve_rollout),
+            },
+        ];
+        results.push((nodes, pairs));
     }
     println!();
-    for (engine, console, serve) in runs {
-        println!(
-            "console idle on large (engine {engine}): {:.2}% of a core over {}s, RSS {:.0} MiB \
-             (console's own share: {:+.2}% of a core, {:+.0} MiB)",
-            console.cpu_percent,
-            WINDOW.as_secs(),
-            console.rss_mib,
-            console.cpu_percent - serve.cpu_percent,
-            console.rss_mib - serve.rss_mib
-        );
+    println!(
+        "{:<48} {:>14} {:>10}  module",
+        "process", "CPU % of core", "RSS MiB"
+    );
+    for (nodes, pairs) in &results {
+        for pair in pairs {
+            let engine = pair.engine;
+            let (console_note, serve_note) = match pair.rollouts {
+                Some((console, serve)) => {
+                    (reached(Some(console), *nodes), reached(Some(serve), *nodes))
+                }
+                None => (String::new(), String::new()),
+            };
+            row(
+                &format!("{nodes} nodes: console, engine {engine}"),
+                pair.console,
+                &console_note,
+            );
+            let serve_name = if engine == "off" {
+                format!("{nodes} nodes: serve (same cluster, no console)")
+            } else {
+                format!("{nodes} nodes: serve --with-engine")
+            };
+            row(&serve_name, pair.serve, &serve_note);
+            println!(
+                "{:<48} {:>14.2} {:>10.1}",
+                format!("{nodes} nodes: console's own share, engine {engine}"),
+                pair.console.cpu_percent - pair.serve.cpu_percent,
+                pair.console.rss_mib - pair.serve.rss_mib
+            );
+        }
+    }
+    println!();
+    for (nodes, pairs) in &results {
+        for pair in pairs {
+            println!(
+                "console idle on large, {nodes} nodes (engine {}): {:.2}% of a core over {}s, RSS {:.0} MiB \
+                 (console's own share: {:+.2}% of a core, {:+.0} MiB)",
+                pair.engine,
+                pair.console.cpu_percent,
+                WINDOW.as_secs(),
+                pair.console.rss_mib,
+                pair.console.cpu_percent - pair.serve.cpu_percent,
+                pair.console.rss_mib - pair.serve.rss_mib
+            );
+        }
     }
 }

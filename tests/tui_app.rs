@@ -368,6 +368,141 @@ fn the_header_says_which_engine_acts() {
 }
 
 #[test]
+fn a_lease_renewal_redraws_only_where_it_shows() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let lease = |holder: &str, renewed: jiff::Timestamp| {
+        Some(Arc::new(
+            serde_json::from_value::<Lease>(json!({
+                "metadata": {"name": "kmm-tui-engine", "namespace": "kube-system"},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                         "renewTime": renewed.to_string()}
+            }))
+            .expect("lease"),
+        ))
+    };
+    let mut app = app(false);
+    let start = jiff::Timestamp::now();
+    assert!(
+        app.update(Action::EngineLease(lease("console", start))),
+        "the first holder changes the header"
+    );
+    let renewed = start + jiff::SignedDuration::from_secs(3);
+    assert!(
+        !app.update(Action::EngineLease(lease("console", renewed))),
+        "a renewal by the same holder changes nothing on screen"
+    );
+    assert!(
+        app.update(Action::EngineLease(lease("controller-7", renewed))),
+        "a new holder changes the header"
+    );
+    app.views.push(View::Engine);
+    assert!(
+        app.update(Action::EngineLease(lease("controller-7", renewed))),
+        "the :engine view shows the Lease itself"
+    );
+}
+
+#[test]
+fn node_rows_follow_every_node_and_nodemodulesconfig_change() {
+    use k8s_openapi::api::core::v1::Node;
+    use kmm_tui::api::kmm::NodeModulesConfig;
+    let node = |name: &str, cordoned: bool| {
+        Arc::new(
+            serde_json::from_value::<Node>(json!({
+                "metadata": {"name": name},
+                "spec": {"unschedulable": cordoned},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+            }))
+            .expect("node"),
+        )
+    };
+    let nmc = |name: &str, loaded: bool| {
+        let entry = json!({
+            "name": "alpha", "namespace": "a", "serviceAccountName": "default",
+            "config": {"kernelVersion": "6.1.0", "containerImage": "quay.io/x/y:6.1.0",
+                       "imagePullPolicy": "IfNotPresent", "insecurePull": false,
+                       "modprobe": {"moduleName": "alpha"}}
+        });
+        let mut loaded_entry = entry.clone();
+        loaded_entry["bootId"] = json!("boot-1");
+        let status: Vec<_> = if loaded {
+            vec![loaded_entry]
+        } else {
+            Vec::new()
+        };
+        Arc::new(
+            serde_json::from_value::<NodeModulesConfig>(json!({
+                "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "NodeModulesConfig",
+                "metadata": {"name": name},
+                "spec": {"modules": [entry]},
+                "status": {"modules": status}
+            }))
+            .expect("nmc"),
+        )
+    };
+    let summary = |app: &App| -> Vec<(String, bool, usize, usize)> {
+        app.rows
+            .nodes
+            .iter()
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    r.unschedulable,
+                    r.modules_loaded.len(),
+                    r.modules_pending,
+                )
+            })
+            .collect()
+    };
+    let mut app = app(false);
+    let nodes: Vec<_> = (0..3).map(|i| node(&format!("n{i}"), false)).collect();
+    app.update(Action::Data(KindSnapshot::Nodes(nodes.clone())));
+    app.update(Action::Data(KindSnapshot::NodeModulesConfigs(vec![
+        nmc("n0", false),
+        nmc("n1", false),
+    ])));
+    assert_eq!(
+        summary(&app),
+        [
+            ("n0".to_owned(), false, 0, 1),
+            ("n1".to_owned(), false, 0, 1),
+            ("n2".to_owned(), false, 0, 0)
+        ]
+    );
+    // One node cordoned (a new object), the others handed over unchanged, in another order.
+    app.update(Action::Data(KindSnapshot::Nodes(vec![
+        nodes[2].clone(),
+        node("n1", true),
+        nodes[0].clone(),
+    ])));
+    app.update(Action::Data(KindSnapshot::NodeModulesConfigs(vec![
+        nmc("n0", true),
+        nmc("n1", false),
+        nmc("n2", false),
+    ])));
+    assert_eq!(
+        summary(&app),
+        [
+            ("n0".to_owned(), false, 1, 0),
+            ("n1".to_owned(), true, 0, 1),
+            ("n2".to_owned(), false, 0, 1)
+        ]
+    );
+    // A node gone and one new.
+    app.update(Action::Data(KindSnapshot::Nodes(vec![
+        nodes[0].clone(),
+        node("n3", false),
+    ])));
+    assert_eq!(
+        summary(&app),
+        [
+            ("n0".to_owned(), false, 1, 0),
+            ("n3".to_owned(), false, 0, 0)
+        ]
+    );
+}
+
+#[test]
 fn access_reviews_are_kept_per_context() {
     let mut app = app(false);
     let mut report = AccessReport {

@@ -50,6 +50,8 @@ pub struct App {
     pub data: ClusterData,
     /// Rows of every list.
     pub rows: Rows,
+    /// What the node rows were made from, so a change to a few nodes remakes only their rows.
+    node_sources: nodes::NodeSources,
     /// The open Module's detail, when the detail view is open.
     pub detail: Option<ModuleDetail>,
     /// The cache views' detail and matrix scroll.
@@ -108,6 +110,7 @@ impl App {
             keymap,
             data: ClusterData::default(),
             rows: Rows::default(),
+            node_sources: nodes::NodeSources::default(),
             detail: None,
             caches: CacheViews::default(),
             yaml: None,
@@ -218,10 +221,12 @@ impl App {
                 true
             }
             Action::EngineLease(lease) => {
+                let shown = self.engine_shown();
                 self.data.engine_lease = lease;
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 self.on_engine_lease();
-                true
+                // A renewal every few seconds moves only the renew time; outside `:engine` it shows nowhere.
+                self.view() == &View::Engine || self.engine_shown() != shown
             }
             Action::Engine(event) => {
                 self.on_engine_event(event);
@@ -287,10 +292,11 @@ impl App {
 
     /// Rebuild rows, the open detail and YAML, and every list's visible rows; keep selections in range.
     fn refresh(&mut self) {
+        self.node_sources.clear();
         self.rows = Rows {
             modules: modules::rows(&self.data),
             images: images::rows(&self.data, self.now),
-            nodes: nodes::rows(&self.data),
+            nodes: nodes::rows_reusing(&self.data, Vec::new(), &mut self.node_sources),
             events: events::rows(&self.data, self.now),
             shims: shim_rows::rows(&self.data),
             caches: super::view::caches::rows(&self.data),
@@ -309,12 +315,13 @@ impl App {
                 self.rows.images = images::rows(&self.data, self.now);
             }
             Kind::Pod => self.rows.images = images::rows(&self.data, self.now),
-            Kind::Node | Kind::NodeModulesConfig => self.rows.nodes = nodes::rows(&self.data),
+            Kind::Node | Kind::NodeModulesConfig => self.refresh_node_rows(),
             Kind::Event => self.rows.events = events::rows(&self.data, self.now),
             Kind::Shim => self.rows.shims = shim_rows::rows(&self.data),
             Kind::ImageCache => {
                 self.rows.caches = super::view::caches::rows(&self.data);
-                self.rows.nodes = nodes::rows(&self.data);
+                self.node_sources.clear();
+                self.refresh_node_rows();
             }
             Kind::ModuleDay0 | Kind::MachineConfigPool => {
                 self.rows.day0s = day0_rows::rows(&self.data);
@@ -322,6 +329,12 @@ impl App {
         }
         self.refresh_open_view();
         self.refresh_visible();
+    }
+
+    /// Remake the node rows whose Node or NodeModulesConfig changed; move the others over.
+    fn refresh_node_rows(&mut self) {
+        let previous = std::mem::take(&mut self.rows.nodes);
+        self.rows.nodes = nodes::rows_reusing(&self.data, previous, &mut self.node_sources);
     }
 
     fn refresh_open_view(&mut self) {
@@ -407,6 +420,15 @@ impl App {
             let index = selection.index;
             selection.set(index, rows.len(), height);
         }
+    }
+
+    /// What the header and footer show of the engine Lease: who acts, in both lengths, and the footer's message.
+    fn engine_shown(&self) -> (String, &'static str, Option<StatusLine>) {
+        (
+            self.engine_summary(),
+            self.engine_badge(),
+            self.status.clone(),
+        )
     }
 
     /// Lines of the help view: a heading and a blank line per section, plus one line per binding.

@@ -2,9 +2,11 @@
 //! there, and taints.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 
+use crate::api::kmm::NodeModulesConfig;
 use crate::engine::{kernel, nodes};
 use crate::tui::data::ClusterData;
 
@@ -135,15 +137,83 @@ fn cache_coverage<'a>(node: &'a Node, caches: &mut [CacheCheck<'a>]) -> (usize, 
     (wanted, complete)
 }
 
-/// Every node's row, by name.
-pub fn rows(data: &ClusterData) -> Vec<NodeRow> {
+/// The objects each node's row was made from, in the rows' order. The watches hand over an unchanged object as the
+/// same shared pointer, so a row whose Node and NodeModulesConfig are the very objects it was made from is that row
+/// again: when one node of 5,000 changes, one row is made and the rest are moved over.
+#[derive(Clone, Debug, Default)]
+pub struct NodeSources {
+    rows: Vec<RowSources>,
+}
+
+/// The Node and NodeModulesConfig one row was made from.
+#[derive(Clone, Debug)]
+struct RowSources {
+    node: Arc<Node>,
+    nmc: Option<Arc<NodeModulesConfig>>,
+}
+
+impl RowSources {
+    fn name(&self) -> &str {
+        self.node.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    fn same(&self, node: &Arc<Node>, nmc: Option<&Arc<NodeModulesConfig>>) -> bool {
+        Arc::ptr_eq(&self.node, node)
+            && match (&self.nmc, nmc) {
+                (Some(before), Some(now)) => Arc::ptr_eq(before, now),
+                (None, None) => true,
+                _ => false,
+            }
+    }
+}
+
+impl NodeSources {
+    /// Forget every row's sources, so the next rows are all made afresh: for changes every row depends on (the
+    /// ImageCaches).
+    pub fn clear(&mut self) {
+        self.rows.clear();
+    }
+}
+
+/// Every node's row, by name, moving over the rows of `previous` (made from `sources`) whose node and
+/// NodeModulesConfig did not change; `sources` is updated to describe the rows returned.
+pub fn rows_reusing(
+    data: &ClusterData,
+    previous: Vec<NodeRow>,
+    sources: &mut NodeSources,
+) -> Vec<NodeRow> {
+    let before = std::mem::take(&mut sources.rows);
+    let mut previous: Vec<Option<NodeRow>> = if before.len() == previous.len() {
+        previous.into_iter().map(Some).collect()
+    } else {
+        Vec::new()
+    };
     let mut caches: Vec<CacheCheck<'_>> = data
         .caches
         .iter()
         .map(|c| (CacheImages::of(c), HashMap::new()))
         .collect();
+    sources.rows.reserve(data.nodes.len());
     data.nodes
         .iter()
-        .map(|node| NodeRow::of(node, data, &mut caches))
+        .enumerate()
+        .map(|(index, node)| {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            let nmc = data.nmc(name);
+            // Both lists are sorted by name: the row is most often at the same place, else found by name.
+            let at = if before.get(index).is_some_and(|b| b.name() == name) {
+                Some(index)
+            } else {
+                before.binary_search_by(|b| b.name().cmp(name)).ok()
+            };
+            let kept = at
+                .filter(|&at| before[at].same(node, nmc))
+                .and_then(|at| previous.get_mut(at)?.take());
+            sources.rows.push(RowSources {
+                node: node.clone(),
+                nmc: nmc.cloned(),
+            });
+            kept.unwrap_or_else(|| NodeRow::of(node, data, &mut caches))
+        })
         .collect()
 }
