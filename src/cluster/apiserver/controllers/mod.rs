@@ -52,10 +52,16 @@ async fn run(server: ApiServer, mut events: broadcast::Receiver<Arc<Event>>) {
     };
     let mut ticker =
         tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
+    let mut last_rv = 0;
     loop {
         tokio::select! {
             received = events.recv() => match received {
-                Ok(event) => collector.handle(&event),
+                Ok(event) => {
+                    last_rv = event.rv;
+                    collector.handle(&event);
+                }
+                // Behind the live feed: catch up from the store's history when it still holds what was missed.
+                Err(RecvError::Lagged(_)) if last_rv > 0 && collector.catch_up(&mut events, &mut last_rv) => {}
                 Err(RecvError::Lagged(missed)) => {
                     tracing::debug!(missed, "the garbage collector lost events; rebuilding its graph");
                     let Some(rebuilt) = Collector::rebuilt(collector.server.clone()).await else {
@@ -78,6 +84,24 @@ struct Collector {
 }
 
 impl Collector {
+    /// Handle the events after `last_rv` from the store's history and follow the live feed from there; false when
+    /// the history no longer reaches back that far.
+    fn catch_up(
+        &mut self,
+        events: &mut broadcast::Receiver<Arc<Event>>,
+        last_rv: &mut u64,
+    ) -> bool {
+        let Ok((missed, resumed)) = self.server.store().watch_from(*last_rv) else {
+            return false;
+        };
+        *events = resumed;
+        for event in missed {
+            *last_rv = event.rv;
+            self.handle(&event);
+        }
+        true
+    }
+
     /// Build the graph from a full walk of the store and finish whatever is unfinished, off the runtime's worker
     /// threads (it is the one pass whose cost grows with the store).
     async fn rebuilt(server: ApiServer) -> Option<Self> {
