@@ -94,3 +94,10 @@ impl World {
         ChaCha8Rng::seed_from_u64(seed)
     }
 }
+
+/// Drop `metadata.managedFields` from a watched object before a component keeps it. No simulated component reads
+/// them, yet they are about half of a Node's JSON and most of its size once parsed, and the scheduler, the Machine
+/// Config Operator and the workload controllers each cache every Node or Pod of the cluster.
+pub(crate) fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}

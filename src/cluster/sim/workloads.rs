@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
 use super::scheduler::events::{Recorder, Severity};
-use super::{MANAGER, World};
+use super::{MANAGER, World, forget_managed_fields};
 
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
@@ -46,21 +46,24 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let streams = [
             reflector::reflector(
                 deployment_writer,
-                watcher(Api::<Deployment>::all(client.clone()), Default::default()),
+                watcher(Api::<Deployment>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)
             .boxed(),
             reflector::reflector(
                 replica_set_writer,
-                watcher(Api::<ReplicaSet>::all(client.clone()), Default::default()),
+                watcher(Api::<ReplicaSet>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)
             .boxed(),
             reflector::reflector(
                 pod_writer,
-                watcher(Api::<Pod>::all(client.clone()), Default::default()),
+                watcher(Api::<Pod>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)

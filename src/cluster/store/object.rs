@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::cluster::apiserver::registry::ResourceKey;
 
@@ -23,8 +23,17 @@ impl StoredObject {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Self { value, json, rv }
+        // A boxed slice holds exactly the JSON; the vector it comes from may be up to twice as large.
+        let json = Bytes::from(
+            serde_json::to_vec(&value)
+                .unwrap_or_default()
+                .into_boxed_slice(),
+        );
+        Self {
+            value: compacted(value),
+            json,
+            rv,
+        }
     }
 
     /// The object's namespace (empty for cluster-scoped objects).
@@ -42,6 +51,34 @@ impl StoredObject {
             .and_then(Value::as_str)
             .unwrap_or("")
     }
+}
+
+/// `value` rebuilt with every map, list and string holding exactly what it contains. The objects a write produces
+/// come out of parsing, merging and field tracking, whose maps grow by doubling: a map of one entry (most of the
+/// `fieldsV1` trees of `managedFields` are such maps) reserves room for three. The stored tree lives as long as the
+/// object and the history keep it, so its slack is paid for every object of the cluster.
+fn compacted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut exact = Map::with_capacity(map.len());
+            for (key, item) in map {
+                exact.insert(exact_string(key), compacted(item));
+            }
+            Value::Object(exact)
+        }
+        Value::Array(items) => {
+            let mut exact = Vec::with_capacity(items.len());
+            exact.extend(items.into_iter().map(compacted));
+            Value::Array(exact)
+        }
+        Value::String(text) => Value::String(exact_string(text)),
+        scalar => scalar,
+    }
+}
+
+fn exact_string(mut text: String) -> String {
+    text.shrink_to_fit();
+    text
 }
 
 /// What a write did, as watchers see it.
@@ -95,4 +132,44 @@ pub struct Event {
     pub object: Arc<StoredObject>,
     /// The object before the write, so watches with selectors can turn a change into ADDED or DELETED.
     pub previous: Option<Arc<StoredObject>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_stored_object_keeps_every_field_in_its_order_and_serialises_exactly() {
+        let mut grown = Map::new();
+        for key in ["z", "a", "m"] {
+            grown.insert(
+                key.to_string(),
+                json!({"f:x": {}, "k:{\"type\":\"Ready\"}": {".": {}}}),
+            );
+        }
+        let value = json!({
+            "metadata": {"name": "n", "namespace": "ns", "labels": {"b": "2", "a": "1"}},
+            "spec": {"list": [1, "two", {"three": [null, true, 3.5]}], "empty": {}, "none": []},
+            "status": Value::Object(grown),
+        });
+        let stored = StoredObject::new(value.clone(), 7);
+        let mut expected = value;
+        expected["metadata"]["resourceVersion"] = json!("7");
+        assert_eq!(stored.value, expected);
+        let keys: Vec<&String> = stored.value["status"]
+            .as_object()
+            .expect("a map")
+            .keys()
+            .collect();
+        assert_eq!(keys, ["z", "a", "m"]);
+        assert_eq!(
+            stored.json,
+            serde_json::to_vec(&expected).expect("serialisable")
+        );
+        assert_eq!(
+            (stored.namespace(), stored.name(), stored.rv),
+            ("ns", "n", 7)
+        );
+    }
 }

@@ -15,12 +15,15 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use super::{Kubelet, Tracked, locked, worker};
+use crate::cluster::sim::forget_managed_fields;
 use crate::cluster::sim::scenario::Fault;
 
 /// Watch every pod; start a worker for each pod bound to a simulated node, stop it when the pod goes.
 pub async fn pods(kubelet: Arc<Kubelet>) {
     let api: Api<Pod> = Api::all(kubelet.world.client.clone());
-    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let stream = watcher::watcher(api, watcher::Config::default())
+        .modify(forget_managed_fields)
+        .default_backoff();
     futures::pin_mut!(stream);
     let mut relisted: Option<HashSet<String>> = None;
     loop {

@@ -26,7 +26,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::World;
+use super::{World, forget_managed_fields};
 use crate::api::day0::{ClusterVersion, MachineConfig, MachineConfigPool};
 
 /// Node annotation: the configuration the node runs.
@@ -114,28 +114,30 @@ impl Operator {
         let mut changes = futures::stream::select_all([
             reflector::reflector(
                 node_writer,
-                watcher(Api::<Node>::all(client.clone()), config()),
+                watcher(Api::<Node>::all(client.clone()), config()).modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)
             .boxed(),
             reflector::reflector(
                 config_writer,
-                watcher(Api::<MachineConfig>::all(client.clone()), config()),
+                watcher(Api::<MachineConfig>::all(client.clone()), config())
+                    .modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)
             .boxed(),
             reflector::reflector(
                 pool_writer,
-                watcher(Api::<MachineConfigPool>::all(client.clone()), config()),
+                watcher(Api::<MachineConfigPool>::all(client.clone()), config())
+                    .modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)
             .boxed(),
             reflector::reflector(
                 version_writer,
-                watcher(Api::<ClusterVersion>::all(client), config()),
+                watcher(Api::<ClusterVersion>::all(client), config()).modify(forget_managed_fields),
             )
             .default_backoff()
             .map(drop)

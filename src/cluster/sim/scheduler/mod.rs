@@ -27,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::{MANAGER, World};
+use super::{MANAGER, World, forget_managed_fields};
 use events::{Recorder, Severity};
 
 /// The scheduler name pods ask for (an empty name means this one too).
@@ -61,12 +61,14 @@ impl Scheduler {
         let (nodes, node_writer) = reflector::store::<Node>();
         let pod_events = reflector::reflector(
             pod_writer,
-            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
+            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
+                .modify(forget_managed_fields),
         )
         .default_backoff();
         let node_events = reflector::reflector(
             node_writer,
-            watcher(Api::<Node>::all(client), watcher::Config::default()),
+            watcher(Api::<Node>::all(client), watcher::Config::default())
+                .modify(forget_managed_fields),
         )
         .default_backoff();
         let mut events =
