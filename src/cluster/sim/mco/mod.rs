@@ -44,9 +44,6 @@ pub const WORKING: &str = "Working";
 /// The node's update failed; its pool stops rolling.
 pub const DEGRADED: &str = "Degraded";
 
-/// How long the operator lets changes gather before a pass over every pool and node.
-const COALESCE: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// Start the Machine Config Operator; it runs until the world stops.
 pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -159,9 +156,6 @@ impl Operator {
                     self.updating.remove(&id);
                 }
             }
-            // Changes come in bursts (a rollout changes thousands of machines and nodes in a few seconds): a pass
-            // looks at every node, so one pass per burst instead of one per change.
-            tokio::time::sleep(COALESCE).await;
             while let Some(Some(())) = changes.next().now_or_never() {}
             while machine_changed.try_recv().is_ok() {}
             if stores.ready() {
