@@ -116,11 +116,7 @@ async fn reconcile_modules(
             module_of_pod(&pod, labels::MODULE_NAME)
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            reconcile::reconcile,
-            reconcile::error_policy,
-            module_context,
-        )
+        .run(reconcile::paced, reconcile::error_policy, module_context)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "module reconcile");
