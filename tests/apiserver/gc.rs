@@ -3,20 +3,11 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use super::common::{cluster, eventually};
-
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
+use super::lifecycle::{cm, exists, owned_by};
 
 fn reference(owner: &ConfigMap) -> OwnerReference {
     OwnerReference {
@@ -26,16 +17,6 @@ fn reference(owner: &ConfigMap) -> OwnerReference {
         uid: owner.metadata.uid.clone().unwrap(),
         ..Default::default()
     }
-}
-
-fn owned_by(name: &str, owner: &ConfigMap) -> ConfigMap {
-    let mut c = cm(name);
-    c.metadata.owner_references = Some(vec![reference(owner)]);
-    c
-}
-
-async fn exists(api: &Api<ConfigMap>, name: &str) -> bool {
-    api.get_opt(name).await.unwrap().is_some()
 }
 
 #[tokio::test]

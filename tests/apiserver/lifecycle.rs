@@ -17,7 +17,8 @@ use serde_json::json;
 
 use super::common::{cluster, eventually};
 
-fn cm(name: &str) -> ConfigMap {
+/// A ConfigMap named `name` in the test's namespace, to own or be owned.
+pub(super) fn cm(name: &str) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -27,7 +28,8 @@ fn cm(name: &str) -> ConfigMap {
     }
 }
 
-fn owned_by(name: &str, owner: &ConfigMap) -> ConfigMap {
+/// A ConfigMap that names `owner` as its blocking owner.
+pub(super) fn owned_by(name: &str, owner: &ConfigMap) -> ConfigMap {
     let mut c = cm(name);
     c.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
@@ -40,7 +42,8 @@ fn owned_by(name: &str, owner: &ConfigMap) -> ConfigMap {
     c
 }
 
-async fn exists(api: &Api<ConfigMap>, name: &str) -> bool {
+/// Whether the ConfigMap is stored.
+pub(super) async fn exists(api: &Api<ConfigMap>, name: &str) -> bool {
     api.get_opt(name).await.unwrap().is_some()
 }
 
