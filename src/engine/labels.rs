@@ -13,7 +13,9 @@ pub const WORKER_HASH: &str = "kmm.node.kubernetes.io/worker-hash";
 pub const WORKER_TOLERATIONS: &str = "kmm.node.kubernetes.io/worker-tolerations";
 /// Annotation on worker pods: the module version of the NMC entry.
 pub const WORKER_MODULE_VERSION: &str = "kmm.node.kubernetes.io/worker-module-version";
-/// Finalizer on worker pods, so their outcome is read before they disappear.
+/// Finalizer that upstream KMM puts on its worker pods, so their outcome is read before they disappear. This
+/// engine's workers carry none (a worker deleted before its outcome is read is simply run again, and deleting it
+/// is then one write instead of two); it releases the finalizer on the pods that have it.
 pub const WORKER_FINALIZER: &str = "kmm.node.kubernetes.io/nodemodulesconfig-reconciler";
 /// Label on pull pods: the MIC that owns them.
 pub const IMAGE_OWNER: &str = "kmm.node.kubernetes.io/image-owner";

@@ -3,9 +3,10 @@
 #![allow(dead_code)]
 
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event;
 use kmm_tui::api::kmm::{ImageState, Module, ModuleImagesConfig, NodeModulesConfig};
 use kmm_tui::engine::labels;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 
 use super::common::Harness;
@@ -30,6 +31,24 @@ pub async fn module(harness: &Harness, name: &str) -> Option<Module> {
         .get_opt(name)
         .await
         .expect("reading the Module")
+}
+
+/// The notes of the Events with `reason` about Module `acme/<name>`.
+pub async fn module_events(harness: &Harness, name: &str, reason: &str) -> Vec<String> {
+    Api::<Event>::namespaced(harness.client(), "acme")
+        .list(&ListParams::default())
+        .await
+        .expect("listing events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Module") && r.name.as_deref() == Some(name)
+                })
+        })
+        .filter_map(|e| e.note)
+        .collect()
 }
 
 /// The MIC `acme/<name>`.

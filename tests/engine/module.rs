@@ -141,6 +141,13 @@ async fn a_module_with_two_kernel_mappings_reaches_nodes_on_both_kernels() {
         .expect("Available");
     assert_eq!(reason, "Loaded");
     assert_eq!(message, "loaded on 2 of 2 targeted nodes");
+    eventually(30, "a ModuleLoaded event on the Module", || async {
+        module_events(&harness, "kmod", "ModuleLoaded")
+            .await
+            .iter()
+            .any(|note| note == "Loaded into the kernel on every node that has an entry")
+    })
+    .await;
     harness.shutdown().await;
 }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint};
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kmm_tui::api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
@@ -173,21 +172,6 @@ fn lsmod(harness: &Harness, node: &str) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Events with `reason` on `node`, as the engine's recorder publishes them.
-async fn node_events(client: &Client, node: &str, reason: &str) -> Vec<Event> {
-    Api::<Event>::namespaced(client.clone(), "default")
-        .list(&ListParams::default())
-        .await
-        .expect("listing events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(node)
-        })
-        .collect()
-}
-
 /// Wait until `module` is loaded on `node` with `image`, recorded in the current boot, its worker gone and the node
 /// labelled.
 async fn wait_loaded(harness: &Harness, node_name: &str, module: &str, kmod: &str, image: &str) {
@@ -351,7 +335,10 @@ async fn an_entry_is_loaded_by_a_worker_recorded_and_labelled() {
     assert_eq!(pod.namespace().as_deref(), Some("acme"));
     assert_eq!(pod.labels()[labels::WORKER_ACTION], "Load");
     assert_eq!(pod.labels()[labels::MODULE_NAME], "kmod-a");
-    assert_eq!(pod.finalizers(), [labels::WORKER_FINALIZER]);
+    assert!(
+        pod.finalizers().is_empty(),
+        "a worker is deleted in one write"
+    );
     let owner = &pod.owner_references()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.controller),
@@ -393,16 +380,6 @@ async fn an_entry_is_loaded_by_a_worker_recorded_and_labelled() {
         node(&client, "worker-0").await.labels()[&labels::node_version_ready("acme", "kmod-a")],
         "1"
     );
-    eventually(30, "a ModuleLoaded event", || {
-        let client = client.clone();
-        async move {
-            node_events(&client, "worker-0", "ModuleLoaded")
-                .await
-                .iter()
-                .any(|e| e.note.as_deref() == Some("Module acme/kmod-a loaded into the kernel"))
-        }
-    })
-    .await;
     assert_eq!(log.actions("worker-0", "acme/kmod-a"), ["Load"]);
     assert!(
         lsmod(&harness, "worker-1").is_empty(),
@@ -471,16 +448,6 @@ async fn a_removed_entry_is_unloaded_unlabelled_and_the_empty_nmc_deleted() {
         .await
     );
     assert_eq!(log.actions("worker-1", "acme/kmod-a"), ["Load", "Unload"]);
-    eventually(30, "a ModuleUnloaded event", || {
-        let client = client.clone();
-        async move {
-            node_events(&client, "worker-1", "ModuleUnloaded")
-                .await
-                .iter()
-                .any(|e| e.note.as_deref() == Some("Module acme/kmod-a unloaded from the kernel"))
-        }
-    })
-    .await;
     assert!(worker_pods(&client, "worker-1").await.is_empty());
     harness.shutdown().await;
 }
@@ -787,7 +754,15 @@ async fn the_workers_of_a_deleted_nmc_are_released_to_the_garbage_collector() {
         async move { worker_pods(&client, "worker-2").await.into_iter().next() }
     })
     .await;
-    assert_eq!(pod.finalizers(), [labels::WORKER_FINALIZER]);
+    // Upstream KMM's workers carry a finalizer; the engine releases it once their NMC is gone.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    pods.patch(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": [labels::WORKER_FINALIZER]}})),
+    )
+    .await
+    .expect("the finalizer is added");
 
     nmcs(&client)
         .delete("worker-2", &Default::default())

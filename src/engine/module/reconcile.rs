@@ -292,5 +292,31 @@ async fn write_status(
                 module.name_any()
             )
         })?;
+    announce_completion(context, module, &current, &status).await;
     Ok(())
+}
+
+/// An Event on the Module when it becomes loaded on every node that has an entry: one per rollout however many
+/// nodes it covers, where an Event per node would be thousands of writes. Progress in between is in the
+/// `Progressing` condition; each node's loads and unloads are in the engine's log and its NodeModulesConfig status.
+/// The note names no count: a repeat is recorded as a series of the same Event.
+async fn announce_completion(
+    context: &ModuleContext,
+    module: &Module,
+    before: &ModuleStatus,
+    after: &ModuleStatus,
+) {
+    let complete = |status: &ModuleStatus| {
+        status
+            .module_loader
+            .as_ref()
+            .is_some_and(|c| c.desired_number > 0 && c.available_number == c.desired_number)
+    };
+    if complete(after) && !complete(before) {
+        let note = "Loaded into the kernel on every node that has an entry".to_owned();
+        context
+            .engine
+            .event(module, false, "ModuleLoaded", note)
+            .await;
+    }
 }

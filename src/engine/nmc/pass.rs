@@ -270,7 +270,7 @@ async fn drop_stale_in_use_labels(
         .doing(|| format!("removing in-use labels {stale:?} of NodeModulesConfig {name}"))
 }
 
-/// Bring the node's ready labels in line with the `loaded` modules in one patch, and say so in node events.
+/// Bring the node's ready labels in line with the `loaded` modules in one patch.
 async fn label_node(
     ctx: &Context,
     node: &Node,
@@ -287,13 +287,13 @@ async fn label_node(
         .patch(&name, &patch_params(), &Patch::Merge(patch))
         .await
         .doing(|| format!("updating the module ready labels of node {name}"))?;
+    // Loads and unloads are logged, not recorded as Events: an Event per node would be one more write per node,
+    // thousands in one rollout, each saying what the label says. The Module reconciler records one per rollout.
     for module in &changes.loaded {
-        let note = format!("Module {module} loaded into the kernel");
-        ctx.event(node, false, "ModuleLoaded", note).await;
+        tracing::info!(node = %name, %module, "module loaded into the kernel");
     }
     for module in &changes.unloaded {
-        let note = format!("Module {module} unloaded from the kernel");
-        ctx.event(node, false, "ModuleUnloaded", note).await;
+        tracing::info!(node = %name, %module, "module unloaded from the kernel");
     }
     Ok(())
 }

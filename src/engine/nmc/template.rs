@@ -149,7 +149,6 @@ pub(super) fn worker_pod(
             namespace: Some(request.namespace.to_owned()),
             labels: Some(pod_labels(request)),
             annotations: Some(annotations),
-            finalizers: Some(vec![labels::WORKER_FINALIZER.to_owned()]),
             ..Default::default()
         },
         spec: Some(pod_spec(node, worker_image, request)),
@@ -449,8 +448,8 @@ mod tests {
         assert_eq!(labels[labels::MODULE_NAME], "acme");
         assert_eq!(labels["app.kubernetes.io/component"], "worker");
         assert_eq!(
-            pod.metadata.finalizers,
-            Some(vec![labels::WORKER_FINALIZER.to_owned()])
+            pod.metadata.finalizers, None,
+            "deleting a worker is one write"
         );
         let annotations = pod.metadata.annotations.as_ref().expect("annotations");
         let config: ModuleConfig =

@@ -1,6 +1,6 @@
 //! Worker pods through the API: read fresh before every decision, created under their deterministic name (so an
-//! existing pod means the work is already under way), and removed only by releasing the finalizer that kept their
-//! outcome readable.
+//! existing pod means the work is already under way), and removed once their outcome is recorded (releasing the
+//! finalizer first on workers that upstream KMM created with one).
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
@@ -148,8 +148,8 @@ pub(super) async fn create(
     }
 }
 
-/// Remove a worker pod: release its finalizer, then delete it (unless it is already being deleted, when the
-/// release alone lets it go).
+/// Remove a worker pod: release the worker finalizer if it has one, then delete it (unless it is already being
+/// deleted, when the release alone lets it go).
 pub(super) async fn remove(ctx: &Context, pod: &Pod) -> Result<(), Error> {
     release(ctx, pod).await?;
     if pod.metadata.deletion_timestamp.is_some() {
