@@ -9,6 +9,11 @@
 //! merge patch of `/status`; a strategic merge patch of one label; and the lifecycle of a pod with a finalizer
 //! (create, DELETE that only marks it, merge patch that drops the finalizer and completes the deletion).
 //!
+//! Where a write's CPU went (perf, DWARF call graphs, the `writes` rows): before, about 40 % of the handlers' time
+//! was copying whole `Value` trees (eight copies of the stored object per update) and a fifth the k8s-openapi
+//! round trip of every field; the handlers outside managed-field tracking now take 54 % less CPU (703 → 325
+//! samples), leaving managed-field tracking (`track_update`, unchanged at ~460 samples) as the largest part.
+//!
 //! Run with `cargo bench --bench apiserver`. Prints one table; numbers are per operation. `cargo bench --bench
 //! apiserver -- writes` runs only the write-path rows (what a profile of the write path wants).
 
