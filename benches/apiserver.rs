@@ -4,16 +4,30 @@
 //! cluster-wide) and a ServiceAccount (a signed token, bound in its namespace), and the first request after an
 //! RBAC change (which recompiles the bindings).
 //!
-//! Run with `cargo bench --bench apiserver`. Prints one table; numbers are per operation.
+//! The write path is measured on pods shaped like the engine's worker pods (labels, annotations, a finalizer, a
+//! privileged container with volumes, tolerations), in-process, one write at a time: CREATE; a kubelet-style JSON
+//! merge patch of `/status`; a strategic merge patch of one label; and the lifecycle of a pod with a finalizer
+//! (create, DELETE that only marks it, merge patch that drops the finalizer and completes the deletion).
+//!
+//! Where a write's CPU went (perf, DWARF call graphs, the `writes` rows): before, about 40 % of the handlers' time
+//! was copying whole `Value` trees (eight copies of the stored object per update) and a fifth the k8s-openapi
+//! round trip of every field; the handlers outside managed-field tracking now take 54 % less CPU (703 → 325
+//! samples), leaving managed-field tracking (`track_update`, unchanged at ~460 samples) as the largest part.
+//!
+//! Run with `cargo bench --bench apiserver`. Prints one table; numbers are per operation. `cargo bench --bench
+//! apiserver -- writes` runs only the write-path rows (what a profile of the write path wants).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
 use tokio::sync::Barrier;
 
 const LIST_SIZE: usize = 5_000;
@@ -24,6 +38,8 @@ const WATCH_EVENTS: usize = 200;
 const BINDING_NAMESPACES: usize = 50;
 const BINDINGS_PER_NAMESPACE: usize = 20;
 const RBAC_CHANGES: usize = 20;
+const POD_WRITES: usize = 2_000;
+const POD_LIFECYCLES: usize = 500;
 
 fn configmap(name: String) -> ConfigMap {
     ConfigMap {
@@ -272,7 +288,161 @@ async fn authorization(cluster: &EmbeddedCluster) {
     );
 }
 
+/// A pod shaped like the engine's worker pods: what the write path spends its time on during a rollout.
+fn worker_pod(name: &str, finalizer: bool) -> Pod {
+    let finalizers = if finalizer {
+        serde_json::json!(["kmm.node.kubernetes.io/worker-finalizer"])
+    } else {
+        serde_json::json!([])
+    };
+    object(serde_json::json!({
+        "metadata": {
+            "name": name,
+            "labels": {
+                "app.kubernetes.io/name": "kmm",
+                "app.kubernetes.io/component": "worker",
+                "app.kubernetes.io/part-of": "kmm",
+                "kmm.node.kubernetes.io/module.name": "kmm-ci",
+                "kmm.node.kubernetes.io/worker-action": "Load",
+            },
+            "annotations": {
+                "kmm.node.kubernetes.io/worker-config": "containerImage: registry.example/kmm-ci:6.8.0\ninTreeModulesToRemove: []\nmodprobe:\n  moduleName: kmm_ci\n  dirName: /opt\n",
+                "kmm.node.kubernetes.io/worker-tolerations": "[]\n",
+                "kmm.node.kubernetes.io/worker-hash": "4f1c2e9b7a",
+            },
+            "finalizers": finalizers,
+        },
+        "spec": {
+            "nodeName": "worker-0001",
+            "restartPolicy": "Never",
+            "serviceAccountName": "kmm-operator-module-loader",
+            "priorityClassName": "system-node-critical",
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{
+                "name": "worker",
+                "image": "registry.example/kmm-worker:v2.4.0",
+                "args": ["kmod", "load", "/etc/kmm-worker/config.yaml"],
+                "securityContext": {"privileged": true, "readOnlyRootFilesystem": true},
+                "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m", "memory": "64Mi"}},
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/etc/kmm-worker", "readOnly": true},
+                    {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": true},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+            }],
+            "volumes": [
+                {"name": "config", "downwardAPI": {"items": [{"path": "config.yaml", "fieldRef": {"fieldPath": "metadata.annotations['kmm.node.kubernetes.io/worker-config']"}}]}},
+                {"name": "lib-modules", "hostPath": {"path": "/lib/modules", "type": "Directory"}},
+                {"name": "tmp", "emptyDir": {}},
+            ],
+        },
+    }))
+}
+
+/// A kubelet's status report for a running pod; `round` changes the times so every patch is a real write.
+fn running_status(round: usize) -> serde_json::Value {
+    let at = format!("2026-01-01T00:{:02}:{:02}Z", (round / 60) % 60, round % 60);
+    serde_json::json!({"status": {
+        "phase": "Running",
+        "hostIP": "10.0.0.1",
+        "podIP": "10.128.0.17",
+        "startTime": at,
+        "conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": at},
+            {"type": "Ready", "status": "True", "lastTransitionTime": at},
+            {"type": "ContainersReady", "status": "True", "lastTransitionTime": at},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": at},
+        ],
+        "containerStatuses": [{
+            "name": "worker",
+            "image": "registry.example/kmm-worker:v2.4.0",
+            "imageID": "registry.example/kmm-worker@sha256:0123456789abcdef",
+            "containerID": "cri-o://0123456789abcdef",
+            "ready": true,
+            "restartCount": 0,
+            "started": true,
+            "state": {"running": {"startedAt": at}},
+        }],
+    }})
+}
+
+/// The write path on worker-shaped pods: create, status patch, label patch, and a finalizer's lifecycle.
+async fn pod_writes(client: kube::Client) {
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let pp = PostParams::default();
+    let patch_params = PatchParams::default();
+    let mut creates = Vec::with_capacity(POD_WRITES);
+    for i in 0..POD_WRITES {
+        let pod = worker_pod(&format!("worker-{i:05}"), false);
+        let started = Instant::now();
+        pods.create(&pp, &pod).await.expect("create pod");
+        creates.push(started.elapsed());
+    }
+    row("in-process", "CREATE pod", &summarise(creates));
+
+    let mut statuses = Vec::with_capacity(POD_WRITES);
+    for i in 0..POD_WRITES {
+        let status = Patch::Merge(running_status(i));
+        let started = Instant::now();
+        pods.patch_status(&format!("worker-{i:05}"), &patch_params, &status)
+            .await
+            .expect("status patch");
+        statuses.push(started.elapsed());
+    }
+    row(
+        "in-process",
+        "PATCH pod /status (merge)",
+        &summarise(statuses),
+    );
+
+    let mut labels = Vec::with_capacity(POD_WRITES);
+    for i in 0..POD_WRITES {
+        let label = Patch::Strategic(
+            serde_json::json!({"metadata": {"labels": {"kmm.node.kubernetes.io/ready": "yes"}}}),
+        );
+        let started = Instant::now();
+        pods.patch(&format!("worker-{i:05}"), &patch_params, &label)
+            .await
+            .expect("label patch");
+        labels.push(started.elapsed());
+    }
+    row(
+        "in-process",
+        "PATCH pod label (strategic)",
+        &summarise(labels),
+    );
+
+    let mut lifecycles = Vec::with_capacity(POD_LIFECYCLES);
+    for i in 0..POD_LIFECYCLES {
+        let name = format!("finalized-{i:05}");
+        let pod = worker_pod(&name, true);
+        let release = Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}}));
+        let started = Instant::now();
+        pods.create(&pp, &pod).await.expect("create finalized pod");
+        pods.delete(&name, &DeleteParams::default())
+            .await
+            .expect("delete marks the pod");
+        pods.patch(&name, &patch_params, &release)
+            .await
+            .expect("dropping the finalizer deletes the pod");
+        lifecycles.push(started.elapsed());
+    }
+    assert!(
+        pods.get_opt("finalized-00000")
+            .await
+            .expect("get")
+            .is_none(),
+        "a pod whose finalizer is gone is deleted"
+    );
+    row(
+        "in-process",
+        "CREATE+DELETE pod with finalizer",
+        &summarise(lifecycles),
+    );
+}
+
 fn main() {
+    let writes_only = std::env::args().skip(1).any(|arg| arg == "writes");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -285,6 +455,11 @@ fn main() {
         let in_process = EmbeddedCluster::start(EmbeddedOptions::default())
             .await
             .expect("cluster");
+        pod_writes(in_process.client()).await;
+        if writes_only {
+            in_process.shutdown().await;
+            return;
+        }
         run("in-process", in_process.client()).await;
         authorization(&in_process).await;
         in_process.shutdown().await;

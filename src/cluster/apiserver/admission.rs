@@ -23,7 +23,7 @@ pub fn admit(
     let rt = &ctx.rt;
     let unknown = match &rt.origin {
         Origin::Builtin => {
-            let unknown = builtin::decode(rt, obj)?;
+            let unknown = builtin::decode(rt, obj, old.filter(|_| old_is_stored_form(ctx)))?;
             builtin::apply_defaults(rt, obj);
             unknown
         }
@@ -96,6 +96,12 @@ pub fn admit(
         admit_crd(ctx, obj)?;
     }
     Ok(warnings)
+}
+
+/// Whether the `old` a write compares with is the object exactly as stored (no other version or API's form), and
+/// so already decoded and normalised.
+fn old_is_stored_form(ctx: &RequestContext) -> bool {
+    ctx.storage == ctx.rt.key() && ctx.path.version == ctx.rt.storage_version
 }
 
 fn invalid(ctx: &RequestContext, obj: &Value, causes: Vec<Cause>) -> ApiError {

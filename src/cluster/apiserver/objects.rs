@@ -120,11 +120,11 @@ pub fn init_metadata(rt: &ResourceType, obj: &mut Value) {
 /// Carry server-owned metadata from the stored object into an update, so a client cannot change it, and bump
 /// `generation` when anything other than metadata and status changed.
 pub fn carry_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
+    let no_metadata = Map::new();
     let old_meta = old
         .get("metadata")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+        .unwrap_or(&no_metadata);
     let meta = meta_mut(new);
     for key in SERVER_OWNED {
         match old_meta.get(*key) {
@@ -156,19 +156,18 @@ pub fn carry_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
 
 /// Whether anything other than `metadata` and `status` differs.
 fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
+    fn spec(v: &Value) -> Vec<(&String, &Value)> {
         v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    strip(old) != strip(new)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+            .collect()
+    }
+    let (old_spec, new_spec) = (spec(old), spec(new));
+    old_spec.len() != new_spec.len()
+        || old_spec
+            .iter()
+            .any(|(key, value)| new.get(key.as_str()) != Some(*value))
 }
 
 /// Keep `status` as it was (main endpoint of a resource with a status subresource).
@@ -177,22 +176,46 @@ pub fn keep_status(old: &Value, new: &mut Value) {
         return;
     };
     match old.get("status") {
+        Some(status) if obj.get("status") == Some(status) => None,
         Some(status) => obj.insert("status".into(), status.clone()),
         None => obj.remove("status"),
     };
 }
 
 /// Build the object a `/status` write produces: the stored object with only its status (and nothing else) taken
-/// from the request.
-pub fn with_status_from(old: &Value, request: &Value) -> Value {
-    let mut out = old.clone();
-    if let Some(obj) = out.as_object_mut() {
-        match request.get("status") {
-            Some(status) => obj.insert("status".into(), status.clone()),
-            None => obj.remove("status"),
+/// from the request. The request's other fields are reused where they equal the stored ones (a patch of the
+/// status leaves them so), which spares copying the stored object.
+pub fn with_status_from(old: &Value, request: Value) -> Value {
+    let Value::Object(old_fields) = old else {
+        return old.clone();
+    };
+    let mut request = match request {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    };
+    let Some(mut status) = request.remove("status") else {
+        let mut out = old.clone();
+        if let Some(obj) = out.as_object_mut() {
+            obj.remove("status");
+        }
+        return out;
+    };
+    let mut out = Map::with_capacity(old_fields.len() + 1);
+    for (key, stored) in old_fields {
+        let value = if key == "status" {
+            std::mem::take(&mut status)
+        } else {
+            match request.remove(key) {
+                Some(sent) if sent == *stored => sent,
+                _ => stored.clone(),
+            }
         };
+        out.insert(key.clone(), value);
     }
-    out
+    if !old_fields.contains_key("status") {
+        out.insert("status".into(), status);
+    }
+    Value::Object(out)
 }
 
 /// Remove keys whose value is null or an empty map/list: the server never stores them, so clients that send
@@ -256,6 +279,49 @@ pub fn field_manager(param: Option<&str>, user_agent: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a `/status` write made of the stored object before it reused the request's unchanged fields.
+    fn status_from_by_copy(old: &Value, request: &Value) -> Value {
+        let mut out = old.clone();
+        if let Some(obj) = out.as_object_mut() {
+            match request.get("status") {
+                Some(status) => obj.insert("status".into(), status.clone()),
+                None => obj.remove("status"),
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn a_status_write_changes_only_the_status() {
+        let old = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"nodeName": "n"}, "status": {"phase": "Pending"}, "extra": 1});
+        let requests = [
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"nodeName": "n"}, "status": {"phase": "Running"}, "extra": 1}),
+            json!({"metadata": {"name": "other"}, "spec": {"nodeName": "m"}, "status": {"phase": "Failed"}}),
+            json!({"spec": {"nodeName": "m"}}),
+            json!({"status": {"phase": "Running"}, "new": true}),
+            json!("not an object"),
+        ];
+        for request in requests {
+            let expected = status_from_by_copy(&old, &request);
+            let got = with_status_from(&old, request.clone());
+            assert_eq!(got, expected, "{request}");
+            assert_eq!(
+                serde_json::to_string(&got).unwrap(),
+                serde_json::to_string(&expected).unwrap(),
+                "same field order for {request}"
+            );
+        }
+        let without_status = json!({"metadata": {"name": "p"}, "spec": {}});
+        let request =
+            json!({"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Running"}});
+        assert_eq!(
+            serde_json::to_string(&with_status_from(&without_status, request.clone())).unwrap(),
+            serde_json::to_string(&status_from_by_copy(&without_status, &request)).unwrap()
+        );
+    }
 
     #[test]
     fn names_follow_dns_rules() {

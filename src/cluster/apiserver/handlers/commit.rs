@@ -96,23 +96,45 @@ pub(super) fn finish_update(
 }
 
 /// A write that changes nothing but managedFields timestamps is not a write: no new resourceVersion, no event,
-/// so controllers that write unconditionally do not wake each other up forever.
+/// so controllers that write unconditionally do not wake each other up forever. Compared in place: this runs on
+/// every write, and copying both objects to strip what is ignored would cost more than the comparison.
 fn same_apart_from_managed_times(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
-                for e in entries.iter_mut() {
-                    if let Some(e) = e.as_object_mut() {
-                        e.remove("time");
-                    }
-                }
+    same_fields(old, new, None, &|key, old, new| match key {
+        "metadata" => same_fields(old, new, Some("resourceVersion"), &|key, old, new| match (
+            key, old, new,
+        ) {
+            ("managedFields", Value::Array(old), Value::Array(new)) => {
+                old.len() == new.len()
+                    && old
+                        .iter()
+                        .zip(new)
+                        .all(|(old, new)| same_fields(old, new, Some("time"), &|_, a, b| a == b))
             }
-        }
-        v
+            _ => old == new,
+        }),
+        _ => old == new,
+    })
+}
+
+/// Whether two values are equal when `ignored` is left out of both (if they are objects), comparing each pair of
+/// same-named fields with `same`.
+fn same_fields(
+    old: &Value,
+    new: &Value,
+    ignored: Option<&str>,
+    same: &dyn Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let (Value::Object(old), Value::Object(new)) = (old, new) else {
+        return old == new;
     };
-    strip(old) == strip(new)
+    let counted = |fields: &serde_json::Map<String, Value>| {
+        fields.len() - ignored.map_or(0, |key| usize::from(fields.contains_key(key)))
+    };
+    counted(old) == counted(new)
+        && old
+            .iter()
+            .filter(|(key, _)| Some(key.as_str()) != ignored)
+            .all(|(key, value)| new.get(key).is_some_and(|other| same(key, value, other)))
 }
 
 fn has_namespace_finalizers(ctx: &RequestContext, obj: &Value) -> bool {
@@ -153,4 +175,52 @@ pub(super) fn with_warnings(
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(rv: &str, time: &str, phase: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "resourceVersion": rv, "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "operation": "Update", "time": time, "fieldsV1": {"f:status": {}}}]},
+            "spec": {"nodeName": "n"}, "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn only_resource_version_and_managed_times_are_ignored() {
+        let old = pod("1", "2026-01-01T00:00:00Z", "Running");
+        assert!(same_apart_from_managed_times(
+            &old,
+            &pod("2", "2026-01-01T00:00:09Z", "Running")
+        ));
+        assert!(!same_apart_from_managed_times(
+            &old,
+            &pod("1", "2026-01-01T00:00:00Z", "Failed")
+        ));
+        let mut relabelled = old.clone();
+        relabelled["metadata"]["labels"]["a"] = json!("c");
+        assert!(!same_apart_from_managed_times(&old, &relabelled));
+        let mut without_rv = old.clone();
+        meta_remove(&mut without_rv, "resourceVersion");
+        assert!(same_apart_from_managed_times(&old, &without_rv));
+        let mut other_manager = old.clone();
+        other_manager["metadata"]["managedFields"][0]["manager"] = json!("n");
+        assert!(!same_apart_from_managed_times(&old, &other_manager));
+        let mut extra_entry = old.clone();
+        extra_entry["metadata"]["managedFields"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"manager": "n"}));
+        assert!(!same_apart_from_managed_times(&old, &extra_entry));
+        let mut extra_field = old.clone();
+        extra_field["metadata"]["annotations"] = json!({"x": "y"});
+        assert!(!same_apart_from_managed_times(&old, &extra_field));
+        assert!(!same_apart_from_managed_times(&extra_field, &old));
+    }
+
+    fn meta_remove(obj: &mut Value, key: &str) {
+        obj["metadata"].as_object_mut().unwrap().shift_remove(key);
+    }
 }

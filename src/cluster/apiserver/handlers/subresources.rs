@@ -71,7 +71,7 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
         .into_iter()
         .filter(|c| c["type"] != "PodScheduled")
         .collect();
-    conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+    conditions.push(json!({"type": "PodScheduled", "status": "True", "lastTransitionTime": now}));
     pod["status"]["conditions"] = json!(conditions);
     match server.store().put(&ctx.storage, Some(current.rv), pod) {
         Ok(_) => Ok(json_response(

@@ -75,8 +75,12 @@ fn create_object(
     objects::init_metadata(&ctx.rt, &mut obj);
     reset_status_on_create(ctx, &mut obj);
     let attempts = if given.is_some() { 1 } else { 8 };
-    for _ in 0..attempts {
-        let mut candidate = obj.clone();
+    for attempt in 1..=attempts {
+        let mut candidate = if attempt == attempts {
+            std::mem::take(&mut obj)
+        } else {
+            obj.clone()
+        };
         let name = given
             .clone()
             .unwrap_or_else(|| objects::generate_name(generate.as_deref().unwrap_or("")));
@@ -174,7 +178,7 @@ pub fn update(
         }
         None => {}
     }
-    let old = ctx.present_value(&current);
+    let old = ctx.present_borrowed(&current);
     let new = scope_to_subresource(ctx, &old, body);
     let outcome = finish_update(server, ctx, &current, &old, new, true)?;
     Ok(outcome)
@@ -229,15 +233,15 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 ctx.name(),
             ));
         };
-        let old = ctx.present_value(&current);
+        let old = ctx.present_borrowed(&current);
         let patched = match content_type.as_str() {
             "application/merge-patch+json" => {
-                let mut v = old.clone();
+                let mut v = Value::clone(&old);
                 patch::merge_patch(&mut v, &patch_doc);
                 v
             }
             "application/json-patch+json" => {
-                let mut v = old.clone();
+                let mut v = Value::clone(&old);
                 patch::json_patch(&mut v, &patch_doc).map_err(|e| unprocessable(e.to_string()))?;
                 v
             }
@@ -369,7 +373,7 @@ fn apply_create(
 /// with a status subresource changes everything but status, `/finalize` changes only `spec.finalizers`.
 fn scope_to_subresource(ctx: &RequestContext, old: &Value, mut new: Value) -> Value {
     match ctx.path.subresource.as_deref() {
-        Some("status") => objects::with_status_from(old, &new),
+        Some("status") => objects::with_status_from(old, new),
         Some("finalize") => {
             let mut out = old.clone();
             out["spec"]["finalizers"] = new

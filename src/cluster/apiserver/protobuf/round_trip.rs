@@ -249,7 +249,7 @@ fn stored_object(rt: &ResourceType, seed: u64) -> Result<Value, TestCaseError> {
         let mut object = generator.message(&descriptor, MAX_DEPTH);
         object["apiVersion"] = json!(api_version);
         object["kind"] = json!(rt.kind);
-        match builtin::decode(rt, &mut object) {
+        match builtin::decode(rt, &mut object, None) {
             Ok(unknown) => {
                 prop_assert!(
                     unknown.is_empty(),
