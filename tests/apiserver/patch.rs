@@ -230,3 +230,108 @@ async fn generation_moves_on_spec_changes_and_status_is_a_subresource() {
         "status changes leave generation alone"
     );
 }
+
+/// The managers of an object's managedFields entries, in order.
+fn managers(cm: &ConfigMap) -> Vec<String> {
+    cm.metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.manager.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn managed_fields_survive_every_kind_of_write_and_read_back_identically() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{DeleteParams, ListParams, WatchEvent, WatchParams};
+
+    let cluster = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let created = api
+        .create(
+            &PostParams {
+                field_manager: Some("creator".into()),
+                ..PostParams::default()
+            },
+            &serde_json::from_value(json!({
+                "metadata": {"name": "owned", "labels": {"team": "a"}},
+                "data": {"created": "1"}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(managers(&created), ["creator"]);
+    let applied = api
+        .patch(
+            "owned",
+            &PatchParams::apply("applier"),
+            &Patch::Apply(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "owned"}, "data": {"applied": "2"}
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(managers(&applied), ["applier", "creator"]);
+
+    // GET, LIST and a watch's initial event read the same entries back.
+    let got = api.get("owned").await.unwrap();
+    assert_eq!(got.metadata.managed_fields, applied.metadata.managed_fields);
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(
+        listed.items[0].metadata.managed_fields,
+        applied.metadata.managed_fields
+    );
+    let mut events = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let Some(WatchEvent::Added(watched)) = events.try_next().await.unwrap() else {
+        panic!("the watch starts with the object");
+    };
+    assert_eq!(
+        watched.metadata.managed_fields,
+        applied.metadata.managed_fields
+    );
+
+    // A patch of another manager keeps the earlier entries and adds its own.
+    let patched = api
+        .patch(
+            "owned",
+            &PatchParams {
+                field_manager: Some("patcher".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"data": {"patched": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(managers(&patched), ["applier", "creator", "patcher"]);
+    assert_eq!(
+        patched.metadata.managed_fields.as_ref().unwrap()[..2],
+        applied.metadata.managed_fields.as_ref().unwrap()[..]
+    );
+
+    // The server's own writes (marking for deletion behind a finalizer) keep them too.
+    api.patch(
+        "owned",
+        &PatchParams {
+            field_manager: Some("patcher".into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+    )
+    .await
+    .unwrap();
+    let held = api.get("owned").await.unwrap();
+    api.delete("owned", &DeleteParams::default()).await.unwrap();
+    let terminating = api.get("owned").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        terminating.metadata.managed_fields,
+        held.metadata.managed_fields
+    );
+}

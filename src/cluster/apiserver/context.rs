@@ -155,10 +155,10 @@ impl RequestContext {
     /// The converted form of an object when the requested version or kind differs from storage.
     pub fn presented_value(&self, obj: &StoredObject) -> Option<Value> {
         if self.storage != self.rt.key() {
-            return Some(events::from_storage(&self.rt, &obj.value));
+            return Some(events::from_storage(&self.rt, &obj.to_value()));
         }
         if self.path.version != self.rt.storage_version {
-            let mut value = obj.value.clone();
+            let mut value = obj.to_value();
             value["apiVersion"] = Value::String(self.api_version());
             return Some(value);
         }
@@ -167,8 +167,7 @@ impl RequestContext {
 
     /// The object as the client sees it, as a JSON value.
     pub fn present_value(&self, obj: &StoredObject) -> Value {
-        self.presented_value(obj)
-            .unwrap_or_else(|| obj.value.clone())
+        self.presented_value(obj).unwrap_or_else(|| obj.to_value())
     }
 
     /// The object as the client sees it, borrowed from the store when that is its form: what a write compares

@@ -87,7 +87,7 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         .get(&ctx.storage, ctx.namespace(), ctx.name())
         .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
     let containers: Vec<String> = pod
-        .value
+        .value()
         .pointer("/spec/containers")
         .and_then(|c| c.as_array())
         .map(|a| {

@@ -218,7 +218,7 @@ impl Store {
         let mut indexes = FieldIndexes::new();
         for (resource, map) in &objects {
             for (key, object) in map {
-                indexes.update(resource, key, None, Some(&object.value));
+                indexes.update(resource, key, None, Some(object.value()));
             }
         }
         let mut state = State {
@@ -421,8 +421,8 @@ impl Store {
         state.indexes.update(
             resource,
             &key,
-            previous.as_ref().map(|p| &p.value),
-            Some(&object.value),
+            previous.as_ref().map(|p| p.value()),
+            Some(object.value()),
         );
         state
             .objects
@@ -465,13 +465,13 @@ impl Store {
         if previous.rv != expected {
             return Err(CommitError::Conflict);
         }
-        let object = Arc::new(StoredObject::new(previous.value.clone(), rv));
+        let object = Arc::new(StoredObject::new(previous.to_value(), rv));
         persist(&mut writer, resource, &key, EventType::Deleted, &object)?;
         let mut state = self.lock();
         state.rv = rv;
         state
             .indexes
-            .update(resource, &key, Some(&previous.value), None);
+            .update(resource, &key, Some(previous.value()), None);
         if let Some(map) = state.objects.get_mut(resource) {
             map.remove(&key);
         }

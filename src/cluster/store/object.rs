@@ -1,39 +1,87 @@
 //! What the store holds and tells: a stored object with its serialised form, and the events of committed writes.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::cluster::apiserver::registry::ResourceKey;
 
 /// One stored object: its JSON value, its serialised form (so lists and watches only copy bytes), and its version.
+///
+/// The parsed value leaves out `metadata.managedFields`: about half of a typical object's tree is those field sets
+/// (maps of one entry each, nested as deep as the fields they name), and nothing that reads the tree (selectors,
+/// indexes, the garbage collector, the server's own controllers) looks at them. They stay in the serialised form,
+/// which is what clients read, and are parsed from it when a write needs them ([`StoredObject::to_value`]).
 #[derive(Debug)]
 pub struct StoredObject {
-    /// The object, with `metadata.resourceVersion` set.
-    pub value: Value,
-    /// `value` serialised once at write time.
+    /// The object with `metadata.resourceVersion` set and without `metadata.managedFields`.
+    value: Value,
+    /// The whole object, managedFields included, serialised once at write time.
     pub json: Bytes,
     /// The resourceVersion of the write that produced this object.
     pub rv: u64,
+    /// Where the managedFields left out of `value` are, when the object has any.
+    managed_fields: Option<ManagedFieldsSpan>,
+}
+
+/// Where an object's `metadata.managedFields` sit: which bytes of its serialised form, and which position among
+/// the keys of `metadata` (so the object rebuilt for a write keeps its key order, and its bytes stay the same).
+#[derive(Debug, Clone)]
+struct ManagedFieldsSpan {
+    bytes: Range<usize>,
+    position: usize,
 }
 
 impl StoredObject {
     pub(super) fn new(mut value: Value, rv: u64) -> Self {
+        let mut managed = None;
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+            if let Some(position) = meta.keys().position(|key| key == MANAGED_FIELDS) {
+                managed = meta
+                    .shift_remove(MANAGED_FIELDS)
+                    .map(|fields| (position, fields));
+            }
         }
-        // A boxed slice holds exactly the JSON; the vector it comes from may be up to twice as large.
-        let json = Bytes::from(
-            serde_json::to_vec(&value)
-                .unwrap_or_default()
-                .into_boxed_slice(),
-        );
+        let (json, span) = serialised(&value, managed.as_ref().map(|(p, f)| (*p, f)));
         Self {
             value: compacted(value),
-            json,
+            // A boxed slice holds exactly the JSON; the vector it comes from may be up to twice as large.
+            json: Bytes::from(json.into_boxed_slice()),
             rv,
+            managed_fields: managed
+                .zip(span)
+                .map(|((position, _), bytes)| ManagedFieldsSpan { bytes, position }),
         }
+    }
+
+    /// The object as selectors, indexes and the server's controllers read it: everything but
+    /// `metadata.managedFields`. Never write this back: a write starts from [`StoredObject::to_value`].
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The whole object, managedFields included, as clients read it: what a write that changes the object starts
+    /// from, so the fields' owners survive it.
+    pub fn to_value(&self) -> Value {
+        let mut value = self.value.clone();
+        if let Some(span) = &self.managed_fields
+            && let Some(fields) = self.managed_fields()
+            && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            let position = span.position.min(meta.len());
+            meta.shift_insert(position, MANAGED_FIELDS.into(), fields);
+        }
+        value
+    }
+
+    /// The object's `metadata.managedFields`, parsed from its serialised form.
+    pub fn managed_fields(&self) -> Option<Value> {
+        let span = self.managed_fields.as_ref()?;
+        serde_json::from_slice(self.json.get(span.bytes.clone())?).ok()
     }
 
     /// The object's namespace (empty for cluster-scoped objects).
@@ -51,6 +99,65 @@ impl StoredObject {
             .and_then(Value::as_str)
             .unwrap_or("")
     }
+}
+
+const MANAGED_FIELDS: &str = "managedFields";
+
+/// `object` serialised exactly as `serde_json::to_vec` serialises it with `managed` (position, fields) put back
+/// among the keys of its `metadata`, and which bytes those fields took.
+fn serialised(object: &Value, managed: Option<(usize, &Value)>) -> (Vec<u8>, Option<Range<usize>>) {
+    let (Some((position, fields)), Value::Object(top)) = (managed, object) else {
+        return (serde_json::to_vec(object).unwrap_or_default(), None);
+    };
+    let mut out = Vec::new();
+    let mut span = None;
+    out.push(b'{');
+    for (index, (key, item)) in top.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_key(&mut out, key);
+        let Value::Object(meta) = item else {
+            write(&mut out, item);
+            continue;
+        };
+        if key != "metadata" {
+            write(&mut out, item);
+            continue;
+        }
+        let managed = std::iter::once((MANAGED_FIELDS, fields));
+        let entries = meta.iter().map(|(k, v)| (k.as_str(), v));
+        let entries = entries
+            .clone()
+            .take(position)
+            .chain(managed)
+            .chain(entries.skip(position));
+        out.push(b'{');
+        for (index, (key, item)) in entries.enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            write_key(&mut out, key);
+            let start = out.len();
+            write(&mut out, item);
+            if key == MANAGED_FIELDS {
+                span = Some(start..out.len());
+            }
+        }
+        out.push(b'}');
+    }
+    out.push(b'}');
+    (out, span)
+}
+
+fn write_key(out: &mut Vec<u8>, key: &str) {
+    write(out, key);
+    out.push(b':');
+}
+
+/// Serialising JSON values and strings into memory cannot fail.
+fn write(out: &mut Vec<u8>, item: &(impl Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(out, item);
 }
 
 /// `value` rebuilt with every map, list and string holding exactly what it contains. The objects a write produces
@@ -156,8 +263,9 @@ mod tests {
         let stored = StoredObject::new(value.clone(), 7);
         let mut expected = value;
         expected["metadata"]["resourceVersion"] = json!("7");
-        assert_eq!(stored.value, expected);
-        let keys: Vec<&String> = stored.value["status"]
+        assert_eq!(stored.value(), &expected);
+        assert_eq!(stored.to_value(), expected);
+        let keys: Vec<&String> = stored.value()["status"]
             .as_object()
             .expect("a map")
             .keys()
@@ -171,5 +279,69 @@ mod tests {
             (stored.namespace(), stored.name(), stored.rv),
             ("ns", "n", 7)
         );
+    }
+
+    fn managed(manager: &str) -> Value {
+        json!([{"manager": manager, "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:a\\\"b": {}}}, "f:data": {"f:k": {}}}}])
+    }
+
+    #[test]
+    fn managed_fields_stay_out_of_the_tree_and_in_the_bytes_where_they_were() {
+        for position in 0..4 {
+            let mut meta = Map::new();
+            for (index, (key, item)) in [
+                ("name", json!("cm")),
+                ("namespace", json!("ns")),
+                ("labels", json!({"a\"b": "1"})),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if index == position {
+                    meta.insert("managedFields".into(), managed("m"));
+                }
+                meta.insert(key.into(), item);
+            }
+            if position == 3 {
+                meta.insert("managedFields".into(), managed("m"));
+            }
+            let value = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                               "data": {"k": "v", "managedFields": "not metadata"}});
+            let stored = StoredObject::new(value.clone(), 3);
+            let mut expected = value;
+            expected["metadata"]["resourceVersion"] = json!("3");
+            assert_eq!(
+                stored.json,
+                serde_json::to_vec(&expected).expect("serialisable"),
+                "managedFields at {position}"
+            );
+            let whole = stored.to_value();
+            assert_eq!(
+                serde_json::to_vec(&whole).expect("serialisable"),
+                stored.json,
+                "key order kept with managedFields at {position}"
+            );
+            assert_eq!(stored.managed_fields(), Some(managed("m")));
+            assert_eq!(stored.value()["metadata"].get("managedFields"), None);
+            assert_eq!(
+                stored.value()["data"]["managedFields"],
+                json!("not metadata")
+            );
+            let rewritten = StoredObject::new(whole, 4);
+            assert_eq!(rewritten.managed_fields(), Some(managed("m")));
+        }
+    }
+
+    #[test]
+    fn objects_without_managed_fields_have_none() {
+        let stored = StoredObject::new(json!({"metadata": {"name": "n"}}), 1);
+        assert_eq!(stored.managed_fields(), None);
+        assert_eq!(
+            stored.to_value(),
+            json!({"metadata": {"name": "n", "resourceVersion": "1"}})
+        );
+        let scalar = StoredObject::new(json!("text"), 2);
+        assert_eq!(scalar.json, "\"text\"".as_bytes());
     }
 }

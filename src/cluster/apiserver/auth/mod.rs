@@ -86,7 +86,7 @@ impl Auth {
             .get(&key, namespace, name)
             .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
         let uid = account
-            .value
+            .value()
             .pointer("/metadata/uid")
             .and_then(|u| u.as_str())
             .unwrap_or("")
@@ -147,7 +147,7 @@ impl Auth {
         let account = store.get(&key, &binding.namespace, &binding.serviceaccount.name);
         let uid = account
             .as_ref()
-            .and_then(|a| a.value.pointer("/metadata/uid"))
+            .and_then(|a| a.value().pointer("/metadata/uid"))
             .and_then(|u| u.as_str());
         if uid != Some(binding.serviceaccount.uid.as_str()) {
             tracing::debug!(

@@ -162,7 +162,7 @@ impl Collector {
         self.server
             .store()
             .get(&location.resource, &location.namespace, &location.name)
-            .filter(|obj| objects::meta_str(&obj.value, "uid") == Some(uid))
+            .filter(|obj| objects::meta_str(obj.value(), "uid") == Some(uid))
     }
 
     /// The stored objects that name `owner` in their ownerReferences now.
@@ -172,7 +172,7 @@ impl Collector {
             .into_iter()
             .filter_map(|(uid, location)| {
                 let obj = self.current(&uid, &location)?;
-                let still_owned = owner_uids(&obj.value).any(|o| o == owner);
+                let still_owned = owner_uids(obj.value()).any(|o| o == owner);
                 still_owned.then_some((location.resource, obj))
             })
             .collect()
@@ -182,7 +182,7 @@ impl Collector {
     /// terminating (an earlier delete lost a race with this write); collect it if it names an owner that is gone,
     /// which is how a dependent created after its owner's deletion goes too.
     fn on_changed(&self, key: &ResourceKey, obj: &Arc<StoredObject>) {
-        if objects::is_terminating(&obj.value) {
+        if objects::is_terminating(obj.value()) {
             self.on_terminating(key, obj);
             return;
         }
@@ -193,22 +193,22 @@ impl Collector {
             }
             return;
         }
-        if owner_uids(&obj.value).any(|owner| !self.graph.contains(owner)) {
+        if owner_uids(obj.value()).any(|owner| !self.graph.contains(owner)) {
             self.collect_dependent(key, obj);
         }
     }
 
     fn on_deleted(&self, deleted: &StoredObject) {
-        if let Some(uid) = objects::meta_str(&deleted.value, "uid") {
+        if let Some(uid) = objects::meta_str(deleted.value(), "uid") {
             for (key, dep) in self.dependents_of(uid) {
                 self.collect_dependent(&key, &dep);
             }
         }
         // A dependent going away may complete an owner's foreground deletion.
-        for owner_uid in owner_uids(&deleted.value) {
+        for owner_uid in owner_uids(deleted.value()) {
             if let Some(location) = self.graph.location(owner_uid)
                 && let Some(owner) = self.current(owner_uid, location)
-                && objects::is_terminating(&owner.value)
+                && objects::is_terminating(owner.value())
             {
                 self.on_terminating(&location.resource, &owner);
             }
@@ -253,13 +253,13 @@ impl Collector {
         self.server
             .store()
             .get(&rt.key(), namespace, field("name"))
-            .is_some_and(|owner| objects::meta_str(&owner.value, "uid") == Some(uid))
+            .is_some_and(|owner| objects::meta_str(owner.value(), "uid") == Some(uid))
     }
 
     /// A dependent with no remaining owner is deleted; one with some owners left loses the dangling references.
     fn collect_dependent(&self, key: &ResourceKey, dep: &Arc<StoredObject>) {
         let Some(refs) = dep
-            .value
+            .value()
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
         else {
@@ -278,13 +278,13 @@ impl Collector {
             return;
         };
         if live.is_empty() {
-            if !objects::is_terminating(&dep.value) {
+            if !objects::is_terminating(dep.value()) {
                 let _ = delete_object(&self.server, &rt, key, dep, DeletePolicy::Background);
             }
             return;
         }
         let live: Vec<Value> = live.into_iter().cloned().collect();
-        let mut updated = dep.value.clone();
+        let mut updated = dep.to_value();
         updated["metadata"]["ownerReferences"] = Value::Array(live);
         let _ = self.server.store().put(key, Some(dep.rv), updated);
     }
@@ -295,13 +295,13 @@ impl Collector {
             self.finish_namespace(obj);
             return;
         }
-        let finalizers = objects::finalizers(&obj.value);
-        let Some(uid) = objects::meta_str(&obj.value, "uid") else {
+        let finalizers = objects::finalizers(obj.value());
+        let Some(uid) = objects::meta_str(obj.value(), "uid") else {
             return;
         };
         if finalizers.iter().any(|f| f == ORPHAN) {
             for (dep_key, dep) in self.dependents_of(uid) {
-                let mut updated = dep.value.clone();
+                let mut updated = dep.to_value();
                 if let Some(list) = updated
                     .pointer_mut("/metadata/ownerReferences")
                     .and_then(Value::as_array_mut)
@@ -336,7 +336,7 @@ impl Collector {
 
     /// Remove one finalizer; removing the last one removes the object.
     fn remove_finalizer(&self, key: &ResourceKey, obj: &Arc<StoredObject>, finalizer: &str) {
-        let remaining: Vec<String> = objects::finalizers(&obj.value)
+        let remaining: Vec<String> = objects::finalizers(obj.value())
             .into_iter()
             .filter(|f| f != finalizer)
             .collect();
@@ -347,7 +347,7 @@ impl Collector {
                 .delete(key, obj.namespace(), obj.name(), obj.rv);
             return;
         }
-        let mut updated = obj.value.clone();
+        let mut updated = obj.to_value();
         updated["metadata"]["finalizers"] = json!(remaining);
         let _ = self.server.store().put(key, Some(obj.rv), updated);
     }
@@ -368,7 +368,7 @@ impl Collector {
             }
             for obj in store.list(&key, Some(&ns)).0 {
                 remaining += 1;
-                if !objects::is_terminating(&obj.value) {
+                if !objects::is_terminating(obj.value()) {
                     let _ = delete_object(&self.server, &rt, &key, &obj, DeletePolicy::Background);
                 }
             }
@@ -384,7 +384,7 @@ impl Collector {
         let Some(current) = store.get(&key, "", &ns) else {
             return;
         };
-        let mut updated = current.value.clone();
+        let mut updated = current.to_value();
         if let Some(list) = updated
             .pointer_mut("/spec/finalizers")
             .and_then(Value::as_array_mut)
@@ -397,7 +397,7 @@ impl Collector {
             .is_none_or(Vec::is_empty);
         if spec_empty && objects::finalizers(&updated).is_empty() {
             let _ = store.delete(&key, "", &ns, current.rv);
-        } else if updated != current.value {
+        } else if updated != current.to_value() {
             let _ = store.put(&key, Some(current.rv), updated);
         }
     }

@@ -43,7 +43,7 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
         .get(&ctx.storage, ctx.namespace(), ctx.name())
         .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
     if current
-        .value
+        .value()
         .pointer("/spec/nodeName")
         .and_then(|v| v.as_str())
         .is_some_and(|n| !n.is_empty())
@@ -55,11 +55,11 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
             &format!(
                 "pod {} is already assigned to node {:?}",
                 ctx.name(),
-                current.value["spec"]["nodeName"]
+                current.value()["spec"]["nodeName"]
             ),
         ));
     }
-    let mut pod = current.value.clone();
+    let mut pod = current.to_value();
     pod["spec"]["nodeName"] = json!(node);
     let now = objects::now_rfc3339();
     let conditions = pod["status"]
