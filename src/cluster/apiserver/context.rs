@@ -1,7 +1,6 @@
 //! One resource request as the handlers and admission see it: the resource, verb, query, headers and
 //! body, and the conversions every handler shares.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -168,15 +167,6 @@ impl RequestContext {
     /// The object as the client sees it, as a JSON value.
     pub fn present_value(&self, obj: &StoredObject) -> Value {
         self.presented_value(obj).unwrap_or_else(|| obj.to_value())
-    }
-
-    /// The object as the client sees it, borrowed from the store when that is its form: what a write compares
-    /// with and starts from, without copying the whole stored tree.
-    pub fn present_borrowed<'a>(&self, obj: &'a StoredObject) -> Cow<'a, Value> {
-        match self.presented_value(obj) {
-            Some(value) => Cow::Owned(value),
-            None => Cow::Borrowed(&obj.value),
-        }
     }
 }
 

@@ -178,7 +178,7 @@ pub fn update(
         }
         None => {}
     }
-    let old = ctx.present_borrowed(&current);
+    let old = ctx.present_value(&current);
     let new = scope_to_subresource(ctx, &old, body);
     let outcome = finish_update(server, ctx, &current, &old, new, true)?;
     Ok(outcome)
@@ -233,7 +233,7 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 ctx.name(),
             ));
         };
-        let old = ctx.present_borrowed(&current);
+        let old = ctx.present_value(&current);
         let patched = match content_type.as_str() {
             "application/merge-patch+json" => {
                 let mut v = Value::clone(&old);
