@@ -111,7 +111,10 @@ impl SeenNodes {
                 changed |= self.0.remove(&name).is_some();
                 continue;
             };
-            let view = (pool::pool_of(&node, &pools), pool::Member::read(world, &node));
+            let view = (
+                pool::pool_of(&node, &pools),
+                pool::Member::read(world, &node),
+            );
             let same = self
                 .0
                 .get(&name)
