@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
 use kmm_tui::cluster::EmbeddedOptions;
 use kmm_tui::cluster::sim::SIM_NAMESPACE;
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
+use kube::runtime::watcher;
 use serde_json::json;
 
 use crate::common_kubelet::{
@@ -466,6 +468,51 @@ async fn init_containers_run_first_then_the_pod_is_ready() {
             "Started container second",
             "Started container main"
         ]
+    );
+    sim.stop().await;
+}
+
+/// The kubelet writes a pod's status when simulated time is about to pass, not at every step of the same moment:
+/// a pod whose image is on the node reaches the API as running, then as finished — two writes, where one write per
+/// step (the sandbox, the start, the exit) made three.
+#[tokio::test(start_paused = true)]
+async fn a_pod_status_is_written_once_per_moment() {
+    let sim = start(&scenario("")).await;
+    let image = "quay.io/org/small:1";
+    sim.create_pod(job_pod("puller", "worker-0", image)).await;
+    sim.pod_until("puller", "Succeeded", |p| phase(p) == "Succeeded")
+        .await;
+
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let watched = seen.clone();
+    let config = watcher::Config::default().fields("metadata.name=present");
+    let mut stream = Box::pin(watcher(sim.pods(), config));
+    let follow = tokio::spawn(async move {
+        while let Some(Ok(event)) = stream.next().await {
+            if let watcher::Event::Apply(pod) = event {
+                let running = container(&pod, "main")
+                    .and_then(|c| c.state.as_ref())
+                    .is_some_and(|s| s.running.is_some());
+                let entry = (phase(&pod).to_string(), running);
+                watched.lock().expect("not poisoned").push(entry);
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sim.create_pod(job_pod("present", "worker-0", image)).await;
+    sim.pod_until("present", "Succeeded", |p| phase(p) == "Succeeded")
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    follow.abort();
+    let seen = seen.lock().expect("not poisoned").clone();
+    assert_eq!(
+        seen,
+        [
+            ("Pending".to_string(), false),
+            ("Running".to_string(), true),
+            ("Succeeded".to_string(), false)
+        ],
+        "created, then one write per moment"
     );
     sim.stop().await;
 }

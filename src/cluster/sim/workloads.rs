@@ -50,7 +50,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                     .modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|_| true)
             .boxed(),
             reflector::reflector(
                 replica_set_writer,
@@ -58,7 +58,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                     .modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|_| true)
             .boxed(),
             reflector::reflector(
                 pod_writer,
@@ -66,7 +66,12 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                     .modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|event| match event {
+                Ok(watcher::Event::Apply(pod) | watcher::Event::Delete(pod)) => {
+                    has_replica_set_controller(&pod)
+                }
+                _ => true,
+            })
             .boxed(),
         ];
         let mut events = futures::stream::select_all(streams);
@@ -79,16 +84,24 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             deployments: Recorder::new(client.clone(), "deployment-controller"),
             replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
         };
+        // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet
+        // controls them: the kernel module workers and build pods of a large rollout wake nobody here.
+        let mut due = true;
         loop {
             tokio::select! {
                 () = world.stop.cancelled() => return,
-                next = events.next() => if next.is_none() { return },
+                next = events.next() => match next {
+                    Some(matters) => due |= matters,
+                    None => return,
+                },
             }
-            while let Some(Some(())) = events.next().now_or_never() {}
-            if !stores.ready() {
+            while let Some(Some(matters)) = events.next().now_or_never() {
+                due |= matters;
+            }
+            if !due || !stores.ready() {
                 continue;
             }
-            pass(&client, &stores, &recorders).await;
+            due = !pass(&client, &stores, &recorders).await;
         }
     })
 }
@@ -133,9 +146,10 @@ async fn record<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// One level-triggered pass over every Deployment, then every ReplicaSet. Failed writes are logged; the next
-/// event (or the write's own echo) brings another pass.
-async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) {
+/// One level-triggered pass over every Deployment, then every ReplicaSet; returns whether every write succeeded.
+/// Failed writes are logged; the next event brings another pass.
+async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) -> bool {
+    let mut succeeded = true;
     let replica_sets = stores.replica_sets.state();
     let pods = stores.pods.state();
     for deployment in stores.deployments.state() {
@@ -145,6 +159,7 @@ async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) {
         if let Err(error) =
             sync_deployment(client, &recorders.deployments, &deployment, &replica_sets).await
         {
+            succeeded = false;
             tracing::debug!(deployment = %deployment.name_any(), %error, "syncing deployment");
         }
     }
@@ -155,9 +170,11 @@ async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) {
         if let Err(error) =
             sync_replica_set(client, &recorders.replica_sets, replica_set, &pods).await
         {
+            succeeded = false;
             tracing::debug!(replicaset = %replica_set.name_any(), %error, "syncing replicaset");
         }
     }
+    succeeded
 }
 
 fn params() -> PostParams {
@@ -180,6 +197,13 @@ fn controlled_by(meta: &kube::api::ObjectMeta, owner_uid: &str) -> bool {
         .iter()
         .flatten()
         .any(|r| r.controller == Some(true) && r.uid == owner_uid)
+}
+
+/// Whether a ReplicaSet controls the pod (only those pods are counted or replaced here).
+fn has_replica_set_controller(pod: &Pod) -> bool {
+    pod.owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && r.kind == "ReplicaSet")
 }
 
 /// The controller reference an owner puts on what it creates.

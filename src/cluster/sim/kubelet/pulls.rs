@@ -138,26 +138,37 @@ pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, fie
     }
 }
 
-/// Put a pulled image into the node's store (keeping a pin it had) and collect garbage if the disk is full.
+/// Put a pulled image into the node's store (keeping a pin it had) and collect garbage if the disk is full. The
+/// machine is republished only when its store changed: pulling an image that is there already (pull policy
+/// `Always`) only refreshes its last use.
 fn store(run: &PodRun, key: &str, size: u64) {
     let world = &run.kubelet.world;
     let mut in_use = run.kubelet.images_in_use(&run.node);
     in_use.insert(key.to_string());
     let kubelet = &world.scenario.kubelet;
     let now = world.clock.now();
-    let collected = world.machines.with(&run.node, |m| {
-        let pinned = m.images.iter().any(|(n, i)| n == key && i.pinned);
+    let stored = world.machines.with(&run.node, |m| {
+        let before = m
+            .images
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, i)| i.clone());
+        let pinned = before.as_ref().is_some_and(|i| i.pinned);
         m.images.insert(key, size, now, pinned);
-        gc::collect(
+        let collected = gc::collect(
             m,
             kubelet.image_gc_high_threshold_percent,
             kubelet.image_gc_low_threshold_percent,
             &in_use,
-        )
+        );
+        let new = before.is_none_or(|i| i.size_bytes != size);
+        (new, collected)
     });
-    if let Some(collected) = collected
-        && (!collected.removed.is_empty() || collected.short_bytes > 0)
-    {
+    let Some((new, collected)) = stored else {
+        return;
+    };
+    let collected_any = !collected.removed.is_empty();
+    if collected_any || collected.short_bytes > 0 {
         tracing::info!(
             node = %run.node,
             removed = ?collected.removed,
@@ -165,7 +176,9 @@ fn store(run: &PodRun, key: &str, size: u64) {
             "image garbage collection"
         );
     }
-    run.kubelet.publisher.mark(&run.node);
+    if new || collected_any {
+        run.kubelet.publisher.mark(&run.node);
+    }
 }
 
 /// The error text the kubelet shows for a failed pull: containerd's error wrapped in the CRI's gRPC status.

@@ -95,7 +95,8 @@ impl PodRun {
         world
             .machines
             .with(&self.node, |m| m.images.touch(&image, now));
-        self.kubelet.publisher.mark(&self.node);
+        // The last use is the runtime's own bookkeeping, not a change of the machine: the record shows it with
+        // the machine's next change, as a kubelet keeps image use in memory.
         self.report().await;
 
         let started = world.clock.now();
@@ -122,6 +123,8 @@ impl PodRun {
                 line,
             );
         }
+        // Not written yet: what follows at the same instant (the next container, a restart, the end of the pod)
+        // is written with it, as the kubelet's status manager writes once per pod sync.
         self.update(which, |s| {
             status::terminate(
                 s,
@@ -130,7 +133,6 @@ impl PodRun {
                 outcome.message.clone(),
             )
         });
-        self.report().await;
         Exit {
             code: outcome.exit_code,
             ran_for: world.clock.now().saturating_sub(started),
@@ -202,6 +204,7 @@ impl PodRun {
         loop {
             let exit = self.run_container(which).await;
             if !policy.restarts(exit.code) {
+                self.report().await;
                 return;
             }
             let delay = backoff.before_restart(exit.ran_for);
@@ -210,10 +213,13 @@ impl PodRun {
     }
 
     /// One sandbox's life: init containers in order, then the containers. Returns when the pod is finished.
+    ///
+    /// The status is written whenever simulated time is about to pass (a pull, a running container, a back-off)
+    /// and when the pod ends; steps of the same instant (the sandbox and the first container's start, an init
+    /// container's exit and the next one's start) reach the API as one write.
     async fn sandbox(&self) {
         let ip = self.next_pod_ip();
         locked(&self.state).sandbox_created(ip);
-        self.report().await;
         let spec = self.pod.spec.clone().unwrap_or_default();
         let init_count = spec.init_containers.as_ref().map_or(0, Vec::len);
         let policy = locked(&self.state).restart_policy();
@@ -236,7 +242,6 @@ impl PodRun {
                 }
             }
             locked(&self.state).initialized = true;
-            self.report().await;
         }
         futures::future::join_all((0..spec.containers.len()).map(|i| self.keep_running(i))).await;
         let phase = locked(&self.state).phase();

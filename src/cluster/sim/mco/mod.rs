@@ -2,10 +2,12 @@
 //! their MachineConfigs (or the cluster's release) ask for, cordoning, draining and rebooting them one at a
 //! time, as OpenShift does — which is what a ModuleDay0 relies on.
 //!
-//! One task watches nodes, MachineConfigs, MachineConfigPools and the ClusterVersion. On every change it renders
-//! each pool ([`render`]), hands nodes their new configuration within `maxUnavailable` and publishes the pool's
-//! status ([`pool`]), keeps the ClusterVersion's history ([`version`]), and runs a node update ([`daemon`]) for
-//! every node that has one to do. At start it creates the `master` and `worker` pools when there are none, and
+//! One task watches nodes, MachineConfigs, MachineConfigPools and the ClusterVersion. On every change that can
+//! matter to it (any MachineConfig, pool or ClusterVersion; of a node, only its pool, update annotations,
+//! readiness, cordon and running OS image — not the status writes and labels of others) it renders each pool
+//! ([`render`]), hands nodes their new configuration within `maxUnavailable` and publishes the pool's status
+//! ([`pool`]), keeps the ClusterVersion's history ([`version`]), and runs a node update ([`daemon`]) for every
+//! node that has one to do. At start it creates the `master` and `worker` pools when there are none, and
 //! `ClusterVersion/version` when it is missing. All progress is kept in the API (node annotations), so a
 //! restarted simulation continues a rollout where it stopped.
 
@@ -21,9 +23,9 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::{World, forget_managed_fields};
@@ -74,6 +76,58 @@ struct Operator {
     published_os_image: Option<(String, String)>,
 }
 
+/// What a watch event may have changed for the operator: one node, or anything (a MachineConfig, a pool, the
+/// ClusterVersion, a node that went, a relist).
+enum Changed {
+    Node(String),
+    Everything,
+}
+
+impl Changed {
+    fn add_to(self, touched: &mut Vec<String>, due: &mut bool) {
+        match self {
+            Changed::Node(name) => touched.push(name),
+            Changed::Everything => *due = true,
+        }
+    }
+}
+
+/// What the last pass saw of each node: a pass depends on nothing else of a node, so a change of a node that
+/// leaves this as it was (its status reporting images, a label of another controller) needs no pass over the
+/// thousands of others.
+#[derive(Default)]
+struct SeenNodes(HashMap<String, (Option<String>, pool::Member)>);
+
+impl SeenNodes {
+    /// Look again at the `touched` nodes; returns whether what a pass sees of any of them changed.
+    fn update(&mut self, world: &World, stores: &Stores, touched: Vec<String>) -> bool {
+        if touched.is_empty() {
+            return false;
+        }
+        let pools = stores.pools.state();
+        let mut changed = false;
+        for name in touched {
+            let Some(node) = stores.nodes.get(&ObjectRef::new(&name)) else {
+                changed |= self.0.remove(&name).is_some();
+                continue;
+            };
+            let view = (
+                pool::pool_of(&node, &pools),
+                pool::Member::read(world, &node),
+            );
+            let same = self
+                .0
+                .get(&name)
+                .is_some_and(|(pool, member)| *pool == view.0 && member.sees_same(&view.1));
+            if !same {
+                self.0.insert(name, view);
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
 struct Stores {
     nodes: Store<Node>,
     configs: Store<MachineConfig>,
@@ -114,7 +168,12 @@ impl Operator {
                 watcher(Api::<Node>::all(client.clone()), config()).modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|event| match event {
+                Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                    Changed::Node(node.name_any())
+                }
+                _ => Changed::Everything,
+            })
             .boxed(),
             reflector::reflector(
                 config_writer,
@@ -122,7 +181,7 @@ impl Operator {
                     .modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|_| Changed::Everything)
             .boxed(),
             reflector::reflector(
                 pool_writer,
@@ -130,14 +189,14 @@ impl Operator {
                     .modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|_| Changed::Everything)
             .boxed(),
             reflector::reflector(
                 version_writer,
                 watcher(Api::<ClusterVersion>::all(client), config()).modify(forget_managed_fields),
             )
             .default_backoff()
-            .map(drop)
+            .map(|_| Changed::Everything)
             .boxed(),
         ]);
         let stores = Stores {
@@ -147,25 +206,51 @@ impl Operator {
             versions,
         };
         let mut machine_changed = world.machine_changed.subscribe();
+        let mut seen = SeenNodes::default();
+        let mut due = true;
         loop {
+            let mut touched = Vec::new();
             tokio::select! {
-                next = changes.next() => if next.is_none() { return },
-                received = machine_changed.recv() => if matches!(received, Err(RecvError::Closed)) { return },
+                next = changes.next() => match next {
+                    Some(changed) => changed.add_to(&mut touched, &mut due),
+                    None => return,
+                },
+                received = machine_changed.recv() => match received {
+                    Ok(node) => touched.push(node),
+                    Err(RecvError::Lagged(_)) => due = true,
+                    Err(RecvError::Closed) => return,
+                },
                 Some(done) = self.updates.join_next_with_id() => {
                     let id = match &done { Ok((id, _)) => *id, Err(error) => error.id() };
                     self.updating.remove(&id);
+                    due = true;
                 }
             }
-            while let Some(Some(())) = changes.next().now_or_never() {}
-            while machine_changed.try_recv().is_ok() {}
-            if stores.ready() {
-                self.pass(&world, &stores).await;
+            while let Some(Some(changed)) = changes.next().now_or_never() {
+                changed.add_to(&mut touched, &mut due);
+            }
+            loop {
+                match machine_changed.try_recv() {
+                    Ok(node) => touched.push(node),
+                    Err(TryRecvError::Lagged(_)) => due = true,
+                    Err(_) => break,
+                }
+            }
+            if !stores.ready() {
+                due = true;
+                continue;
+            }
+            due |= seen.update(&world, &stores, touched);
+            if due {
+                due = !self.pass(&world, &stores).await;
             }
         }
     }
 
-    /// Reconcile every pool and the ClusterVersion once, and start the node updates that are due.
-    async fn pass(&mut self, world: &Arc<World>, stores: &Stores) {
+    /// Reconcile every pool and the ClusterVersion once, and start the node updates that are due. Returns whether
+    /// every write succeeded (a pass that failed somewhere is tried again at the next change of any kind).
+    async fn pass(&mut self, world: &Arc<World>, stores: &Stores) -> bool {
+        let mut succeeded = true;
         let versions = stores.versions.state();
         let cluster_version = versions.iter().find(|v| v.name_any() == version::NAME);
         let release = version::desired_release(cluster_version.map(|v| v.as_ref()));
@@ -179,7 +264,10 @@ impl Operator {
             {
                 match version::publish_os_image(world, release, url).await {
                     Ok(()) => self.published_os_image = wanted,
-                    Err(error) => tracing::debug!(%error, "OS image ConfigMap not published"),
+                    Err(error) => {
+                        succeeded = false;
+                        tracing::debug!(%error, "OS image ConfigMap not published");
+                    }
                 }
             }
         }
@@ -205,6 +293,7 @@ impl Operator {
                 }
                 Err(error) => {
                     all_updated = false;
+                    succeeded = false;
                     tracing::debug!(pool = %pool.name_any(), %error, "pool not reconciled");
                 }
             }
@@ -212,8 +301,10 @@ impl Operator {
         if let Some(cluster_version) = cluster_version
             && let Err(error) = version::reconcile(world, cluster_version, all_updated).await
         {
+            succeeded = false;
             tracing::debug!(%error, "ClusterVersion not reconciled");
         }
+        succeeded
     }
 
     fn start_update(&mut self, world: &Arc<World>, node: String) {

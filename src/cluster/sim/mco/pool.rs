@@ -105,7 +105,8 @@ pub struct Member {
 }
 
 impl Member {
-    fn read(world: &World, node: &Node) -> Self {
+    /// What the pool controller sees of `node`.
+    pub fn read(world: &World, node: &Node) -> Self {
         let annotation = |key: &str| node.annotations().get(key).cloned();
         let ready = node
             .status
@@ -117,8 +118,8 @@ impl Member {
         Self {
             running_url: world
                 .machines
-                .get(&name)
-                .and_then(|m| render::running_os_image_url(world, &m)),
+                .with(&name, |m| render::running_os_image_url(world, m))
+                .flatten(),
             current: annotation(CURRENT_CONFIG),
             desired: annotation(DESIRED_CONFIG),
             state: annotation(STATE),
@@ -131,6 +132,19 @@ impl Member {
                 .unwrap_or(0),
             name,
         }
+    }
+
+    /// Whether `other` shows the same node in the same state, whichever write of it (resourceVersion) it was
+    /// read from.
+    pub fn sees_same(&self, other: &Member) -> bool {
+        self.name == other.name
+            && self.current == other.current
+            && self.desired == other.desired
+            && self.state == other.state
+            && self.reason == other.reason
+            && self.ready == other.ready
+            && self.unschedulable == other.unschedulable
+            && self.running_url == other.running_url
     }
 
     fn is(&self, state: &str) -> bool {

@@ -71,27 +71,58 @@ impl Scheduler {
                 .modify(forget_managed_fields),
         )
         .default_backoff();
-        let mut events =
-            futures::stream::select(pod_events.map(drop).boxed(), node_events.map(drop).boxed());
+        let pod_events = pod_events.map(|event| match event {
+            Ok(watcher::Event::Apply(pod)) => Seen::Pod(pod.uid(), is_ours_to_schedule(&pod)),
+            Ok(watcher::Event::Delete(pod)) => Seen::Pod(pod.uid(), false),
+            _ => Seen::Everything,
+        });
+        let node_events = node_events.map(|_| Seen::Node);
+        let mut events = futures::stream::select(pod_events.boxed(), node_events.boxed());
+        // Pods waiting for this scheduler, by UID, as the pod events show them; a pass is due when there are any
+        // (a change of any pod or node may make room for them) or after a relist.
+        let mut unscheduled: HashSet<String> = HashSet::new();
+        let mut relisted = true;
         loop {
+            let mut seen = |event: Seen| match event {
+                Seen::Pod(Some(uid), true) => {
+                    unscheduled.insert(uid);
+                }
+                Seen::Pod(Some(uid), false) => {
+                    unscheduled.remove(&uid);
+                }
+                Seen::Pod(None, _) | Seen::Node => {}
+                Seen::Everything => relisted = true,
+            };
             tokio::select! {
                 () = self.world.stop.cancelled() => return,
-                next = events.next() => if next.is_none() { return },
+                next = events.next() => match next {
+                    Some(event) => seen(event),
+                    None => return,
+                },
             }
-            while let Some(Some(())) = events.next().now_or_never() {}
-            if pods.wait_until_ready().now_or_never().is_none()
+            while let Some(Some(event)) = events.next().now_or_never() {
+                seen(event);
+            }
+            if (unscheduled.is_empty() && !relisted)
+                || pods.wait_until_ready().now_or_never().is_none()
                 || nodes.wait_until_ready().now_or_never().is_none()
             {
                 continue;
             }
-            self.pass(&pods, &nodes).await;
+            unscheduled = self.pass(&pods, &nodes).await;
+            relisted = false;
         }
     }
 
-    /// Try every pending pod once, oldest first. Most changes leave nothing to schedule (pods that run and end on
-    /// their nodes, node heartbeats); those cost a look at the pods only.
-    async fn pass(&mut self, pods: &Store<Pod>, nodes: &Store<Node>) {
+    /// Try every pending pod once, oldest first; returns the UIDs of the pods that were waiting for this scheduler
+    /// when it started.
+    async fn pass(&mut self, pods: &Store<Pod>, nodes: &Store<Node>) -> HashSet<String> {
         let pods = pods.state();
+        let ours: HashSet<String> = pods
+            .iter()
+            .filter(|p| is_ours_to_schedule(p))
+            .filter_map(|p| p.uid())
+            .collect();
         let waiting: HashSet<String> = pods
             .iter()
             .filter(|p| node_name(p).is_none())
@@ -104,7 +135,7 @@ impl Scheduler {
             .filter(|p| p.uid().is_none_or(|uid| !self.bound.contains_key(&uid)))
             .collect();
         if pending.is_empty() {
-            return;
+            return ours;
         }
         pending.sort_by_key(|p| {
             (
@@ -127,6 +158,7 @@ impl Scheduler {
         for pod in pending {
             self.schedule(pod, &nodes, &mut load).await;
         }
+        ours
     }
 
     async fn schedule(
@@ -265,6 +297,16 @@ impl Scheduler {
             tracing::debug!(pod = %pod.name_any(), %error, "event not recorded");
         }
     }
+}
+
+/// What a watch event tells the scheduler.
+enum Seen {
+    /// A pod (by UID) changed or went; whether it now waits for this scheduler.
+    Pod(Option<String>, bool),
+    /// A node changed.
+    Node,
+    /// The watch started over: anything may have changed.
+    Everything,
 }
 
 fn node_name(pod: &Pod) -> Option<&str> {
