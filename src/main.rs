@@ -18,7 +18,6 @@ use kmm_tui::tui::console::{self};
 use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
 
-mod arenas;
 mod cli;
 
 use cli::*;
@@ -34,7 +33,7 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 /// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
 fn main() -> ExitCode {
-    arenas::one_per_core();
+    kmm_tui::cluster::arenas::one_per_core();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -40,7 +40,9 @@ use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 
 /// How many NMCs are reconciled at once. A rollout wakes every node's NMC together; unbounded, thousands of passes
 /// would hold their API calls in flight at once, and the calls of every other reconciler would queue behind them.
-const CONCURRENT_PASSES: u16 = 16;
+/// A pass is a few round trips that mostly wait on the API server, so too few at once leave the cores idle: 16
+/// held a 5,000-node rollout to about 35 nodes a second at half the machine's CPU.
+const CONCURRENT_PASSES: u16 = 64;
 
 /// The reconciler, subscribed to the engine's shared node watch now (before it starts); the future runs it until
 /// `stop` is cancelled.
