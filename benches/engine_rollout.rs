@@ -442,17 +442,8 @@ async fn upgrade_kernels(
     phase.report();
 }
 
-fn main() {
-    // The same allocator settings as the `kmm-tui` binary, so the memory measured is what `serve` would hold.
-    kmm_tui::cluster::arenas::one_per_core();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(run());
-}
-
-async fn run() {
+#[tokio::main]
+async fn main() {
     let nodes: usize = std::env::var("BENCH_NODES")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -1,4 +1,5 @@
 //! kmm-tui: a terminal console and reconciler engine for the software that lives on Kubernetes nodes.
+mod allocator;
 pub mod api;
 pub mod cluster;
 pub mod engine;

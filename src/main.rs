@@ -33,7 +33,6 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 /// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
 fn main() -> ExitCode {
-    kmm_tui::cluster::arenas::one_per_core();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

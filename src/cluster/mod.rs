@@ -3,7 +3,6 @@
 //! every test runs against.
 
 pub mod apiserver;
-pub mod arenas;
 mod bootstrap;
 pub mod https;
 pub mod kubeconfig;

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::ListTypes;
 use super::managed_fields::{
     ManagedFields, ManagerEntry, ManagerId, Operation, api_version, asks_reset,
-    without_managed_fields, without_server_fields,
+    without_server_fields,
 };
 use super::value_fields::compare;
 
@@ -32,10 +32,8 @@ pub fn track_update(
         ManagedFields::default().write_into(new);
         return;
     };
-    let old = old
-        .map(without_managed_fields)
-        .unwrap_or_else(|| Value::Object(Map::new()));
-    let comparison = compare(&old, &without_managed_fields(new), types);
+    let nothing = Value::Object(Map::new());
+    let comparison = compare(old.unwrap_or(&nothing), new, types);
     let changed = without_server_fields(&comparison.modified.union(&comparison.added));
     for entry in managed.entries_mut() {
         entry.fields = entry

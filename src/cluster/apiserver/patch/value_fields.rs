@@ -176,7 +176,8 @@ pub(super) struct Comparison {
     pub(super) removed: FieldSet,
 }
 
-/// Compares two versions of an object field by field.
+/// Compares two versions of an object field by field. `metadata.managedFields` is left out: it records who owns
+/// the other fields and is never owned itself.
 pub(super) fn compare(old: &Value, new: &Value, types: &dyn ListTypes) -> Comparison {
     let empty = Value::Object(Map::new());
     let old = if old.is_object() { old } else { &empty };
@@ -218,6 +219,13 @@ impl<'v> Comparer<'_> {
         names: &mut Vec<&'v str>,
         path: &mut Vec<PathElement>,
     ) {
+        // Most writes change a few fields of a large object: equal subtrees hold no change, and comparing them
+        // as values costs no allocation, where walking them builds a path for every field.
+        if let (Some(old_value), Some(new_value)) = (old, new)
+            && old_value == new_value
+        {
+            return;
+        }
         if let (Some(old_value), Some(new_value)) = (old, new)
             && shape(old_value) != shape(new_value)
         {
@@ -273,7 +281,11 @@ impl<'v> Comparer<'_> {
             .into_iter()
             .flat_map(Map::keys)
             .filter(|key| !old.is_some_and(|old| old.contains_key(*key)));
+        let at_metadata = names.len() == 1 && names[0] == "metadata";
         for key in old_keys.chain(new_only) {
+            if at_metadata && key == "managedFields" {
+                continue;
+            }
             names.push(key);
             path.push(PathElement::Field(key.clone()));
             self.compare(
