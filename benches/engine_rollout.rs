@@ -145,14 +145,24 @@ fn cpu_time() -> Duration {
     Duration::from_secs_f64(ticks as f64 / 100.0)
 }
 
+/// The resident set size of this process now, from /proc/self/status (`VmRSS`).
+fn rss() -> String {
+    status_field("VmRSS:")
+}
+
 /// The peak resident set size of this process, from /proc/self/status (`VmHWM`).
 fn peak_rss() -> String {
+    status_field("VmHWM:")
+}
+
+/// A field of /proc/self/status, as it reads there (`1234 kB`).
+fn status_field(name: &str) -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
         })
         .unwrap_or_else(|| "unknown".to_owned())
 }
@@ -200,6 +210,26 @@ fn store_writes(server: &ApiServer) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// What the store holds, per resource with more than a hundred objects: how many, and their serialised size.
+fn stored_objects(server: &ApiServer) -> String {
+    let usage = server.store().usage();
+    let mut parts: Vec<String> = usage
+        .resources
+        .iter()
+        .filter(|r| r.objects > 100)
+        .map(|r| {
+            format!(
+                "{} {} ({:.0} MiB)",
+                r.resource.0,
+                r.objects,
+                r.bytes as f64 / 1048576.0
+            )
+        })
+        .collect();
+    parts.push(format!("watch history {} events", usage.history));
+    parts.join(", ")
+}
+
 /// `after - before` per key, as "key n.nn" per node, with the total per node.
 fn per_node(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, nodes: usize) -> String {
     let mut total = 0;
@@ -227,6 +257,7 @@ struct Phase<'a> {
     cpu: Duration,
     stored: BTreeMap<String, u64>,
     engine: BTreeMap<String, u64>,
+    workers: usize,
 }
 
 impl<'a> Phase<'a> {
@@ -240,6 +271,7 @@ impl<'a> Phase<'a> {
             cpu: cpu_time(),
             stored: store_writes(server),
             engine: engine_writes(server),
+            workers: WORKERS_CREATED.load(Ordering::Relaxed),
         }
     }
 
@@ -287,6 +319,11 @@ impl<'a> Phase<'a> {
             "  of which the engine's: {}",
             per_node(&self.engine, &engine_writes(self.server), self.nodes)
         );
+        println!(
+            "  worker pods created: {}",
+            WORKERS_CREATED.load(Ordering::Relaxed) - self.workers
+        );
+        println!("  stored: {}", stored_objects(self.server));
     }
 }
 
@@ -301,10 +338,11 @@ async fn counts(modules: &Api<Module>, name: &str) -> (usize, usize) {
         .unwrap_or_default()
 }
 
-/// Count the worker pods ever created (one per node and module when nothing is redone).
-fn count_workers(client: kube::Client) -> Arc<AtomicUsize> {
-    let created = Arc::new(AtomicUsize::new(0));
-    let counter = created.clone();
+/// Worker pods ever created (one per node and module when nothing is redone), counted by [`count_workers`].
+static WORKERS_CREATED: AtomicUsize = AtomicUsize::new(0);
+
+/// Count the worker pods created from now on into [`WORKERS_CREATED`].
+fn count_workers(client: kube::Client) {
     tokio::spawn(async move {
         let mut uids = std::collections::HashSet::new();
         let pods: Api<Pod> = Api::all(client);
@@ -314,11 +352,10 @@ fn count_workers(client: kube::Client) -> Arc<AtomicUsize> {
             if let watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) = event
                 && uids.insert(pod.metadata.uid.clone().unwrap_or_default())
             {
-                counter.fetch_add(1, Ordering::Relaxed);
+                WORKERS_CREATED.fetch_add(1, Ordering::Relaxed);
             }
         }
     });
-    created
 }
 
 /// Roll `name` out to every node and report the phase.
@@ -458,12 +495,13 @@ async fn main() {
     .await
     .expect("the embedded cluster starts");
     println!(
-        "{nodes} nodes ready: {:.1} s",
-        begin.elapsed().as_secs_f64()
+        "{nodes} nodes ready: {:.1} s, RSS {}",
+        begin.elapsed().as_secs_f64(),
+        rss()
     );
     let server = cluster.server().clone();
     let client = cluster.client();
-    let workers = count_workers(client.clone());
+    count_workers(client.clone());
 
     let named = tower::ServiceBuilder::new()
         .map_request(|mut request: http::Request<kube::client::Body>| {
@@ -498,7 +536,7 @@ async fn main() {
     .await;
     upgrade_kernels(&server, &client, &modules, nodes).await;
 
-    let created = workers.load(Ordering::Relaxed);
+    let created = WORKERS_CREATED.load(Ordering::Relaxed);
     let expected = 2 * nodes + 2 * (nodes / 10);
     println!(
         "\nworker pods created: {created} (one per node, Module and kernel would be {expected})"
