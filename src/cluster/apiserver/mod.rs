@@ -84,7 +84,7 @@ impl ApiServer {
         let crd_key =
             registry::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
         for crd in store.list(&crd_key, None).0 {
-            match registry::from_crd(crd.value()) {
+            match registry::from_crd(&crd.value()) {
                 Ok(rt) => registry.insert(rt),
                 Err(e) => tracing::warn!(crd = crd.name(), "stored CRD cannot be served: {e}"),
             }

@@ -39,6 +39,21 @@ pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 /// ([`Store::watch_from`]), which is bounded by bytes.
 const BROADCAST_CAPACITY: usize = 1024;
 
+/// Resources whose objects the store holds only serialised ([`StoredObject::serialised`]). Events are most of
+/// what a busy cluster writes (a pod's lifecycle records about as many Events as it makes pod writes) and stay
+/// until they expire, yet the server reads them back only for lists and watches with selectors: a parsed tree
+/// per Event would cost several times the Events themselves.
+const SERIALISED_ONLY: &[&str] = &["/events"];
+
+/// A stored object of `resource` for `value` written at `rv`, parsed or not as the resource is read.
+fn stored_object(resource: &ResourceKey, value: Value, rv: u64) -> StoredObject {
+    if SERIALISED_ONLY.contains(&&*resource.0) {
+        StoredObject::serialised(value, rv)
+    } else {
+        StoredObject::new(value, rv)
+    }
+}
+
 /// Why a commit did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum CommitError {
@@ -174,9 +189,10 @@ impl Store {
         let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
             HashMap::new();
         for row in loaded.objects {
-            let obj = Arc::new(StoredObject::new(row.value, row.rv));
+            let resource = ResourceKey(Arc::from(row.resource.as_str()));
+            let obj = Arc::new(stored_object(&resource, row.value, row.rv));
             objects
-                .entry(ResourceKey(Arc::from(row.resource.as_str())))
+                .entry(resource)
                 .or_default()
                 .insert((obj.namespace().to_string(), obj.name().to_string()), obj);
         }
@@ -188,7 +204,7 @@ impl Store {
                     rv: e.rv,
                     resource: ResourceKey(Arc::from(e.resource.as_str())),
                     kind: EventType::from_code(e.kind),
-                    object: Arc::new(StoredObject::new(e.value, e.rv)),
+                    object: Arc::new(StoredObject::serialised(e.value, e.rv)),
                     previous: None,
                 })
             })
@@ -217,8 +233,11 @@ impl Store {
         let history_bytes = history.iter().map(|e| e.object.json.len()).sum();
         let mut indexes = FieldIndexes::new();
         for (resource, map) in &objects {
+            if !indexes.covers(resource) {
+                continue;
+            }
             for (key, object) in map {
-                indexes.update(resource, key, None, Some(object.value()));
+                indexes.update(resource, key, None, Some(&object.value()));
             }
         }
         let mut state = State {
@@ -409,7 +428,7 @@ impl Store {
         if previous.as_ref().map(|p| p.rv) != expected {
             return Err(CommitError::Conflict);
         }
-        let object = Arc::new(StoredObject::new(value, rv));
+        let object = Arc::new(stored_object(resource, value, rv));
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
@@ -418,12 +437,12 @@ impl Store {
         persist(&mut writer, resource, &key, kind, &object)?;
         let mut state = self.lock();
         state.rv = rv;
-        state.indexes.update(
-            resource,
-            &key,
-            previous.as_ref().map(|p| p.value()),
-            Some(object.value()),
-        );
+        if state.indexes.covers(resource) {
+            let before = previous.as_ref().map(|p| p.value());
+            state
+                .indexes
+                .update(resource, &key, before.as_deref(), Some(&object.value()));
+        }
         state
             .objects
             .entry(resource.clone())
@@ -465,13 +484,15 @@ impl Store {
         if previous.rv != expected {
             return Err(CommitError::Conflict);
         }
-        let object = Arc::new(StoredObject::new(previous.to_value(), rv));
+        let object = Arc::new(stored_object(resource, previous.to_value(), rv));
         persist(&mut writer, resource, &key, EventType::Deleted, &object)?;
         let mut state = self.lock();
         state.rv = rv;
-        state
-            .indexes
-            .update(resource, &key, Some(previous.value()), None);
+        if state.indexes.covers(resource) {
+            state
+                .indexes
+                .update(resource, &key, Some(&previous.value()), None);
+        }
         if let Some(map) = state.objects.get_mut(resource) {
             map.remove(&key);
         }
@@ -488,19 +509,28 @@ impl Store {
         Ok(object)
     }
 
+    /// Count a committed write, keep it in the history and send it to the live feed. The history keeps the
+    /// objects only serialised (sharing their bytes with the live ones): the states it holds are mostly superseded
+    /// ones nobody reads but a watcher catching up, while a parsed tree for each would cost several times the
+    /// history's byte bound. The live feed's few events keep the trees watchers filter on.
     fn record(&self, state: &mut State, event: Event) {
-        let event = Arc::new(event);
         state
             .writes
             .entry(event.resource.clone())
             .or_default()
             .count(event.kind);
         state.history_bytes += event.object.json.len();
-        state.history.push_back(event.clone());
+        state.history.push_back(Arc::new(Event {
+            rv: event.rv,
+            resource: event.resource.clone(),
+            kind: event.kind,
+            object: event.object.serialised_only(),
+            previous: event.previous.as_ref().map(StoredObject::serialised_only),
+        }));
         self.history.trim(state);
         // Sending while holding the state lock keeps the broadcast order equal to the resourceVersion order and
         // lets `watch_from` subscribe without a gap.
-        let _ = self.events.send(event);
+        let _ = self.events.send(Arc::new(event));
     }
 
     /// Writes committed per resource since the store opened, counted where they commit, so a benchmark can tell
@@ -639,6 +669,38 @@ mod tests {
             .watch_from(store.current_rv() - 1)
             .expect("the newest event is kept");
         assert_eq!(backlog.len(), 1);
+    }
+
+    #[test]
+    fn events_and_the_history_hold_objects_serialised_and_serve_the_same_bytes() {
+        let store = Store::in_memory(100);
+        let events = ResourceKey::new("", "events");
+        let event = json!({"metadata": {"name": "e", "namespace": "ns"}, "reason": "Pulled"});
+        let stored = store.put(&events, None, event).expect("written");
+        assert!(stored.is_serialised());
+        assert_eq!(stored.value()["reason"], "Pulled");
+        let created = store.put(&pods(), None, pod("a", 10)).expect("created");
+        assert!(!created.is_serialised(), "pods keep their tree");
+        let changed = store
+            .put(&pods(), Some(created.rv), pod("a", 20))
+            .expect("changed");
+        let (backlog, _) = store.watch_from(0).expect("all in the history");
+        assert_eq!(backlog.len(), 3);
+        assert!(backlog.iter().all(|e| e.object.is_serialised()));
+        assert_eq!(backlog[2].object.json, changed.json);
+        let previous = backlog[2].previous.as_ref().expect("the replaced pod");
+        assert_eq!(previous.json, created.json);
+        assert_eq!(
+            store.get(&pods(), "ns", "a").map(|o| o.is_serialised()),
+            Some(false),
+            "the live pod keeps its tree"
+        );
+        let before = store
+            .list_at(&pods(), Some("ns"), created.rv)
+            .expect("rebuilt from the history");
+        assert_eq!(before.len(), 1);
+        assert_eq!(before[0].json, created.json);
+        assert_eq!(store.list(&events, None).0[0].json, stored.json);
     }
 
     #[test]

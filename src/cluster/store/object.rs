@@ -1,5 +1,6 @@
 //! What the store holds and tells: a stored object with its serialised form, and the events of committed writes.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -15,16 +16,29 @@ use crate::cluster::apiserver::registry::ResourceKey;
 /// (maps of one entry each, nested as deep as the fields they name), and nothing that reads the tree (selectors,
 /// indexes, the garbage collector, the server's own controllers) looks at them. They stay in the serialised form,
 /// which is what clients read, and are parsed from it when a write needs them ([`StoredObject::to_value`]).
+///
+/// A parsed tree costs three to four times the object's JSON. Objects that are written far more often than read
+/// back by the server (Events) and the superseded states the watch history keeps are held only serialised
+/// ([`StoredObject::serialised`], [`StoredObject::serialised_only`]) and parsed when something reads them.
 #[derive(Debug)]
 pub struct StoredObject {
-    /// The object with `metadata.resourceVersion` set and without `metadata.managedFields`.
-    value: Value,
+    /// The parsed tree, or only the object's namespace and name when it is held serialised.
+    form: Form,
     /// The whole object, managedFields included, serialised once at write time.
     pub json: Bytes,
     /// The resourceVersion of the write that produced this object.
     pub rv: u64,
-    /// Where the managedFields left out of `value` are, when the object has any.
+    /// Where the managedFields left out of the tree are, when the object has any.
     managed_fields: Option<ManagedFieldsSpan>,
+}
+
+/// How much of an object is kept parsed.
+#[derive(Debug)]
+enum Form {
+    /// The object with `metadata.resourceVersion` set and without `metadata.managedFields`.
+    Parsed(Value),
+    /// Nothing parsed but what the store keys the object by.
+    Serialised { namespace: Box<str>, name: Box<str> },
 }
 
 /// Where an object's `metadata.managedFields` sit: which bytes of its serialised form, and which position among
@@ -48,7 +62,7 @@ impl StoredObject {
         }
         let (json, span) = serialised(&value, managed.as_ref().map(|(p, f)| (*p, f)));
         Self {
-            value: compacted(value),
+            form: Form::Parsed(compacted(value)),
             // A boxed slice holds exactly the JSON; the vector it comes from may be up to twice as large.
             json: Bytes::from(json.into_boxed_slice()),
             rv,
@@ -58,16 +72,65 @@ impl StoredObject {
         }
     }
 
+    /// Like [`StoredObject::new`], but held only serialised: for objects the server itself seldom reads.
+    pub(super) fn serialised(value: Value, rv: u64) -> Self {
+        Self::new(value, rv).into_serialised()
+    }
+
+    /// The same object held only serialised, sharing its bytes with this one: what the watch history keeps, so
+    /// a state that has been superseded costs its JSON and no tree.
+    pub(super) fn serialised_only(self: &Arc<Self>) -> Arc<Self> {
+        match self.form {
+            Form::Serialised { .. } => self.clone(),
+            Form::Parsed(_) => Arc::new(Self {
+                form: self.key_form(),
+                json: self.json.clone(),
+                rv: self.rv,
+                managed_fields: self.managed_fields.clone(),
+            }),
+        }
+    }
+
+    fn into_serialised(mut self) -> Self {
+        self.form = self.key_form();
+        self
+    }
+
+    fn key_form(&self) -> Form {
+        Form::Serialised {
+            namespace: self.namespace().into(),
+            name: self.name().into(),
+        }
+    }
+
+    /// Whether the object is held only serialised (its value is parsed on every read).
+    pub fn is_serialised(&self) -> bool {
+        matches!(self.form, Form::Serialised { .. })
+    }
+
     /// The object as selectors, indexes and the server's controllers read it: everything but
-    /// `metadata.managedFields`. Never write this back: a write starts from [`StoredObject::to_value`].
-    pub fn value(&self) -> &Value {
-        &self.value
+    /// `metadata.managedFields`. Never write this back: a write starts from [`StoredObject::to_value`]. Parsed
+    /// from the serialised form when the object is held only serialised, so read it once per use.
+    pub fn value(&self) -> Cow<'_, Value> {
+        match &self.form {
+            Form::Parsed(value) => Cow::Borrowed(value),
+            Form::Serialised { .. } => {
+                let mut value = self.parse();
+                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.shift_remove(MANAGED_FIELDS);
+                }
+                Cow::Owned(value)
+            }
+        }
     }
 
     /// The whole object, managedFields included, as clients read it: what a write that changes the object starts
     /// from, so the fields' owners survive it.
     pub fn to_value(&self) -> Value {
-        let mut value = self.value.clone();
+        let Form::Parsed(parsed) = &self.form else {
+            return self.parse();
+        };
+        let mut value = parsed.clone();
         if let Some(span) = &self.managed_fields
             && let Some(fields) = self.managed_fields()
             && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
@@ -78,6 +141,11 @@ impl StoredObject {
         value
     }
 
+    /// The serialised form parsed back; it was serialised from a value, so it parses.
+    fn parse(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
     /// The object's `metadata.managedFields`, parsed from its serialised form.
     pub fn managed_fields(&self) -> Option<Value> {
         let span = self.managed_fields.as_ref()?;
@@ -86,18 +154,24 @@ impl StoredObject {
 
     /// The object's namespace (empty for cluster-scoped objects).
     pub fn namespace(&self) -> &str {
-        self.value
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        match &self.form {
+            Form::Parsed(value) => value
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            Form::Serialised { namespace, .. } => namespace,
+        }
     }
 
     /// The object's name.
     pub fn name(&self) -> &str {
-        self.value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        match &self.form {
+            Form::Parsed(value) => value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            Form::Serialised { name, .. } => name,
+        }
     }
 }
 
@@ -263,9 +337,10 @@ mod tests {
         let stored = StoredObject::new(value.clone(), 7);
         let mut expected = value;
         expected["metadata"]["resourceVersion"] = json!("7");
-        assert_eq!(stored.value(), &expected);
+        assert_eq!(*stored.value(), expected);
         assert_eq!(stored.to_value(), expected);
-        let keys: Vec<&String> = stored.value()["status"]
+        let tree = stored.value();
+        let keys: Vec<&String> = tree["status"]
             .as_object()
             .expect("a map")
             .keys()
@@ -331,6 +406,33 @@ mod tests {
             let rewritten = StoredObject::new(whole, 4);
             assert_eq!(rewritten.managed_fields(), Some(managed("m")));
         }
+    }
+
+    #[test]
+    fn an_object_held_serialised_reads_as_the_parsed_one() {
+        let value = json!({"apiVersion": "v1", "kind": "Event",
+                           "metadata": {"name": "e", "namespace": "ns", "managedFields": managed("kubelet"),
+                                        "labels": {"a": "1"}},
+                           "involvedObject": {"kind": "Pod", "name": "p"}, "count": 2});
+        let parsed = Arc::new(StoredObject::new(value.clone(), 9));
+        let serialised = StoredObject::serialised(value, 9);
+        let shared = parsed.serialised_only();
+        for held in [&serialised, &*shared] {
+            assert!(held.is_serialised());
+            assert_eq!(held.json, parsed.json);
+            assert_eq!(held.value(), parsed.value());
+            assert_eq!(held.value()["metadata"].get("managedFields"), None);
+            assert_eq!(held.to_value(), parsed.to_value());
+            assert_eq!(held.managed_fields(), Some(managed("kubelet")));
+            assert_eq!((held.namespace(), held.name(), held.rv), ("ns", "e", 9));
+        }
+        assert!(!parsed.is_serialised());
+        assert_eq!(
+            shared.json.as_ptr(),
+            parsed.json.as_ptr(),
+            "the serialised copy shares the bytes"
+        );
+        assert!(Arc::ptr_eq(&shared.serialised_only(), &shared));
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn objects<T: DeserializeOwned>(store: &Store, plural: &str) -> Vec<T> {
         .list(&key, None)
         .0
         .into_iter()
-        .filter_map(|obj| match T::deserialize(obj.value()) {
+        .filter_map(|obj| match T::deserialize(&*obj.value()) {
             Ok(typed) => Some(typed),
             Err(e) => {
                 tracing::warn!(plural, name = obj.name(), "RBAC object cannot be read: {e}");

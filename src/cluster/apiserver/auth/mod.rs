@@ -145,11 +145,13 @@ impl Auth {
         let binding = &claims.kubernetes;
         let key = ResourceKey::new("", "serviceaccounts");
         let account = store.get(&key, &binding.namespace, &binding.serviceaccount.name);
-        let uid = account
-            .as_ref()
-            .and_then(|a| a.value().pointer("/metadata/uid"))
-            .and_then(|u| u.as_str());
-        if uid != Some(binding.serviceaccount.uid.as_str()) {
+        let uid = account.as_ref().and_then(|a| {
+            a.value()
+                .pointer("/metadata/uid")
+                .and_then(|u| u.as_str())
+                .map(str::to_owned)
+        });
+        if uid.as_deref() != Some(binding.serviceaccount.uid.as_str()) {
             tracing::debug!(
                 account = %claims.sub,
                 "a token of a ServiceAccount that no longer exists was refused"

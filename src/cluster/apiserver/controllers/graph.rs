@@ -79,14 +79,15 @@ impl Graph {
     /// Record an object as created or changed: its place, its owners (which an update may add or remove) and
     /// whether it is terminating. An event older than what the graph already holds for the uid is ignored.
     pub fn observe(&mut self, resource: &ResourceKey, obj: &StoredObject) {
-        let Some(uid) = objects::meta_str(obj.value(), "uid") else {
+        let value = obj.value();
+        let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
         };
-        let terminating = objects::is_terminating(obj.value());
+        let terminating = objects::is_terminating(&value);
         let (uid, old_owners) = match self.nodes.get_key_value(uid) {
             Some((_, node)) if node.rv >= obj.rv => return,
             Some((uid, node)) => {
-                let same = node.owners.iter().map(|o| &**o).eq(owner_uids(obj.value()));
+                let same = node.owners.iter().map(|o| &**o).eq(owner_uids(&value));
                 (uid.clone(), (!same).then(|| node.owners.clone()))
             }
             None => {
@@ -112,7 +113,7 @@ impl Graph {
             }
         };
         if let Some(old_owners) = old_owners {
-            let owners: Vec<Uid> = owner_uids(obj.value()).map(|o| self.intern(o)).collect();
+            let owners: Vec<Uid> = owner_uids(&value).map(|o| self.intern(o)).collect();
             for old in &old_owners {
                 if !owners.contains(old) {
                     self.unlink(old, &uid);
@@ -147,7 +148,8 @@ impl Graph {
 
     /// Forget a deleted object. Whatever still names it as an owner keeps its entry under that uid, now dangling.
     pub fn forget(&mut self, resource: &ResourceKey, obj: &StoredObject) {
-        let Some(uid) = objects::meta_str(obj.value(), "uid") else {
+        let value = obj.value();
+        let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
         };
         let Some((uid, node)) = self.nodes.remove_entry(uid) else {

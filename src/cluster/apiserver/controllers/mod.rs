@@ -162,7 +162,7 @@ impl Collector {
         self.server
             .store()
             .get(&location.resource, &location.namespace, &location.name)
-            .filter(|obj| objects::meta_str(obj.value(), "uid") == Some(uid))
+            .filter(|obj| objects::meta_str(&obj.value(), "uid") == Some(uid))
     }
 
     /// The stored objects that name `owner` in their ownerReferences now.
@@ -172,7 +172,7 @@ impl Collector {
             .into_iter()
             .filter_map(|(uid, location)| {
                 let obj = self.current(&uid, &location)?;
-                let still_owned = owner_uids(obj.value()).any(|o| o == owner);
+                let still_owned = owner_uids(&obj.value()).any(|o| o == owner);
                 still_owned.then_some((location.resource, obj))
             })
             .collect()
@@ -182,7 +182,8 @@ impl Collector {
     /// terminating (an earlier delete lost a race with this write); collect it if it names an owner that is gone,
     /// which is how a dependent created after its owner's deletion goes too.
     fn on_changed(&self, key: &ResourceKey, obj: &Arc<StoredObject>) {
-        if objects::is_terminating(obj.value()) {
+        let value = &obj.value();
+        if objects::is_terminating(&value) {
             self.on_terminating(key, obj);
             return;
         }
@@ -193,22 +194,23 @@ impl Collector {
             }
             return;
         }
-        if owner_uids(obj.value()).any(|owner| !self.graph.contains(owner)) {
+        if owner_uids(&value).any(|owner| !self.graph.contains(owner)) {
             self.collect_dependent(key, obj);
         }
     }
 
     fn on_deleted(&self, deleted: &StoredObject) {
-        if let Some(uid) = objects::meta_str(deleted.value(), "uid") {
+        let value = &deleted.value();
+        if let Some(uid) = objects::meta_str(&value, "uid") {
             for (key, dep) in self.dependents_of(uid) {
                 self.collect_dependent(&key, &dep);
             }
         }
         // A dependent going away may complete an owner's foreground deletion.
-        for owner_uid in owner_uids(deleted.value()) {
+        for owner_uid in owner_uids(&value) {
             if let Some(location) = self.graph.location(owner_uid)
                 && let Some(owner) = self.current(owner_uid, location)
-                && objects::is_terminating(owner.value())
+                && objects::is_terminating(&owner.value())
             {
                 self.on_terminating(&location.resource, &owner);
             }
@@ -253,13 +255,13 @@ impl Collector {
         self.server
             .store()
             .get(&rt.key(), namespace, field("name"))
-            .is_some_and(|owner| objects::meta_str(owner.value(), "uid") == Some(uid))
+            .is_some_and(|owner| objects::meta_str(&owner.value(), "uid") == Some(uid))
     }
 
     /// A dependent with no remaining owner is deleted; one with some owners left loses the dangling references.
     fn collect_dependent(&self, key: &ResourceKey, dep: &Arc<StoredObject>) {
-        let Some(refs) = dep
-            .value()
+        let value = &dep.value();
+        let Some(refs) = value
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
         else {
@@ -278,7 +280,7 @@ impl Collector {
             return;
         };
         if live.is_empty() {
-            if !objects::is_terminating(dep.value()) {
+            if !objects::is_terminating(&value) {
                 let _ = delete_object(&self.server, &rt, key, dep, DeletePolicy::Background);
             }
             return;
@@ -295,8 +297,9 @@ impl Collector {
             self.finish_namespace(obj);
             return;
         }
-        let finalizers = objects::finalizers(obj.value());
-        let Some(uid) = objects::meta_str(obj.value(), "uid") else {
+        let value = &obj.value();
+        let finalizers = objects::finalizers(&value);
+        let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
         };
         if finalizers.iter().any(|f| f == ORPHAN) {
@@ -336,7 +339,7 @@ impl Collector {
 
     /// Remove one finalizer; removing the last one removes the object.
     fn remove_finalizer(&self, key: &ResourceKey, obj: &Arc<StoredObject>, finalizer: &str) {
-        let remaining: Vec<String> = objects::finalizers(obj.value())
+        let remaining: Vec<String> = objects::finalizers(&obj.value())
             .into_iter()
             .filter(|f| f != finalizer)
             .collect();
@@ -368,7 +371,7 @@ impl Collector {
             }
             for obj in store.list(&key, Some(&ns)).0 {
                 remaining += 1;
-                if !objects::is_terminating(obj.value()) {
+                if !objects::is_terminating(&obj.value()) {
                     let _ = delete_object(&self.server, &rt, &key, &obj, DeletePolicy::Background);
                 }
             }

@@ -150,9 +150,9 @@ fn has_namespace_finalizers(ctx: &RequestContext, obj: &Value) -> bool {
 pub(super) fn after_commit(server: &ApiServer, ctx: &RequestContext, stored: &StoredObject) {
     if ctx.rt.group == "apiextensions.k8s.io"
         && ctx.rt.plural == "customresourcedefinitions"
-        && !objects::is_terminating(stored.value())
+        && !objects::is_terminating(&stored.value())
     {
-        match registry::from_crd(stored.value()) {
+        match registry::from_crd(&stored.value()) {
             Ok(rt) => server.registry().insert(rt),
             Err(e) => tracing::warn!(crd = stored.name(), "CRD cannot be served: {e}"),
         }

@@ -94,11 +94,11 @@ pub fn delete(
             .get(&ctx.storage, ctx.namespace(), ctx.name())
             .ok_or_else(|| ApiError::not_found(&ctx.rt.group, &ctx.rt.plural, ctx.name()))?;
         if let Some(uid) = &opts.uid
-            && objects::meta_str(current.value(), "uid") != Some(uid.as_str())
+            && objects::meta_str(&current.value(), "uid") != Some(uid.as_str())
         {
             let why = format!(
                 "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                objects::meta_str(current.value(), "uid").unwrap_or("")
+                objects::meta_str(&current.value(), "uid").unwrap_or("")
             );
             return Err(ApiError::conflict(
                 &ctx.rt.group,
@@ -152,7 +152,7 @@ pub fn delete_collection(
     let filter = Filter::from_request(ctx)?;
     let (all, _) = server.store().list(&ctx.storage, filter.namespace());
     let mut deleted = Vec::new();
-    for obj in all.iter().filter(|o| filter.matches(o.value())) {
+    for obj in all.iter().filter(|o| filter.selects(o)) {
         if ctx.dry_run() {
             deleted.push(obj.clone());
             continue;
@@ -242,7 +242,7 @@ fn after_delete_key(server: &ApiServer, rt: &ResourceType, deleted: &StoredObjec
     if rt.group != "apiextensions.k8s.io" || rt.plural != "customresourcedefinitions" {
         return;
     }
-    let Ok(served) = crate::cluster::apiserver::registry::from_crd(deleted.value()) else {
+    let Ok(served) = crate::cluster::apiserver::registry::from_crd(&deleted.value()) else {
         return;
     };
     let key = served.key();

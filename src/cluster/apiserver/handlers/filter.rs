@@ -7,6 +7,7 @@ use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::objects;
 use crate::cluster::apiserver::registry::ResourceType;
 use crate::cluster::apiserver::selector::{FieldSelector, LabelSelector};
+use crate::cluster::store::StoredObject;
 
 /// The selection a list or watch request makes.
 pub struct Filter {
@@ -63,7 +64,21 @@ impl Filter {
         })
     }
 
-    /// Whether the stored object is selected.
+    /// Whether the stored object is selected, reading its parsed value only when a selector needs it (objects held
+    /// only serialised are parsed for that).
+    pub fn selects(&self, obj: &StoredObject) -> bool {
+        if let Some(ns) = &self.namespace
+            && obj.namespace() != ns
+        {
+            return false;
+        }
+        if self.labels.is_none() && self.fields.is_none() {
+            return true;
+        }
+        self.matches(&obj.value())
+    }
+
+    /// Whether the stored object's value is selected.
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
             && objects::meta_str(obj, "namespace").unwrap_or("") != ns

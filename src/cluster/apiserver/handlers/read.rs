@@ -112,7 +112,7 @@ pub fn list(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respons
     let mut items: Vec<Arc<StoredObject>> = Vec::new();
     let mut next = None;
     for obj in &all[start..] {
-        if !filter.matches(obj.value()) {
+        if !filter.selects(obj) {
             continue;
         }
         if limit.is_some_and(|l| items.len() == l) {

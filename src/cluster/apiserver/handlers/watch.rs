@@ -138,7 +138,7 @@ impl Watcher {
     ) {
         let mut last_rv = since;
         if let Some(objects) = initial {
-            for obj in objects.iter().filter(|o| self.filter.matches(o.value())) {
+            for obj in objects.iter().filter(|o| self.filter.selects(o)) {
                 if tx.send(self.encode("ADDED", obj)).await.is_err() {
                     return;
                 }
@@ -222,11 +222,11 @@ impl Watcher {
         if event.resource != self.ctx.storage {
             return None;
         }
-        let now = self.filter.matches(event.object.value());
+        let now = self.filter.selects(&event.object);
         let before = event
             .previous
             .as_ref()
-            .map(|p| self.filter.matches(p.value()))
+            .map(|p| self.filter.selects(p))
             .unwrap_or(now);
         let kind = match event.kind {
             EventType::Added => now.then_some("ADDED"),

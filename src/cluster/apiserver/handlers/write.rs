@@ -455,7 +455,7 @@ fn namespace_accepts_content(server: &ApiServer, namespace: &str) -> Result<(), 
     let key = registry::ResourceKey::new("", "namespaces");
     match server.store().get(&key, "", namespace) {
         None => Err(ApiError::not_found("", "namespaces", namespace)),
-        Some(ns) if objects::is_terminating(ns.value()) => Err(ApiError::forbidden(format!(
+        Some(ns) if objects::is_terminating(&ns.value()) => Err(ApiError::forbidden(format!(
             "unable to create new content in namespace {namespace} because it is being terminated"
         ))),
         Some(_) => Ok(()),
