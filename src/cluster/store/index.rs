@@ -46,7 +46,9 @@ impl FieldIndexes {
 
     /// Whether any field of `resource` is indexed (only then do its writes need [`FieldIndexes::update`]).
     pub(super) fn covers(&self, resource: &ResourceKey) -> bool {
-        INDEXED.iter().any(|indexed| &*resource.0 == indexed.resource)
+        INDEXED
+            .iter()
+            .any(|indexed| &*resource.0 == indexed.resource)
     }
 
     /// Record that the object at `key` changed from `before` to `after` (either absent for a create or delete).

@@ -340,11 +340,7 @@ mod tests {
         assert_eq!(*stored.value(), expected);
         assert_eq!(stored.to_value(), expected);
         let tree = stored.value();
-        let keys: Vec<&String> = tree["status"]
-            .as_object()
-            .expect("a map")
-            .keys()
-            .collect();
+        let keys: Vec<&String> = tree["status"].as_object().expect("a map").keys().collect();
         assert_eq!(keys, ["z", "a", "m"]);
         assert_eq!(
             stored.json,

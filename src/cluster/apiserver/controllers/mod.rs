@@ -182,7 +182,7 @@ impl Collector {
     /// terminating (an earlier delete lost a race with this write); collect it if it names an owner that is gone,
     /// which is how a dependent created after its owner's deletion goes too.
     fn on_changed(&self, key: &ResourceKey, obj: &Arc<StoredObject>) {
-        let value = &obj.value();
+        let value = obj.value();
         if objects::is_terminating(&value) {
             self.on_terminating(key, obj);
             return;
@@ -200,7 +200,7 @@ impl Collector {
     }
 
     fn on_deleted(&self, deleted: &StoredObject) {
-        let value = &deleted.value();
+        let value = deleted.value();
         if let Some(uid) = objects::meta_str(&value, "uid") {
             for (key, dep) in self.dependents_of(uid) {
                 self.collect_dependent(&key, &dep);
@@ -260,7 +260,7 @@ impl Collector {
 
     /// A dependent with no remaining owner is deleted; one with some owners left loses the dangling references.
     fn collect_dependent(&self, key: &ResourceKey, dep: &Arc<StoredObject>) {
-        let value = &dep.value();
+        let value = dep.value();
         let Some(refs) = value
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
@@ -297,7 +297,7 @@ impl Collector {
             self.finish_namespace(obj);
             return;
         }
-        let value = &obj.value();
+        let value = obj.value();
         let finalizers = objects::finalizers(&value);
         let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
