@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, NodeStatus, Pod, PodSpec};
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
@@ -124,7 +124,7 @@ impl SharedWatches {
         let nmcs = self.nmcs.run(
             Api::all(client.clone()),
             watcher::Config::default(),
-            |nmc| nmc.managed_fields_mut().clear(),
+            |nmc| nmc.meta_mut().managed_fields = None,
         );
         let workers = self.workers.run(
             Api::all(client),
@@ -145,7 +145,7 @@ impl SharedWatches {
 /// volumes and runtime handlers, and the reported images unless `keep_images`. Labels, annotations, taints and
 /// the rest of the spec, `nodeInfo` (kernel, boot, OS, architecture, runtime) and readiness stay.
 fn slim_node(node: &mut Node, keep_images: bool) {
-    node.managed_fields_mut().clear();
+    node.meta_mut().managed_fields = None;
     if let Some(status) = node.status.take() {
         node.status = Some(NodeStatus {
             conditions: status.conditions.map(|conditions| {
@@ -165,7 +165,7 @@ fn slim_node(node: &mut Node, keep_images: bool) {
 /// them): `managedFields`, annotations (the module configuration it carries) and the spec except the node it is
 /// bound to. Labels, owners and the status (phase, restarts, why the last run ended) stay.
 fn slim_worker(pod: &mut Pod) {
-    pod.managed_fields_mut().clear();
+    pod.meta_mut().managed_fields = None;
     pod.metadata.annotations = None;
     if let Some(spec) = pod.spec.take() {
         pod.spec = Some(PodSpec {

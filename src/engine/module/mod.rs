@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::ResourceExt;
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -91,7 +91,7 @@ async fn reconcile_modules<N, C, W>(
         Api::<Module>::all(client.clone()),
         watcher::Config::default(),
     )
-    .modify(|module: &mut Module| module.managed_fields_mut().clear())
+    .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
     .default_backoff()
     .reflect(module_writer)
     .applied_objects()
@@ -149,7 +149,7 @@ fn pull_pod_changes(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default().labels(labels::IMAGE_OWNER),
     )
-    .modify(|pod: &mut Pod| pod.managed_fields_mut().clear())
+    .modify(|pod: &mut Pod| pod.meta_mut().managed_fields = None)
     .default_backoff()
     .reflect(writer)
     .applied_objects()
