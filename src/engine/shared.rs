@@ -116,21 +116,21 @@ impl SharedWatches {
         stop: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let keep_images = self.node_images.load(Ordering::Relaxed);
-        let nodes = self.nodes.run(
+        let nodes = Box::pin(self.nodes.run(
             Api::all(client.clone()),
             watcher::Config::default(),
             move |node| slim_node(node, keep_images),
-        );
-        let nmcs = self.nmcs.run(
+        ));
+        let nmcs = Box::pin(self.nmcs.run(
             Api::all(client.clone()),
             watcher::Config::default(),
             |nmc| nmc.meta_mut().managed_fields = None,
-        );
-        let workers = self.workers.run(
+        ));
+        let workers = Box::pin(self.workers.run(
             Api::all(client),
             watcher::Config::default().labels(labels::WORKER_ACTION),
             slim_worker,
-        );
+        ));
         async move {
             tokio::select! {
                 () = stop.cancelled() => {}
@@ -235,11 +235,13 @@ where
             if !used {
                 return;
             }
-            let events = watcher(api, config)
-                .modify(slim)
-                .default_backoff()
-                .reflect(writer);
-            futures::pin_mut!(events);
+            // Boxed: a watch's state is large, and the engine's futures nest deeply.
+            let mut events = Box::pin(
+                watcher(api, config)
+                    .modify(slim)
+                    .default_backoff()
+                    .reflect(writer),
+            );
             while let Some(event) = events.next().await {
                 let changes = match event {
                     Ok(watcher::Event::Apply(object)) => {
