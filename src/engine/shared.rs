@@ -2,22 +2,35 @@
 //! so a cluster of 5,000 nodes is listed and followed once however many families act on its nodes.
 //!
 //! A family takes what it needs while the engine is being assembled ([`SharedWatches::nodes`],
-//! [`SharedWatches::node_changes`]), before [`SharedWatches::run`] starts the watch: a subscription taken later
-//! would miss the initial list. Every subscription must then be polled, because the shared reflector waits for its
+//! [`SharedWatches::node_changes`]...), before [`SharedWatches::run`] starts the watches: a subscription taken
+//! later would miss the initial list. Every subscription must then be polled, because a shared watch waits for its
 //! slowest subscriber once [`BUFFER`] changes are queued; a controller polls its trigger streams from its first
 //! poll, so handing the stream to a `Controller` is enough.
+//!
+//! Objects are slimmed to what the reconcilers read before they enter a store, and each subscriber receives the
+//! very object the watch saw (kube's own shared-store subscriptions look the object up in the store instead, and
+//! stall on one deleted in between, which short-lived worker pods always are).
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Node;
+use futures::channel::mpsc;
+use futures::{SinkExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, NodeStatus, Pod, PodSpec};
+use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::broadcast;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
+
+use super::labels;
+use crate::api::kmm::NodeModulesConfig;
 
 /// Changes queued per subscriber before the shared reflector waits for it: a whole initial list of a large cluster
 /// fits, so start-up never stalls on a subscriber that is still setting up.
@@ -26,11 +39,12 @@ pub const BUFFER: usize = 8192;
 /// The engine's shared watches. Cheap to hand around by reference while the engine is assembled; consumed by
 /// [`SharedWatches::run`].
 pub struct SharedWatches {
-    nodes: Store<Node>,
-    node_writer: Writer<Node>,
-    /// Deleted nodes: the shared reflector only fans out applied objects, and a node that leaves changes what
-    /// several reconcilers target.
-    node_deletions: broadcast::Sender<Arc<Node>>,
+    nodes: SharedKind<Node>,
+    /// Whether a reconciler reads the images nodes report (`status.images`, a long list per node that nothing else
+    /// reads): the shared node cache drops them unless one does.
+    node_images: AtomicBool,
+    nmcs: SharedKind<NodeModulesConfig>,
+    workers: SharedKind<Pod>,
 }
 
 impl Default for SharedWatches {
@@ -42,19 +56,25 @@ impl Default for SharedWatches {
 impl SharedWatches {
     /// Shared stores with no watch running yet.
     pub fn new() -> Self {
-        let (nodes, node_writer) = reflector::store_shared(BUFFER);
-        let (node_deletions, _) = broadcast::channel(DELETIONS_BUFFER);
         Self {
-            nodes,
-            node_writer,
-            node_deletions,
+            nodes: SharedKind::new(),
+            node_images: AtomicBool::new(false),
+            nmcs: SharedKind::new(),
+            workers: SharedKind::new(),
         }
     }
 
-    /// Every node, as the shared watch last saw it. Empty until the first list arrives: wait on
-    /// [`Store::wait_until_ready`] before judging a node absent.
+    /// Every node, as the shared watch last saw it, without what no reconciler reads (see [`slim_node`]). Empty
+    /// until the first list arrives: wait on [`Store::wait_until_ready`] before judging a node absent.
     pub fn nodes(&self) -> Store<Node> {
-        self.nodes.clone()
+        self.nodes.store()
+    }
+
+    /// [`SharedWatches::nodes`], keeping the images each node reports (`status.images`) for the reconcilers that
+    /// read them.
+    pub fn nodes_with_images(&self) -> Store<Node> {
+        self.node_images.store(true, Ordering::Relaxed);
+        self.nodes()
     }
 
     /// Nodes that appeared, left, or whose `fingerprint` changed, once the shared store reflects the change. A
@@ -64,50 +84,204 @@ impl SharedWatches {
         &self,
         fingerprint: fn(&Node) -> u64,
     ) -> impl Stream<Item = Arc<Node>> + Send + 'static {
-        let applied = self
-            .node_writer
-            .subscribe()
-            .expect("the shared node store was created with store_shared")
-            .map(Change::Applied);
-        let deleted = deletions(self.node_deletions.subscribe()).map(Change::Deleted);
-        changed_only(futures::stream::select(applied, deleted), fingerprint)
+        changed_only(self.nodes.changes(), fingerprint)
     }
 
-    /// Run every shared watch until `stop`. Watch errors are logged and retried with back-off; the stores keep
-    /// their last content meanwhile.
+    /// Every NodeModulesConfig, as the shared watch last saw it (without `managedFields`).
+    pub fn nmcs(&self) -> Store<NodeModulesConfig> {
+        self.nmcs.store()
+    }
+
+    /// Every NodeModulesConfig listed, added, modified or deleted, once the shared store reflects it.
+    pub fn nmc_changes(&self) -> impl Stream<Item = Arc<NodeModulesConfig>> + Send + 'static {
+        self.nmcs.changes().map(Change::into_object)
+    }
+
+    /// Every worker pod (labelled with a worker action), as the shared watch last saw it, slimmed to what the
+    /// reconcilers read of a cached worker (see [`slim_worker`]): decisions about workers read them afresh.
+    pub fn workers(&self) -> Store<Pod> {
+        self.workers.store()
+    }
+
+    /// Every worker pod listed, added, modified or deleted, once the shared store reflects it.
+    pub fn worker_changes(&self) -> impl Stream<Item = Arc<Pod>> + Send + 'static {
+        self.workers.changes().map(Change::into_object)
+    }
+
+    /// Run every shared watch a reconciler subscribed to until `stop`. Watch errors are logged and retried with
+    /// back-off; the stores keep their last content meanwhile.
     pub fn run(
         self,
         client: kube::Client,
         stop: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
-        let node_deletions = self.node_deletions;
-        let nodes = watcher(Api::<Node>::all(client), watcher::Config::default())
-            .default_backoff()
-            .reflect_shared(self.node_writer)
-            .for_each(move |event| {
-                match event {
-                    Ok(watcher::Event::Delete(node)) => {
-                        // No subscriber is not an error: the families that care subscribed before the watch ran.
-                        let _ = node_deletions.send(Arc::new(node));
-                    }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "watching nodes failed; retrying"),
-                }
-                std::future::ready(())
-            });
+        let keep_images = self.node_images.load(Ordering::Relaxed);
+        let nodes = Box::pin(self.nodes.run(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            move |node| slim_node(node, keep_images),
+        ));
+        let nmcs = Box::pin(self.nmcs.run(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            |nmc| nmc.meta_mut().managed_fields = None,
+        ));
+        let workers = Box::pin(self.workers.run(
+            Api::all(client),
+            watcher::Config::default().labels(labels::WORKER_ACTION),
+            slim_worker,
+        ));
         async move {
             tokio::select! {
                 () = stop.cancelled() => {}
-                () = nodes => {}
+                _ = futures::future::join3(nodes, nmcs, workers) => {}
             }
         }
     }
 }
 
-/// Deleted objects can be missed only when a subscriber falls [`DELETIONS_BUFFER`] deletions behind.
-const DELETIONS_BUFFER: usize = 1024;
+/// Drop from a node what no reconciler reads before it enters the shared cache: `managedFields` (about half of a
+/// stored object), the conditions other than `Ready`, the addresses, capacity, allocatable, daemon endpoints,
+/// volumes and runtime handlers, and the reported images unless `keep_images`. Labels, annotations, taints and
+/// the rest of the spec, `nodeInfo` (kernel, boot, OS, architecture, runtime) and readiness stay.
+fn slim_node(node: &mut Node, keep_images: bool) {
+    node.meta_mut().managed_fields = None;
+    if let Some(status) = node.status.take() {
+        node.status = Some(NodeStatus {
+            conditions: status.conditions.map(|conditions| {
+                conditions
+                    .into_iter()
+                    .filter(|c| c.type_ == "Ready")
+                    .collect()
+            }),
+            images: status.images.filter(|_| keep_images),
+            node_info: status.node_info,
+            ..NodeStatus::default()
+        });
+    }
+}
+
+/// Drop from a worker pod what no reconciler reads from the cache (they read workers afresh before acting on
+/// them): `managedFields`, annotations (the module configuration it carries) and the spec except the node it is
+/// bound to. Labels, owners and the status (phase, restarts, why the last run ended) stay.
+fn slim_worker(pod: &mut Pod) {
+    pod.meta_mut().managed_fields = None;
+    pod.metadata.annotations = None;
+    if let Some(spec) = pod.spec.take() {
+        pod.spec = Some(PodSpec {
+            node_name: spec.node_name,
+            ..PodSpec::default()
+        });
+    }
+}
+
+/// One kind watched once for the whole engine: a store every reader shares and its changes fanned out to
+/// subscribers. Its watch runs only when a reconciler subscribed to it or took its store.
+struct SharedKind<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store: Store<K>,
+    writer: Writer<K>,
+    subscribers: Mutex<Vec<mpsc::Sender<Change<K>>>>,
+    used: AtomicBool,
+}
+
+impl<K> SharedKind<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    fn new() -> Self {
+        let (store, writer) = reflector::store();
+        Self {
+            store,
+            writer,
+            subscribers: Mutex::default(),
+            used: AtomicBool::new(false),
+        }
+    }
+
+    fn store(&self) -> Store<K> {
+        self.used.store(true, Ordering::Relaxed);
+        self.store.clone()
+    }
+
+    /// Applied and deleted objects from the watch's first list on, each once the store reflects it.
+    fn changes(&self) -> impl Stream<Item = Change<K>> + Send + 'static {
+        self.used.store(true, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::channel(BUFFER);
+        self.subscribers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(sender);
+        receiver
+    }
+
+    /// The watch, slimming every object with `slim` before it enters the store; nothing when nobody uses the kind.
+    fn run(
+        self,
+        api: Api<K>,
+        config: watcher::Config,
+        slim: impl FnMut(&mut K) + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let used = self.used.load(Ordering::Relaxed);
+        let mut subscribers = self
+            .subscribers
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = self.store;
+        let writer = self.writer;
+        async move {
+            if !used {
+                return;
+            }
+            // Boxed: a watch's state is large, and the engine's futures nest deeply.
+            let mut events = Box::pin(
+                watcher(api, config)
+                    .modify(slim)
+                    .default_backoff()
+                    .reflect(writer),
+            );
+            while let Some(event) = events.next().await {
+                let changes = match event {
+                    Ok(watcher::Event::Apply(object)) => {
+                        vec![Change::Applied(shared_copy(&store, object))]
+                    }
+                    Ok(watcher::Event::Delete(object)) => vec![Change::Deleted(Arc::new(object))],
+                    // A (re)list is passed on once the store holds all of it, as the store's own objects.
+                    Ok(watcher::Event::InitDone) => {
+                        store.state().into_iter().map(Change::Applied).collect()
+                    }
+                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Vec::new(),
+                    Err(error) => {
+                        tracing::warn!(%error, kind = %K::kind(&()), "shared watch failed; retrying");
+                        Vec::new()
+                    }
+                };
+                for change in changes {
+                    for subscriber in &mut subscribers {
+                        // A subscriber that is gone is not an error: its reconciler stopped.
+                        let _ = subscriber.send(change.clone()).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The store's own copy of `object` (just written by the reflector), so subscribers share it instead of holding
+/// another.
+fn shared_copy<K>(store: &Store<K>, object: K) -> Arc<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .get(&ObjectRef::from_obj(&object))
+        .unwrap_or_else(|| Arc::new(object))
+}
 
 /// One change a subscriber sees.
+#[derive(Clone)]
 enum Change<K> {
     /// Listed, added or modified.
     Applied(Arc<K>),
@@ -115,21 +289,13 @@ enum Change<K> {
     Deleted(Arc<K>),
 }
 
-/// The objects a broadcast channel carries; a subscriber that fell behind skips what it missed.
-fn deletions<K: Clone + Send + 'static>(
-    receiver: broadcast::Receiver<K>,
-) -> impl Stream<Item = K> + Send + 'static {
-    futures::stream::unfold(receiver, |mut receiver| async move {
-        loop {
-            match receiver.recv().await {
-                Ok(object) => return Some((object, receiver)),
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "a reconciler fell behind on deleted objects");
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
+impl<K> Change<K> {
+    /// The object, applied or deleted.
+    fn into_object(self) -> Arc<K> {
+        match self {
+            Self::Applied(object) | Self::Deleted(object) => object,
         }
-    })
+    }
 }
 
 /// Applied objects whose fingerprint differs from the last one seen under the same name, and every deleted one.

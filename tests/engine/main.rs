@@ -12,5 +12,6 @@ mod nmc;
 mod rbac;
 mod restarts;
 mod samples;
+mod shared;
 mod shim;
 mod upstream;

@@ -73,7 +73,7 @@ pub fn run(
     shared: &SharedWatches,
     stop: CancellationToken,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let nodes = shared.nodes();
+    let nodes = shared.nodes_with_images();
     let node_changes = shared.node_changes(node_fingerprint);
     let refresh = context.settings.cache_refresh;
     async move {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -32,7 +33,8 @@ use super::stopping;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
-/// What a Module pass reads besides the API: caches of every node, NMC, pull pod and worker pod, kept by watches.
+/// What a Module pass reads besides the API: caches of every node, NMC, pull pod and worker pod, kept by watches
+/// (nodes, NMCs and worker pods by the engine's shared ones).
 pub struct ModuleContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
@@ -46,73 +48,85 @@ pub struct ModuleContext {
     pub worker_pods: Store<Pod>,
 }
 
-/// The Module reconciler, subscribed to the engine's shared node watch now (before it starts); the future runs it
-/// until `stop` is cancelled.
+/// The Module reconciler, subscribed to the engine's shared node, NodeModulesConfig and worker pod watches now
+/// (before they start); the future runs it until `stop` is cancelled.
 pub fn run(
     context: Arc<Context>,
     shared: &SharedWatches,
     stop: CancellationToken,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let node_changes = shared.node_changes(node_fingerprint);
-    let nodes = shared.nodes();
-    reconcile_modules(context, nodes, node_changes, stop)
+    let watched = Watched {
+        nodes: shared.nodes(),
+        node_changes: shared.node_changes(node_fingerprint),
+        nmcs: shared.nmcs(),
+        nmc_changes: shared.nmc_changes(),
+        worker_pods: shared.workers(),
+        worker_changes: shared.worker_changes(),
+    };
+    reconcile_modules(context, watched, stop)
 }
 
-async fn reconcile_modules(
-    context: Arc<Context>,
+/// The shared caches a Module pass reads and the changes that start passes.
+struct Watched<N, C, W> {
     nodes: Store<Node>,
-    node_changes: impl futures::Stream<Item = Arc<Node>> + Send + 'static,
+    node_changes: N,
+    nmcs: Store<NodeModulesConfig>,
+    nmc_changes: C,
+    worker_pods: Store<Pod>,
+    worker_changes: W,
+}
+
+async fn reconcile_modules<N, C, W>(
+    context: Arc<Context>,
+    watched: Watched<N, C, W>,
     stop: CancellationToken,
-) {
+) where
+    N: futures::Stream<Item = Arc<Node>> + Send + 'static,
+    C: futures::Stream<Item = Arc<NodeModulesConfig>> + Send + 'static,
+    W: futures::Stream<Item = Arc<Pod>> + Send + 'static,
+{
     let client = context.client.clone();
     let (modules, module_writer) = reflector::store();
     let module_changes = watcher(
         Api::<Module>::all(client.clone()),
         watcher::Config::default(),
     )
+    .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
     .default_backoff()
     .reflect(module_writer)
     .applied_objects()
     .predicate_filter(module_fingerprint, Default::default());
-    let (nmcs, nmc_writer) = reflector::store();
-    let nmc_changes = watcher(
-        Api::<NodeModulesConfig>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(nmc_writer)
-    .applied_objects();
     let (pull_pods, pull_writer) = reflector::store();
-    let pull_changes = pod_changes(&client, labels::IMAGE_OWNER, pull_writer);
-    let (worker_pods, worker_writer) = reflector::store();
-    let worker_changes = pod_changes(&client, labels::WORKER_ACTION, worker_writer);
+    let pull_changes = pull_pod_changes(&client, pull_writer);
     let controller = Controller::for_stream(module_changes, modules);
     let modules = controller.store();
     let own_store = modules.clone();
     let module_context = Arc::new(ModuleContext {
         engine: context,
-        nodes,
-        nmcs,
+        nodes: watched.nodes,
+        nmcs: watched.nmcs,
         pull_pods,
-        worker_pods,
+        worker_pods: watched.worker_pods,
     });
     let passes = controller
         .owns(
             Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
         )
-        .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
+        .watches_shared_stream(watched.node_changes, move |_node: Arc<Node>| {
             modules
                 .state()
                 .iter()
                 .map(|m| ObjectRef::from_obj(m.as_ref()))
                 .collect::<Vec<_>>()
         })
-        .watches_stream(nmc_changes, modules_of_nmc)
+        .watches_shared_stream(watched.nmc_changes, |nmc: Arc<NodeModulesConfig>| {
+            modules_of_nmc(&nmc)
+        })
         .watches_stream(pull_changes, |pod: Pod| {
             module_of_pod(&pod, labels::IMAGE_OWNER)
         })
-        .watches_stream(worker_changes, |pod: Pod| {
+        .watches_shared_stream(watched.worker_changes, |pod: Arc<Pod>| {
             module_of_pod(&pod, labels::MODULE_NAME)
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -125,16 +139,17 @@ async fn reconcile_modules(
     stopping::until_stopped(passes, &own_store, &stop).await;
 }
 
-/// Changes of the pods carrying `label`, mirrored into `writer` before they start a pass.
-fn pod_changes(
+/// Changes of the pods that check a MIC's images, mirrored into `writer` (without `managedFields`) before they
+/// start a pass.
+fn pull_pod_changes(
     client: &kube::Client,
-    label: &str,
     writer: reflector::store::Writer<Pod>,
 ) -> impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static {
     watcher(
         Api::<Pod>::all(client.clone()),
-        watcher::Config::default().labels(label),
+        watcher::Config::default().labels(labels::IMAGE_OWNER),
     )
+    .modify(|pod: &mut Pod| pod.meta_mut().managed_fields = None)
     .default_backoff()
     .reflect(writer)
     .applied_objects()
@@ -173,7 +188,7 @@ fn node_fingerprint(node: &Node) -> u64 {
 }
 
 /// The Modules an NMC's `module-configured` and `module-in-use` labels name.
-fn modules_of_nmc(nmc: NodeModulesConfig) -> Vec<ObjectRef<Module>> {
+fn modules_of_nmc(nmc: &NodeModulesConfig) -> Vec<ObjectRef<Module>> {
     let mut modules = Vec::new();
     for key in nmc.metadata.labels.iter().flat_map(|l| l.keys()) {
         let Some(rest) = key.strip_prefix("beta.kmm.node.kubernetes.io/") else {

@@ -23,19 +23,18 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 
 use super::shared::SharedWatches;
 use super::stopping;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, Error, KubeResultExt, retry_on_error};
-use super::{kernel, labels, nodes};
+use super::{kernel, nodes};
 use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 
 /// How many NMCs are reconciled at once. A rollout wakes every node's NMC together; unbounded, thousands of passes
@@ -44,37 +43,32 @@ use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 /// held a 5,000-node rollout to about 35 nodes a second at half the machine's CPU.
 const CONCURRENT_PASSES: u16 = 64;
 
-/// The reconciler, subscribed to the engine's shared node watch now (before it starts); the future runs it until
-/// `stop` is cancelled.
+/// The reconciler, subscribed to the engine's shared node, NodeModulesConfig and worker pod watches now (before
+/// they start); the future runs it until `stop` is cancelled.
 pub fn run(
     context: Arc<Context>,
     shared: &SharedWatches,
     stop: CancellationToken,
 ) -> impl Future<Output = ()> + Send + 'static {
     let node_changes = shared.node_changes(fingerprint);
-    reconcile_nmcs(context, node_changes, stop)
+    let nmcs = shared.nmcs();
+    let nmc_changes = shared.nmc_changes();
+    let worker_changes = shared.worker_changes();
+    let controller = Controller::for_shared_stream(nmc_changes, nmcs.clone())
+        .owns_shared_stream(worker_changes)
+        .watches_shared_stream(node_changes, move |node: Arc<Node>| {
+            nmc_of_node(&nmcs, &node)
+        });
+    reconcile_nmcs(context, controller, stop)
 }
 
 async fn reconcile_nmcs(
     context: Arc<Context>,
-    node_changes: impl futures::Stream<Item = Arc<Node>> + Send + 'static,
+    controller: Controller<NodeModulesConfig>,
     stop: CancellationToken,
 ) {
-    let client = context.client.clone();
-    let controller = Controller::new(
-        Api::<NodeModulesConfig>::all(client.clone()),
-        watcher::Config::default(),
-    );
-    let nmcs = controller.store();
-    let own_store = nmcs.clone();
+    let own_store = controller.store();
     let passes = controller
-        .owns(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default().labels(labels::WORKER_ACTION),
-        )
-        .watches_shared_stream(node_changes, move |node: Arc<Node>| {
-            nmc_of_node(&nmcs, &node)
-        })
         .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(reconcile, retry_on_error, context.clone())

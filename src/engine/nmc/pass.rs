@@ -331,6 +331,7 @@ mod tests {
         let facts = NodeFacts {
             ready: true,
             boot_id: Some("boot-1".into()),
+            kernel: Some("5.14.0".into()),
         };
         let spec = [
             spec_entry("ns", "synced", "img:1"),

@@ -28,6 +28,8 @@ pub(super) struct NodeFacts {
     pub ready: bool,
     /// The node's current boot.
     pub boot_id: Option<String>,
+    /// The kernel the node runs now.
+    pub kernel: Option<String>,
 }
 
 impl NodeFacts {
@@ -36,7 +38,16 @@ impl NodeFacts {
         Self {
             ready: nodes::is_ready(node),
             boot_id: kernel::node_boot_id(node).map(str::to_owned),
+            kernel: kernel::node_kernel(node).map(str::to_owned),
         }
+    }
+
+    /// Whether the node says it runs a kernel other than the one `entry` was written for (a node that does not
+    /// say which kernel it runs never does).
+    fn runs_other_kernel_than(&self, entry: &NodeModuleSpec) -> bool {
+        self.kernel
+            .as_deref()
+            .is_some_and(|kernel| kernel != entry.config.kernel_version)
     }
 
     /// Whether the node booted since `status` was recorded (a node that does not say which boot it is in never
@@ -77,7 +88,14 @@ pub(super) fn for_configured(
     } else if *config != entry.config {
         Next::Unload
     } else if node.ready && node.rebooted_since(status) {
-        Next::Load
+        // A node that rebooted into another kernel waits for its entry to be written for that kernel (the entry
+        // changing starts the next pass): a loader from the entry as it stands would load for the kernel the node
+        // left, and a second loader would follow as soon as the entry changes.
+        if node.runs_other_kernel_than(entry) {
+            Next::Wait
+        } else {
+            Next::Load
+        }
     } else {
         Next::Wait
     }
@@ -113,6 +131,7 @@ mod tests {
         NodeFacts {
             ready,
             boot_id: Some(BOOT.into()),
+            kernel: Some("5.14.0".into()),
         }
     }
 
@@ -159,6 +178,15 @@ mod tests {
         assert_eq!(decide(Some(&other_kernel), true), Next::Load, "upgraded");
         let before_reboot = status_entry("ns", "a", "img:2", "boot-0");
         assert_eq!(decide(Some(&before_reboot), true), Next::Load, "reload");
+        let upgraded_node = NodeFacts {
+            kernel: Some("6.0.0".into()),
+            ..node(true)
+        };
+        assert_eq!(
+            for_configured(&entry, Some(&before_reboot), None, &upgraded_node, &current),
+            Next::Wait,
+            "a node rebooted into another kernel waits for an entry for that kernel"
+        );
         assert_eq!(
             decide(Some(&before_reboot), false),
             Next::Wait,
