@@ -31,6 +31,10 @@
 //! - Since then the node rows made from the very same Node and NodeModulesConfig objects as before (the watches
 //!   hand over an unchanged object as the same shared pointer) are moved over instead of made again, and a lease
 //!   renewal redraws only when it changes what the header, footer or `:engine` show.
+//! - Once a 5,000-node rollout took about a minute (mimalloc, shared engine watches, slimmed caches), the 5,000-node
+//!   run converged: 103 s in the console, 84 s under `serve --with-engine`, beside a test suite's build. Idle
+//!   afterwards, the console with the engine in the foreground 0.10 % of a core and 1,286 MiB, `serve
+//!   --with-engine` 0.10 % and 768 MiB; engine off, 0.03 % and 490 MiB (`serve` 0.00 %, 365 MiB).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

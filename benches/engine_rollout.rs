@@ -50,6 +50,29 @@
 //!   passes at once, each a few round trips, held the rollout to about 35 nodes a second; they now run 64 at
 //!   once. Phase 1 with 64, beside a CI build (about one core for the bench): 148 s on 141 s of CPU, about 47
 //!   nodes a second once under way, peak RSS 1.97 GiB.
+//! - With 64 passes on an idle machine, phase 1 took 62 s on 111 s of CPU, peak RSS 1.49 GiB (phase 2 85 s on 149 s,
+//!   2.18 GiB). Its profile (`perf`, DWARF call graphs at 39 Hz) showed where the cores went: glibc's malloc and
+//!   free 41 % of all samples (`_int_malloc` 15 %, `free` 7 %, `unlink_chunk` 5 %, `malloc_consolidate` 4 %); the
+//!   API server's patch handler 27 %, of which managed-field tracking 12.5 % (it copied both objects whole to leave
+//!   `managedFields` out, then walked every field of both, building a path for each, to find the few that
+//!   changed); the simulated kubelet's status writes 17 % (mostly that patch handler); NMC passes 11 %; Module
+//!   passes 6 %; decoding Pods 7 %.
+//! - mimalloc as the allocator (`src/allocator.rs`) and a comparison that skips equal subtrees and
+//!   `managedFields` in place: phase 1 36 s on 70 s of CPU, phase 2 43 s, phase 3 33 s; memory became the open
+//!   goal (1.80 GiB after phase 1, 2.06 GiB at the end, 222 MiB before the rollout). What held it: the engine
+//!   cached every NodeModulesConfig and worker pod twice (the Module and NMC reconcilers each watched them) and
+//!   every object whole, `managedFields` and a Node's images, addresses and capacity included; the store kept a
+//!   parsed tree of every Event (about 3.6 KB each, three times its JSON: ~350 MB for the 97,000 Events of the
+//!   three phases) and the watch history kept parsed trees of both the object and the one it replaced (70 to
+//!   150 MB, whatever the cluster's size). Phase 3 created 1,619 worker pods for 1,000 reloads: a node rebooted
+//!   into a new kernel was loaded from its entry for the old kernel, then again once the entry was rewritten.
+//! - Now the engine shares one NMC and one worker-pod watch between both reconcilers and caches only the fields it
+//!   reads; Events and history entries are stored serialised only (parsed when a selector needs them); a rebooted
+//!   node waits for its entry for the new kernel. Phase 1 34 s on 65 s of CPU, phase 2 36 s on 70 s, phase 3
+//!   22 s on 30 s; worker pods 5,000 / 5,000 / 1,015; peak RSS 1.11 GiB after phase 1 and 1.19 GiB at the end;
+//!   idle afterwards 0.03 % of a core. The remaining extra writes of phase 3 (5.9 engine writes per reloaded node
+//!   and Module; 6.2 in another run) come from the Module reconciler removing a node's entry while the image for
+//!   its new kernel is being checked, then adding it back.
 //!
 //! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
 
