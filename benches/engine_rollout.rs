@@ -71,8 +71,8 @@
 //!   node waits for its entry for the new kernel. Phase 1 34 s on 65 s of CPU, phase 2 36 s on 70 s, phase 3
 //!   22 s on 30 s; worker pods 5,000 / 5,000 / 1,015; peak RSS 1.11 GiB after phase 1 and 1.19 GiB at the end;
 //!   idle afterwards 0.03 % of a core (a second run: 36 s, 41 s, 26 s, 1.18 GiB). The extra writes of phase 3
-//!   (5.1 to 6.2 engine writes per reloaded node and Module over three runs) come from the Module reconciler removing a node's entry while the image for
-//!   its new kernel is being checked, then adding it back.
+//!   (5.1 to 6.2 engine writes per reloaded node and Module over three runs) come from the Module reconciler
+//!   removing a node's entry while the image for its new kernel is being checked, then adding it back.
 //!
 //! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
 
