@@ -14,4 +14,5 @@ mod restarts;
 mod samples;
 mod shared;
 mod shim;
+mod takeover;
 mod upstream;

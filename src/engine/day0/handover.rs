@@ -101,7 +101,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
             .await;
         return Ok(Action::await_change());
     };
-    let _ = context.nodes.wait_until_ready().await;
+    let _ = context.nodes.listed().await;
     let members = pools::members(pool, &context.nodes.state(), &pools);
     let Some(literal) = most_common(members.iter().filter_map(|n| pools::os_image(n))) else {
         let note = format!(

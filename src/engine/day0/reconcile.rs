@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::engine::shared::SharedStore;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch};
@@ -39,7 +40,7 @@ pub struct Day0Context {
     /// The engine's client, images and event recorder.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
     /// Every ModuleDay0, to tell which one claimed a pool first.
     pub day0s: Store<ModuleDay0>,
 }
@@ -114,7 +115,7 @@ async fn decide(
         return Ok((report, None, None));
     };
     let config_name = config.name_any();
-    let _ = context.nodes.wait_until_ready().await;
+    let _ = context.nodes.listed().await;
     let members = pools::members(pool, &context.nodes.state(), &pools);
     let release = read_release(&client).await?;
     let nodes_os = members.iter().find_map(|n| pools::os_image(n));

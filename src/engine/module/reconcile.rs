@@ -62,9 +62,11 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         return Ok(Action::await_change());
     };
     // The shared node watch may not have listed yet: an empty cache would read as a Module targeting nothing.
-    context.nodes.wait_until_ready().await.map_err(|_| {
-        Error::Invalid("the shared node watch stopped before its first list".to_owned())
-    })?;
+    context
+        .nodes
+        .listed()
+        .await
+        .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let all_nodes = context.nodes.state();
     let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
     let plan = plan::plan(&module, &loader.container, &node_refs);

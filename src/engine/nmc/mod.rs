@@ -27,9 +27,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use tokio_util::sync::CancellationToken;
 
@@ -54,7 +54,7 @@ pub fn run(
     let nmcs = shared.nmcs();
     let nmc_changes = shared.nmc_changes();
     let worker_changes = shared.worker_changes();
-    let controller = Controller::for_shared_stream(nmc_changes, nmcs.clone())
+    let controller = Controller::for_shared_stream(nmc_changes, nmcs.controller_store())
         .owns_shared_stream(worker_changes)
         .watches_shared_stream(node_changes, move |node: Arc<Node>| {
             nmc_of_node(&nmcs, &node)
@@ -146,7 +146,7 @@ impl fmt::Display for ModuleKey {
 /// The NMC of a node whose kernel, boot, readiness, labels or taints changed (the shared watch passes only those,
 /// see [`fingerprint`]), when it has one: node status heartbeats and nodes without modules start no pass.
 fn nmc_of_node(
-    nmcs: &Store<NodeModulesConfig>,
+    nmcs: &SharedStore<NodeModulesConfig>,
     node: &Node,
 ) -> Option<ObjectRef<NodeModulesConfig>> {
     let nmc = ObjectRef::new(node.metadata.name.as_deref()?);

@@ -52,9 +52,9 @@ pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<A
     }
     context
         .nodes
-        .wait_until_ready()
+        .listed()
         .await
-        .map_err(|_| Error::Invalid("the node watch stopped".to_owned()))?;
+        .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let pod_api = Api::<Pod>::namespaced(engine.client.clone(), names::INSTALLER_NAMESPACE);
     let pods = pod_api
         .list(&ListParams::default().labels(&format!("{}={name}", names::SHIM_NAME)))
