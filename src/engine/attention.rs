@@ -99,9 +99,10 @@ fn truncate(text: &str, limit: usize) -> String {
     text[..end].to_owned()
 }
 
-/// Set `Degraded` on `object` to the attention's reason and message, unless it says so already. The write is
-/// guarded by the resourceVersion the pass read; a refusal (the object changed, the grant is what is missing) is
-/// left for the next failure to try again.
+/// Set `Degraded` on `object` to the attention's reason and message, unless it says so already. An object without a
+/// status gets the kind's empty one along (its required fields included). The write is guarded by the
+/// resourceVersion the pass read; a refusal (the object changed, the grant is what is missing) is left for the next
+/// failure to try again.
 async fn set_degraded<K: Conditioned>(context: &Context, object: &K, attention: &Attention) {
     let mut conditions = object.conditions().to_vec();
     status::set_condition(
@@ -115,25 +116,27 @@ async fn set_degraded<K: Conditioned>(context: &Context, object: &K, attention: 
     if conditions == object.conditions() {
         return;
     }
+    let mut updated = object.clone();
+    updated.set_conditions(conditions);
     let api = K::api(context.client.clone(), object);
     let name = object.name_any();
     let written = match K::STATUS_VERB {
         StatusVerb::Patch => {
+            let status = serde_json::to_value(&updated)
+                .ok()
+                .and_then(|mut value| value.get_mut("status").map(serde_json::Value::take));
             let patch = json!({
                 "metadata": {"resourceVersion": object.resource_version()},
-                "status": {"conditions": conditions},
+                "status": status,
             });
             api.patch_status(&name, &patch_params(), &Patch::Merge(&patch))
                 .await
                 .map(drop)
         }
-        StatusVerb::Update => {
-            let mut updated = object.clone();
-            updated.set_conditions(conditions);
-            api.replace_status(&name, &post_params(), &updated)
-                .await
-                .map(drop)
-        }
+        StatusVerb::Update => api
+            .replace_status(&name, &post_params(), &updated)
+            .await
+            .map(drop),
     };
     if let Err(error) = written {
         tracing::debug!(object = %ObjectKey::of(object), %error, "Degraded condition not written");
@@ -143,7 +146,7 @@ async fn set_degraded<K: Conditioned>(context: &Context, object: &K, attention: 
 /// How the engine writes a kind's status: with the verb its RBAC grants on `<kind>/status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusVerb {
-    /// A JSON merge patch of the conditions alone.
+    /// A JSON merge patch of the status.
     Patch,
     /// A replace of the whole status.
     Update,
@@ -159,7 +162,7 @@ pub trait Conditioned:
     /// The conditions the object reports (none without a status).
     fn conditions(&self) -> &[Condition];
 
-    /// Replace the object's conditions, giving it a status if it has none.
+    /// Replace the object's conditions, giving it the kind's empty status if it has none.
     fn set_conditions(&mut self, conditions: Vec<Condition>);
 
     /// The API of the object's kind, in its namespace when it has one.

@@ -232,31 +232,37 @@ impl Error {
         else {
             return None;
         };
-        let (reason, advice) = match status.code {
+        let (reason, message) = match status.code {
             403 => (
                 FORBIDDEN,
-                "grant the engine what it lacks (`kmm-tui controller --print-rbac` prints what it needs)".to_owned(),
+                format!(
+                    "{self}; grant the engine what it lacks (`kmm-tui controller --print-rbac` prints what it needs)"
+                ),
             ),
+            // What to do leads: it is the whole story, and a table cuts a message from its end.
             404 => {
                 let details = status.details.as_ref()?;
                 if details.kind != "namespaces" {
                     return None;
                 }
+                let namespace = &details.name;
                 (
                     NAMESPACE_MISSING,
-                    format!("create namespace {} (kubectl create namespace {})", details.name, details.name),
+                    format!(
+                        "namespace {namespace} does not exist: create it (kubectl create namespace {namespace}); {self}"
+                    ),
                 )
             }
             400 | 422 => (
                 REJECTED,
-                "the API server refused the object; change what its message names".to_owned(),
+                format!("{self}; the API server refused the object: change what its message names"),
             ),
             _ => return None,
         };
         Some(Attention {
             reason,
             action: action.clone(),
-            message: format!("{self}; {advice}"),
+            message,
         })
     }
 }
@@ -402,12 +408,10 @@ mod tests {
             .attention()
             .expect("a missing namespace needs a person");
         assert_eq!(attention.reason, NAMESPACE_MISSING);
-        assert!(
-            attention.message.ends_with(
-                "create namespace openshift-kmm (kubectl create namespace openshift-kmm)"
-            ),
-            "{}",
-            attention.message
+        assert_eq!(
+            attention.message,
+            "namespace openshift-kmm does not exist: create it (kubectl create namespace openshift-kmm); \
+             doing something: namespaces \"openshift-kmm\" not found (404 NotFound)"
         );
         assert_eq!(
             reason(&api_error(422, "Invalid", "spec.x: Invalid", None)),
