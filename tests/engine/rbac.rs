@@ -67,7 +67,7 @@ where
 }
 
 /// Install `rbac` as an administrator would and return a token of its ServiceAccount.
-async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
+pub(super) async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     let admin = harness.client();
     let namespace = DEFAULT_LEASE_NAMESPACE;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
@@ -113,7 +113,7 @@ async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     issued.status.expect("a token status").token
 }
 
-fn lease() -> LeaseConfig {
+pub(super) fn lease() -> LeaseConfig {
     LeaseConfig::new(
         DEFAULT_LEASE_NAMESPACE,
         DEFAULT_LEASE_NAME,
@@ -143,7 +143,7 @@ fn run_engine(harness: &Harness, token: &str) -> (CancellationToken, tokio::task
     (stop, task)
 }
 
-fn module_spec() -> serde_json::Value {
+pub(super) fn module_spec() -> serde_json::Value {
     json!({
         "selector": {"kmm": "yes"},
         "moduleLoader": {"container": {
