@@ -109,7 +109,7 @@ async fn reconcile_mbsc(mbsc: &ModuleBuildSignConfig, context: &Context) -> Resu
     let pods: Vec<Pod> = pods_api
         .list(&ListParams::default().labels(&selector))
         .await
-        .doing(|| format!("listing build and sign pods of {}", describe(&mbsc)))?
+        .doing(|| format!("listing build and sign pods of {}", describe(mbsc)))?
         .items
         .into_iter()
         .filter(|pod| controlled_by(pod, mbsc.uid().as_deref()))
@@ -120,24 +120,24 @@ async fn reconcile_mbsc(mbsc: &ModuleBuildSignConfig, context: &Context) -> Resu
         .as_ref()
         .map(|s| s.images.clone())
         .unwrap_or_default();
-    let plan = plan(&context, &mbsc, &pods, &stored).await?;
+    let plan = plan(context, mbsc, &pods, &stored).await?;
 
     if plan.outcomes != stored {
-        record_outcomes(&context, &mbsc, &plan.outcomes).await?;
+        record_outcomes(context, mbsc, &plan.outcomes).await?;
     }
     for (pod, entry, outcome) in &plan.finished {
-        announce_outcome(&context, &mbsc, pod, entry, *outcome).await;
+        announce_outcome(context, mbsc, pod, entry, *outcome).await;
     }
     for pod in &plan.doomed {
-        delete_pod(&pods_api, &mbsc, pod).await?;
+        delete_pod(&pods_api, mbsc, pod).await?;
     }
     for (template, entry) in &plan.create {
-        create_pod(&context, &pods_api, &mbsc, template, entry).await?;
+        create_pod(context, &pods_api, mbsc, template, entry).await?;
     }
     for (entry, why) in &plan.blocked {
         tracing::warn!(mbsc = %format!("{namespace}/{name}"), image = %entry.spec.image, "{why}");
         let reason = format!("{}Failed", action_prefix(entry.action));
-        context.event(&*mbsc, true, &reason, why.clone()).await;
+        context.event(mbsc, true, &reason, why.clone()).await;
     }
     Ok(if plan.blocked.is_empty() {
         context.resync()
