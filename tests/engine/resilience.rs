@@ -141,7 +141,7 @@ async fn a_module_the_engine_may_not_act_on_backs_off_is_told_once_and_recovers(
     })
     .await;
     let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(gaps[0] <= Duration::from_millis(1500), "{gaps:?}");
+    assert!(gaps[0] <= Duration::from_millis(2500), "{gaps:?}");
     assert!(
         gaps.windows(2).all(|pair| pair[1] > pair[0]),
         "each retry waits longer: {gaps:?}"
