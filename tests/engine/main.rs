@@ -10,6 +10,7 @@ mod kmm;
 mod module;
 mod nmc;
 mod rbac;
+mod resilience;
 mod restarts;
 mod samples;
 mod shared;

@@ -29,7 +29,6 @@ mod wanted;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -44,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use self::cluster::CacheApi;
 use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
+use super::attention;
 use super::context::{Context, Error, retry_on_error};
 use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
@@ -54,9 +54,6 @@ pub use self::pods::{
     NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
 };
 pub use self::reference::canonical;
-
-/// How often a cache with nothing going on is looked at anyway.
-const RESYNC: Duration = Duration::from_secs(600);
 
 /// What the cache reconciler reads besides the cache.
 struct CacheContext {
@@ -169,9 +166,16 @@ fn error_policy(cache: Arc<ImageCache>, error: &Error, context: Arc<CacheContext
     retry_on_error(cache, error, context.engine.clone())
 }
 
-/// One pass over a cache, read afresh (the controller's copy may predate this reconciler's last status write).
+/// One pass over a cache; a failure a person must act on is told on it (see [`attention`]).
 async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Result<Action, Error> {
-    let api = CacheApi::new(&context.engine.client, &object)?;
+    let outcome = reconcile_cache(&object, &context).await;
+    attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
+    outcome
+}
+
+/// One pass over a cache, read afresh (the controller's copy may predate this reconciler's last status write).
+async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<Action, Error> {
+    let api = CacheApi::new(&context.engine.client, object)?;
     let Some(cache) = api.get().await? else {
         return Ok(Action::await_change());
     };
@@ -240,8 +244,10 @@ async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Resul
         api.remove_annotations(&written, &plan.done_annotations)
             .await?;
     }
-    let wake = plan.wake_after.unwrap_or(RESYNC).min(RESYNC);
-    Ok(Action::requeue(wake))
+    Ok(match plan.wake_after {
+        Some(wake) => context.engine.resync_within(wake),
+        None => context.engine.resync(),
+    })
 }
 
 /// An event when the outcome changes: work started, images cached or deleted, pulls failed.
