@@ -191,6 +191,50 @@ async fn a_missing_image_with_a_build_section_is_built_then_loaded() {
     harness.shutdown().await;
 }
 
+/// A build whose Dockerfile ConfigMap does not exist never starts: the Module says which ConfigMap to create
+/// (`Degraded`, reason `InvalidReference`, one Warning Event), and once it exists the image is built and loaded.
+#[tokio::test(start_paused = true)]
+async fn a_build_whose_dockerfile_is_missing_says_what_to_create_and_goes_on_once_it_exists() {
+    let mut harness = Harness::start("two-kernels.yaml").await;
+    harness.start_engine();
+    let mut spec = build_spec("quay.io/acme/unbuilt", false);
+    spec["moduleLoader"]["container"]["kernelMappings"][1]["build"]["dockerfileConfigMap"]["name"] =
+        json!("absent-dockerfile");
+    create_module(&harness, "kmod", spec).await;
+    let message = wait_for(120, "Degraded names the missing ConfigMap", || async {
+        condition(&harness, "kmod", "Degraded")
+            .await
+            .filter(|(status, reason, _)| status == "True" && reason == "InvalidReference")
+            .map(|(_, _, message)| message)
+    })
+    .await;
+    assert!(
+        message.contains("ConfigMap acme/absent-dockerfile"),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+    let told = module_events(&harness, "kmod", "InvalidReference").await;
+    assert_eq!(told.len(), 1, "one Event, not one per pass: {told:?}");
+
+    let config_map: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "absent-dockerfile", "namespace": "acme"},
+        "data": {"dockerfile": "FROM quay.io/acme/base-builder:9.3\nRUN make"},
+    }))
+    .expect("a ConfigMap");
+    Api::namespaced(harness.client(), "acme")
+        .create(&PostParams::default(), &config_map)
+        .await
+        .expect("the ConfigMap is created");
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 600).await;
+    assert!(
+        condition(&harness, "kmod", "Degraded")
+            .await
+            .is_some_and(|(status, _, _)| status == "False"),
+        "Degraded clears with its cause"
+    );
+    harness.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_missing_image_without_a_build_section_is_explained_and_gets_no_entry() {
     let mut harness = Harness::start("two-kernels.yaml").await;

@@ -8,7 +8,7 @@
 mod build_pod;
 mod kaniko;
 pub(crate) mod outcomes;
-mod recipe;
+pub mod recipe;
 mod sign_pod;
 
 use std::collections::BTreeSet;

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use super::build_pod::{self, DOCKERFILE_KEY};
 use super::entry_generation;
 use super::sign_pod::{self, Signing};
-use crate::api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage};
+use crate::api::kmm::{
+    BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, ModuleImageSpec,
+};
 use crate::engine::context::{Context, Error, is_not_found};
 use crate::engine::digest::sha256_hex;
 use crate::engine::labels;
@@ -88,6 +90,44 @@ pub async fn template(
     annotations.insert(labels::LAST_HASH.to_owned(), hash.clone());
     annotations.insert(IMAGE_GENERATION.to_owned(), generation.to_string());
     Ok(Template { pod, hash })
+}
+
+/// Why the build (`action` BuildImage) or sign of `image` in `namespace` cannot start: an input it names is missing
+/// or unusable. `None` when every input is there. Read by the Module reconciler, so the Module a person looks at
+/// says what to create instead of waiting on a build that never starts.
+pub async fn missing_input(
+    context: &Context,
+    namespace: &str,
+    image: &ModuleImageSpec,
+    action: BuildSignAction,
+) -> Result<Option<String>, Error> {
+    let name = &image.image;
+    let checked = match (action, &image.build, &image.sign) {
+        (BuildSignAction::BuildImage, Some(build), _) => {
+            let config_map = &build.dockerfile_config_map.name;
+            read_dockerfile(context, namespace, config_map, name)
+                .await
+                .map(drop)
+        }
+        (BuildSignAction::SignImage, _, Some(sign)) => {
+            let mut checked = Ok(());
+            for secret in [&sign.key_secret.name, &sign.cert_secret.name] {
+                checked = read_secret(context, namespace, secret, name)
+                    .await
+                    .map(drop);
+                if checked.is_err() {
+                    break;
+                }
+            }
+            checked
+        }
+        _ => Ok(()),
+    };
+    match checked {
+        Ok(()) => Ok(None),
+        Err(Blocked::Input(why)) => Ok(Some(why)),
+        Err(Blocked::Api(error)) => Err(error),
+    }
 }
 
 /// The Dockerfile text of a build.

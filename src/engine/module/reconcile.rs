@@ -15,10 +15,11 @@ use super::plan::{self, Plan};
 use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
 use crate::api::conditions::DEGRADED;
-use crate::api::kmm::{DaemonSetCounts, Module, ModuleStatus};
+use crate::api::kmm::{BuildSignAction, DaemonSetCounts, ImageState, Module, ModuleStatus};
 use crate::engine::attention;
 use crate::engine::context::{Error, KubeResultExt, patch_params, retry_on_error};
 use crate::engine::labels;
+use crate::engine::mbsc::recipe;
 
 /// The longest pause [`paced`] makes after a pass.
 const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -100,6 +101,7 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
     observed.desired = counts.desired;
     observed.available = counts.available;
     observed.mic_name = mic.name_any();
+    observed.missing_inputs = missing_inputs(&context, &namespace, &plan, &observed).await?;
     let trigger = mic
         .status
         .as_ref()
@@ -301,7 +303,31 @@ async fn write_status(
             )
         })?;
     announce_completion(context, module, &current, &status).await;
+    announce_degraded(context, module, &current, &status).await;
     Ok(())
+}
+
+/// The images to build or sign whose recipe names a Dockerfile ConfigMap or signing Secret that is missing or
+/// unusable, with what is wrong. Those builds never start, and nothing watches the inputs: the Module says so
+/// rather than waiting on `NeedsBuilding` for ever.
+async fn missing_inputs(
+    context: &ModuleContext,
+    namespace: &str,
+    plan: &Plan,
+    observed: &Observed,
+) -> Result<BTreeMap<String, String>, Error> {
+    let mut missing = BTreeMap::new();
+    for image in &plan.images {
+        let action = match observed.image_states.get(&image.image) {
+            Some(ImageState::NeedsBuilding) => BuildSignAction::BuildImage,
+            Some(ImageState::NeedsSigning) => BuildSignAction::SignImage,
+            _ => continue,
+        };
+        if let Some(why) = recipe::missing_input(&context.engine, namespace, image, action).await? {
+            missing.insert(image.image.clone(), why);
+        }
+    }
+    Ok(missing)
 }
 
 /// An Event on the Module when it becomes loaded on every node that has an entry: one per rollout however many
@@ -327,4 +353,28 @@ async fn announce_completion(
             .event(module, false, "ModuleLoaded", note)
             .await;
     }
+}
+
+/// A Warning Event on the Module when it turns `Degraded` for a reason it did not have before: a person must act,
+/// and Events are where `kubectl describe` and the console's event view look. Once per reason, not per pass.
+async fn announce_degraded(
+    context: &ModuleContext,
+    module: &Module,
+    before: &ModuleStatus,
+    after: &ModuleStatus,
+) {
+    let degraded = |status: &ModuleStatus| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == DEGRADED && c.status == "True")
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let Some((reason, message)) = degraded(after) else {
+        return;
+    };
+    if degraded(before).is_some_and(|(was, _)| was == reason) {
+        return;
+    }
+    context.engine.event(module, true, &reason, message).await;
 }

@@ -26,6 +26,8 @@ pub struct Observed {
     pub worker_failures: BTreeMap<String, String>,
     /// The name of the Module's MIC, for messages that tell the user where to act.
     pub mic_name: String,
+    /// Images to build or sign whose recipe names an input that is missing: image → what is missing.
+    pub missing_inputs: BTreeMap<String, String>,
 }
 
 /// How much a finding matters.
@@ -100,16 +102,20 @@ fn findings(plan: &Plan, observed: &Observed) -> Findings {
         let recipe = image.build.is_some() || image.sign.is_some();
         match observed.image_states.get(name) {
             Some(ImageState::Exists) => {}
-            Some(ImageState::NeedsBuilding) => found.add(
-                Severity::Progressing,
-                "ImageMissing",
-                format!("{name} NeedsBuilding"),
-            ),
-            Some(ImageState::NeedsSigning) => found.add(
-                Severity::Progressing,
-                "ImageMissing",
-                format!("{name} NeedsSigning"),
-            ),
+            Some(state @ (ImageState::NeedsBuilding | ImageState::NeedsSigning)) => {
+                match observed.missing_inputs.get(name) {
+                    Some(why) => found.add(
+                        Severity::Degraded,
+                        "InvalidReference",
+                        format!("{name} {state:?}, but {why}"),
+                    ),
+                    None => found.add(
+                        Severity::Progressing,
+                        "ImageMissing",
+                        format!("{name} {state:?}"),
+                    ),
+                }
+            }
             Some(ImageState::DoesNotExist) if recipe => found.add(
                 Severity::Degraded,
                 "ImageMissing",
