@@ -115,3 +115,42 @@ async fn every_subscriber_sees_short_lived_workers_and_the_caches_are_slimmed() 
     watches.await.expect("the watches end");
     harness.shutdown().await;
 }
+
+/// Reconcile passes wait for the shared node cache's first list side by side, each in its own reconciler: every one
+/// of them wakes when the list arrives, and every one when the watches stop before it (a pass that slept through
+/// either would hold its reconciler, and the engine's shutdown, forever).
+#[tokio::test(start_paused = true)]
+async fn every_pass_waiting_for_the_node_cache_wakes() {
+    let harness = Harness::start("nmc.yaml").await;
+    let client = harness.client();
+
+    for stops_first in [false, true] {
+        let shared = SharedWatches::new();
+        let nodes = shared.nodes();
+        let waiting: Vec<_> = (0..3)
+            .map(|_| {
+                let nodes = nodes.clone();
+                tokio::spawn(async move { nodes.wait_until_ready().await.is_ok() })
+            })
+            .collect();
+        // Every pass is waiting before the watch starts.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(waiting.iter().all(|w| !w.is_finished()));
+        let stop = CancellationToken::new();
+        if stops_first {
+            stop.cancel();
+        }
+        let watches = tokio::spawn(shared.run(client.clone(), stop.clone()));
+        for waiter in waiting {
+            let listed = tokio::time::timeout(Duration::from_secs(30), waiter)
+                .await
+                .expect("every waiting pass wakes")
+                .expect("the pass ran");
+            assert_eq!(listed, !stops_first, "listed, or told it never will be");
+        }
+        assert_eq!(nodes.state().len(), if stops_first { 0 } else { 3 });
+        stop.cancel();
+        watches.await.expect("the watches end");
+    }
+    harness.shutdown().await;
+}

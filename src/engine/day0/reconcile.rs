@@ -25,6 +25,7 @@ use crate::api::day0::{
 use crate::api::kmm::ImageState;
 use crate::engine::Context;
 use crate::engine::context::{Error, KubeResultExt, patch_params};
+use crate::engine::shared::SharedStore;
 
 /// How often a ModuleDay0 is looked at when nothing it watches changes.
 const RESYNC: Duration = Duration::from_secs(120);
@@ -39,7 +40,7 @@ pub struct Day0Context {
     /// The engine's client, images and event recorder.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
     /// Every ModuleDay0, to tell which one claimed a pool first.
     pub day0s: Store<ModuleDay0>,
 }

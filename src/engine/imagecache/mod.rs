@@ -37,7 +37,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +45,7 @@ use self::cluster::CacheApi;
 use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
 use super::context::{Context, Error, retry_on_error};
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 
@@ -62,7 +62,7 @@ const RESYNC: Duration = Duration::from_secs(600);
 struct CacheContext {
     engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    nodes: Store<Node>,
+    nodes: SharedStore<Node>,
     limits: Limits,
 }
 

@@ -28,7 +28,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
@@ -39,7 +39,7 @@ pub struct ModuleContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
     /// Every NodeModulesConfig.
     pub nmcs: Store<NodeModulesConfig>,
     /// Every pod labelled with the MIC it checks an image for.
@@ -68,7 +68,7 @@ pub fn run(
 
 /// The shared caches a Module pass reads and the changes that start passes.
 struct Watched<N, C, W> {
-    nodes: Store<Node>,
+    nodes: SharedStore<Node>,
     node_changes: N,
     nmcs: Store<NodeModulesConfig>,
     nmc_changes: C,

@@ -10,6 +10,11 @@
 //! Objects are slimmed to what the reconcilers read before they enter a store, and each subscriber receives the
 //! very object the watch saw (kube's own shared-store subscriptions look the object up in the store instead, and
 //! stall on one deleted in between, which short-lived worker pods always are).
+//!
+//! The node cache, which reconcile passes wait on, comes as a [`SharedStore`]: any number of passes may wait for
+//! its first list at once.
+
+mod store;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -27,10 +32,12 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::labels;
 use crate::api::kmm::NodeModulesConfig;
+pub use store::{NeverListed, SharedStore};
 
 /// Changes queued per subscriber before the shared reflector waits for it: a whole initial list of a large cluster
 /// fits, so start-up never stalls on a subscriber that is still setting up.
@@ -65,14 +72,14 @@ impl SharedWatches {
     }
 
     /// Every node, as the shared watch last saw it, without what no reconciler reads (see [`slim_node`]). Empty
-    /// until the first list arrives: wait on [`Store::wait_until_ready`] before judging a node absent.
-    pub fn nodes(&self) -> Store<Node> {
-        self.nodes.store()
+    /// until the first list arrives: wait on [`SharedStore::wait_until_ready`] before judging a node absent.
+    pub fn nodes(&self) -> SharedStore<Node> {
+        SharedStore::new(self.nodes.store(), self.nodes.listed.subscribe())
     }
 
     /// [`SharedWatches::nodes`], keeping the images each node reports (`status.images`) for the reconcilers that
     /// read them.
-    pub fn nodes_with_images(&self) -> Store<Node> {
+    pub fn nodes_with_images(&self) -> SharedStore<Node> {
         self.node_images.store(true, Ordering::Relaxed);
         self.nodes()
     }
@@ -185,6 +192,9 @@ where
     writer: Writer<K>,
     subscribers: Mutex<Vec<mpsc::Sender<Change<K>>>>,
     used: AtomicBool,
+    /// Turns true at the watch's first list; dropped when the watch ends, so waiters for a list that never came
+    /// learn it.
+    listed: watch::Sender<bool>,
 }
 
 impl<K> SharedKind<K>
@@ -198,6 +208,7 @@ where
             writer,
             subscribers: Mutex::default(),
             used: AtomicBool::new(false),
+            listed: watch::Sender::new(false),
         }
     }
 
@@ -231,6 +242,7 @@ where
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let store = self.store;
         let writer = self.writer;
+        let listed = self.listed;
         async move {
             if !used {
                 return;
@@ -250,6 +262,7 @@ where
                     Ok(watcher::Event::Delete(object)) => vec![Change::Deleted(Arc::new(object))],
                     // A (re)list is passed on once the store holds all of it, as the store's own objects.
                     Ok(watcher::Event::InitDone) => {
+                        listed.send_replace(true);
                         store.state().into_iter().map(Change::Applied).collect()
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Vec::new(),
