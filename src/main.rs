@@ -31,6 +31,14 @@ const EMBEDDED_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// How long `controller` waits for the cluster to answer before giving up.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
+/// How long past its shutdown limit an engine is waited for before the process exits without it. The engine keeps
+/// that limit itself; this only guards against a wait it fails to bound.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// How long the runtime's remaining tasks get once a command is done: a blocking task stuck in a system call (a DNS
+/// lookup of a cluster that is gone) must not keep the process alive.
+const RUNTIME_DRAIN: Duration = Duration::from_secs(1);
+
 /// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -98,6 +106,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let result = run_command(cli, &runtime);
+    runtime.shutdown_timeout(RUNTIME_DRAIN);
+    result
+}
+
+/// Run the command `cli` names (the console without one) on `runtime`.
+fn run_command(cli: Cli, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
         Some(Command::Controller(args)) => runtime.block_on(controller(args)),
@@ -256,17 +271,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The engine stops (and releases its Lease) before the cluster it talks to goes away.
     let engine = if args.with_engine {
         println!("kmm-tui: engine running in-process as {EMBEDDED_IDENTITY}");
+        let lease = LeaseConfig::new(
+            DEFAULT_LEASE_NAMESPACE,
+            DEFAULT_LEASE_NAME,
+            EMBEDDED_IDENTITY,
+            EMBEDDED_LEASE_DURATION,
+        );
+        let limit = lease.shutdown_limit() + SHUTDOWN_GRACE;
         let config = EngineConfig {
             images: args.images.pod_images(),
-            lease: LeaseConfig::new(
-                DEFAULT_LEASE_NAMESPACE,
-                DEFAULT_LEASE_NAME,
-                EMBEDDED_IDENTITY,
-                EMBEDDED_LEASE_DURATION,
-            ),
+            lease,
             settings: args.engine.settings(),
         };
-        kmm_tui::engine::run(cluster.client(), config, shutdown).await
+        let engine = kmm_tui::engine::run(cluster.client(), config, shutdown.clone());
+        stopped_within(engine, &shutdown, limit).await
     } else {
         shutdown.cancelled().await;
         Ok(())
@@ -302,6 +320,7 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         lease,
         settings,
     };
+    let limit = config.lease.shutdown_limit() + SHUTDOWN_GRACE;
     let health = Arc::new(Health::default());
     if let Some(address) = args.health_listen {
         let listener = health::bind(address)
@@ -314,9 +333,27 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
             shutdown.clone(),
         ));
     }
-    health::track(&health, kmm_tui::engine::run(client, config, shutdown)).await?;
+    let engine = kmm_tui::engine::run(client, config, shutdown.clone());
+    health::track(&health, stopped_within(engine, &shutdown, limit)).await?;
     tracing::info!("engine stopped");
     Ok(())
+}
+
+/// Run `engine` until it returns, or until `limit` has passed since `shutdown` was cancelled: then leave it
+/// unfinished and fail, so the process exits anyway.
+async fn stopped_within(
+    engine: impl std::future::Future<Output = anyhow::Result<()>>,
+    shutdown: &CancellationToken,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let overdue = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(limit).await;
+    };
+    tokio::select! {
+        result = engine => result,
+        () = overdue => anyhow::bail!("the engine did not stop within {limit:?} of the signal; exiting without it"),
+    }
 }
 
 /// A client for the cluster of `kubeconfig` (or the inferred one), checked to answer: a wrong address or bad
@@ -370,29 +407,64 @@ fn default_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// A token cancelled on Ctrl-C or SIGTERM, after `announce` has run. The handlers are installed at once, so a
-/// signal arriving right after this returns is not lost.
+/// A token cancelled on the first Ctrl-C or SIGTERM, after `announce` has run. A second signal ends the process at
+/// once, with the status a shell reports for a process the signal killed (130 for Ctrl-C, 143 for SIGTERM): whoever
+/// signals again does not want to wait for the shutdown. The handlers are installed at once, so a signal arriving
+/// right after this returns is not lost.
 fn shutdown_on_signal(announce: fn()) -> anyhow::Result<CancellationToken> {
     let token = CancellationToken::new();
-    #[cfg(unix)]
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
+    let mut signals = Signals::install()?;
     let cancel = token.clone();
     tokio::spawn(async move {
-        #[cfg(unix)]
-        tokio::select! {
-            interrupted = tokio::signal::ctrl_c() => {
-                if let Err(error) = interrupted {
-                    tracing::warn!(%error, "Ctrl-C cannot be caught; stop with SIGTERM");
-                    terminate.recv().await;
-                }
-            }
-            _ = terminate.recv() => {}
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
+        signals.next().await;
         announce();
         cancel.cancel();
+        let status = signals.next().await;
+        tracing::warn!("second signal received; exiting at once without waiting for the shutdown");
+        std::process::exit(status);
     });
     Ok(token)
+}
+
+/// The signals that stop the process: Ctrl-C (SIGINT) and, on unix, SIGTERM.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?,
+            terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn install() -> anyhow::Result<Self> {
+        Ok(Self {})
+    }
+
+    /// Wait for the next signal; the exit status of a process it kills.
+    async fn next(&mut self) -> i32 {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => 130,
+                _ = self.terminate.recv() => 143,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if let Err(error) = tokio::signal::ctrl_c().await {
+                tracing::warn!(%error, "Ctrl-C cannot be caught");
+                std::future::pending::<()>().await;
+            }
+            130
+        }
+    }
 }

@@ -26,6 +26,17 @@ impl ServeProcess {
 
     /// [`ServeProcess::start`] with more arguments for `kmm-tui serve`.
     pub fn start_with(dir: &Path, state: &Path, log_name: &str, extra_args: &[&str]) -> Self {
+        Self::start_scenario(dir, state, log_name, "empty", extra_args)
+    }
+
+    /// [`ServeProcess::start_with`] simulating `scenario` (a built-in name or a file) instead of an empty cluster.
+    pub fn start_scenario(
+        dir: &Path,
+        state: &Path,
+        log_name: &str,
+        scenario: &str,
+        extra_args: &[&str],
+    ) -> Self {
         let kubeconfig = dir.join("kubeconfig");
         // A restarted server writes the file again: remove the old one so that waiting for it waits for the new one.
         let _ = std::fs::remove_file(&kubeconfig);
@@ -33,7 +44,7 @@ impl ServeProcess {
         let log_file = File::create(&log).expect("creating the server log");
         let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
             .arg("serve")
-            .args(["--scenario", "empty", "--listen", "127.0.0.1:0"])
+            .args(["--scenario", scenario, "--listen", "127.0.0.1:0"])
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .arg("--state-dir")
@@ -74,6 +85,16 @@ impl ServeProcess {
     /// Path of the kubeconfig the server wrote.
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// The server's process id, for signals.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's exit status, once it has exited.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("waiting for the server")
     }
 
     /// Everything the server printed so far.

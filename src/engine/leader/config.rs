@@ -65,6 +65,20 @@ impl LeaseConfig {
         self.lease_duration.saturating_sub(self.retry_period)
     }
 
+    /// How long the engine may take to stop once told to shut down: the renew deadline. Its work winds down and
+    /// its Lease is released within it, or it leaves both behind and exits; either way the engine is gone a retry
+    /// period before any standby could see its Lease expire, even when the API server is gone and nothing can be
+    /// released. Also the bound a supervisor's grace period can be sized from.
+    pub fn shutdown_limit(&self) -> Duration {
+        self.renew_deadline()
+    }
+
+    /// Of the shutdown limit, how long releasing the Lease may take: a retry period, at most half the limit. An API
+    /// server that has not answered the release by then is not waited for; the Lease expires on its own.
+    pub(super) fn release_limit(&self) -> Duration {
+        self.retry_period.min(self.shutdown_limit() / 2)
+    }
+
     /// `leaseDurationSeconds` to write: whole seconds, rounded up so others never wait less than we assume.
     pub(super) fn lease_duration_seconds(&self) -> i32 {
         let seconds =
@@ -87,6 +101,17 @@ mod tests {
         assert_eq!(config.retry_period, Duration::from_secs(2));
         assert_eq!(config.renew_deadline(), Duration::from_secs(8));
         assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn a_shutdown_takes_at_most_the_renew_deadline_of_which_the_release_a_retry_period() {
+        let mut config = config();
+        assert_eq!(config.shutdown_limit(), config.renew_deadline());
+        assert_eq!(config.release_limit(), Duration::from_secs(2));
+        // A retry period longer than half the deadline leaves the work half of it to stop.
+        config.retry_period = Duration::from_secs(6);
+        assert_eq!(config.shutdown_limit(), Duration::from_secs(4));
+        assert_eq!(config.release_limit(), Duration::from_secs(2));
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! One candidate's side of the election: claim the Lease, lead a term while renewing it, and end the term — lost,
-//! shut down, handed off or released — only once the work has stopped and the fence is shut.
+//! shut down, handed off or released — only once the work has stopped (or been left behind past its limit) and the
+//! fence is shut. Every wait after a shutdown is bounded, so the engine stops within the shutdown limit however the
+//! API server behaves.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
@@ -169,7 +173,8 @@ impl Election {
     }
 
     /// Run one term of `work` on the Lease just acquired, renewing it, until the term ends. The work is stopped
-    /// and the fence shut before the Lease is released or handed on; a lost Lease shuts the fence at once.
+    /// (or, past its limit, abandoned) and the fence shut before the Lease is released or handed on; a lost Lease
+    /// shuts the fence at once.
     pub(super) async fn lead<F, Fut>(
         &self,
         acquired: Acquired,
@@ -196,23 +201,21 @@ impl Election {
             () = &mut working => TermEnd::WorkEnded,
             end = self.keep_renewed(&mut held, &mut last_renewal, Some(stops)) => end,
         };
-        if end != TermEnd::WorkEnded {
+        let stopped = if end == TermEnd::WorkEnded {
+            true
+        } else {
             term.cancel();
-            if end == TermEnd::Lost {
-                self.fence.close();
-                working.await;
-            } else {
-                // Keep the term safe while the work winds down, so no one else starts before it has stopped.
-                tokio::select! {
-                    () = &mut working => {}
-                    _ = self.keep_renewed(&mut held, &mut last_renewal, None) => {
-                        self.fence.close();
-                        working.await;
-                    }
-                }
-            }
-        }
+            self.wind_down(working, &end, &mut held, &mut last_renewal, shutdown)
+                .await
+        };
         self.fence.close();
+        if !stopped {
+            tracing::warn!(
+                lease = %self.config.lease_key(),
+                identity = %self.config.identity,
+                "the work of the term did not stop in time; left behind (the fence is shut: it writes nothing)"
+            );
+        }
         match &end {
             TermEnd::Lost => tracing::info!(
                 lease = %self.config.lease_key(),
@@ -220,13 +223,45 @@ impl Election {
                 "lost lease {}; work stopped, standing by",
                 self.config.lease_key()
             ),
-            TermEnd::Yielded(Yield::To(next)) => self.hand_on(held, Some(next)).await,
+            TermEnd::Yielded(Yield::To(next)) => self.hand_on(held, Some(next), shutdown).await,
             TermEnd::Shutdown
             | TermEnd::WorkEnded
             | TermEnd::StoodAside
-            | TermEnd::Yielded(Yield::Anyone) => self.hand_on(held, None).await,
+            | TermEnd::Yielded(Yield::Anyone) => self.hand_on(held, None, shutdown).await,
         }
         end
+    }
+
+    /// Wait for the work of a term that ended with `end` to stop, keeping the Lease renewed meanwhile (unless it
+    /// was lost) so no one else starts before it has. The wait is bounded: once the Lease is lost, by the renew
+    /// deadline (the fence is shut then, so the work writes nothing more); once shutting down, by the shutdown
+    /// limit less what the release may take, so the engine exits within that limit even when a pass waits on an
+    /// API server that is gone. Returns whether the work stopped; work that did not is never polled again.
+    async fn wind_down<W: Future<Output = ()>>(
+        &self,
+        working: Pin<&mut W>,
+        end: &TermEnd,
+        held: &mut Lease,
+        last_renewal: &mut Instant,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        let lost = async {
+            if *end != TermEnd::Lost {
+                // Keep the term safe while the work winds down, so no one else starts before it has stopped.
+                self.keep_renewed(held, last_renewal, None).await;
+            }
+            self.fence.close();
+            tokio::time::sleep(self.config.renew_deadline()).await;
+        };
+        let stop_by = self
+            .config
+            .shutdown_limit()
+            .saturating_sub(self.config.release_limit());
+        tokio::select! {
+            () = working => true,
+            () = lost => false,
+            () = after_shutdown(shutdown, stop_by) => false,
+        }
     }
 
     /// Renew `held` every retry period until the Lease is lost or, when `stops` are given, shutdown, a hand-off
@@ -361,8 +396,8 @@ impl Election {
     }
 
     /// Give up the Lease so a standby takes over at once, or hand it straight to `next`. Bounded by the lease
-    /// duration: past it, the Lease has expired anyway.
-    async fn hand_on(&self, held: Lease, next: Option<&str>) {
+    /// duration (past it, the Lease has expired anyway) and, once shutting down, by the release limit.
+    async fn hand_on(&self, held: Lease, next: Option<&str>, shutdown: &CancellationToken) {
         let record = |lease: &Lease| match next {
             Some(next) => handed(lease, next, &self.config, now_micro()),
             None => released(lease, now_micro()),
@@ -376,29 +411,45 @@ impl Election {
                 result => result,
             }
         };
+        let limit = async {
+            tokio::select! {
+                () = tokio::time::sleep(self.config.lease_duration) => {}
+                () = after_shutdown(shutdown, self.config.release_limit()) => {}
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = releasing => Some(outcome),
+            () = limit => None,
+        };
         let key = self.config.lease_key();
         let identity = &self.config.identity;
         let to = next.unwrap_or("anyone");
-        match tokio::time::timeout(self.config.lease_duration, releasing).await {
-            Ok(Ok(_)) => {
+        match outcome {
+            Some(Ok(_)) => {
                 tracing::info!(lease = %key, %identity, "released lease {key} held by {identity} to {to}")
             }
-            Ok(Err(WriteError::Superseded)) => {
+            Some(Err(WriteError::Superseded)) => {
                 tracing::info!(lease = %key, %identity, "lease {key} no longer held; nothing to release")
             }
-            Ok(Err(WriteError::Failed(error))) => tracing::warn!(
+            Some(Err(WriteError::Failed(error))) => tracing::warn!(
                 lease = %key,
                 %identity,
                 %error,
                 "releasing the lease failed; it expires on its own"
             ),
-            Err(_elapsed) => tracing::warn!(
+            None => tracing::warn!(
                 lease = %key,
                 %identity,
                 "releasing the lease timed out; it expires on its own"
             ),
         }
     }
+}
+
+/// Resolves `limit` after `shutdown` is cancelled; `limit` from now when it already is.
+async fn after_shutdown(shutdown: &CancellationToken, limit: Duration) {
+    shutdown.cancelled().await;
+    tokio::time::sleep(limit).await;
 }
 
 /// What ends a term besides a lost Lease.

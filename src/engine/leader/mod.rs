@@ -9,7 +9,8 @@
 //!
 //! The leader renews every `retry_period` and stops acting (cancels its work and waits for it) once renewals have
 //! failed for `lease_duration - retry_period`: before any standby can consider the Lease expired. On shutdown it
-//! releases the Lease (no holder) so a standby takes over at once instead of waiting for expiry.
+//! releases the Lease (no holder) so a standby takes over at once instead of waiting for expiry, and it is done
+//! within that same renew deadline ([`LeaseConfig::shutdown_limit`]) whether or not the API server answers.
 //!
 //! Hand-off ([`handoff`]): anyone may annotate the Lease with the identity that should hold it next (or "anyone");
 //! the holder honours the request at its next renewal by finishing its work in flight and then handing the Lease
@@ -54,10 +55,13 @@ pub struct Candidacy {
 /// Run `work` while holding the lease, until `shutdown` is cancelled, always competing.
 ///
 /// `work` is called once per term of leadership with a token that is cancelled when the term ends (leadership lost
-/// or shutdown); it must return soon after. The lease is only given up once `work` has returned, so two terms never
-/// overlap. Returns after `shutdown` once the lease is released, or when `work` returns by itself (the lease is then
-/// released too: there is nothing left to lead). API errors are logged and retried, never returned; the only error
-/// is a config that cannot work.
+/// or shutdown); it must return soon after. The lease is only given up once `work` has returned, or once it has had
+/// its limit (the renew deadline after a lost Lease; the shutdown limit less the release's share after shutdown) and
+/// is left unfinished, never polled again, behind a shut fence: two terms never overlap, and a shutdown returns
+/// within [`LeaseConfig::shutdown_limit`] even when the API server is gone. Returns after `shutdown` once the lease
+/// is released (or its release has had its share of that limit), or when `work` returns by itself (the lease is
+/// then released too: there is nothing left to lead). API errors are logged and retried, never returned; the only
+/// error is a config that cannot work.
 pub async fn run_as_leader<F, Fut>(
     client: kube::Client,
     config: LeaseConfig,
