@@ -165,6 +165,10 @@ pub(crate) struct ServeArgs {
     /// file (see the README for the format).
     #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
     pub(crate) scenario: String,
+    /// How long an Event lives after its last write before it is deleted (e.g. `90s`, `30m`, `1h`), as
+    /// kube-apiserver's `--event-ttl`. 1h by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) event_ttl: Option<Duration>,
     /// Also run the engine in this process, on the embedded cluster (identity `embedded`). It takes part in
     /// the same leader election as `kmm-tui controller` processes pointed at this cluster.
     #[arg(long)]

@@ -242,6 +242,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen: Some(args.listen),
         kubeconfig_out: Some(kubeconfig_out.clone()),
         history: None,
+        event_ttl: args.event_ttl,
         scenario: Some(scenario),
     })
     .await?;

@@ -13,6 +13,7 @@ pub mod tls;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,10 @@ use tower::ServiceExt;
 
 use apiserver::ApiServer;
 use store::Store;
+
+/// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
+/// Without a limit the Events of a long run only pile up.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(60 * 60);
 
 /// How to start an embedded cluster.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +37,9 @@ pub struct EmbeddedOptions {
     pub kubeconfig_out: Option<PathBuf>,
     /// How many events the store keeps for watches to resume from; the default when None.
     pub history: Option<usize>,
+    /// How long an Event lives after its last write before it is deleted, as kube-apiserver's `--event-ttl`;
+    /// [`DEFAULT_EVENT_TTL`] when None.
+    pub event_ttl: Option<Duration>,
     /// Simulate the nodes, registry and faults of this scenario; no nodes at all when None.
     pub scenario: Option<sim::scenario::Scenario>,
 }
@@ -60,6 +68,12 @@ impl EmbeddedCluster {
             }
             None => Store::in_memory(history),
         };
+        let store = store
+            .with_ttl(
+                apiserver::events::stored_events(),
+                options.event_ttl.unwrap_or(DEFAULT_EVENT_TTL),
+            )
+            .context("reading when the stored Events were written")?;
         let server = ApiServer::new(Arc::new(store));
         server.start_controllers();
         let client = kube::Client::new(server.clone(), "default");

@@ -200,6 +200,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     .map(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
                 kubeconfig_out,
                 history: None,
+                event_ttl: None,
                 scenario: Some(scenario),
             })
             .await?;

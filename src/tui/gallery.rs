@@ -93,6 +93,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         listen: None,
         kubeconfig_out: None,
         history: None,
+        event_ttl: None,
         scenario: Some(scenario),
     })
     .await?;

@@ -21,10 +21,15 @@ fn is_new_events(rt: &ResourceType) -> bool {
     rt.group == "events.k8s.io" && rt.plural == "events"
 }
 
+/// Where the Events of both APIs are stored: with the core `v1` ones.
+pub fn stored_events() -> ResourceKey {
+    ResourceKey::new("", "events")
+}
+
 /// Where objects of `rt` are stored.
 pub fn storage_key(rt: &ResourceType) -> ResourceKey {
     if is_new_events(rt) {
-        ResourceKey::new("", "events")
+        stored_events()
     } else {
         rt.key()
     }

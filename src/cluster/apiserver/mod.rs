@@ -104,9 +104,14 @@ impl ApiServer {
     }
 
     /// Start the cluster-side controllers the API relies on (owner-reference garbage collection, namespace
-    /// deletion). They stop when [`ApiServer::shutdown`] is called.
+    /// deletion) and the expiry of the store's objects that have a time to live (Events). They stop when
+    /// [`ApiServer::shutdown`] is called.
     pub fn start_controllers(&self) {
         controllers::spawn(self.clone());
+        tokio::spawn(crate::cluster::store::expiry::run(
+            self.store().clone(),
+            self.inner.shutdown.clone(),
+        ));
     }
 
     /// End every open watch and log stream and stop the controllers.

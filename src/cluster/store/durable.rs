@@ -7,6 +7,9 @@
 //!
 //! On start the objects and the newest events are loaded back, so resourceVersions keep increasing across restarts
 //! and a watch that resumes from a recent resourceVersion sees exactly the events it missed.
+//!
+//! Each object row also keeps when it was last written (wall clock), so objects that expire a while after their
+//! last write ([`super::expiry`]) expire on time across restarts, downtime included.
 
 use std::path::Path;
 
@@ -40,6 +43,18 @@ pub struct LoadedEvent {
     pub value: Value,
 }
 
+/// When one object was last written.
+pub struct WriteTime {
+    /// Its namespace (empty for cluster-scoped objects).
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// Milliseconds since the Unix epoch; `None` for a row written before the store recorded it.
+    pub written: Option<i64>,
+}
+
 /// Everything an earlier run left.
 pub struct Loaded {
     /// Newest resourceVersion committed.
@@ -54,7 +69,7 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS objects (
     resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    rv INTEGER NOT NULL, body BLOB NOT NULL,
+    rv INTEGER NOT NULL, body BLOB NOT NULL, written INTEGER,
     PRIMARY KEY (resource, namespace, name)
 );
 CREATE TABLE IF NOT EXISTS events (
@@ -69,6 +84,7 @@ impl Durable {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        add_written_column(&conn)?;
         let rv: u64 = conn
             .query_row("SELECT value FROM meta WHERE key = 'rv'", [], |r| {
                 r.get::<_, i64>(0)
@@ -131,7 +147,9 @@ impl Durable {
         ))
     }
 
-    /// Commit one write: object row, event row and resourceVersion, atomically.
+    /// Commit one write made at `written` (milliseconds since the Unix epoch): object row, event row and
+    /// resourceVersion, atomically.
+    #[allow(clippy::too_many_arguments)]
     pub fn commit(
         &mut self,
         resource: &str,
@@ -140,6 +158,7 @@ impl Durable {
         kind: i64,
         rv: u64,
         body: &[u8],
+        written: i64,
     ) -> rusqlite::Result<()> {
         // Statements are prepared once per connection and reused instead of parsed again on every write.
         let tx = self.conn.transaction()?;
@@ -150,10 +169,11 @@ impl Durable {
             .execute(params![resource, namespace, name])?;
         } else {
             tx.prepare_cached(
-                "INSERT INTO objects (resource, namespace, name, rv, body) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (resource, namespace, name) DO UPDATE SET rv = excluded.rv, body = excluded.body",
+                "INSERT INTO objects (resource, namespace, name, rv, body, written) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (resource, namespace, name)
+                 DO UPDATE SET rv = excluded.rv, body = excluded.body, written = excluded.written",
             )?
-            .execute(params![resource, namespace, name, rv as i64, body])?;
+            .execute(params![resource, namespace, name, rv as i64, body, written])?;
         }
         tx.prepare_cached("INSERT INTO events (rv, resource, kind, body) VALUES (?1, ?2, ?3, ?4)")?
             .execute(params![rv as i64, resource, kind, body])?;
@@ -164,10 +184,78 @@ impl Durable {
         tx.commit()
     }
 
+    /// When each object of `resource` was last written: namespace, name, resourceVersion and milliseconds since
+    /// the Unix epoch (unknown for rows an older version of the store wrote).
+    pub fn write_times(&self, resource: &str) -> rusqlite::Result<Vec<WriteTime>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT namespace, name, rv, written FROM objects WHERE resource = ?1")?;
+        let rows = stmt.query_map([resource], |r| {
+            Ok(WriteTime {
+                namespace: r.get(0)?,
+                name: r.get(1)?,
+                rv: r.get::<_, i64>(2)? as u64,
+                written: r.get(3)?,
+            })
+        })?;
+        rows.collect()
+    }
+
     /// Drop events at or below `through`; they can no longer be resumed from.
     pub fn compact(&mut self, through: u64) -> rusqlite::Result<()> {
         self.conn
             .execute("DELETE FROM events WHERE rv <= ?1", params![through as i64])?;
         Ok(())
+    }
+}
+
+/// Give an objects table made before write times were recorded its `written` column (empty for the rows it has).
+fn add_written_column(conn: &Connection) -> rusqlite::Result<()> {
+    let mut columns = conn.prepare("SELECT name FROM pragma_table_info('objects')")?;
+    let has_written = columns
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .iter()
+        .any(|column| column == "written");
+    if !has_written {
+        conn.execute("ALTER TABLE objects ADD COLUMN written INTEGER", [])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_from_before_write_times_opens_with_them_unknown() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        {
+            let conn = Connection::open(dir.path().join("store.db")).expect("created");
+            conn.execute_batch(
+                "CREATE TABLE objects (
+                    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+                    rv INTEGER NOT NULL, body BLOB NOT NULL,
+                    PRIMARY KEY (resource, namespace, name)
+                );
+                INSERT INTO objects VALUES ('/events', 'ns', 'old', 3, CAST('{\"metadata\":{\"name\":\"old\"}}' AS BLOB));",
+            )
+            .expect("an old database");
+        }
+        let (mut db, loaded) = Durable::open(dir.path(), 10).expect("opened");
+        assert_eq!(loaded.objects.len(), 1);
+        db.commit("/events", "ns", "new", 0, 4, b"{}", 1_000)
+            .expect("written");
+        let mut times: Vec<(String, Option<i64>)> = db
+            .write_times("/events")
+            .expect("read")
+            .into_iter()
+            .map(|row| (row.name, row.written))
+            .collect();
+        times.sort();
+        assert_eq!(
+            times,
+            vec![("new".to_owned(), Some(1_000)), ("old".to_owned(), None)]
+        );
     }
 }

@@ -9,20 +9,26 @@
 //!
 //! Every committed write becomes an [`Event`], kept in a bounded history and broadcast to watchers. A watch from a
 //! resourceVersion still in the history resumes exactly; an older one gets `410 Expired` and the client relists.
+//!
+//! Objects of a resource given a time to live ([`Store::with_ttl`]: Events) are deleted that long after their last
+//! write ([`expiry`]).
 
 pub mod durable;
+pub mod expiry;
 mod index;
 mod object;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::cluster::apiserver::registry::ResourceKey;
 use durable::Durable;
+use expiry::Expiring;
 use index::FieldIndexes;
 pub use object::{Event, EventType, StoredObject};
 
@@ -92,6 +98,8 @@ struct State {
     writes: HashMap<ResourceKey, WriteCounts>,
     /// Which objects hold each value of the indexed fields.
     indexes: FieldIndexes,
+    /// The resources whose objects expire, with the writes queued to expire.
+    expiring: Vec<Expiring>,
 }
 
 /// How many writes the store committed on one resource since it started, by what they did.
@@ -248,6 +256,7 @@ impl Store {
             compacted_through,
             writes: HashMap::new(),
             indexes,
+            expiring: Vec::new(),
         };
         let limits = HistoryLimits {
             events: history_limit.max(1),
@@ -268,6 +277,35 @@ impl Store {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         self.history.trim(state);
         self
+    }
+
+    /// The same store with the objects of `resource` deleted `ttl` after their last write (what kube-apiserver's
+    /// `--event-ttl` does to Events), by [`Store::expire`]. Objects already stored count from when they were last
+    /// written, as the durable store recorded it, so those that expired while the server was down go at the first
+    /// pass; objects whose write time is unknown count from now.
+    pub fn with_ttl(mut self, resource: ResourceKey, ttl: Duration) -> Result<Self, CommitError> {
+        let written: HashMap<ObjectKey, (u64, Option<i64>)> = match self.writer.get_mut() {
+            Ok(Some(db)) => db
+                .write_times(&resource.0)
+                .map_err(|e| CommitError::Storage(e.to_string()))?
+                .into_iter()
+                .map(|row| ((row.namespace, row.name), (row.rv, row.written)))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        let now = SystemTime::now();
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut expiring = Expiring::new(resource.clone(), ttl);
+        for (key, object) in state.objects.get(&resource).into_iter().flatten() {
+            let at = written
+                .get(key)
+                .filter(|(rv, _)| *rv == object.rv)
+                .and_then(|(_, written)| *written)
+                .map_or(now, expiry::from_millis);
+            expiring.record(key.clone(), object.rv, at);
+        }
+        state.expiring.push(expiring);
+        Ok(self)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -434,9 +472,13 @@ impl Store {
         } else {
             EventType::Added
         };
-        persist(&mut writer, resource, &key, kind, &object)?;
+        let written = SystemTime::now();
+        persist(&mut writer, resource, &key, kind, &object, written)?;
         let mut state = self.lock();
         state.rv = rv;
+        if let Some(expiring) = state.expiring.iter_mut().find(|e| e.resource == *resource) {
+            expiring.record(key.clone(), rv, written);
+        }
         if state.indexes.covers(resource) {
             let before = previous.as_ref().map(|p| p.value());
             state
@@ -485,7 +527,15 @@ impl Store {
             return Err(CommitError::Conflict);
         }
         let object = Arc::new(stored_object(resource, previous.to_value(), rv));
-        persist(&mut writer, resource, &key, EventType::Deleted, &object)?;
+        let written = SystemTime::now();
+        persist(
+            &mut writer,
+            resource,
+            &key,
+            EventType::Deleted,
+            &object,
+            written,
+        )?;
         let mut state = self.lock();
         state.rv = rv;
         if state.indexes.covers(resource) {
@@ -591,6 +641,49 @@ impl Store {
             .collect()
     }
 
+    /// Delete every object whose time to live ran out by `now` ([`Store::with_ttl`]) and that was not written
+    /// since, as [`Store::delete`] would: watchers see it deleted and the durable store loses it. Returns how many
+    /// went. A delete the database refuses is tried again at the next pass.
+    pub fn expire(&self, now: SystemTime) -> usize {
+        let due: Vec<(ResourceKey, Vec<expiry::Due>)> = self
+            .lock()
+            .expiring
+            .iter_mut()
+            .map(|expiring| (expiring.resource.clone(), expiring.take_due(now)))
+            .collect();
+        let mut expired = 0;
+        for (resource, writes) in due {
+            let mut writes = writes.into_iter();
+            while let Some(write) = writes.next() {
+                match self.delete(&resource, &write.key.0, &write.key.1, write.rv) {
+                    Ok(_) => expired += 1,
+                    // Written again since (its later write is queued) or deleted already.
+                    Err(CommitError::Conflict) => {}
+                    Err(CommitError::Storage(error)) => {
+                        tracing::warn!(%error, resource = %resource.0, "deleting expired objects failed; retrying");
+                        let mut state = self.lock();
+                        if let Some(expiring) =
+                            state.expiring.iter_mut().find(|e| e.resource == resource)
+                        {
+                            expiring.requeue(std::iter::once(write).chain(writes));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        expired
+    }
+
+    /// When the next object expires, if any is queued to.
+    pub fn next_expiry(&self) -> Option<SystemTime> {
+        self.lock()
+            .expiring
+            .iter()
+            .filter_map(Expiring::next_due)
+            .min()
+    }
+
     /// Forget old history in the durable store too (called periodically; history in memory is bounded already).
     pub fn compact(&self) -> Result<(), CommitError> {
         let through = self.lock().compacted_through;
@@ -603,13 +696,15 @@ impl Store {
     }
 }
 
-/// Commit one write to the database of a durable store (held through `writer`); nothing to do in memory.
+/// Commit one write made at `written` to the database of a durable store (held through `writer`); nothing to do in
+/// memory.
 fn persist(
     writer: &mut Option<Durable>,
     resource: &ResourceKey,
     key: &ObjectKey,
     kind: EventType,
     object: &StoredObject,
+    written: SystemTime,
 ) -> Result<(), CommitError> {
     let Some(db) = writer.as_mut() else {
         return Ok(());
@@ -621,6 +716,7 @@ fn persist(
         kind.code(),
         object.rv,
         &object.json,
+        expiry::to_millis(written),
     )
     .map_err(|e| CommitError::Storage(e.to_string()))
 }
@@ -730,5 +826,102 @@ mod tests {
             )]
         );
         assert_eq!(counts[0].1.total(), 3);
+    }
+
+    fn events() -> ResourceKey {
+        ResourceKey::new("", "events")
+    }
+
+    fn event(name: &str, count: u64) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns"}, "reason": "Pulled", "count": count})
+    }
+
+    #[test]
+    fn expired_objects_are_deleted_and_a_rewrite_restarts_the_clock() {
+        let ttl = Duration::from_secs(60);
+        let store = Store::in_memory(100)
+            .with_ttl(events(), ttl)
+            .expect("in memory");
+        let old = store
+            .put(&events(), None, event("old", 1))
+            .expect("written");
+        let bumped = store
+            .put(&events(), None, event("bumped", 1))
+            .expect("written");
+        let pod = store.put(&pods(), None, pod("p", 1)).expect("written");
+        let first_written = SystemTime::now();
+        assert_eq!(store.expire(first_written), 0, "nothing is due yet");
+        std::thread::sleep(Duration::from_millis(10));
+        let (_, mut watch) = store.watch_from(store.current_rv()).expect("watching");
+        let bumped = store
+            .put(&events(), Some(bumped.rv), event("bumped", 2))
+            .expect("rewritten");
+        let rewritten = SystemTime::now();
+
+        assert_eq!(
+            store.expire(first_written + ttl),
+            1,
+            "the old event expires"
+        );
+        assert!(store.get(&events(), "ns", "old").is_none());
+        assert!(
+            store.get(&events(), "ns", "bumped").is_some(),
+            "the rewritten one's clock restarted"
+        );
+        assert!(
+            store
+                .get(&pods(), "ns", "p")
+                .is_some_and(|p| p.rv == pod.rv)
+        );
+        let modified = watch.try_recv().expect("the rewrite is seen");
+        assert_eq!(modified.rv, bumped.rv);
+        let deleted = watch.try_recv().expect("the expiry is seen");
+        assert_eq!(deleted.kind, EventType::Deleted);
+        assert_eq!(deleted.object.name(), "old");
+        assert!(deleted.rv > old.rv);
+
+        assert_eq!(
+            store.expire(rewritten + ttl),
+            1,
+            "the rewritten one expires in its turn"
+        );
+        assert_eq!(store.count(&events(), None), 0);
+        assert_eq!(store.next_expiry(), None);
+        assert_eq!(store.expire(rewritten + ttl * 10), 0, "nothing goes twice");
+    }
+
+    #[test]
+    fn write_times_survive_a_restart_so_expiry_counts_the_downtime() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let ttl = Duration::from_secs(60);
+        let before = SystemTime::now();
+        {
+            let store = Store::open(dir.path(), 100)
+                .and_then(|s| s.with_ttl(events(), ttl))
+                .expect("opened");
+            store.put(&events(), None, event("e", 1)).expect("written");
+            store.put(&pods(), None, pod("p", 1)).expect("written");
+        }
+        let after = SystemTime::now();
+        let store = Store::open(dir.path(), 100)
+            .and_then(|s| s.with_ttl(events(), ttl))
+            .expect("reopened");
+        let due = store.next_expiry().expect("the stored event is queued");
+        assert!(
+            due >= before + ttl - Duration::from_millis(1) && due <= after + ttl,
+            "it expires a TTL after it was written, not after the restart"
+        );
+        assert_eq!(store.expire(after + ttl), 1);
+        drop(store);
+        let store = Store::open(dir.path(), 100)
+            .and_then(|s| s.with_ttl(events(), ttl))
+            .expect("reopened");
+        assert_eq!(
+            store.count(&events(), None),
+            0,
+            "the expired event stays gone"
+        );
+        assert_eq!(store.count(&pods(), None), 1);
+        assert_eq!(store.next_expiry(), None);
     }
 }
