@@ -62,6 +62,8 @@ pub(crate) struct ConsoleArgs {
     pub(crate) keymap: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) images: ImageArgs,
+    #[command(flatten)]
+    pub(crate) engine_settings: EngineArgs,
 }
 
 /// Where the engine runs.
@@ -97,6 +99,7 @@ impl ConsoleArgs {
             theme: self.theme,
             keymap: self.keymap,
             images: self.images.pod_images(),
+            settings: self.engine_settings.settings(),
         }
     }
 }
@@ -351,6 +354,10 @@ pub(crate) struct EngineArgs {
     /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) cache_refresh: Option<Duration>,
+    /// How often every reconciler looks again at each object it owns when nothing it watches changed (e.g. `10m`,
+    /// `1h`), so a change no watch delivers heals within it. Each object's period is jittered by a fifth either way.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    pub(crate) resync_period: Duration,
 }
 
 impl EngineArgs {
@@ -363,6 +370,7 @@ impl EngineArgs {
                 self.families.iter().copied().collect()
             },
             cache_refresh: self.cache_refresh,
+            resync: self.resync_period,
         }
     }
 }

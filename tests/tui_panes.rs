@@ -580,3 +580,27 @@ fn day0_detail_pane() {
         check("day0_detail_kept", &app);
     }
 }
+
+#[test]
+fn day0_pane_names_what_blocks_a_hand_over() {
+    for size in SIZES {
+        let mut data = sample(12, 40);
+        sample::day0::add_awaiting_hand_over(&mut data);
+        let mut app = empty_console(size);
+        for snapshot in snapshots(&data) {
+            app.update(Action::Data(snapshot));
+        }
+        command(&mut app, "day0");
+        let text = screen(&app);
+        assert!(text.contains("99-edge-kmod-os"), "{text}");
+        assert!(text.contains("Degraded"), "{text}");
+        assert!(text.contains("NamespaceMissing"), "{text}");
+        check("day0_hand_over_blocked", &app);
+        // Enter shows the MachineConfig's events: there is no ModuleDay0 to open yet.
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.view(), &View::Events);
+        let text = screen(&app);
+        assert!(text.contains("NamespaceMissing"), "{text}");
+        check("day0_hand_over_blocked_events", &app);
+    }
+}

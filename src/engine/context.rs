@@ -1,11 +1,16 @@
-//! What every reconciler shares: the client, the images its pods run, the event recorder, and one error type whose
-//! messages say what failed on which object.
+//! What every reconciler shares: the client, the images its pods run, the event recorder, the failing streaks of
+//! the objects it retries, and one error type whose messages say what failed on which object and whose
+//! [`Error::attention`] says whether a person must act on it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
+
+use super::backoff::Failure;
+use super::failures::{Failures, ObjectKey};
 
 /// Images of the pods the engine creates. The defaults are the upstream projects' published images, so the engine
 /// works on a real cluster as it is.
@@ -84,6 +89,9 @@ pub struct Settings {
     /// How often image caches re-pull everything even when nothing changed, for registries whose tags move; off
     /// by default, since caches react to every change they can see.
     pub cache_refresh: Option<Duration>,
+    /// How often every reconciler looks again at each object it owns when no watch said it changed, so a change
+    /// no watch delivers heals within it (see [`resync`](super::resync)).
+    pub resync: Duration,
 }
 
 impl Default for Settings {
@@ -91,6 +99,7 @@ impl Default for Settings {
         Self {
             families: Family::ALL.into_iter().collect(),
             cache_refresh: None,
+            resync: super::resync::DEFAULT_PERIOD,
         }
     }
 }
@@ -106,6 +115,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// Which families run, and their options.
     pub settings: Settings,
+    /// The objects whose passes keep failing: how long their retries wait, and what was said about them.
+    pub failures: Arc<Failures>,
 }
 
 /// Name the engine reports events and field ownership under.
@@ -123,6 +134,7 @@ impl Context {
             client,
             images,
             settings: Settings::default(),
+            failures: Arc::default(),
         }
     }
 
@@ -135,6 +147,16 @@ impl Context {
     /// Whether `family` runs.
     pub fn runs(&self, family: Family) -> bool {
         self.settings.families.contains(&family)
+    }
+
+    /// What a pass that ended without failing returns: look at the object again after the resync period.
+    pub fn resync(&self) -> Action {
+        super::resync::after(self.settings.resync)
+    }
+
+    /// What a pass that must look again within `soon` returns: the sooner of that and the resync.
+    pub fn resync_within(&self, soon: Duration) -> Action {
+        super::resync::within(self.settings.resync, soon)
     }
 
     /// Publish an event on `object`; a failure to publish is logged, never fatal (events are advice).
@@ -195,6 +217,72 @@ impl Error {
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Kube { source, .. } if is_conflict(source))
     }
+
+    /// Whether a person must act before a retry can succeed, and under which reason: the API refused the engine
+    /// (403: a grant is missing), the object's namespace does not exist (404 on the namespace), or the API server
+    /// refused what the engine wrote (400, 422: an admission check or validation the object's spec fails). `None`
+    /// for what heals by itself: lost races, timeouts, an API server that is away or overloaded (5xx, 429), an
+    /// object deleted in the middle of a pass, and the engine's own hiccups. Only the former are told as Events
+    /// and conditions; the latter are only logged.
+    pub fn attention(&self) -> Option<Attention> {
+        let Error::Kube {
+            action,
+            source: kube::Error::Api(status),
+        } = self
+        else {
+            return None;
+        };
+        let (reason, message) = match status.code {
+            403 => (
+                FORBIDDEN,
+                format!(
+                    "{self}; grant the engine what it lacks (`kmm-tui controller --print-rbac` prints what it needs)"
+                ),
+            ),
+            // What to do leads: it is the whole story, and a table cuts a message from its end.
+            404 => {
+                let details = status.details.as_ref()?;
+                if details.kind != "namespaces" {
+                    return None;
+                }
+                let namespace = &details.name;
+                (
+                    NAMESPACE_MISSING,
+                    format!(
+                        "namespace {namespace} does not exist: create it (kubectl create namespace {namespace}); {self}"
+                    ),
+                )
+            }
+            400 | 422 => (
+                REJECTED,
+                format!("{self}; the API server refused the object: change what its message names"),
+            ),
+            _ => return None,
+        };
+        Some(Attention {
+            reason,
+            action: action.clone(),
+            message,
+        })
+    }
+}
+
+/// Reason of a failure the API refused the engine (403).
+pub const FORBIDDEN: &str = "Forbidden";
+/// Reason of a failure to create an object in a namespace that does not exist.
+pub const NAMESPACE_MISSING: &str = "NamespaceMissing";
+/// Reason of a write the API server refused (400, 422).
+pub const REJECTED: &str = "Rejected";
+
+/// A failure a person must act on: what the engine tells them in an Event and a condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attention {
+    /// The reason: [`FORBIDDEN`], [`NAMESPACE_MISSING`] or [`REJECTED`].
+    pub reason: &'static str,
+    /// What the engine was doing.
+    pub action: String,
+    /// What failed and what to do about it.
+    pub message: String,
 }
 
 /// Attach what the engine was doing to a kube error.
@@ -222,22 +310,35 @@ pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
-/// How long a failed pass waits before its retry: short, because most failures are conflicts with a concurrent
-/// writer, and level-triggered passes are cheap.
-pub const RETRY_AFTER: Duration = Duration::from_secs(2);
-
-/// The error policy every reconciler uses: log and retry after [`RETRY_AFTER`].
-pub fn retry_on_error<K>(
-    _object: std::sync::Arc<K>,
+/// The error policy every reconciler uses: retry after the object's next backoff step (fast for a lost race), and
+/// log the failure, as a warning only when it is news (see [`Failures::failed`]).
+pub fn retry_on_error<K: Resource<DynamicType = ()>>(
+    object: Arc<K>,
     error: &Error,
-    _ctx: std::sync::Arc<Context>,
+    ctx: Arc<Context>,
 ) -> Action {
-    if error.is_conflict() {
-        tracing::debug!(%error, "reconcile lost a race; retrying");
+    let key = ObjectKey::of(object.as_ref());
+    let failure = if error.is_conflict() {
+        Failure::Conflict
     } else {
-        tracing::warn!(%error, "reconcile failed; retrying");
+        Failure::Other
+    };
+    let retry = ctx.failures.failed(&key, failure, &error.to_string());
+    let retry_in = format!("{:.1?}", retry.after);
+    match (retry.warn, error.attention()) {
+        (true, Some(attention)) => tracing::warn!(
+            object = %key, reason = attention.reason, %error, %retry_in,
+            "pass failed; a person must act"
+        ),
+        (true, None) => tracing::warn!(object = %key, %error, %retry_in, "pass failed; retrying"),
+        (false, _) if failure == Failure::Conflict => {
+            tracing::debug!(object = %key, %error, %retry_in, "pass lost a race; retrying");
+        }
+        (false, _) => {
+            tracing::debug!(object = %key, %error, %retry_in, "pass failed again; retrying")
+        }
     }
-    Action::requeue(RETRY_AFTER)
+    Action::requeue(retry.after)
 }
 
 /// Create/replace parameters that record the engine as the writer.
@@ -253,5 +354,89 @@ pub fn patch_params() -> kube::api::PatchParams {
     kube::api::PatchParams {
         field_manager: Some(MANAGER.to_owned()),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::response::StatusDetails;
+
+    fn api_error(code: u16, reason: &str, message: &str, details: Option<(&str, &str)>) -> Error {
+        Error::Kube {
+            action: "doing something".to_owned(),
+            source: kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                reason: reason.to_owned(),
+                message: message.to_owned(),
+                details: details.map(|(kind, name)| StatusDetails {
+                    kind: kind.to_owned(),
+                    name: name.to_owned(),
+                    group: String::new(),
+                    uid: String::new(),
+                    causes: Vec::new(),
+                    retry_after_seconds: 0,
+                }),
+                ..kube::core::Status::default()
+            })),
+        }
+    }
+
+    fn reason(error: &Error) -> Option<&'static str> {
+        error.attention().map(|a| a.reason)
+    }
+
+    #[test]
+    fn refusals_a_person_must_fix_are_told_with_their_reason() {
+        let forbidden = api_error(403, "Forbidden", "cannot patch nodes", None);
+        let attention = forbidden.attention().expect("a 403 needs a person");
+        assert_eq!(attention.reason, FORBIDDEN);
+        assert_eq!(attention.action, "doing something");
+        assert!(
+            attention.message.starts_with(&forbidden.to_string())
+                && attention.message.contains("--print-rbac"),
+            "{}",
+            attention.message
+        );
+        let missing = api_error(
+            404,
+            "NotFound",
+            "namespaces \"openshift-kmm\" not found",
+            Some(("namespaces", "openshift-kmm")),
+        );
+        let attention = missing
+            .attention()
+            .expect("a missing namespace needs a person");
+        assert_eq!(attention.reason, NAMESPACE_MISSING);
+        assert_eq!(
+            attention.message,
+            "namespace openshift-kmm does not exist: create it (kubectl create namespace openshift-kmm); \
+             doing something: namespaces \"openshift-kmm\" not found (404 NotFound)"
+        );
+        assert_eq!(
+            reason(&api_error(422, "Invalid", "spec.x: Invalid", None)),
+            Some(REJECTED)
+        );
+        assert_eq!(
+            reason(&api_error(400, "BadRequest", "no", None)),
+            Some(REJECTED)
+        );
+    }
+
+    #[test]
+    fn what_heals_by_itself_is_only_logged() {
+        let other_404 = api_error(404, "NotFound", "pods \"p\" not found", Some(("pods", "p")));
+        for error in [
+            api_error(409, "Conflict", "the object has been modified", None),
+            other_404,
+            api_error(404, "NotFound", "gone", None),
+            api_error(500, "InternalError", "etcd", None),
+            api_error(503, "ServiceUnavailable", "later", None),
+            api_error(429, "TooManyRequests", "slow down", None),
+            Error::Invalid("the shared node watch stopped".to_owned()),
+        ] {
+            assert_eq!(reason(&error), None, "{error}");
+        }
+        assert!(api_error(409, "Conflict", "x", None).is_conflict());
     }
 }

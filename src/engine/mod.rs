@@ -13,9 +13,12 @@
 //!
 //! `ImageCache` → [`imagecache`] keeps each cache's images on the nodes its lists select.
 
+pub mod attention;
+pub mod backoff;
 pub mod context;
 pub mod day0;
 pub mod digest;
+pub mod failures;
 pub mod health;
 pub mod imagecache;
 pub mod kernel;
@@ -28,6 +31,7 @@ pub mod nmc;
 pub mod nodes;
 pub mod operators;
 pub mod rbac;
+pub mod resync;
 pub mod shared;
 pub mod shim;
 pub mod status;

@@ -10,6 +10,12 @@
 //! Objects are slimmed to what the reconcilers read before they enter a store, and each subscriber receives the
 //! very object the watch saw (kube's own shared-store subscriptions look the object up in the store instead, and
 //! stall on one deleted in between, which short-lived worker pods always are).
+//!
+//! Passes wait for a cache's first list with [`SharedStore::listed`], never with kube's `Store::wait_until_ready`:
+//! that one keeps a single waker for all of its waiters, so of several passes waiting at once (Modules, Shims and
+//! caches all read the node cache) only the last to ask is woken. The others wait forever, each holding its
+//! object's place in its controller, and that object is never reconciled again while the engine goes on renewing
+//! its Lease.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -27,6 +33,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::labels;
@@ -65,14 +72,14 @@ impl SharedWatches {
     }
 
     /// Every node, as the shared watch last saw it, without what no reconciler reads (see [`slim_node`]). Empty
-    /// until the first list arrives: wait on [`Store::wait_until_ready`] before judging a node absent.
-    pub fn nodes(&self) -> Store<Node> {
+    /// until the first list arrives: wait on [`SharedStore::listed`] before judging a node absent.
+    pub fn nodes(&self) -> SharedStore<Node> {
         self.nodes.store()
     }
 
     /// [`SharedWatches::nodes`], keeping the images each node reports (`status.images`) for the reconcilers that
     /// read them.
-    pub fn nodes_with_images(&self) -> Store<Node> {
+    pub fn nodes_with_images(&self) -> SharedStore<Node> {
         self.node_images.store(true, Ordering::Relaxed);
         self.nodes()
     }
@@ -88,7 +95,7 @@ impl SharedWatches {
     }
 
     /// Every NodeModulesConfig, as the shared watch last saw it (without `managedFields`).
-    pub fn nmcs(&self) -> Store<NodeModulesConfig> {
+    pub fn nmcs(&self) -> SharedStore<NodeModulesConfig> {
         self.nmcs.store()
     }
 
@@ -99,7 +106,7 @@ impl SharedWatches {
 
     /// Every worker pod (labelled with a worker action), as the shared watch last saw it, slimmed to what the
     /// reconcilers read of a cached worker (see [`slim_worker`]): decisions about workers read them afresh.
-    pub fn workers(&self) -> Store<Pod> {
+    pub fn workers(&self) -> SharedStore<Pod> {
         self.workers.store()
     }
 
@@ -183,6 +190,8 @@ where
 {
     store: Store<K>,
     writer: Writer<K>,
+    /// Set once the store holds the watch's first list; every clone of the receiver is woken.
+    listed: watch::Sender<bool>,
     subscribers: Mutex<Vec<mpsc::Sender<Change<K>>>>,
     used: AtomicBool,
 }
@@ -196,14 +205,18 @@ where
         Self {
             store,
             writer,
+            listed: watch::Sender::new(false),
             subscribers: Mutex::default(),
             used: AtomicBool::new(false),
         }
     }
 
-    fn store(&self) -> Store<K> {
+    fn store(&self) -> SharedStore<K> {
         self.used.store(true, Ordering::Relaxed);
-        self.store.clone()
+        SharedStore {
+            store: self.store.clone(),
+            listed: self.listed.subscribe(),
+        }
     }
 
     /// Applied and deleted objects from the watch's first list on, each once the store reflects it.
@@ -231,6 +244,7 @@ where
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let store = self.store;
         let writer = self.writer;
+        let listed = self.listed;
         async move {
             if !used {
                 return;
@@ -250,6 +264,7 @@ where
                     Ok(watcher::Event::Delete(object)) => vec![Change::Deleted(Arc::new(object))],
                     // A (re)list is passed on once the store holds all of it, as the store's own objects.
                     Ok(watcher::Event::InitDone) => {
+                        listed.send_replace(true);
                         store.state().into_iter().map(Change::Applied).collect()
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Vec::new(),
@@ -266,6 +281,64 @@ where
                 }
             }
         }
+    }
+}
+
+/// A cache one of the engine's shared watches fills: what passes read nodes, NMCs and worker pods from.
+pub struct SharedStore<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store: Store<K>,
+    listed: watch::Receiver<bool>,
+}
+
+impl<K: Resource + Clone + 'static> Clone for SharedStore<K>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            listed: self.listed.clone(),
+        }
+    }
+}
+
+/// The shared watch stopped before its first list: its engine is winding down.
+#[derive(Debug, thiserror::Error)]
+#[error("the shared watch stopped before its first list")]
+pub struct NeverListed;
+
+impl<K> SharedStore<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    /// Wait until the cache holds the watch's first list, however many passes wait at once (see the module docs
+    /// for why not `Store::wait_until_ready`). Fails when the watch stops first.
+    pub async fn listed(&self) -> Result<(), NeverListed> {
+        let mut listed = self.listed.clone();
+        listed
+            .wait_for(|listed| *listed)
+            .await
+            .map(|_| ())
+            .map_err(|_| NeverListed)
+    }
+
+    /// Every cached object.
+    pub fn state(&self) -> Vec<Arc<K>> {
+        self.store.state()
+    }
+
+    /// The cached object `key` names.
+    pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.store.get(key)
+    }
+
+    /// The reflector store behind the cache, for a `Controller` that runs on it: its runner must be the only task
+    /// that waits on the store's own readiness.
+    pub fn controller_store(&self) -> Store<K> {
+        self.store.clone()
     }
 }
 

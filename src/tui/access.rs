@@ -122,7 +122,11 @@ async fn ask(client: &Client, question: Question, namespace: Option<&str>) -> Op
     let resource = api_resource(question.kind);
     let cluster_scoped = matches!(
         question.kind,
-        Kind::Node | Kind::NodeModulesConfig | Kind::Shim | Kind::MachineConfigPool
+        Kind::Node
+            | Kind::NodeModulesConfig
+            | Kind::Shim
+            | Kind::MachineConfigPool
+            | Kind::MachineConfig
     );
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {

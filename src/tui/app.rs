@@ -316,14 +316,18 @@ impl App {
             }
             Kind::Pod => self.rows.images = images::rows(&self.data, self.now),
             Kind::Node | Kind::NodeModulesConfig => self.refresh_node_rows(),
-            Kind::Event => self.rows.events = events::rows(&self.data, self.now),
+            Kind::Event => {
+                self.rows.events = events::rows(&self.data, self.now);
+                // A MachineConfig waiting to be handed over shows the engine's latest word on it.
+                self.rows.day0s = day0_rows::rows(&self.data);
+            }
             Kind::Shim => self.rows.shims = shim_rows::rows(&self.data),
             Kind::ImageCache => {
                 self.rows.caches = super::view::caches::rows(&self.data);
                 self.node_sources.clear();
                 self.refresh_node_rows();
             }
-            Kind::ModuleDay0 | Kind::MachineConfigPool => {
+            Kind::ModuleDay0 | Kind::MachineConfigPool | Kind::MachineConfig => {
                 self.rows.day0s = day0_rows::rows(&self.data);
             }
         }

@@ -63,6 +63,8 @@ pub struct ConsoleOptions {
     pub keymap: Option<PathBuf>,
     /// Images of the pods the engine creates.
     pub images: PodImages,
+    /// Which families the foreground engine runs, and their options.
+    pub settings: crate::engine::Settings,
 }
 
 /// A connected cluster and what runs against it.
@@ -102,7 +104,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
                     .unwrap_or_else(console_identity),
                 CONSOLE_LEASE_DURATION,
             ),
-            settings: crate::engine::Settings::default(),
+            settings: options.settings.clone(),
         };
         let client = connection.client.clone();
         let cancel = engine_cancel.clone();

@@ -10,7 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
-use crate::api::day0::{MachineConfigPool, ModuleDay0};
+use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -38,11 +38,13 @@ pub enum Kind {
     ModuleDay0,
     /// MachineConfigPools: the rollout of a ModuleDay0's image.
     MachineConfigPool,
+    /// MachineConfigs labelled kmm-managed: the ones handed over, or waiting to be.
+    MachineConfig,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
@@ -53,6 +55,7 @@ impl Kind {
         Kind::ImageCache,
         Kind::ModuleDay0,
         Kind::MachineConfigPool,
+        Kind::MachineConfig,
     ];
 
     /// The kind's name as the API spells it.
@@ -68,6 +71,7 @@ impl Kind {
             Kind::ImageCache => "ImageCache",
             Kind::ModuleDay0 => "ModuleDay0",
             Kind::MachineConfigPool => "MachineConfigPool",
+            Kind::MachineConfig => "MachineConfig",
         }
     }
 }
@@ -101,6 +105,8 @@ pub enum KindSnapshot {
     ModuleDay0s(Vec<Arc<ModuleDay0>>),
     /// Every MachineConfigPool.
     MachineConfigPools(Vec<Arc<MachineConfigPool>>),
+    /// Every kmm-managed MachineConfig.
+    MachineConfigs(Vec<Arc<MachineConfig>>),
 }
 
 impl KindSnapshot {
@@ -117,6 +123,7 @@ impl KindSnapshot {
             KindSnapshot::ImageCaches(_) => Kind::ImageCache,
             KindSnapshot::ModuleDay0s(_) => Kind::ModuleDay0,
             KindSnapshot::MachineConfigPools(_) => Kind::MachineConfigPool,
+            KindSnapshot::MachineConfigs(_) => Kind::MachineConfig,
         }
     }
 }
@@ -155,6 +162,8 @@ pub struct ClusterData {
     pub day0s: Vec<Arc<ModuleDay0>>,
     /// MachineConfigPools.
     pub pools: Vec<Arc<MachineConfigPool>>,
+    /// kmm-managed MachineConfigs.
+    pub machine_configs: Vec<Arc<MachineConfig>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -207,6 +216,10 @@ impl ClusterData {
             KindSnapshot::MachineConfigPools(mut list) => {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.pools = list;
+            }
+            KindSnapshot::MachineConfigs(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.machine_configs = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);
@@ -280,6 +293,11 @@ impl ClusterData {
     /// The MachineConfigPool `name`.
     pub fn pool(&self, name: &str) -> Option<&Arc<MachineConfigPool>> {
         find(&self.pools, "", name, |p| &p.metadata)
+    }
+
+    /// The kmm-managed MachineConfig `name`.
+    pub fn machine_config(&self, name: &str) -> Option<&Arc<MachineConfig>> {
+        find(&self.machine_configs, "", name, |m| &m.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
-use crate::api::day0::{MachineConfigPool, ModuleDay0};
+use crate::api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -142,6 +142,17 @@ pub fn start(
         Kind::MachineConfigPool,
         vec![(Api::<MachineConfigPool>::all(client.clone()), all())],
         KindSnapshot::MachineConfigPools,
+        sender,
+        cancel,
+    );
+    // Only those handed to kmm-tui: a cluster's other MachineConfigs are many and large.
+    spawn(
+        Kind::MachineConfig,
+        vec![(
+            Api::<MachineConfig>::all(client.clone()),
+            all().labels(&format!("{KMM_MANAGED_LABEL}=true")),
+        )],
+        KindSnapshot::MachineConfigs,
         sender,
         cancel,
     );

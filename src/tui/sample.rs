@@ -338,6 +338,7 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::Shims(sample_shims.shims));
     data.apply(KindSnapshot::ModuleDay0s(Vec::new()));
     data.apply(KindSnapshot::MachineConfigPools(Vec::new()));
+    data.apply(KindSnapshot::MachineConfigs(Vec::new()));
     data
 }
 
@@ -354,6 +355,7 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::ImageCaches(data.caches.clone()),
         KindSnapshot::ModuleDay0s(data.day0s.clone()),
         KindSnapshot::MachineConfigPools(data.pools.clone()),
+        KindSnapshot::MachineConfigs(data.machine_configs.clone()),
     ]
 }
 

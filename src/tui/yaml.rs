@@ -59,6 +59,11 @@ fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
                 .as_ref(),
         ),
         Kind::MachineConfigPool => to_json(data.pool(&target.name).ok_or_else(missing)?.as_ref()),
+        Kind::MachineConfig => to_json(
+            data.machine_config(&target.name)
+                .ok_or_else(missing)?
+                .as_ref(),
+        ),
     }?;
     Ok(presentable(value))
 }

@@ -93,6 +93,15 @@ impl Harness {
         self.engine = Some((stop, task));
     }
 
+    /// Start every reconciler `context` runs, with its client and settings (a client presenting another identity, a
+    /// shorter resync).
+    pub fn start_context(&mut self, context: Context) {
+        assert!(self.engine.is_none(), "the engine is already running");
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(engine::run_reconcilers(Arc::new(context), stop.clone()));
+        self.engine = Some((stop, task));
+    }
+
     /// Start only the reconcilers `start` spawns (for tests of one reconciler).
     pub fn start_with<F, Fut>(&mut self, start: F)
     where

@@ -5,14 +5,14 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kmm_tui::api::day0::{ClusterVersion, MachineConfig, ModuleDay0};
 use kmm_tui::api::kmm::ModuleImagesConfig;
 use kmm_tui::engine::day0::handover::NAMESPACE;
 use kmm_tui::engine::day0::images::mic_name;
 use kmm_tui::engine::{self, Family, Settings, labels};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -503,5 +503,83 @@ async fn a_rebuild_from_the_console_builds_a_failed_image_again_and_the_pool_rol
     wait_workers_on(&client, OS_BROKEN).await;
     assert_eq!(os_image_url(&client).await.as_deref(), Some(IMAGE_BROKEN));
     wait_condition(&client, MACHINE_CONFIG, "Available", "True", "Applied").await;
+    harness.shutdown().await;
+}
+
+/// Events with `reason` about the MachineConfig.
+async fn machine_config_events(client: &Client, reason: &str) -> Vec<Event> {
+    Api::<Event>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("MachineConfig")
+                        && r.name.as_deref() == Some(MACHINE_CONFIG)
+                })
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_namespace_is_told_once_on_the_machine_config_and_the_hand_over_follows_its_creation()
+ {
+    let mut harness = Harness::start("day0.yaml").await;
+    let client = harness.client();
+    let namespaces = Api::<Namespace>::all(client.clone());
+    namespaces
+        .delete(NAMESPACE, &DeleteParams::default())
+        .await
+        .expect("the namespace is deleted");
+    eventually(60, "the namespace is gone", || async {
+        namespaces.get_opt(NAMESPACE).await.expect("get").is_none()
+    })
+    .await;
+    start_day0(&mut harness);
+    label_machine_config(&client, true).await;
+
+    let note = wait_for(60, "an Event saying the namespace is missing", || async {
+        machine_config_events(&client, "NamespaceMissing")
+            .await
+            .into_iter()
+            .find_map(|e| e.note)
+    })
+    .await;
+    assert!(
+        note.contains(&format!("kubectl create namespace {NAMESPACE}")),
+        "{note}"
+    );
+    // Two minutes of retries later: still one Event, published once.
+    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+    let told = machine_config_events(&client, "NamespaceMissing").await;
+    assert_eq!(told.len(), 1, "{told:#?}");
+    assert!(told[0].series.is_none(), "{:?}", told[0].series);
+    assert!(
+        day0s(&client)
+            .get_opt(MACHINE_CONFIG)
+            .await
+            .expect("get")
+            .is_none()
+    );
+
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("a Namespace");
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+    wait_for(400, "the hand-over once the namespace exists", || async {
+        day0s(&client).get_opt(MACHINE_CONFIG).await.expect("get")
+    })
+    .await;
+    assert_eq!(
+        machine_config_events(&client, "ModuleDay0Created")
+            .await
+            .len(),
+        1
+    );
     harness.shutdown().await;
 }

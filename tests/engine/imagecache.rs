@@ -40,6 +40,7 @@ fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<std::tim
         let settings = Settings {
             families: BTreeSet::from([Family::Caches]),
             cache_refresh,
+            ..Settings::default()
         };
         engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });

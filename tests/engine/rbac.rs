@@ -1,6 +1,7 @@
 //! The engine under real RBAC: the objects `kmm-tui controller --print-rbac` prints are installed, the engine's
 //! ServiceAccount is issued a token, and the engine runs with a client presenting it. Its grants must be enough
-//! to converge a Module without a single refusal, and a missing grant must show as a 403 naming what is missing.
+//! to converge a Module without a single refusal, and a missing grant must show as a Forbidden Event naming what is
+//! missing.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::fmt::MakeWriter;
 
 use super::common::{Harness, eventually};
-use super::kmm::{condition, create_module};
+use super::kmm::{condition, create_module, module_events};
 
 const KERNEL_A: &str = "5.14.0-284.30.1.el9_2.x86_64";
 
@@ -67,7 +68,7 @@ where
 }
 
 /// Install `rbac` as an administrator would and return a token of its ServiceAccount.
-async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
+pub(super) async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     let admin = harness.client();
     let namespace = DEFAULT_LEASE_NAMESPACE;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
@@ -113,7 +114,7 @@ async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     issued.status.expect("a token status").token
 }
 
-fn lease() -> LeaseConfig {
+pub(super) fn lease() -> LeaseConfig {
     LeaseConfig::new(
         DEFAULT_LEASE_NAMESPACE,
         DEFAULT_LEASE_NAME,
@@ -143,7 +144,7 @@ fn run_engine(harness: &Harness, token: &str) -> (CancellationToken, tokio::task
     (stop, task)
 }
 
-fn module_spec() -> serde_json::Value {
+pub(super) fn module_spec() -> serde_json::Value {
     json!({
         "selector": {"kmm": "yes"},
         "moduleLoader": {"container": {
@@ -171,6 +172,12 @@ async fn the_printed_rbac_is_enough_and_a_missing_rule_is_a_clear_403() {
         .with_max_level(tracing::Level::INFO)
         .finish();
     let _capture = tracing::subscriber::set_default(subscriber);
+    // With a single dispatcher registered, tracing decides whether a log statement is enabled by the dispatcher of
+    // the thread that meets it first, and remembers that for every thread: another test's thread (no subscriber)
+    // would turn the engine's statements off for this one. A second registered dispatcher makes tracing ask them
+    // all.
+    let _every_dispatcher_asked =
+        tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
 
     let harness = Harness::start("two-kernels.yaml").await;
     let rbac = EngineRbac::new(&lease());
@@ -217,10 +224,12 @@ async fn the_printed_rbac_is_enough_and_a_missing_rule_is_a_clear_403() {
         "is forbidden: User \"system:serviceaccount:{DEFAULT_LEASE_NAMESPACE}:{}\" cannot patch resource \"modules/status\" in API group \"kmm.sigs.x-k8s.io\" in the namespace \"acme\"",
         kmm_tui::engine::rbac::ENGINE_ACCOUNT
     );
-    eventually(60, "the engine reports the 403", || {
-        let text = log.text();
-        let found = text.contains(&refusal);
-        async move { found }
+    // Where a person looks: an Event on the Module (its status is what the engine may not write).
+    eventually(60, "the engine reports the 403 on the Module", || async {
+        module_events(&harness, "acme-kmod-2", "Forbidden")
+            .await
+            .iter()
+            .any(|note| note.contains(&refusal))
     })
     .await;
     assert!(!available(&harness, "acme-kmod-2").await);

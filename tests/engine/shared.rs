@@ -94,10 +94,7 @@ async fn every_subscriber_sees_short_lived_workers_and_the_caches_are_slimmed() 
         Some("kmod-a")
     );
 
-    nodes
-        .wait_until_ready()
-        .await
-        .expect("the nodes are listed");
+    nodes.listed().await.expect("the nodes are listed");
     for node in nodes.state() {
         assert!(node.metadata.managed_fields.is_none());
         let status = node.status.as_ref().expect("a status");
@@ -111,6 +108,37 @@ async fn every_subscriber_sees_short_lived_workers_and_the_caches_are_slimmed() 
         );
     }
 
+    stop.cancel();
+    watches.await.expect("the watches end");
+    harness.shutdown().await;
+}
+
+/// Passes of several reconcilers wait for the shared node cache's first list at the same time (a Module pass, a
+/// Shim pass, a cache pass...), and every one of them goes on once it lands. A readiness that woke only the last of
+/// its waiters left the others waiting forever, each holding its object's place in its controller: after a Lease
+/// takeover that Module was never reconciled again while its engine went on renewing the Lease.
+#[tokio::test(start_paused = true)]
+async fn every_pass_waiting_for_the_first_list_goes_on_when_it_lands() {
+    let harness = Harness::start("nmc.yaml").await;
+    let shared = SharedWatches::new();
+    let nodes = shared.nodes();
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            let nodes = nodes.clone();
+            tokio::spawn(async move { nodes.listed().await.is_ok() })
+        })
+        .collect();
+    // Every waiter is waiting before the watch lists.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let stop = CancellationToken::new();
+    let watches = tokio::spawn(shared.run(harness.client(), stop.clone()));
+    for (i, waiter) in waiters.into_iter().enumerate() {
+        let listed = tokio::time::timeout(Duration::from_secs(30), waiter)
+            .await
+            .unwrap_or_else(|_| panic!("waiter {i} was never woken by the first list"))
+            .expect("the waiter ran");
+        assert!(listed, "waiter {i} saw the watch stop instead of listing");
+    }
     stop.cancel();
     watches.await.expect("the watches end");
     harness.shutdown().await;

@@ -17,6 +17,7 @@ use kube::{Resource, ResourceExt};
 use super::pools;
 use super::reconcile::Day0Context;
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0, ModuleDay0Spec, OsMapping};
+use crate::engine::attention;
 use crate::engine::context::{Error, KubeResultExt, is_conflict, is_not_found, post_params};
 
 /// Label on a ModuleDay0 naming the MachineConfig it was created for.
@@ -29,19 +30,29 @@ pub const NAMESPACE: &str = "openshift-kmm";
 /// How long to wait before looking again at a labelled MachineConfig that cannot be handed over yet.
 const RETRY: Duration = Duration::from_secs(10);
 
-/// One pass over a MachineConfig.
+/// One pass over a MachineConfig. A hand-over that fails for a reason a person must fix (the namespace
+/// [`NAMESPACE`] missing, a grant missing) is told as an Event on the MachineConfig: it has no status of kmm-tui's
+/// to write, and the console's Day-0 pane shows the MachineConfig with that Event's reason until its ModuleDay0
+/// exists.
 pub async fn reconcile(
     config: Arc<MachineConfig>,
     context: Arc<Day0Context>,
 ) -> Result<Action, Error> {
-    if is_rendered(&config) {
+    let outcome = hand_over(&config, &context).await;
+    attention::conclude(&context.engine, config.as_ref(), &outcome).await;
+    outcome
+}
+
+/// Hand a kmm-managed MachineConfig over, or take the hand-over back from one no longer kmm-managed.
+async fn hand_over(config: &MachineConfig, context: &Day0Context) -> Result<Action, Error> {
+    if is_rendered(config) {
         return Ok(Action::await_change());
     }
-    if pools::is_kmm_managed(&config) && config.metadata.deletion_timestamp.is_none() {
-        adopt(&config, &context).await
+    if pools::is_kmm_managed(config) && config.metadata.deletion_timestamp.is_none() {
+        adopt(config, context).await
     } else {
-        release(&config, &context).await?;
-        Ok(Action::await_change())
+        release(config, context).await?;
+        Ok(context.engine.resync())
     }
 }
 
@@ -64,14 +75,14 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         .doing(|| format!("reading ModuleDay0 {NAMESPACE}/{name}"))?
         .is_some()
     {
-        return Ok(Action::await_change());
+        return Ok(engine.resync());
     }
     let Some(image) = config.spec.os_image_url.clone() else {
         let note = format!(
             "MachineConfig {name} sets no osImageURL: there is no layered image to hand over"
         );
         engine.event(config, true, "NothingToHandOver", note).await;
-        return Ok(Action::await_change());
+        return Ok(engine.resync());
     };
     let pools: Vec<MachineConfigPool> = Api::all(engine.client.clone())
         .list(&ListParams::default())
@@ -99,9 +110,9 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         engine
             .event(config, true, "NoMachineConfigPool", note)
             .await;
-        return Ok(Action::await_change());
+        return Ok(engine.resync());
     };
-    let _ = context.nodes.wait_until_ready().await;
+    let _ = context.nodes.listed().await;
     let members = pools::members(pool, &context.nodes.state(), &pools);
     let Some(literal) = most_common(members.iter().filter_map(|n| pools::os_image(n))) else {
         let note = format!(
@@ -146,7 +157,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
             return Err(error).doing(|| format!("creating ModuleDay0 {NAMESPACE}/{name}"));
         }
     }
-    Ok(Action::await_change())
+    Ok(engine.resync())
 }
 
 /// Delete every ModuleDay0 created for the MachineConfig.

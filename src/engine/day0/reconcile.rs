@@ -4,8 +4,8 @@
 //! short anywhere and the next one picks up where it stopped.
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::engine::shared::SharedStore;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch};
@@ -24,10 +24,8 @@ use crate::api::day0::{
 };
 use crate::api::kmm::ImageState;
 use crate::engine::Context;
+use crate::engine::attention;
 use crate::engine::context::{Error, KubeResultExt, patch_params};
-
-/// How often a ModuleDay0 is looked at when nothing it watches changes.
-const RESYNC: Duration = Duration::from_secs(120);
 
 /// Node annotation in which the Machine Config Operator says why a node's update failed.
 const NODE_UPDATE_REASON: &str = "machineconfiguration.openshift.io/reason";
@@ -39,25 +37,36 @@ pub struct Day0Context {
     /// The engine's client, images and event recorder.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
     /// Every ModuleDay0, to tell which one claimed a pool first.
     pub day0s: Store<ModuleDay0>,
 }
 
 /// The error policy of the day-0 reconcilers: the engine's, on the day-0 context.
-pub fn error_policy<K>(object: Arc<K>, error: &Error, context: Arc<Day0Context>) -> Action {
+pub fn error_policy<K: kube::Resource<DynamicType = ()>>(
+    object: Arc<K>,
+    error: &Error,
+    context: Arc<Day0Context>,
+) -> Action {
     crate::engine::context::retry_on_error(object, error, context.engine.clone())
 }
 
-/// One pass over a ModuleDay0.
+/// One pass over a ModuleDay0; a failure a person must act on is told on it (see [`attention`]).
 pub async fn reconcile(day0: Arc<ModuleDay0>, context: Arc<Day0Context>) -> Result<Action, Error> {
+    let outcome = reconcile_day0(&day0, &context).await;
+    attention::conclude_with_condition(&context.engine, day0.as_ref(), &outcome).await;
+    outcome
+}
+
+/// One pass over a ModuleDay0: decide, act, and write the status saying why.
+async fn reconcile_day0(day0: &ModuleDay0, context: &Day0Context) -> Result<Action, Error> {
     if day0.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     let engine = &context.engine;
-    let (report, machine_config, applied) = decide(&day0, &context).await?;
-    write_status(engine, &day0, &report, machine_config, applied).await?;
-    Ok(Action::requeue(RESYNC))
+    let (report, machine_config, applied) = decide(day0, context).await?;
+    write_status(engine, day0, &report, machine_config, applied).await?;
+    Ok(engine.resync())
 }
 
 /// The pass' decision and actions: the report, the MachineConfig managed and the image applied (None: keep the
@@ -114,7 +123,7 @@ async fn decide(
         return Ok((report, None, None));
     };
     let config_name = config.name_any();
-    let _ = context.nodes.wait_until_ready().await;
+    let _ = context.nodes.listed().await;
     let members = pools::members(pool, &context.nodes.state(), &pools);
     let release = read_release(&client).await?;
     let nodes_os = members.iter().find_map(|n| pools::os_image(n));

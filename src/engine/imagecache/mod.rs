@@ -29,7 +29,6 @@ mod wanted;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -37,15 +36,16 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
 use self::cluster::CacheApi;
 use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
+use super::attention;
 use super::context::{Context, Error, retry_on_error};
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 
@@ -55,14 +55,11 @@ pub use self::pods::{
 };
 pub use self::reference::canonical;
 
-/// How often a cache with nothing going on is looked at anyway.
-const RESYNC: Duration = Duration::from_secs(600);
-
 /// What the cache reconciler reads besides the cache.
 struct CacheContext {
     engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    nodes: Store<Node>,
+    nodes: SharedStore<Node>,
     limits: Limits,
 }
 
@@ -169,18 +166,27 @@ fn error_policy(cache: Arc<ImageCache>, error: &Error, context: Arc<CacheContext
     retry_on_error(cache, error, context.engine.clone())
 }
 
-/// One pass over a cache, read afresh (the controller's copy may predate this reconciler's last status write).
+/// One pass over a cache; a failure a person must act on is told on it (see [`attention`]).
 async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Result<Action, Error> {
-    let api = CacheApi::new(&context.engine.client, &object)?;
+    let outcome = reconcile_cache(&object, &context).await;
+    attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
+    outcome
+}
+
+/// One pass over a cache, read afresh (the controller's copy may predate this reconciler's last status write).
+async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<Action, Error> {
+    let api = CacheApi::new(&context.engine.client, object)?;
     let Some(cache) = api.get().await? else {
         return Ok(Action::await_change());
     };
     if cache.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    context.nodes.wait_until_ready().await.map_err(|_| {
-        Error::Invalid("the shared node watch stopped before its first list".to_owned())
-    })?;
+    context
+        .nodes
+        .listed()
+        .await
+        .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let nodes = context.nodes.state();
     let now = Timestamp::now();
     let limits = context.limits;
@@ -238,8 +244,10 @@ async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Resul
         api.remove_annotations(&written, &plan.done_annotations)
             .await?;
     }
-    let wake = plan.wake_after.unwrap_or(RESYNC).min(RESYNC);
-    Ok(Action::requeue(wake))
+    Ok(match plan.wake_after {
+        Some(wake) => context.engine.resync_within(wake),
+        None => context.engine.resync(),
+    })
 }
 
 /// An event when the outcome changes: work started, images cached or deleted, pulls failed.

@@ -30,7 +30,7 @@ use super::context::{
     Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, retry_on_error,
 };
 use super::stopping;
-use super::{kernel, labels};
+use super::{attention, kernel, labels};
 use crate::api::kmm::{
     BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ModuleBuildSignConfig,
     ModuleBuildSignImage,
@@ -40,9 +40,6 @@ pub(crate) use self::kaniko::pod_name;
 
 /// How soon a pass blocked by a missing Dockerfile ConfigMap or signing secret looks again (those are not watched).
 const BLOCKED_RETRY: Duration = Duration::from_secs(60);
-
-/// How often an MBSC is looked at when nothing it watches changes (a changed Dockerfile, for instance).
-const RESYNC: Duration = Duration::from_secs(300);
 
 /// The image generation an entry asks for; unset means 1.
 pub(crate) fn entry_generation(entry: &ModuleBuildSignImage) -> i64 {
@@ -87,11 +84,19 @@ struct Plan<'p> {
     blocked: Vec<(&'p ModuleBuildSignImage, String)>,
 }
 
-/// One pass over an MBSC.
+/// One pass over an MBSC; a failure a person must act on is told on it (see [`attention`]).
 async fn reconcile(
     mbsc: Arc<ModuleBuildSignConfig>,
     context: Arc<Context>,
 ) -> Result<Action, Error> {
+    let outcome = reconcile_mbsc(&mbsc, &context).await;
+    attention::conclude(&context, mbsc.as_ref(), &outcome).await;
+    outcome
+}
+
+/// One pass over an MBSC. The resync looks again at one that nothing it watches changed (a changed Dockerfile,
+/// for instance).
+async fn reconcile_mbsc(mbsc: &ModuleBuildSignConfig, context: &Context) -> Result<Action, Error> {
     if mbsc.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -104,7 +109,7 @@ async fn reconcile(
     let pods: Vec<Pod> = pods_api
         .list(&ListParams::default().labels(&selector))
         .await
-        .doing(|| format!("listing build and sign pods of {}", describe(&mbsc)))?
+        .doing(|| format!("listing build and sign pods of {}", describe(mbsc)))?
         .items
         .into_iter()
         .filter(|pod| controlled_by(pod, mbsc.uid().as_deref()))
@@ -115,30 +120,30 @@ async fn reconcile(
         .as_ref()
         .map(|s| s.images.clone())
         .unwrap_or_default();
-    let plan = plan(&context, &mbsc, &pods, &stored).await?;
+    let plan = plan(context, mbsc, &pods, &stored).await?;
 
     if plan.outcomes != stored {
-        record_outcomes(&context, &mbsc, &plan.outcomes).await?;
+        record_outcomes(context, mbsc, &plan.outcomes).await?;
     }
     for (pod, entry, outcome) in &plan.finished {
-        announce_outcome(&context, &mbsc, pod, entry, *outcome).await;
+        announce_outcome(context, mbsc, pod, entry, *outcome).await;
     }
     for pod in &plan.doomed {
-        delete_pod(&pods_api, &mbsc, pod).await?;
+        delete_pod(&pods_api, mbsc, pod).await?;
     }
     for (template, entry) in &plan.create {
-        create_pod(&context, &pods_api, &mbsc, template, entry).await?;
+        create_pod(context, &pods_api, mbsc, template, entry).await?;
     }
     for (entry, why) in &plan.blocked {
         tracing::warn!(mbsc = %format!("{namespace}/{name}"), image = %entry.spec.image, "{why}");
         let reason = format!("{}Failed", action_prefix(entry.action));
-        context.event(&*mbsc, true, &reason, why.clone()).await;
+        context.event(mbsc, true, &reason, why.clone()).await;
     }
-    Ok(Action::requeue(if plan.blocked.is_empty() {
-        RESYNC
+    Ok(if plan.blocked.is_empty() {
+        context.resync()
     } else {
-        BLOCKED_RETRY
-    }))
+        context.resync_within(BLOCKED_RETRY)
+    })
 }
 
 /// `ModuleBuildSignConfig <namespace>/<name>`, for messages.

@@ -19,7 +19,6 @@ pub use cluster::{put_mic, read_mic};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -35,7 +34,7 @@ use self::ready::ImageProgress;
 use self::wanted::Wanted;
 use super::context::{Context, Error, retry_on_error};
 use super::stopping;
-use super::{labels, status};
+use super::{attention, labels, status};
 use crate::api::conditions::READY;
 use crate::api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleImagesConfig, ModuleImagesConfigStatus,
@@ -43,9 +42,6 @@ use crate::api::kmm::{
 
 pub use self::pull_pod::pull_pod_name;
 pub use self::ready::IMAGE_MISSING;
-
-/// How often a MIC is looked at when nothing it watches changes.
-const RESYNC: Duration = Duration::from_secs(300);
 
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
@@ -93,10 +89,17 @@ fn mic_of_build_pod(pod: Pod) -> Option<ObjectRef<ModuleImagesConfig>> {
 /// How many times a pass starts again from the MIC as stored after its status write lost a race.
 const ATTEMPTS: usize = 3;
 
+/// One pass over a MIC; a failure a person must act on is told on it (see [`attention`]).
+async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Result<Action, Error> {
+    let outcome = reconcile_mic(mic.clone(), &context).await;
+    attention::conclude(&context, mic.as_ref(), &outcome).await;
+    outcome
+}
+
 /// One pass over a MIC. The controller's copy may be older than the stored MIC (the console may just have forgotten
 /// an image's state to have it checked again); the guarded status write then answers 409, and the pass starts
 /// again from the MIC read afresh, so the newer status is built upon instead of overwritten.
-async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile_mic(mic: Arc<ModuleImagesConfig>, context: &Context) -> Result<Action, Error> {
     let mut mic = mic;
     let mut attempt = 1;
     loop {
@@ -104,7 +107,7 @@ async fn reconcile(mic: Arc<ModuleImagesConfig>, context: Arc<Context>) -> Resul
             return Ok(Action::await_change());
         }
         let api = MicApi::new(&context.client, &mic)?;
-        match pass(&api, &mic, &context).await {
+        match pass(&api, &mic, context).await {
             Err(error) if error.is_conflict() && attempt < ATTEMPTS => {
                 attempt += 1;
                 let namespace = mic.namespace().unwrap_or_default();
@@ -203,7 +206,7 @@ async fn pass(api: &MicApi, mic: &ModuleImagesConfig, context: &Context) -> Resu
     }
     api.update_mbsc(&mic, mbsc.as_ref(), &wanted, &states)
         .await?;
-    Ok(Action::requeue(RESYNC))
+    Ok(context.resync())
 }
 
 /// The status after this pass: the states, the counts, the trigger acted upon, and the Ready condition.

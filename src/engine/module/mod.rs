@@ -28,7 +28,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use super::{Context, kernel, labels, nodes};
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
@@ -39,13 +39,13 @@ pub struct ModuleContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
     /// Every NodeModulesConfig.
-    pub nmcs: Store<NodeModulesConfig>,
+    pub nmcs: SharedStore<NodeModulesConfig>,
     /// Every pod labelled with the MIC it checks an image for.
     pub pull_pods: Store<Pod>,
     /// Every worker pod.
-    pub worker_pods: Store<Pod>,
+    pub worker_pods: SharedStore<Pod>,
 }
 
 /// The Module reconciler, subscribed to the engine's shared node, NodeModulesConfig and worker pod watches now
@@ -68,11 +68,11 @@ pub fn run(
 
 /// The shared caches a Module pass reads and the changes that start passes.
 struct Watched<N, C, W> {
-    nodes: Store<Node>,
+    nodes: SharedStore<Node>,
     node_changes: N,
-    nmcs: Store<NodeModulesConfig>,
+    nmcs: SharedStore<NodeModulesConfig>,
     nmc_changes: C,
-    worker_pods: Store<Pod>,
+    worker_pods: SharedStore<Pod>,
     worker_changes: W,
 }
 

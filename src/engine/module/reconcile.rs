@@ -14,20 +14,28 @@ use super::entries;
 use super::plan::{self, Plan};
 use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
+use crate::api::conditions::DEGRADED;
 use crate::api::kmm::{DaemonSetCounts, Module, ModuleStatus};
-use crate::engine::context::{Error, KubeResultExt, RETRY_AFTER, patch_params};
+use crate::engine::attention;
+use crate::engine::context::{Error, KubeResultExt, patch_params, retry_on_error};
 use crate::engine::labels;
 
 /// The longest pause [`paced`] makes after a pass.
 const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How soon a pass whose NMC writes lost races looks again: by then the watch cache has caught up with the NMCs.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// [`reconcile`], then a pause of twice what the pass took (at most [`MAX_PAUSE`]) before the Module's next pass
 /// may start. A pass covers every node, and during a rollout every NMC and worker pod change asks for another: the
 /// pause lets those requests gather into one pass, so the reconciler takes at most a third of a core however busy
 /// the cluster is, while on a small cluster a pass of a millisecond waits a couple more.
+///
+/// A pass that fails for a reason a person must fix is told on the Module (see [`attention`]).
 pub async fn paced(module: Arc<Module>, context: Arc<ModuleContext>) -> Result<Action, Error> {
     let started = std::time::Instant::now();
-    let result = reconcile(module, context).await;
+    let result = reconcile(module.clone(), context.clone()).await;
+    attention::conclude_with_condition(&context.engine, module.as_ref(), &result).await;
     tokio::time::sleep((started.elapsed() * 2).min(MAX_PAUSE)).await;
     result
 }
@@ -47,8 +55,8 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         .any(|f| f == labels::MODULE_FINALIZER)
     {
         add_finalizer(&context, &module, &namespace).await?;
-        // The write triggers the next pass.
-        return Ok(Action::await_change());
+        // The write triggers the next pass; the resync stands in should its event be missed.
+        return Ok(context.engine.resync());
     }
     let Some(loader) = &module.spec.module_loader else {
         write_status(
@@ -59,12 +67,14 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
             &Observed::default(),
         )
         .await?;
-        return Ok(Action::await_change());
+        return Ok(context.engine.resync());
     };
     // The shared node watch may not have listed yet: an empty cache would read as a Module targeting nothing.
-    context.nodes.wait_until_ready().await.map_err(|_| {
-        Error::Invalid("the shared node watch stopped before its first list".to_owned())
-    })?;
+    context
+        .nodes
+        .listed()
+        .await
+        .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let all_nodes = context.nodes.state();
     let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
     let plan = plan::plan(&module, &loader.container, &node_refs);
@@ -98,19 +108,14 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
     if counts.conflicts > 0 {
         // The cache was behind the NMCs: look again once it has caught up.
         tracing::debug!(module = %module.name_any(), conflicts = counts.conflicts, "NMC writes lost races");
-        return Ok(Action::requeue(RETRY_AFTER));
+        return Ok(context.engine.resync_within(CATCH_UP));
     }
-    Ok(Action::await_change())
+    Ok(context.engine.resync())
 }
 
-/// Retry a failed pass soon: most failures are conflicts with a concurrent writer.
-pub fn error_policy(module: Arc<Module>, error: &Error, _context: Arc<ModuleContext>) -> Action {
-    if error.is_conflict() {
-        tracing::debug!(module = %module.name_any(), %error, "module pass lost a race; retrying");
-    } else {
-        tracing::warn!(module = %module.name_any(), %error, "module pass failed; retrying");
-    }
-    Action::requeue(RETRY_AFTER)
+/// The engine's retry policy: the Module's next backoff step.
+pub fn error_policy(module: Arc<Module>, error: &Error, context: Arc<ModuleContext>) -> Action {
+    retry_on_error(module, error, context.engine.clone())
 }
 
 async fn label_namespace(context: &ModuleContext, namespace: &str) -> Result<(), Error> {
@@ -263,6 +268,9 @@ async fn write_status(
             observed,
             module.metadata.generation,
         );
+    } else {
+        // Without a loader nothing can be degraded: a Degraded condition left from a failed pass goes.
+        status.conditions.retain(|c| c.type_ != DEGRADED);
     }
     if status == current {
         return Ok(());

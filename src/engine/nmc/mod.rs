@@ -5,7 +5,7 @@
 //! the modules the node runs. A pass compares the two with the node's worker pods and takes one step per module:
 //! load, unload first when the configuration changed, reload after a reboot, replace a worker crash-looping on an
 //! outdated template. Passes start on changes of the NMC, of its worker pods and of the node (kernel, boot,
-//! readiness, labels, taints); there is no polling.
+//! readiness, labels, taints), and once per resync period.
 
 mod garbage;
 mod node_labels;
@@ -27,14 +27,14 @@ use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, Error, KubeResultExt, retry_on_error};
-use super::{kernel, nodes};
+use super::{attention, kernel, nodes};
 use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 
 /// How many NMCs are reconciled at once. A rollout wakes every node's NMC together; unbounded, thousands of passes
@@ -54,7 +54,7 @@ pub fn run(
     let nmcs = shared.nmcs();
     let nmc_changes = shared.nmc_changes();
     let worker_changes = shared.worker_changes();
-    let controller = Controller::for_shared_stream(nmc_changes, nmcs.clone())
+    let controller = Controller::for_shared_stream(nmc_changes, nmcs.controller_store())
         .owns_shared_stream(worker_changes)
         .watches_shared_stream(node_changes, move |node: Arc<Node>| {
             nmc_of_node(&nmcs, &node)
@@ -90,16 +90,23 @@ async fn reconcile_nmcs(
     stopping::until_stopped(passes, &own_store, &stop).await;
 }
 
+/// One pass over the NMC; a failure a person must act on is told on it (see [`attention`]).
+async fn reconcile(object: Arc<NodeModulesConfig>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let outcome = reconcile_nmc(&object, &ctx).await;
+    attention::conclude(&ctx, object.as_ref(), &outcome).await;
+    outcome
+}
+
 /// One pass over the NMC, read afresh (the controller's copy may predate this reconciler's own last status write,
 /// and acting on it would load a module twice).
-async fn reconcile(object: Arc<NodeModulesConfig>, ctx: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile_nmc(object: &NodeModulesConfig, ctx: &Context) -> Result<Action, Error> {
     let name = object.name_any();
     let nmc = Api::<NodeModulesConfig>::all(ctx.client.clone())
         .get_opt(&name)
         .await
         .doing(|| format!("reading NodeModulesConfig {name}"))?;
     let Some(nmc) = nmc else {
-        workers::release_orphans(&ctx, &name).await?;
+        workers::release_orphans(ctx, &name).await?;
         return Ok(Action::await_change());
     };
     let node = Api::<Node>::all(ctx.client.clone())
@@ -108,9 +115,9 @@ async fn reconcile(object: Arc<NodeModulesConfig>, ctx: Arc<Context>) -> Result<
         .doing(|| format!("reading node {name}"))?;
     // Without its node the NMC is garbage: it is owned by the node, so the collector removes it and its pods.
     if let Some(node) = node {
-        pass::reconcile_node(&ctx, nmc, &node).await?;
+        pass::reconcile_node(ctx, nmc, &node).await?;
     }
-    Ok(Action::await_change())
+    Ok(ctx.resync())
 }
 
 /// A module, by namespace and name, as NMC entries, worker pods and labels name it.
@@ -146,7 +153,7 @@ impl fmt::Display for ModuleKey {
 /// The NMC of a node whose kernel, boot, readiness, labels or taints changed (the shared watch passes only those,
 /// see [`fingerprint`]), when it has one: node status heartbeats and nodes without modules start no pass.
 fn nmc_of_node(
-    nmcs: &Store<NodeModulesConfig>,
+    nmcs: &SharedStore<NodeModulesConfig>,
     node: &Node,
 ) -> Option<ObjectRef<NodeModulesConfig>> {
     let nmc = ObjectRef::new(node.metadata.name.as_deref()?);

@@ -54,7 +54,7 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +62,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{Context, retry_on_error};
 use super::digest::sha256_hex;
 use super::nodes;
-use super::shared::SharedWatches;
+use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use crate::api::shim::Shim;
 
@@ -73,7 +73,7 @@ pub struct ShimContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
     /// Every node.
-    pub nodes: Store<Node>,
+    pub nodes: SharedStore<Node>,
 }
 
 /// The Shim reconciler, subscribed to the shared node watch now (before it starts); the future runs it until

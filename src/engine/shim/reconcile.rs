@@ -4,7 +4,6 @@
 //! its finalizer.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
@@ -17,15 +16,20 @@ use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
 use crate::api::shim::{Shim, ShimStatus};
+use crate::engine::attention;
 use crate::engine::context::{
     Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params,
 };
 
-/// How often a Shim is looked at with no change in sight: a safety net, since every input is watched.
-const RESYNC: Duration = Duration::from_secs(300);
+/// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).
+pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<Action, Error> {
+    let outcome = reconcile_shim(&object, &context).await;
+    attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
+    outcome
+}
 
 /// One pass over the Shim, read afresh (the controller's copy may predate this reconciler's last status write).
-pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<Action, Error> {
+async fn reconcile_shim(object: &Shim, context: &ShimContext) -> Result<Action, Error> {
     let engine = &context.engine;
     let name = object.name_any();
     let api = Api::<Shim>::all(engine.client.clone());
@@ -48,13 +52,13 @@ pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<A
         api.patch(&name, &patch_params(), &Patch::Merge(&patch))
             .await
             .doing(|| format!("adding the finalizer of Shim {name}"))?;
-        return Ok(Action::await_change());
+        return Ok(engine.resync());
     }
     context
         .nodes
-        .wait_until_ready()
+        .listed()
         .await
-        .map_err(|_| Error::Invalid("the node watch stopped".to_owned()))?;
+        .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let pod_api = Api::<Pod>::namespaced(engine.client.clone(), names::INSTALLER_NAMESPACE);
     let pods = pod_api
         .list(&ListParams::default().labels(&format!("{}={name}", names::SHIM_NAME)))
@@ -71,13 +75,13 @@ pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<A
     });
 
     for write in &plan.node_writes {
-        write_node(&context, &name, write).await?;
+        write_node(context, &name, write).await?;
     }
     for pod in &plan.delete {
         delete_pod(&pod_api, pod).await?;
     }
     for new in &plan.create {
-        create_pod(&context, &shim, &hash, new, &pod_api).await?;
+        create_pod(context, &shim, &hash, new, &pod_api).await?;
     }
     if !deleting {
         runtime_class::ensure(engine, &shim).await?;
@@ -110,7 +114,7 @@ pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<A
             .await;
         return Ok(Action::await_change());
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(engine.resync())
 }
 
 /// Whether a deleting Shim is off every node: no node left to clean and every pod finished and deleted now.

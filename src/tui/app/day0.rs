@@ -1,7 +1,7 @@
 //! The Day-0 pane's part of the console: its rows and detail, its selection, and the rebuild of a ModuleDay0's
 //! image turned into a confirmed [`WriteRequest`]. `App` calls in here; nothing here does I/O.
 
-use super::{App, Availability, DetailSection, ListId, View, indices};
+use super::{App, Availability, DetailSection, ListId, Selection, View, indices};
 use crate::engine::day0::images::mic_name;
 use crate::tui::access::Capability;
 use crate::tui::data::Kind;
@@ -105,9 +105,19 @@ impl App {
         }
     }
 
-    /// Open the selected ModuleDay0's detail.
+    /// Open the selected ModuleDay0's detail; for a MachineConfig waiting to be handed over, the Events pane
+    /// filtered on its name, where the engine's word on what blocks it is shown whole (`esc` clears the filter,
+    /// then goes back).
     pub(super) fn open_day0(&mut self) {
-        if let Some(row) = self.selected_day0() {
+        let Some(row) = self.selected_day0() else {
+            return;
+        };
+        if row.awaiting_hand_over {
+            let filter = row.name.to_lowercase();
+            self.filters.insert(ListId::Events, filter);
+            self.selections.insert(ListId::Events, Selection::default());
+            self.open(View::Events);
+        } else {
             let target = day0_target(row);
             self.open(View::Day0Detail(target));
         }
@@ -161,7 +171,11 @@ impl App {
     }
 }
 
-/// The ModuleDay0 a row shows.
+/// The object a row shows: its ModuleDay0, or the MachineConfig waiting to be handed over.
 fn day0_target(row: &Day0Row) -> Target {
-    Target::namespaced(Kind::ModuleDay0, &row.namespace, &row.name)
+    if row.awaiting_hand_over {
+        Target::cluster(Kind::MachineConfig, &row.name)
+    } else {
+        Target::namespaced(Kind::ModuleDay0, &row.namespace, &row.name)
+    }
 }

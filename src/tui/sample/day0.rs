@@ -6,13 +6,15 @@
 //!   `Available` with `LayeredImageKept`, the upgrade waiting for the opt-in.
 //! - `openshift-kmm/99-gpu-kmod-os`: no pool has its selector (`Degraded`, `NoMachineConfigPool`).
 //!
-//! The shared sample has none, so the other panes' pictures do not change.
+//! The shared sample has none, so the other panes' pictures do not change. [`add_awaiting_hand_over`] adds, on its
+//! own, a kmm-managed MachineConfig the engine cannot hand over because the namespace of ModuleDay0s is missing.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::{KERNELS, ago, event, object, pool};
+use crate::api::day0::KMM_MANAGED_LABEL;
 use crate::engine::day0::images::mic_name;
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -163,6 +165,33 @@ pub fn add(data: &mut ClusterData) {
     data.apply(KindSnapshot::Events(events));
     data.apply(KindSnapshot::MachineConfigPools(pools));
     data.apply(KindSnapshot::ModuleDay0s(day0s));
+}
+
+/// Add a MachineConfig labelled kmm-managed, `99-edge-kmod-os`, with the Event the engine publishes on it when
+/// namespace `openshift-kmm` does not exist, and no ModuleDay0.
+pub fn add_awaiting_hand_over(data: &mut ClusterData) {
+    let name = "99-edge-kmod-os";
+    let config = object(json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": name, "creationTimestamp": ago(900),
+            "labels": {"machineconfiguration.openshift.io/role": "edge", KMM_MANAGED_LABEL: "true"}},
+        "spec": {"osImageURL": format!("{REPOSITORY}:414.92")},
+    }));
+    let mut events = data.events.clone();
+    events.push(event(
+        "MachineConfig",
+        None,
+        name,
+        true,
+        "NamespaceMissing",
+        &format!(
+            "namespace {NAMESPACE} does not exist: create it (kubectl create namespace {NAMESPACE}); creating \
+             ModuleDay0 {NAMESPACE}/{name}: namespaces \"{NAMESPACE}\" not found (404 NotFound)"
+        ),
+        240,
+    ));
+    data.apply(KindSnapshot::Events(events));
+    data.apply(KindSnapshot::MachineConfigs(vec![config]));
 }
 
 /// The three conditions, the message shared by every true one and by `Available`.

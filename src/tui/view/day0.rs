@@ -1,12 +1,18 @@
 //! Rows of the Day-0 pane: one per ModuleDay0, with the pool it targets, the OS image it maps the pool to, how far
 //! the pool's rollout got (from the MachineConfigPool's machine counts) and its state and reason (from its
-//! conditions).
+//! conditions); then one per kmm-managed MachineConfig the engine has not handed over yet, with the engine's
+//! latest word on why (the Event it published on the MachineConfig: a namespace to create, a grant to give). A
+//! MachineConfig has no status of kmm-tui's, so that Event is where the engine says it.
 
+use std::sync::Arc;
+
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
-use crate::api::day0::{MachineConfigPool, ModuleDay0};
-use crate::engine::day0::pools::pool_for_selector;
+use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use crate::engine::day0::handover::{MACHINE_CONFIG_LABEL, NAMESPACE};
+use crate::engine::day0::pools::{pool_fed_by, pool_for_selector};
 use crate::engine::day0::report::LAYERED_IMAGE_KEPT;
 use crate::tui::data::ClusterData;
 
@@ -123,6 +129,9 @@ pub struct Day0Row {
     pub why: Option<String>,
     /// Whether a cluster upgrade rebuilds the image on the new release (`clusterUpgradeTriggerNodeUpgrade`).
     pub upgrade_trigger: bool,
+    /// Whether the row stands for a kmm-managed MachineConfig whose ModuleDay0 does not exist yet (named after it,
+    /// in [`NAMESPACE`]), rather than for a ModuleDay0.
+    pub awaiting_hand_over: bool,
 }
 
 impl Day0Row {
@@ -147,6 +156,49 @@ impl Day0Row {
             reason: telling.map(|c| c.reason.clone()),
             why: telling.map(explain),
             upgrade_trigger: spec.os_mapping.cluster_upgrade_trigger_node_upgrade,
+            awaiting_hand_over: false,
+        }
+    }
+
+    /// The row of a kmm-managed MachineConfig the engine has not handed over: `Degraded` with the reason and note
+    /// of the latest Event on it when that is a warning (what a person must fix), else `Pending`.
+    pub fn awaiting(
+        config: &MachineConfig,
+        pools: &[MachineConfigPool],
+        events: &[Arc<Event>],
+    ) -> Day0Row {
+        let name = config.metadata.name.clone().unwrap_or_default();
+        let pool = pool_fed_by(config, pools);
+        let word = latest_event(events, &name);
+        let (state, reason, why) = match word {
+            Some(event) if event.type_.as_deref() == Some("Warning") => {
+                let reason = event.reason.clone().unwrap_or_default();
+                let why = match event.note.as_deref().filter(|n| !n.is_empty()) {
+                    Some(note) => format!("{reason}: {note}"),
+                    None => reason.clone(),
+                };
+                (Day0State::Degraded, Some(reason), why)
+            }
+            _ => (
+                Day0State::Pending,
+                None,
+                format!(
+                    "Pending: MachineConfig {name} is kmm-managed; the engine has not handed it over yet"
+                ),
+            ),
+        };
+        Day0Row {
+            namespace: NAMESPACE.to_owned(),
+            name,
+            pool: pool.and_then(|p| p.metadata.name.clone()),
+            image: config.spec.os_image_url.clone().unwrap_or_default(),
+            literal: String::new(),
+            rollout: pool.map(Rollout::of),
+            state,
+            reason,
+            why: Some(why),
+            upgrade_trigger: false,
+            awaiting_hand_over: true,
         }
     }
 
@@ -215,11 +267,33 @@ pub fn pool_list(data: &ClusterData) -> Vec<MachineConfigPool> {
     data.pools.iter().map(|pool| (**pool).clone()).collect()
 }
 
-/// Every ModuleDay0's row, in namespace/name order.
+/// Every ModuleDay0's row, in namespace/name order, then a row per kmm-managed MachineConfig no ModuleDay0 was
+/// created for, in name order.
 pub fn rows(data: &ClusterData) -> Vec<Day0Row> {
     let pools = pool_list(data);
-    data.day0s
+    let handed_over = |config: &MachineConfig| {
+        data.day0s.iter().any(|day0| {
+            day0.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(MACHINE_CONFIG_LABEL))
+                == config.metadata.name.as_ref()
+        })
+    };
+    let day0s = data.day0s.iter().map(|day0| Day0Row::of(day0, &pools));
+    let awaiting = data
+        .machine_configs
         .iter()
-        .map(|day0| Day0Row::of(day0, &pools))
-        .collect()
+        .filter(|config| !handed_over(config))
+        .map(|config| Day0Row::awaiting(config, &pools, &data.events));
+    day0s.chain(awaiting).collect()
+}
+
+/// The newest Event on MachineConfig `name` (events come newest first): only the engine publishes any.
+fn latest_event<'e>(events: &'e [Arc<Event>], name: &str) -> Option<&'e Event> {
+    events.iter().map(Arc::as_ref).find(|event| {
+        event.regarding.as_ref().is_some_and(|r| {
+            r.kind.as_deref() == Some("MachineConfig") && r.name.as_deref() == Some(name)
+        })
+    })
 }

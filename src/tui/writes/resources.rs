@@ -5,7 +5,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use crate::api::day0::{MachineConfigPool, ModuleDay0};
+use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 use crate::api::shim::Shim;
@@ -25,6 +25,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::ImageCache => ApiResource::erase::<ImageCache>(&()),
         Kind::ModuleDay0 => ApiResource::erase::<ModuleDay0>(&()),
         Kind::MachineConfigPool => ApiResource::erase::<MachineConfigPool>(&()),
+        Kind::MachineConfig => ApiResource::erase::<MachineConfig>(&()),
     }
 }
 
