@@ -14,7 +14,7 @@ use kmm_tui::engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::server::Link;
+use super::server::{ENGINE_AGENT, Link};
 
 /// How an engine's run ended.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ impl Engine {
                     .expect("an engine runtime");
                 // Everything the engine does runs on this thread, whose name its log lines carry.
                 let ended = runtime.block_on(async move {
-                    let client = link.client();
+                    let client = link.client(ENGINE_AGENT);
                     tokio::select! {
                         result = engine::run(client, config, token) => Ended::Returned(result),
                         _ = killed => Ended::Killed,

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use super::engines::Engine;
 use super::invariants::Violations;
-use super::server::{Link, Server};
+use super::server::{self, Link, Server};
 use super::workload::{self, Asked, CACHED, DAY0, DAY0_NAMESPACE, DAY0_POOL, UPGRADE_POOL};
 
 /// Everything the soak does to the cluster, by name.
@@ -119,6 +119,8 @@ pub struct Tally {
     pub skipped: BTreeMap<&'static str, u64>,
     /// How long clean stops took, the longest.
     pub longest_stop: Duration,
+    /// 409s the API server answered to the engines, by verb and resource, summed over its runs.
+    pub engine_conflicts: BTreeMap<String, u64>,
 }
 
 /// The soak's hands on the cluster.
@@ -456,6 +458,7 @@ impl Chaos {
             }
             Kind::ServerKill => {
                 let down = self.window(0.2, 3.0);
+                self.count_conflicts().await;
                 self.server.kill_9();
                 self.later(down, Undo::StartServer);
                 Ok(format!("down for {:.1} s", down.as_secs_f64()))
@@ -619,6 +622,15 @@ impl Chaos {
             Err(why) => {
                 self.log(&why);
                 self.violations.record("clean stop did not finish", why);
+            }
+        }
+    }
+
+    /// Add the 409s the running API server answered to the engines to the tally (its counts die with it).
+    pub async fn count_conflicts(&mut self) {
+        if let Some(conflicts) = server::conflicts_answered_to_engines(&self.client).await {
+            for (request, count) in conflicts {
+                *self.tally.engine_conflicts.entry(request).or_default() += count;
             }
         }
     }

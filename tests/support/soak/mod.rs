@@ -241,7 +241,7 @@ async fn soak(config: Config) -> Report {
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let server = Server::start(&dir, &scenario).await;
     let link = server.link();
-    let client = link.client();
+    let client = link.client("kmm-tui-soak");
     let invariants = invariants::Invariants::start(&client);
     let nodes = workload::node_names(config.nodes);
     let engines: Vec<Engine> = ["soak-a", "soak-b"]
@@ -274,8 +274,8 @@ async fn soak(config: Config) -> Report {
         &client,
         chaos.runs.subscribe(),
         chaos.burst.clone(),
-        ChaCha8Rng::seed_from_u64(rng.random()),
-        nodes.clone(),
+        &mut rng,
+        &nodes,
         stop.clone(),
     );
     let operator = tokio::spawn(operator::run(
@@ -353,11 +353,15 @@ async fn soak(config: Config) -> Report {
     stop.cancel();
     let acted = operator.await.expect("the operator");
     let durable = writers.durable.await.expect("the durable writer");
-    let marks = writers.marks.await.expect("the second writer");
+    let mut marks = writers::Written::default();
+    for writer in writers.marks {
+        marks.absorb(writer.await.expect("a second writer"));
+    }
     for index in 0..chaos.engines.len() {
         chaos.stop_engine(index).await;
     }
     let summary = invariants.finish(&client).await;
+    chaos.count_conflicts().await;
     chaos.server.note_running_peak();
     let report = Report {
         config,
@@ -539,6 +543,20 @@ impl Report {
             self.marks.marks,
             self.marks.conflicts,
             self.durable.checks + self.marks.checks
+        );
+        let conflicts: Vec<String> = self
+            .tally
+            .engine_conflicts
+            .iter()
+            .map(|(request, n)| format!("{request} {n}"))
+            .collect();
+        println!(
+            "409s answered to the engines: {}",
+            if conflicts.is_empty() {
+                "none".to_owned()
+            } else {
+                conflicts.join(", ")
+            }
         );
         let s = &self.summary;
         let judged: Vec<String> = s

@@ -27,8 +27,9 @@ pub struct Link {
 }
 
 impl Link {
-    /// A client of the server, for use on the runtime that calls it (its connections live there).
-    pub fn client(&self) -> kube::Client {
+    /// A client of the server, for use on the runtime that calls it (its connections live there). Its requests
+    /// carry the User-Agent `agent`, which the server's request metrics count them under.
+    pub fn client(&self, agent: &'static str) -> kube::Client {
         let inner = kube::Client::try_from(self.config.clone()).expect("a client of the server");
         let token = self.token.clone();
         let service = tower::service_fn(move |mut request: http::Request<Body>| {
@@ -41,9 +42,9 @@ impl Link {
                         "the API server is down",
                     ))));
                 };
-                request
-                    .headers_mut()
-                    .insert(http::header::AUTHORIZATION, token);
+                let headers = request.headers_mut();
+                headers.insert(http::header::AUTHORIZATION, token);
+                headers.insert(http::header::USER_AGENT, HeaderValue::from_static(agent));
                 inner.send(request).await
             }
         });
@@ -196,6 +197,44 @@ impl Drop for Server {
             let _ = child.wait();
         }
     }
+}
+
+/// The User-Agent of the engines' requests.
+pub const ENGINE_AGENT: &str = "kmm-tui-engine";
+
+/// The 409s the running server answered to the engines, by verb and resource, from its request metrics (which a
+/// restart starts again from zero).
+pub async fn conflicts_answered_to_engines(
+    client: &kube::Client,
+) -> Option<std::collections::BTreeMap<String, u64>> {
+    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let text = client.request_text(request).await.ok()?;
+    let mut conflicts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Some((labels, count)) = line
+            .strip_prefix("apiserver_request_total{")
+            .and_then(|rest| rest.split_once('}'))
+        else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .map(|value| value.trim_end_matches('"').to_owned())
+        };
+        if label("code").as_deref() == Some("409")
+            && label("client").as_deref() == Some(ENGINE_AGENT)
+        {
+            let key = format!(
+                "{} {}",
+                label("verb").unwrap_or_default(),
+                label("resource").unwrap_or_default()
+            );
+            *conflicts.entry(key).or_default() += count.trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    Some(conflicts)
 }
 
 /// A field of a `/proc/<pid>/status` file in KiB (`VmRSS:`, `VmHWM:`).

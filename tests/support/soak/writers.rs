@@ -1,14 +1,14 @@
-//! Two clients writing beside the engines.
+//! Clients writing beside the engines.
 //!
 //! - The durable writer updates ConfigMaps of its own one after another and keeps what each acknowledgement said
 //!   (the value written, the resourceVersion returned). Every acknowledgement must carry a resourceVersion above
 //!   the one before, and after every API server restart each ConfigMap must still hold at least its last
 //!   acknowledged value at no older a resourceVersion: no acknowledged write lost, no resourceVersion gone back.
-//! - The second writer patches a label on the objects the engines and the user work on (Module, Shim, ImageCache,
-//!   ModuleDay0, MachineConfigs, Nodes, NodeModulesConfigs and the engine Lease), each patch guarded by the
-//!   resourceVersion it read, so it loses races (409) and makes the engines' guarded writes lose theirs. On the
-//!   objects only users label (all but the NodeModulesConfigs and the Lease, which their engine owns), its last
-//!   acknowledged label must survive restarts too.
+//! - Second writers (three side by side, each with a label of its own) patch labels on the objects the engines and
+//!   the user work on (Module, Shim, ImageCache, ModuleDay0, the day-0 MachineConfig, Nodes, NodeModulesConfigs and
+//!   the engine Lease), each patch guarded by the resourceVersion it read, so they lose races (409) and make the
+//!   engines' guarded writes lose theirs. On the objects only users label (all but the NodeModulesConfigs and the
+//!   Lease, which their engine owns), each writer's last acknowledged label must survive restarts too.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use kmm_tui::api::shim::Shim;
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use tokio::sync::watch;
@@ -37,7 +37,7 @@ use super::workload::{CACHE, DAY0, DAY0_NAMESPACE, MODULE, NAMESPACE, SHIM};
 const DURABLE_LABEL: &str = "soak.kmm-tui.io/durable";
 /// How many ConfigMaps the durable writer keeps.
 const DURABLE_OBJECTS: usize = 16;
-/// The label the second writer sets.
+/// The labels the second writer sets start so.
 const MARK: &str = "soak.kmm-tui.io/mark";
 
 /// What the writers did and found.
@@ -54,25 +54,52 @@ pub struct Written {
     pub violations: Violations,
 }
 
-/// The two writers, running.
-pub struct Writers {
-    pub durable: tokio::task::JoinHandle<Written>,
-    pub marks: tokio::task::JoinHandle<Written>,
+impl Written {
+    /// Add what another writer did and found.
+    pub fn absorb(&mut self, other: Written) {
+        self.durable += other.durable;
+        self.marks += other.marks;
+        self.conflicts += other.conflicts;
+        self.checks += other.checks;
+        self.violations.absorb(other.violations);
+    }
 }
 
-/// Start both writers; they stop with `stop`. `runs` counts API server runs (a change means a restart); `burst`
-/// makes the second writer write as fast as it can.
+/// How many clients write labels side by side, each its own label, so that they also race each other.
+const MARKERS: usize = 3;
+
+/// The writers, running.
+pub struct Writers {
+    pub durable: tokio::task::JoinHandle<Written>,
+    pub marks: Vec<tokio::task::JoinHandle<Written>>,
+}
+
+/// Start the writers; they stop with `stop`. `runs` counts API server runs (a change means a restart); `burst`
+/// makes the label writers write as fast as they can.
 pub fn start(
     client: &kube::Client,
     runs: watch::Receiver<usize>,
     burst: Arc<AtomicBool>,
-    rng: ChaCha8Rng,
-    nodes: Vec<String>,
+    rng: &mut ChaCha8Rng,
+    nodes: &[String],
     stop: CancellationToken,
 ) -> Writers {
+    let marks = (0..MARKERS)
+        .map(|marker| {
+            tokio::spawn(marks(
+                client.clone(),
+                format!("{MARK}-{marker}"),
+                runs.clone(),
+                burst.clone(),
+                ChaCha8Rng::seed_from_u64(rng.random()),
+                nodes.to_vec(),
+                stop.clone(),
+            ))
+        })
+        .collect();
     Writers {
-        durable: tokio::spawn(durable(client.clone(), runs.clone(), stop.clone())),
-        marks: tokio::spawn(marks(client.clone(), runs, burst, rng, nodes, stop)),
+        durable: tokio::spawn(durable(client.clone(), runs, stop)),
+        marks,
     }
 }
 
@@ -241,6 +268,7 @@ fn target<K: kube::Resource<DynamicType = ()>>(
 
 async fn marks(
     client: kube::Client,
+    label: String,
     mut runs: watch::Receiver<usize>,
     burst: Arc<AtomicBool>,
     mut rng: ChaCha8Rng,
@@ -275,7 +303,7 @@ async fn marks(
             unchecked = true;
         }
         if unchecked {
-            if check_marks(&targets, &acked, &mut written.violations).await {
+            if check_marks(&targets, &label, &acked, &mut written.violations).await {
                 unchecked = false;
                 written.checks += 1;
             } else {
@@ -289,7 +317,7 @@ async fn marks(
             mark += 1;
             let patch = json!({"metadata": {
                 "resourceVersion": current.metadata.resource_version,
-                "labels": {MARK: mark.to_string()},
+                "labels": {label.as_str(): mark.to_string()},
             }});
             match target
                 .api
@@ -313,7 +341,7 @@ async fn marks(
         };
         tokio::time::sleep(pause).await;
     }
-    check_marks(&targets, &acked, &mut written.violations).await;
+    check_marks(&targets, &label, &acked, &mut written.violations).await;
     written
 }
 
@@ -321,6 +349,7 @@ async fn marks(
 /// resourceVersion. False when the objects cannot be read now.
 async fn check_marks(
     targets: &[Target],
+    label: &str,
     acked: &BTreeMap<usize, (u64, u64)>,
     violations: &mut Violations,
 ) -> bool {
@@ -343,7 +372,7 @@ async fn check_marks(
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(MARK))
+            .and_then(|l| l.get(label))
             .and_then(|m| m.parse().ok())
             .unwrap_or(0);
         let now_rv = revision(&current.metadata);
@@ -351,7 +380,7 @@ async fn check_marks(
             violations.record(
                 "acknowledged write lost",
                 format!(
-                    "{}: label {MARK}={now} at revision {now_rv}, after {mark} was acknowledged at revision {rv}",
+                    "{}: label {label}={now} at revision {now_rv}, after {mark} was acknowledged at revision {rv}",
                     target.what
                 ),
             );

@@ -56,6 +56,15 @@ impl Violations {
         }
     }
 
+    /// Add another's.
+    pub fn absorb(&mut self, other: Violations) {
+        for (invariant, count) in other.by_invariant {
+            *self.by_invariant.entry(invariant).or_default() += count;
+        }
+        let room = KEPT.saturating_sub(self.details.len());
+        self.details.extend(other.details.into_iter().take(room));
+    }
+
     /// How many in all.
     pub fn count(&self) -> u64 {
         self.by_invariant.values().sum()
