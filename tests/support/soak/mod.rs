@@ -142,6 +142,8 @@ pub struct Report {
     /// What had not converged when the bound passed.
     missing: Vec<String>,
     server_peak_kib: u64,
+    /// The peak of each run of the API server, in order.
+    server_peaks: Vec<u64>,
     soak_peak_kib: u64,
     samples: Vec<Sample>,
     wall: Duration,
@@ -376,7 +378,8 @@ async fn soak(config: Config) -> Report {
         converged,
         bound,
         missing,
-        server_peak_kib: chaos.server.peak_rss_kib,
+        server_peak_kib: chaos.server.peaks.iter().copied().max().unwrap_or(0),
+        server_peaks: chaos.server.peaks.clone(),
         soak_peak_kib: status_kib("/proc/self/status", "VmHWM:").unwrap_or(0),
         samples,
         wall: started.elapsed(),
@@ -622,11 +625,33 @@ impl Report {
                 }
             }
         }
+        let peaks: Vec<String> = self.server_peaks.iter().map(|kib| mib(*kib)).collect();
         println!(
-            "peak resident memory: API server {} (highest of its runs), this process {} (engines, watches, writers)",
+            "peak resident memory: API server {} (its runs: {}), this process {} (engines, watches, writers)",
             mib(self.server_peak_kib),
+            peaks.join(", "),
             mib(self.soak_peak_kib)
         );
+        if self.config.flat_memory {
+            // About twenty points of the samples, for the shape of the curve.
+            let step = (self.samples.len() / 20).max(1);
+            let points: Vec<String> = self
+                .samples
+                .iter()
+                .step_by(step)
+                .map(|s| {
+                    let server = s
+                        .server
+                        .map(|(kib, run, _)| format!("/{} (run {run})", mib(kib)))
+                        .unwrap_or_default();
+                    format!("{:.0} s {}{server}", s.at.as_secs_f64(), mib(s.soak_kib))
+                })
+                .collect();
+            println!(
+                "  resident memory over the run (this process/API server): {}",
+                points.join(", ")
+            );
+        }
         let (soak, server) = self.memory_growth();
         for (what, growth) in [("this process", soak), ("API server", server)] {
             if let Some(growth) = growth {

@@ -64,8 +64,8 @@ pub struct Server {
     child: Option<Child>,
     /// Runs so far, for log names.
     pub runs: usize,
-    /// The highest peak resident memory any run reached, in KiB.
-    pub peak_rss_kib: u64,
+    /// The peak resident memory of each run that ended (and of the running one, once noted), in KiB.
+    pub peaks: Vec<u64>,
     link: Option<Link>,
 }
 
@@ -83,7 +83,7 @@ impl Server {
             port,
             child: None,
             runs: 0,
-            peak_rss_kib: 0,
+            peaks: Vec::new(),
             link: None,
         };
         server.restart().await;
@@ -176,7 +176,7 @@ impl Server {
         status_kib(&format!("/proc/{pid}/status"), "VmRSS:")
     }
 
-    /// Fold the running server's peak into [`Server::peak_rss_kib`].
+    /// Note the running server's peak in [`Server::peaks`].
     pub fn note_running_peak(&mut self) {
         if let Some(pid) = self.child.as_ref().map(Child::id) {
             self.note_peak(pid);
@@ -185,7 +185,7 @@ impl Server {
 
     fn note_peak(&mut self, pid: u32) {
         if let Some(peak) = status_kib(&format!("/proc/{pid}/status"), "VmHWM:") {
-            self.peak_rss_kib = self.peak_rss_kib.max(peak);
+            self.peaks.push(peak);
         }
     }
 }
