@@ -4,6 +4,7 @@
 mod common;
 mod crd;
 mod crud;
+mod durable;
 mod gc;
 mod lifecycle;
 mod metrics;
