@@ -150,6 +150,8 @@ pub struct Chaos {
     pub tally: Tally,
     /// Promises broken by the engines as the soak drives them.
     pub violations: Violations,
+    /// When an engine last started, stopped or died.
+    pub engines_changed: Instant,
     started: Instant,
 }
 
@@ -193,6 +195,7 @@ impl Chaos {
             time_scale,
             tally: Tally::default(),
             violations: Violations::default(),
+            engines_changed: Instant::now(),
             started: Instant::now(),
         }
     }
@@ -285,6 +288,7 @@ impl Chaos {
 
     fn start_engine(&mut self, index: usize) {
         if !self.engines[index].is_running() {
+            self.engines_changed = Instant::now();
             self.engines[index].start(&self.link);
             self.log(&format!("engine {} started", self.engines[index].identity));
         }
@@ -446,6 +450,7 @@ impl Chaos {
                 };
                 let down = self.window(0.1, 2.0 * self.lease.as_secs_f64());
                 if kind == Kind::EngineKill {
+                    self.engines_changed = Instant::now();
                     self.engines[index].kill().await;
                 } else {
                     self.stop_engine(index).await;
@@ -617,6 +622,7 @@ impl Chaos {
     /// Stop an engine cleanly; one that does not stop within three lease durations breaks the engine's promise
     /// to stop on request (SIGTERM) and is recorded as a violation.
     pub async fn stop_engine(&mut self, index: usize) {
+        self.engines_changed = Instant::now();
         match self.engines[index].stop(self.lease * 3).await {
             Ok(took) => self.tally.longest_stop = self.tally.longest_stop.max(took),
             Err(why) => {

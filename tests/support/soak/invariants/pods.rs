@@ -42,6 +42,7 @@ pub struct Pods {
     pub most_installing: BTreeMap<String, usize>,
     /// Pods seen, by kind of purpose.
     pub seen: BTreeMap<&'static str, u64>,
+    /// The pods counted in `seen` that are still in the API.
     uids: BTreeSet<String>,
 }
 
@@ -102,6 +103,7 @@ impl Pods {
     pub fn deleted(&mut self, pod: &Pod, revision: u64, violations: &mut Violations) {
         if let Some(uid) = &pod.metadata.uid {
             self.remove(uid);
+            self.uids.remove(uid);
         }
         if self.relisting.is_none() {
             self.check(revision, violations);
@@ -126,6 +128,7 @@ impl Pods {
             .collect();
         for uid in gone {
             self.remove(&uid);
+            self.uids.remove(&uid);
         }
         self.check(revision, violations);
     }
