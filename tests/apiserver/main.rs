@@ -4,6 +4,7 @@
 mod common;
 mod crd;
 mod crud;
+mod durable;
 mod events;
 mod gc;
 mod lifecycle;

@@ -74,6 +74,8 @@ pub(crate) struct Inner {
     pub(crate) auth: Auth,
     pub(crate) metrics: ApiMetrics,
     pub(crate) shutdown: CancellationToken,
+    /// Ends the watches open now: a child of `shutdown`, replaced by [`ApiServer::close_watches`].
+    pub(crate) open_watches: std::sync::Mutex<CancellationToken>,
 }
 
 impl ApiServer {
@@ -90,13 +92,15 @@ impl ApiServer {
             }
         }
         let auth = Auth::new(store.clone());
+        let shutdown = CancellationToken::new();
         let inner = Inner {
             auth,
             store,
             registry,
             logs: PodLogs::default(),
             metrics: ApiMetrics::default(),
-            shutdown: CancellationToken::new(),
+            open_watches: std::sync::Mutex::new(shutdown.child_token()),
+            shutdown,
         };
         Self {
             inner: Arc::new(inner),
@@ -117,6 +121,26 @@ impl ApiServer {
     /// End every open watch and log stream and stop the controllers.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
+    }
+
+    /// Close every watch open now, as a kube-apiserver does when it restarts or sheds load: each client resumes
+    /// from the last resourceVersion it saw (or relists). Watches opened afterwards stay open.
+    pub fn close_watches(&self) {
+        let mut open = self.open_watches();
+        open.cancel();
+        *open = self.inner.shutdown.child_token();
+    }
+
+    /// What ends a watch opened now: shutdown, or [`ApiServer::close_watches`].
+    pub(crate) fn watch_end(&self) -> CancellationToken {
+        self.open_watches().clone()
+    }
+
+    fn open_watches(&self) -> std::sync::MutexGuard<'_, CancellationToken> {
+        self.inner
+            .open_watches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The store this server writes to.

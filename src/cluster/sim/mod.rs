@@ -14,11 +14,13 @@
 pub mod clock;
 pub mod effects;
 pub mod faults;
+pub mod inject;
 pub mod kubelet;
 pub mod machine;
 pub mod mco;
 mod objects;
 pub mod registry;
+pub mod registry_record;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
@@ -56,6 +58,8 @@ pub struct World {
     pub machines: Machines,
     /// The container registry.
     pub registry: SimRegistry,
+    /// How many of the registry's changes its record holds (see [`registry_record`]); locked while it is written.
+    pub registry_recorded: tokio::sync::Mutex<u64>,
     /// Injected faults.
     pub faults: Faults,
     /// The scenario the simulation runs.
@@ -76,6 +80,7 @@ impl World {
             clock: SimClock::new(scenario.time_scale),
             machines: Machines::default(),
             registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
+            registry_recorded: tokio::sync::Mutex::new(0),
             faults: Faults::new(scenario.faults.clone()),
             scenario,
             machine_changed: broadcast::channel(4096).0,

@@ -53,10 +53,22 @@ struct Entry {
     pull_secret: Option<String>,
 }
 
+/// What the registry holds beyond and short of what the scenario lists: the images pushed (with their sizes) and
+/// the listed images removed. It is all a restarted simulation needs to find the registry as it was.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Changes {
+    /// Images pushed, by normalised reference, with their size in bytes.
+    pub pushed: BTreeMap<String, u64>,
+    /// Images removed (those the scenario lists among them), by normalised reference.
+    pub removed: std::collections::BTreeSet<String>,
+}
+
 /// The registry.
 #[derive(Debug)]
 pub struct SimRegistry {
     images: Mutex<BTreeMap<String, Entry>>,
+    /// Pushes and removals since the scenario, with a count of them so a record knows whether it is current.
+    changes: Mutex<(u64, Changes)>,
     shims: Vec<ShimArtifact>,
     latency: Duration,
     bytes_per_second: f64,
@@ -107,6 +119,7 @@ impl SimRegistry {
         let images = system.chain(listed).collect();
         Self {
             images: Mutex::new(images),
+            changes: Mutex::default(),
             shims: spec.shims.clone(),
             latency: spec.latency,
             bytes_per_second: spec.bandwidth_mi_b_per_second * 1024.0 * 1024.0,
@@ -154,18 +167,47 @@ impl SimRegistry {
 
     /// Push (or overwrite) an image.
     pub fn push(&self, image: &str, size_bytes: u64) {
+        let key = normalise(image);
         self.images().insert(
-            normalise(image),
+            key.clone(),
             Entry {
                 size_bytes,
                 pull_secret: None,
             },
         );
+        let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
+        changes.0 += 1;
+        changes.1.removed.remove(&key);
+        changes.1.pushed.insert(key, size_bytes);
     }
 
     /// Remove an image; returns whether it existed.
     pub fn remove(&self, image: &str) -> bool {
-        self.images().remove(&normalise(image)).is_some()
+        let key = normalise(image);
+        let existed = self.images().remove(&key).is_some();
+        let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
+        changes.0 += 1;
+        changes.1.pushed.remove(&key);
+        changes.1.removed.insert(key);
+        existed
+    }
+
+    /// The pushes and removals since the scenario, and how many changes that is.
+    pub fn changes(&self) -> (u64, Changes) {
+        self.changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Take over the pushes and removals a previous run recorded.
+    pub fn adopt(&self, recorded: &Changes) {
+        for image in &recorded.removed {
+            self.remove(image);
+        }
+        for (image, size) in &recorded.pushed {
+            self.push(image, *size);
+        }
     }
 
     /// The shim artifact at a URL.

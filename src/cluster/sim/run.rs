@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
-use super::{World, kubelet, mco, objects, scheduler, workloads};
+use super::{World, inject, kubelet, mco, objects, registry_record, scheduler, workloads};
 use crate::cluster::apiserver::ApiServer;
 
 /// A running simulation.
@@ -15,9 +15,10 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Check the scenario's objects against the server, register the nodes, apply the objects and start the
-    /// scheduler, kubelets (which also apply the scenario's timed faults), the Machine Config Operator and
-    /// the Deployment and ReplicaSet controllers.
+    /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
+    /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
+    /// and the injected ones), the Machine Config Operator, the Deployment and ReplicaSet controllers and the
+    /// follower of injected faults.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
@@ -25,12 +26,14 @@ impl Simulation {
     ) -> anyhow::Result<Self> {
         let world = World::new(server, client, scenario);
         objects::check(&world).await?;
+        registry_record::adopt(&world).await?;
         kubelet::register(&world).await?;
         objects::apply(&world).await?;
         let mut tasks = kubelet::spawn(world.clone());
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
         tasks.push(workloads::spawn(world.clone()));
+        tasks.push(inject::spawn(world.clone()));
         Ok(Self { world, tasks })
     }
 

@@ -291,7 +291,9 @@ fn default_low() -> u8 {
     80
 }
 
-/// A fault injected into the run. Times are simulated time since the start.
+/// A fault injected into the run. Times are simulated time since the start (for a fault injected at run time,
+/// since the simulation read it: see `sim::inject`). A window without `from` opens at once, one without `to` never
+/// closes, and an instant without `at` is at once.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", tag = "kind")]
 pub enum Fault {
@@ -299,10 +301,10 @@ pub enum Fault {
     #[serde(rename_all = "camelCase")]
     RegistryOutage {
         /// Start of the outage.
-        #[serde(deserialize_with = "duration")]
+        #[serde(default, deserialize_with = "duration")]
         from: Duration,
         /// End of the outage.
-        #[serde(deserialize_with = "duration")]
+        #[serde(default = "forever", deserialize_with = "duration")]
         to: Duration,
     },
     /// Pulls of an image fail (on the named nodes, or everywhere).
@@ -340,7 +342,7 @@ pub enum Fault {
         /// The image.
         image: String,
         /// When.
-        #[serde(deserialize_with = "duration")]
+        #[serde(default, deserialize_with = "duration")]
         at: Duration,
         /// Nodes whose store loses the image; the registry when empty.
         #[serde(default)]
@@ -352,12 +354,63 @@ pub enum Fault {
         /// The node.
         node: String,
         /// Start.
-        #[serde(deserialize_with = "duration")]
+        #[serde(default, deserialize_with = "duration")]
         from: Duration,
         /// End.
-        #[serde(deserialize_with = "duration")]
+        #[serde(default = "forever", deserialize_with = "duration")]
         to: Duration,
     },
+    /// A node's machine crashes or is power-cycled at a point in time: it is down for the time a reboot takes, then
+    /// boots the OS it ran, with a new boot ID and no kernel modules loaded. Unlike an update by the Machine Config
+    /// Operator, nothing cordons or drains the node first.
+    #[serde(rename_all = "camelCase")]
+    Reboot {
+        /// The node.
+        node: String,
+        /// When.
+        #[serde(default, deserialize_with = "duration")]
+        at: Duration,
+    },
+    /// The API server closes every watch open at a point in time, as a kube-apiserver does when it restarts or
+    /// sheds load; clients resume from the last resourceVersion they saw.
+    #[serde(rename_all = "camelCase")]
+    CloseWatches {
+        /// When.
+        #[serde(default, deserialize_with = "duration")]
+        at: Duration,
+    },
+}
+
+/// The end of a window that never closes.
+fn forever() -> Duration {
+    Duration::MAX
+}
+
+impl Fault {
+    /// Check that the fault's window is one and that it names nodes of `nodes`. The error starts with the key at
+    /// fault (`.node: …`, or `: …` for the fault as a whole).
+    pub fn check(&self, nodes: &BTreeSet<String>) -> Result<(), String> {
+        match self {
+            Fault::RegistryOutage { from, to } | Fault::NodeNotReady { from, to, .. }
+                if from >= to =>
+            {
+                Err(": `from` must be before `to`".to_owned())
+            }
+            Fault::NodeNotReady { node, .. } | Fault::Reboot { node, .. }
+                if !nodes.contains(node) =>
+            {
+                Err(format!(".node: no node is named {node}"))
+            }
+            Fault::PullFailure { nodes: named, .. }
+            | Fault::ContainerdRestartFailure { nodes: named, .. } => {
+                match named.iter().find(|n| !nodes.contains(*n)) {
+                    Some(unknown) => Err(format!(".nodes: no node is named {unknown}")),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// An object to apply at start.
@@ -517,23 +570,7 @@ impl Scenario {
             return Err("registry.bandwidthMiBPerSecond: must be positive".into());
         }
         for (i, fault) in self.faults.iter().enumerate() {
-            match fault {
-                Fault::RegistryOutage { from, to } | Fault::NodeNotReady { from, to, .. }
-                    if from >= to =>
-                {
-                    return Err(format!("faults[{i}]: `from` must be before `to`"));
-                }
-                Fault::NodeNotReady { node, .. } if !names.contains(node) => {
-                    return Err(format!("faults[{i}].node: no node is named {node}"));
-                }
-                Fault::PullFailure { nodes, .. }
-                | Fault::ContainerdRestartFailure { nodes, .. } => {
-                    if let Some(unknown) = nodes.iter().find(|n| !names.contains(*n)) {
-                        return Err(format!("faults[{i}].nodes: no node is named {unknown}"));
-                    }
-                }
-                _ => {}
-            }
+            fault.check(&names).map_err(|e| format!("faults[{i}]{e}"))?;
         }
         Ok(())
     }

@@ -8,7 +8,9 @@
 //! the event stream reports lost events the graph is rebuilt by the same full walk, on a blocking thread so the
 //! runtime's workers keep serving requests. The periodic sweep re-examines only what the graph marks as
 //! unfinished (terminating objects, dependents of missing owners): it retries work whose writes failed, and costs
-//! hash lookups rather than JSON walks, so it stays cheap every 30 s with 50,000 objects.
+//! hash lookups rather than JSON walks, so it stays cheap every 30 s with 50,000 objects. The sweep also drops from a
+//! durable store the history no watch can resume from any more, so the database, and what a restart reads back,
+//! stays as bounded as the history in memory.
 
 mod graph;
 
@@ -71,7 +73,12 @@ async fn run(server: ApiServer, mut events: broadcast::Receiver<Arc<Event>>) {
                 }
                 Err(RecvError::Closed) => return,
             },
-            _ = ticker.tick() => collector.sweep(),
+            _ = ticker.tick() => {
+                collector.sweep();
+                if let Err(error) = collector.server.store().compact() {
+                    tracing::warn!(%error, "compacting the durable watch history failed");
+                }
+            }
             _ = shutdown.cancelled() => return,
         }
     }

@@ -83,29 +83,35 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
     }
 }
 
-/// `pods/eviction`: delete the pod (no PodDisruptionBudgets exist in the embedded cluster).
+/// How many times an eviction reads the pod again after a concurrent write before answering 409, as
+/// kube-apiserver's `EvictionsRetry` does.
+const EVICTION_ATTEMPTS: usize = 5;
+
+/// `pods/eviction`: delete the pod (no PodDisruptionBudgets exist in the embedded cluster). The pod is deleted as it
+/// is read; a write in between (its kubelet reporting status) makes the eviction read it again rather than fail, so a
+/// drain is not refused for a pod that merely changed.
 fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
-    let current = server
-        .store()
-        .get(&ctx.storage, ctx.namespace(), ctx.name())
-        .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
-    if ctx.dry_run() {
-        return Ok(json_response(
-            StatusCode::CREATED,
-            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-        ));
+    for attempt in 1..=EVICTION_ATTEMPTS {
+        let current = server
+            .store()
+            .get(&ctx.storage, ctx.namespace(), ctx.name())
+            .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
+        if ctx.dry_run() {
+            break;
+        }
+        match delete_object(
+            server,
+            &ctx.rt,
+            &ctx.storage,
+            &current,
+            DeletePolicy::Background,
+        ) {
+            Ok(_) => break,
+            Err(CommitError::Conflict) if attempt < EVICTION_ATTEMPTS => {}
+            Err(CommitError::Conflict) => return Err(ApiError::stale("", "pods", ctx.name())),
+            Err(CommitError::Storage(e)) => return Err(ApiError::internal(e)),
+        }
     }
-    delete_object(
-        server,
-        &ctx.rt,
-        &ctx.storage,
-        &current,
-        DeletePolicy::Background,
-    )
-    .map_err(|e| match e {
-        CommitError::Conflict => ApiError::stale("", "pods", ctx.name()),
-        CommitError::Storage(e) => ApiError::internal(e),
-    })?;
     Ok(json_response(
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),

@@ -5,7 +5,8 @@
 //! a 410 `Expired` Status when that history is gone so the client relists; `sendInitialEvents=true` ends the
 //! initial state with a bookmark annotated `k8s.io/initial-events-end`; selectors turn changes that move an object
 //! into or out of the selection into ADDED and DELETED; bookmarks carry the newest resourceVersion seen; the stream
-//! ends after `timeoutSeconds` or when the server shuts down.
+//! ends after `timeoutSeconds`, when the server shuts down, or when it closes every open watch (the simulation's
+//! `closeWatches` fault).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub fn watch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     match store.watch_from(since) {
         Ok((backlog, live)) => {
-            let shutdown = server.inner().shutdown.clone();
+            let end = server.watch_end();
             let open = server.metrics().watch_opened(&ctx.rt.plural);
             tokio::spawn(async move {
                 let _open = open;
@@ -78,7 +79,7 @@ pub fn watch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                         backlog,
                         live,
                         Duration::from_secs(timeout as u64),
-                        shutdown,
+                        end,
                     )
                     .await;
             });
@@ -134,7 +135,7 @@ impl Watcher {
         backlog: Vec<Arc<Event>>,
         mut live: broadcast::Receiver<Arc<Event>>,
         timeout: Duration,
-        shutdown: tokio_util::sync::CancellationToken,
+        end: tokio_util::sync::CancellationToken,
     ) {
         let mut last_rv = since;
         if let Some(objects) = initial {
@@ -193,7 +194,7 @@ impl Watcher {
                     }
                     return;
                 }
-                _ = shutdown.cancelled() => return,
+                _ = end.cancelled() => return,
                 _ = tx.closed() => return,
             }
         }

@@ -251,7 +251,9 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
             }
             _ => apply(ctx, Some(&old), &patch_doc, types.as_ref())?,
         };
-        let precondition = objects::meta_str(&patched, "resourceVersion").map(str::to_string);
+        // The client's own resourceVersion, if the patch carries one, is a precondition; the one the patch merged
+        // into is not (taking it for one turned every race of unconditional patches into a 409).
+        let precondition = requested_resource_version(&patch_doc);
         if let Some(rv) = &precondition
             && *rv != current.rv.to_string()
         {
@@ -270,6 +272,24 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         }
     }
     Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
+}
+
+/// The resourceVersion a patch document sets: `metadata.resourceVersion` of a merge, strategic merge or apply
+/// patch, or the value a JSON patch adds, replaces or tests at `/metadata/resourceVersion`.
+fn requested_resource_version(patch_doc: &Value) -> Option<String> {
+    match patch_doc {
+        Value::Array(operations) => operations
+            .iter()
+            .filter(|op| {
+                op.get("path").and_then(Value::as_str) == Some("/metadata/resourceVersion")
+            })
+            .find_map(|op| op.get("value").and_then(Value::as_str))
+            .map(str::to_string),
+        document => document
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    }
 }
 
 fn apply(

@@ -1,7 +1,7 @@
 //! What the kubelet follows: one pod watch for all nodes (each pod bound to a simulated node gets a worker), and
 //! the machines underneath (changes announced by the other components, fault windows opening and closing).
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::future::pending;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +15,10 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use super::{Kubelet, Tracked, locked, worker};
-use crate::cluster::sim::forget_managed_fields;
+use crate::cluster::sim::mco::daemon::REBOOT_TIME;
+use crate::cluster::sim::registry::normalise;
 use crate::cluster::sim::scenario::Fault;
+use crate::cluster::sim::{forget_managed_fields, inject, registry_record};
 
 /// Watch every pod; start a worker for each pod bound to a simulated node, stop it when the pod goes.
 pub async fn pods(kubelet: Arc<Kubelet>) {
@@ -106,14 +108,25 @@ fn forget_all_but(kubelet: &Kubelet, listed: &HashSet<String>) {
     });
 }
 
-/// Follow machine changes announced by the other components, and wake when a fault window opens or closes to
-/// apply it: nodes held NotReady, images the registry loses.
+/// Follow machine changes announced by the other components, and wake when a fault window opens or closes or an
+/// instant fault is due to apply it: nodes held NotReady, images lost, reboots, watches closed. Faults injected at
+/// run time wake it when they change.
 pub async fn machines(kubelet: Arc<Kubelet>, mut changes: broadcast::Receiver<String>) {
     let world = kubelet.world.clone();
     let boundaries = world.faults.boundaries();
     let mut next = boundaries.partition_point(|t| *t < world.clock.now());
+    let mut injected = world.faults.subscribe();
+    // Nodes the injected faults held NotReady when last applied, to bring back when their entry goes.
+    let mut held = BTreeSet::new();
     loop {
-        let wake_at = boundaries.get(next).copied();
+        let now = world.clock.now();
+        let wake_at = [
+            boundaries.get(next).copied(),
+            world.faults.next_injected_boundary(now),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let fault_window = async {
             match wake_at {
                 Some(at) => world.clock.sleep_until(at).await,
@@ -131,47 +144,116 @@ pub async fn machines(kubelet: Arc<Kubelet>, mut changes: broadcast::Receiver<St
                 }
                 Err(RecvError::Closed) => return,
             },
-            _ = fault_window => {
-                if let Some(at) = wake_at {
-                    apply_faults_at(&kubelet, at);
+            changed = injected.changed() => {
+                if changed.is_err() {
+                    return;
                 }
-                next += 1;
+                apply_injected(&kubelet, &mut held);
+            }
+            _ = fault_window => {
+                while boundaries.get(next).is_some_and(|at| *at <= world.clock.now()) {
+                    apply_faults_at(&kubelet, boundaries[next]);
+                    next += 1;
+                }
+                apply_injected(&kubelet, &mut held);
             }
         }
     }
 }
 
-/// Apply the faults that start or end at `at`.
-fn apply_faults_at(kubelet: &Kubelet, at: Duration) {
+/// Apply the scenario's faults that start, end or happen at `at`.
+fn apply_faults_at(kubelet: &Arc<Kubelet>, at: Duration) {
+    for fault in kubelet.world.faults.scenario_instants_at(at) {
+        fire(kubelet, &fault);
+    }
+    for node in kubelet.world.faults.scenario_windows_at(at) {
+        kubelet.refresh_node(&node);
+    }
+}
+
+/// Apply the injected faults as they stand now: fire the instant ones that are due (and have their entries
+/// removed), and bring every node an injected window holds, or held, up to date.
+fn apply_injected(kubelet: &Arc<Kubelet>, held: &mut BTreeSet<String>) {
     let world = &kubelet.world;
-    for (image, when, nodes) in world.faults.image_removals() {
-        if when != at {
-            continue;
-        }
-        if nodes.is_empty() {
-            world.registry.remove(&image);
-        }
-        let wanted = super::super::registry::normalise(&image);
-        for node in &nodes {
-            let removed = world.machines.with(node, |machine| {
-                let stored = machine
-                    .images
-                    .iter()
-                    .map(|(name, _)| name.clone())
-                    .find(|name| super::super::registry::normalise(name) == wanted);
-                stored.is_some_and(|name| machine.images.remove(&name))
-            });
-            if removed == Some(true) {
-                // No receiver means nobody publishes machines yet; the store changed either way.
-                let _ = world.machine_changed.send(node.clone());
+    for due in world.faults.take_due(world.clock.now()) {
+        fire(kubelet, &due.fault);
+        let world = world.clone();
+        tokio::spawn(async move { inject::remove_fired(&world, &due).await });
+    }
+    let holding: BTreeSet<String> = world
+        .faults
+        .injected()
+        .into_iter()
+        .filter_map(|i| match i.fault {
+            Fault::NodeNotReady { node, .. } => Some(node),
+            _ => None,
+        })
+        .collect();
+    for node in held.union(&holding) {
+        kubelet.refresh_node(node);
+    }
+    *held = holding;
+}
+
+/// Make an instant fault happen.
+fn fire(kubelet: &Arc<Kubelet>, fault: &Fault) {
+    let world = &kubelet.world;
+    match fault {
+        Fault::RemoveImage { image, nodes, .. } => {
+            if nodes.is_empty() && world.registry.remove(image) {
+                let world = world.clone();
+                tokio::spawn(async move { registry_record::persist(&world).await });
+            }
+            let wanted = normalise(image);
+            for node in nodes {
+                let removed = world.machines.with(node, |machine| {
+                    let stored = machine
+                        .images
+                        .iter()
+                        .map(|(name, _)| name.clone())
+                        .find(|name| normalise(name) == wanted);
+                    stored.is_some_and(|name| machine.images.remove(&name))
+                });
+                if removed == Some(true) {
+                    // No receiver means nobody publishes machines yet; the store changed either way.
+                    let _ = world.machine_changed.send(node.clone());
+                }
             }
         }
+        Fault::Reboot { node, .. } => reboot(kubelet, node),
+        Fault::CloseWatches { .. } => world.server.close_watches(),
+        _ => {}
     }
-    for fault in &world.scenario.faults {
-        if let Fault::NodeNotReady { node, from, to } = fault
-            && (*from == at || *to == at)
-        {
-            kubelet.refresh_node(node);
+}
+
+/// Take `node`'s machine down, and after the time a reboot takes boot it again into the OS it ran. A machine that
+/// is down already (rebooting into an update) does not crash, and one that another reboot brought up meanwhile is
+/// left as it is.
+fn reboot(kubelet: &Arc<Kubelet>, node: &str) {
+    let world = kubelet.world.clone();
+    let crashed = world.machines.with(node, |m| {
+        let up = m.ready;
+        m.ready = false;
+        up.then(|| m.boot_id.clone())
+    });
+    let Some(Some(boot)) = crashed else {
+        return;
+    };
+    kubelet.refresh_node(node);
+    let node = node.to_owned();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = world.stop.cancelled() => return,
+            () = world.clock.sleep(REBOOT_TIME) => {}
         }
-    }
+        world.machines.with(&node, |m| {
+            if m.boot_id == boot {
+                let (kernel, os) = (m.kernel_version.clone(), m.os_image.clone());
+                let url = m.os_image_url.clone();
+                m.reboot(&kernel, &os, url.as_deref());
+                m.ready = true;
+            }
+        });
+        let _ = world.machine_changed.send(node);
+    });
 }

@@ -17,6 +17,7 @@ use super::status::{self, PodState, RestartPolicy, Which};
 use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, pulls};
 use crate::cluster::sim::effects::{self, ContainerRun};
 use crate::cluster::sim::registry::normalise;
+use crate::cluster::sim::registry_record;
 
 /// How a container run ended.
 struct Exit {
@@ -153,7 +154,7 @@ impl PodRun {
             None => pending::<()>().await,
         }
         let in_use = self.kubelet.images_in_use(&self.node);
-        effects::finish(
+        let outcome = effects::finish(
             world,
             &ContainerRun {
                 node: &self.node,
@@ -162,7 +163,10 @@ impl PodRun {
                 init: which.init,
                 images_in_use: &in_use,
             },
-        )
+        );
+        // A push is recorded before the pod says it succeeded, so a restart never loses an image a build reported.
+        registry_record::persist(world).await;
+        outcome
     }
 
     /// Wait out a restart back-off, showing `CrashLoopBackOff` as the kubelet does.

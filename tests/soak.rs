@@ -1,0 +1,28 @@
+//! The short soak: the engines, the real `kmm-tui serve` and its simulation under injected faults, with every
+//! invariant checked (see `tests/support/soak`). Small enough to run beside the other tests: 12 nodes, faults for
+//! 40 s of real time at time scale 60, then convergence. `SOAK_SEED=<seed>` reproduces a run; the long form is
+//! `cargo bench --bench soak`.
+
+#[path = "support/soak/mod.rs"]
+mod soak;
+
+use std::time::Duration;
+
+#[test]
+fn engines_keep_every_invariant_and_converge_under_faults() {
+    let config = soak::Config {
+        seed: 1,
+        nodes: 12,
+        simulated: Duration::from_secs(40 * 60),
+        time_scale: 60.0,
+        lease: Duration::from_secs(4),
+        mean_gap: Duration::from_secs(2),
+        settle: Duration::from_secs(60),
+        server_kills: 3,
+        max_update: 2,
+        flat_memory: false,
+    }
+    .overridden(std::iter::empty());
+    let failures = soak::run(config).conclude();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

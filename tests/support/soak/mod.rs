@@ -1,0 +1,671 @@
+//! A fault-injection soak of the engine, shared by `cargo test --test soak` (short) and `cargo bench --bench soak`
+//! (long): the same run with other sizes.
+//!
+//! What runs: `kmm-tui serve` (the real binary) on a durable state directory, simulating nodes in three groups with
+//! all four families at work (a Module whose images for new kernels are built, a rolling Shim whose batches are
+//! approved by hand, an ImageCache, a day-0 pool), and two engines (`kmm_tui::engine::run`, every family) with
+//! their own identities competing for the Lease. Everything talks to the server over HTTPS with `kube::Client`.
+//!
+//! What happens: faults and changes drawn from a seeded ChaCha RNG at exponential intervals (see [`faults`]) —
+//! engines killed (`kill -9`) or stopped and started again, the API server killed with SIGKILL and started again
+//! on the same state directory and port, every watch closed by the server, registry outages, nodes NotReady,
+//! reboots, failing worker, installer and cache puller pods, bursts of conflicting writes, kernel upgrades of a
+//! pool and of the day-0 image, new shim versions, cache changes — while a person approves batches and retries
+//! what needs a person ([`operator`]) and two more clients write ([`writers`]).
+//!
+//! What is checked, continuously from watches ([`invariants`]) and by the writers: no engine writes outside its
+//! term; no two live pods for one purpose; never more unfinished installers than `maxUpdate`; no resourceVersion
+//! going back; no acknowledged write lost. Once the faults stop, everything must converge ([`convergence`]) within
+//! the bound of the run: `settle`, plus the longest back-off the cache engine had pending then (it retries a failed
+//! pull after 30 s, doubling per attempt up to 10 minutes, as documented).
+//!
+//! The report says which faults were injected, the violations with their detail, the time to converge after the
+//! last fault, and the peak resident memory of the server and of this process (and, for long runs, whether it stayed
+//! flat). Reproduce a run with its seed: `SOAK_SEED=<seed>`.
+
+mod convergence;
+mod engines;
+mod faults;
+mod invariants;
+mod operator;
+mod server;
+mod workload;
+mod writers;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kmm_tui::engine::imagecache;
+use kube::api::{Api, ListParams};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use engines::Engine;
+use faults::Chaos;
+use server::{Server, status_kib};
+
+/// What a run does.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Seeds every random choice of the soak and the simulation.
+    pub seed: u64,
+    /// Simulated nodes.
+    pub nodes: usize,
+    /// How long faults are injected, in simulated time.
+    pub simulated: Duration,
+    /// Simulated seconds per real second.
+    pub time_scale: f64,
+    /// The engines' lease duration.
+    pub lease: Duration,
+    /// Mean real time between two faults.
+    pub mean_gap: Duration,
+    /// How long everything may take to converge once the faults stop (before cache back-off).
+    pub settle: Duration,
+    /// Weight of API server kills among the faults.
+    pub server_kills: u32,
+    /// The Shim's `maxUpdate`.
+    pub max_update: i64,
+    /// Whether resident memory must stay flat (within 10 %) after warm-up.
+    pub flat_memory: bool,
+}
+
+impl Config {
+    /// This config with what the environment (`SOAK_SEED`, `SOAK_NODES`, `SOAK_DURATION`, `SOAK_TIME_SCALE`)
+    /// and then `args` (`--seed N`, `--nodes N`, `--duration 2h`, `--time-scale X`) say instead.
+    pub fn overridden(mut self, args: impl Iterator<Item = String>) -> Self {
+        let mut settings: Vec<(String, String)> = ["SEED", "NODES", "DURATION", "TIME_SCALE"]
+            .iter()
+            .filter_map(|key| {
+                let value = std::env::var(format!("SOAK_{key}")).ok()?;
+                Some((key.to_lowercase().replace('_', "-"), value))
+            })
+            .collect();
+        let args: Vec<String> = args.collect();
+        for pair in args.windows(2) {
+            if let Some(key) = pair[0].strip_prefix("--") {
+                settings.push((key.to_owned(), pair[1].clone()));
+            }
+        }
+        for (key, value) in settings {
+            let bad = || -> ! { panic!("--{key} {value}: not a valid value") };
+            match key.as_str() {
+                "seed" => self.seed = value.parse().unwrap_or_else(|_| bad()),
+                "nodes" => self.nodes = value.parse().unwrap_or_else(|_| bad()),
+                "time-scale" => self.time_scale = value.parse().unwrap_or_else(|_| bad()),
+                "duration" => {
+                    self.simulated = value
+                        .parse::<jiff::SignedDuration>()
+                        .ok()
+                        .and_then(|d| Duration::try_from(d).ok())
+                        .or_else(|| value.parse().ok().map(Duration::from_secs))
+                        .unwrap_or_else(|| bad())
+                }
+                _ => {}
+            }
+        }
+        self
+    }
+
+    /// How long faults are injected, in real time.
+    fn fault_phase(&self) -> Duration {
+        self.simulated.div_f64(self.time_scale)
+    }
+}
+
+/// One sample of resident memory.
+struct Sample {
+    at: Duration,
+    soak_kib: u64,
+    /// The server's, with the run it belongs to and how long that run had been up.
+    server: Option<(u64, usize, Duration)>,
+}
+
+/// What a run did and found.
+pub struct Report {
+    config: Config,
+    dir: PathBuf,
+    tally: faults::Tally,
+    acted: operator::Acted,
+    durable: writers::Written,
+    marks: writers::Written,
+    summary: invariants::Summary,
+    /// Promises the engines broke as the soak drove them (clean stops that did not finish).
+    engines: invariants::Violations,
+    server_runs: usize,
+    /// Time from the end of the last fault until everything converged, if it did within the bound.
+    converged: Option<Duration>,
+    bound: Duration,
+    /// What had not converged when the bound passed.
+    missing: Vec<String>,
+    server_peak_kib: u64,
+    /// The peak of each run of the API server, in order.
+    server_peaks: Vec<u64>,
+    soak_peak_kib: u64,
+    samples: Vec<Sample>,
+    wall: Duration,
+}
+
+/// Run the soak on a runtime of its own.
+pub fn run(config: Config) -> Report {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(soak(config))
+}
+
+/// Log the engines (by thread name) and everything else of this process to `soak.log` in the run's directory, at
+/// the level `SOAK_LOG` says (tracing's env-filter syntax; `info` without it).
+fn log_to(dir: &std::path::Path) {
+    let file = std::fs::File::create(dir.join("soak.log")).expect("creating the soak log");
+    let filter = std::env::var("SOAK_LOG")
+        .ok()
+        .and_then(|filter| tracing_subscriber::EnvFilter::try_new(filter).ok())
+        .unwrap_or_else(|| {
+            tracing_subscriber::EnvFilter::new("info,kube_client=warn,kube_runtime=warn")
+        });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_thread_names(true)
+        .try_init();
+}
+
+/// A real duration drawn from an exponential distribution of mean `mean`.
+fn exponential(rng: &mut ChaCha8Rng, mean: Duration) -> Duration {
+    let uniform: f64 = rng.random_range(f64::EPSILON..1.0);
+    mean.mul_f64(-uniform.ln())
+}
+
+/// The longest back-off the cache engine has pending: for each of its pods not done, when its next attempt is due
+/// after a failure (30 s, doubling per attempt, at most 10 minutes).
+async fn pending_cache_backoff(client: &kube::Client) -> Duration {
+    let Ok(pods) = Api::<Pod>::all(client.clone())
+        .list(&ListParams::default().labels(imagecache::SELECTOR))
+        .await
+    else {
+        return Duration::ZERO;
+    };
+    let now = jiff::Timestamp::now();
+    pods.items
+        .iter()
+        .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Succeeded"))
+        .filter_map(|pod| {
+            let attempt: u32 = pod
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(imagecache::ATTEMPT_ANNOTATION)?
+                .parse()
+                .ok()?;
+            let created = pod.metadata.creation_timestamp.as_ref()?.0;
+            let backoff = Duration::from_secs(30 << attempt.saturating_sub(1).min(5))
+                .min(Duration::from_secs(600));
+            let due = created + jiff::SignedDuration::try_from(backoff).ok()?;
+            Duration::try_from(due.duration_since(now)).ok()
+        })
+        .max()
+        .unwrap_or_default()
+}
+
+async fn soak(config: Config) -> Report {
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("kmm-tui-soak-")
+        .tempdir()
+        .expect("a temporary directory")
+        .keep();
+    log_to(&dir);
+    println!(
+        "soak: seed {} (SOAK_SEED={} reproduces it), {} nodes, {:?} simulated at time scale {} ({:.0} s of faults), \
+         lease {:?}, in {}",
+        config.seed,
+        config.seed,
+        config.nodes,
+        config.simulated,
+        config.time_scale,
+        config.fault_phase().as_secs_f64(),
+        config.lease,
+        dir.display()
+    );
+    let scenario = dir.join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        workload::scenario(config.seed, config.time_scale, config.nodes),
+    )
+    .expect("writing the scenario");
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let server = Server::start(&dir, &scenario).await;
+    let link = server.link();
+    let client = link.client("kmm-tui-soak");
+    let invariants = invariants::Invariants::start(&client);
+    let nodes = workload::node_names(config.nodes);
+    let engines: Vec<Engine> = ["soak-a", "soak-b"]
+        .into_iter()
+        .map(|identity| Engine::new(identity, config.lease))
+        .collect();
+    let mut chaos = Chaos::new(
+        server,
+        engines,
+        client.clone(),
+        rng.random(),
+        faults::weights(config.server_kills),
+        nodes.clone(),
+        config.lease,
+        config.max_update,
+        config.time_scale,
+    );
+    chaos.prepare().await.expect("the faults ConfigMap");
+    chaos.undo_due(true).await;
+    workload::create(&client, config.max_update)
+        .await
+        .expect("the workload is created");
+    let handed = workload::hand_over_day0(&client, &mut chaos.asked)
+        .await
+        .expect("the day-0 hand-over");
+    println!("  set up: {handed}");
+
+    let stop = CancellationToken::new();
+    let writers = writers::start(
+        &client,
+        chaos.runs.subscribe(),
+        chaos.burst.clone(),
+        &mut rng,
+        &nodes,
+        stop.clone(),
+    );
+    let operator = tokio::spawn(operator::run(
+        client.clone(),
+        ChaCha8Rng::seed_from_u64(rng.random()),
+        stop.clone(),
+    ));
+
+    let mut samples = Vec::new();
+    let mut server_started = (chaos.server.runs, Instant::now());
+    let mut sample = |chaos: &Chaos, samples: &mut Vec<Sample>| {
+        if chaos.server.runs != server_started.0 {
+            server_started = (chaos.server.runs, Instant::now());
+        }
+        let last = samples.last().map(|s: &Sample| s.at);
+        let at = started.elapsed();
+        if last.is_some_and(|last| at < last + Duration::from_secs(2)) {
+            return;
+        }
+        samples.push(Sample {
+            at,
+            soak_kib: status_kib("/proc/self/status", "VmRSS:").unwrap_or(0),
+            server: chaos
+                .server
+                .rss_kib()
+                .map(|kib| (kib, server_started.0, server_started.1.elapsed())),
+        });
+    };
+
+    println!("  faults for {:.0} s:", config.fault_phase().as_secs_f64());
+    let faults_end = Instant::now() + config.fault_phase();
+    let mut next_fault = Instant::now() + exponential(&mut rng, config.mean_gap);
+    let mut progress = Instant::now();
+    while Instant::now() < faults_end {
+        chaos.undo_due(false).await;
+        sample(&chaos, &mut samples);
+        if Instant::now() >= next_fault {
+            chaos.strike().await;
+            next_fault = Instant::now() + exponential(&mut rng, config.mean_gap);
+        }
+        if progress.elapsed() > Duration::from_secs(30) {
+            progress = Instant::now();
+            println!(
+                "  {:7.1} s  ({} violations so far)",
+                started.elapsed().as_secs_f64(),
+                invariants.violations()
+            );
+        }
+        let wake = next_fault
+            .min(faults_end)
+            .min(Instant::now() + Duration::from_secs(1));
+        tokio::time::sleep_until(wake).await;
+    }
+    chaos.undo_due(true).await;
+    let last_fault = Instant::now();
+    let bound = config.settle + pending_cache_backoff(&client).await;
+    println!(
+        "  faults over at {:.1} s; converging (bound {:.0} s)",
+        started.elapsed().as_secs_f64(),
+        bound.as_secs_f64()
+    );
+    let mut missing;
+    let converged = loop {
+        sample(&chaos, &mut samples);
+        missing = convergence::missing(&client, &chaos.asked, &nodes).await;
+        if missing.is_empty() {
+            break Some(last_fault.elapsed());
+        }
+        if last_fault.elapsed() > bound {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+
+    stop.cancel();
+    let acted = operator.await.expect("the operator");
+    let durable = writers.durable.await.expect("the durable writer");
+    let mut marks = writers::Written::default();
+    for writer in writers.marks {
+        marks.absorb(writer.await.expect("a second writer"));
+    }
+    for index in 0..chaos.engines.len() {
+        chaos.stop_engine(index).await;
+    }
+    let summary = invariants.finish(&client).await;
+    chaos.count_conflicts().await;
+    chaos.server.note_running_peak();
+    let report = Report {
+        config,
+        dir,
+        tally: std::mem::take(&mut chaos.tally),
+        engines: std::mem::take(&mut chaos.violations),
+        acted,
+        durable,
+        marks,
+        summary,
+        server_runs: chaos.server.runs,
+        converged,
+        bound,
+        missing,
+        server_peak_kib: chaos.server.peaks.iter().copied().max().unwrap_or(0),
+        server_peaks: chaos.server.peaks.clone(),
+        soak_peak_kib: status_kib("/proc/self/status", "VmHWM:").unwrap_or(0),
+        samples,
+        wall: started.elapsed(),
+    };
+    drop(chaos);
+    report
+}
+
+/// How memory moved: the median of the first third of the samples, of the last third, and the growth between.
+#[derive(Clone, Copy)]
+struct Growth {
+    early: u64,
+    late: u64,
+    ratio: f64,
+}
+
+/// The growth of `values` from the median of their first third to that of their last; none with too few samples.
+fn growth(values: &[u64]) -> Option<Growth> {
+    if values.len() < 6 {
+        return None;
+    }
+    let third = values.len() / 3;
+    let median = |slice: &[u64]| {
+        let mut sorted = slice.to_vec();
+        sorted.sort_unstable();
+        sorted[sorted.len() / 2]
+    };
+    let (early, late) = (
+        median(&values[..third]),
+        median(&values[values.len() - third..]),
+    );
+    Some(Growth {
+        early,
+        late,
+        ratio: late as f64 / early.max(1) as f64 - 1.0,
+    })
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+impl Report {
+    /// Resident memory after warm-up (the first quarter of the fault phase; for the server, the first 30 s of each
+    /// run): (soak, server) growth from the first third of the samples to the last.
+    fn memory_growth(&self) -> (Option<Growth>, Option<Growth>) {
+        let warm =
+            self.samples.first().map_or(Duration::ZERO, |s| s.at) + self.config.fault_phase() / 4;
+        let soak: Vec<u64> = self
+            .samples
+            .iter()
+            .filter(|s| s.at >= warm)
+            .map(|s| s.soak_kib)
+            .collect();
+        let server: Vec<u64> = self
+            .samples
+            .iter()
+            .filter(|s| s.at >= warm)
+            .filter_map(|s| s.server)
+            .filter(|(_, _, age)| *age >= Duration::from_secs(30))
+            .map(|(kib, _, _)| kib)
+            .collect();
+        (growth(&soak), growth(&server))
+    }
+
+    /// Print the report and say why the run failed (nothing when it passed). The run's directory (logs, state) is
+    /// removed when it passed and kept for a look when it failed.
+    pub fn conclude(self) -> Vec<String> {
+        self.print();
+        let failures = self.failures();
+        if failures.is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else {
+            println!(
+                "FAILED (seed {}): {}",
+                self.config.seed,
+                failures.join("; ")
+            );
+        }
+        failures
+    }
+
+    /// Why the run failed; empty when it passed.
+    fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        let violations = self.summary.violations.count()
+            + self.engines.count()
+            + self.durable.violations.count()
+            + self.marks.violations.count();
+        if violations > 0 {
+            failures.push(format!("{violations} invariant violations"));
+        }
+        if self.converged.is_none() {
+            failures.push(format!(
+                "not converged within {:.0} s of the last fault",
+                self.bound.as_secs_f64()
+            ));
+        }
+        if self.config.flat_memory {
+            let (soak, server) = self.memory_growth();
+            for (what, growth) in [("this process", soak), ("the API server", server)] {
+                match growth {
+                    Some(growth) if growth.ratio > 0.10 => failures.push(format!(
+                        "resident memory of {what} grew {:.0} % after warm-up",
+                        growth.ratio * 100.0
+                    )),
+                    Some(_) => {}
+                    None => failures.push(format!(
+                        "too few memory samples of {what} to tell whether it stays flat"
+                    )),
+                }
+            }
+        }
+        failures
+    }
+
+    fn print(&self) {
+        let c = &self.config;
+        println!(
+            "\nsoak report: seed {} ({} nodes, {:?} simulated, time scale {}, lease {:?}), {:.0} s wall",
+            c.seed,
+            c.nodes,
+            c.simulated,
+            c.time_scale,
+            c.lease,
+            self.wall.as_secs_f64()
+        );
+        let total: u64 = self.tally.injected.values().sum();
+        println!("faults and changes injected: {total}");
+        for (kind, count) in &self.tally.injected {
+            println!("  {kind}: {count}");
+        }
+        if !self.tally.skipped.is_empty() {
+            let skipped: Vec<String> = self
+                .tally
+                .skipped
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            println!(
+                "  skipped (not possible at the time): {}",
+                skipped.join(", ")
+            );
+        }
+        println!(
+            "  API server runs: {}; longest clean engine stop: {:.1} s",
+            self.server_runs,
+            self.tally.longest_stop.as_secs_f64()
+        );
+        let acted: Vec<String> = self
+            .acted
+            .writes
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "operator: {} ({} writes failed and were retried)",
+            acted.join(", "),
+            self.acted.failed
+        );
+        println!(
+            "writers: {} durable writes, {} label patches ({} answered 409), {} checks after API server restarts",
+            self.durable.durable,
+            self.marks.marks,
+            self.marks.conflicts,
+            self.durable.checks + self.marks.checks
+        );
+        let conflicts: Vec<String> = self
+            .tally
+            .engine_conflicts
+            .iter()
+            .map(|(request, n)| format!("{request} {n}"))
+            .collect();
+        println!(
+            "409s answered to the engines: {}",
+            if conflicts.is_empty() {
+                "none".to_owned()
+            } else {
+                conflicts.join(", ")
+            }
+        );
+        let s = &self.summary;
+        let judged: Vec<String> = s
+            .writes_judged
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "engine writes judged against the Lease: {} ({} fell where the Lease history had a gap); Lease changed \
+             hands {} times",
+            judged.join(", "),
+            s.writes_unjudged,
+            s.handovers
+        );
+        let seen: Vec<String> = s
+            .pods_seen
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "pods seen: {}; most installers unfinished at once: {:?} (maxUpdate {}); watch errors retried: {}",
+            seen.join(", "),
+            s.most_installing,
+            c.max_update,
+            s.watch_errors
+        );
+        let mut by_invariant: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut details = Vec::new();
+        for violations in [
+            &s.violations,
+            &self.engines,
+            &self.durable.violations,
+            &self.marks.violations,
+        ] {
+            for (invariant, count) in violations.by_invariant() {
+                *by_invariant.entry(invariant).or_default() += count;
+            }
+            details.extend(violations.details().iter().cloned());
+        }
+        println!(
+            "invariant violations: {}",
+            by_invariant.values().sum::<u64>()
+        );
+        for (invariant, count) in &by_invariant {
+            println!("  {invariant}: {count}");
+        }
+        for detail in &details {
+            println!("    {detail}");
+        }
+        match self.converged {
+            Some(took) => println!(
+                "converged {:.1} s after the last fault (bound {:.0} s)",
+                took.as_secs_f64(),
+                self.bound.as_secs_f64()
+            ),
+            None => {
+                println!(
+                    "NOT converged {:.0} s after the last fault; still missing:",
+                    self.bound.as_secs_f64()
+                );
+                for line in &self.missing {
+                    println!("  {line}");
+                }
+            }
+        }
+        let peaks: Vec<String> = self.server_peaks.iter().map(|kib| mib(*kib)).collect();
+        println!(
+            "peak resident memory: API server {} (its runs: {}), this process {} (engines, watches, writers)",
+            mib(self.server_peak_kib),
+            peaks.join(", "),
+            mib(self.soak_peak_kib)
+        );
+        if self.config.flat_memory {
+            // About twenty points of the samples, for the shape of the curve.
+            let step = (self.samples.len() / 20).max(1);
+            let points: Vec<String> = self
+                .samples
+                .iter()
+                .step_by(step)
+                .map(|s| {
+                    let server = s
+                        .server
+                        .map(|(kib, run, _)| format!("/{} (run {run})", mib(kib)))
+                        .unwrap_or_default();
+                    format!("{:.0} s {}{server}", s.at.as_secs_f64(), mib(s.soak_kib))
+                })
+                .collect();
+            println!(
+                "  resident memory over the run (this process/API server): {}",
+                points.join(", ")
+            );
+        }
+        let (soak, server) = self.memory_growth();
+        for (what, growth) in [("this process", soak), ("API server", server)] {
+            if let Some(growth) = growth {
+                println!(
+                    "  {what} after warm-up: {} early, {} late ({:+.1} %)",
+                    mib(growth.early),
+                    mib(growth.late),
+                    growth.ratio * 100.0
+                );
+            }
+        }
+        println!(
+            "logs and state: {} (removed when the run passes)",
+            self.dir.display()
+        );
+    }
+}
