@@ -21,6 +21,7 @@ fn main() {
         settle: Duration::from_secs(180),
         server_kills: 1,
         max_update: 3,
+        long_outages: 0.2,
         flat_memory: true,
     }
     .overridden(std::env::args().skip(1));

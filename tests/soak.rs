@@ -20,6 +20,7 @@ fn engines_keep_every_invariant_and_converge_under_faults() {
         settle: Duration::from_secs(60),
         server_kills: 3,
         max_update: 2,
+        long_outages: 0.0,
         flat_memory: false,
     }
     .overridden(std::iter::empty());

@@ -147,6 +147,8 @@ pub struct Chaos {
     lease: Duration,
     max_update: i64,
     time_scale: f64,
+    /// How often an outage is a long one.
+    long_outages: f64,
     pub tally: Tally,
     /// Promises broken by the engines as the soak drives them.
     pub violations: Violations,
@@ -172,6 +174,7 @@ impl Chaos {
         lease: Duration,
         max_update: i64,
         time_scale: f64,
+        long_outages: f64,
     ) -> Self {
         let runs = watch::channel(server.runs).0;
         Self {
@@ -193,6 +196,7 @@ impl Chaos {
             lease,
             max_update,
             time_scale,
+            long_outages,
             tally: Tally::default(),
             violations: Violations::default(),
             engines_changed: Instant::now(),
@@ -251,6 +255,17 @@ impl Chaos {
     /// A window of `least..most` seconds of real time.
     fn window(&mut self, least: f64, most: f64) -> Duration {
         Duration::from_secs_f64(self.rng.random_range(least..most))
+    }
+
+    /// How long an outage lasts: `least..most` seconds of real time, or, as often as the run asks for long
+    /// outages, 30 to 50 s: past the cache engine's first retry (30 s after a failed pull), so that retries of pulls
+    /// still failing are part of the run.
+    fn outage(&mut self, least: f64, most: f64) -> Duration {
+        if self.rng.random_bool(self.long_outages) {
+            self.window(30.0, 50.0)
+        } else {
+            self.window(least, most)
+        }
     }
 
     /// Do what is due to be undone by now; with `everything`, all of it, now (the API server first), and start
@@ -475,7 +490,7 @@ impl Chaos {
                 Ok("every open watch".to_owned())
             }
             Kind::RegistryOutage => {
-                let window = self.window(0.5, 4.0);
+                let window = self.outage(0.5, 4.0);
                 let keys = self
                     .inject(vec!["{kind: registryOutage}".to_owned()])
                     .await
@@ -536,7 +551,7 @@ impl Chaos {
                 // The node loses a cached image, which it cannot pull for a while: the cache's puller fails.
                 let node = self.free_node().await?;
                 let image = *CACHED.choose(&mut self.rng).expect("cached images");
-                let window = self.window(1.0, 5.0);
+                let window = self.outage(1.0, 5.0);
                 let lasting = self
                     .inject(vec![format!(
                         "{{kind: pullFailure, image: \"{image}\", nodes: [{node}]}}"

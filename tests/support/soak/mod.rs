@@ -69,6 +69,8 @@ pub struct Config {
     pub server_kills: u32,
     /// The Shim's `maxUpdate`.
     pub max_update: i64,
+    /// How often a registry outage or a failing pull lasts 30 to 50 s (past the cache engine's first retry).
+    pub long_outages: f64,
     /// Whether resident memory must stay flat (within 10 %) after warm-up.
     pub flat_memory: bool,
 }
@@ -260,6 +262,7 @@ async fn soak(config: Config) -> Report {
         config.lease,
         config.max_update,
         config.time_scale,
+        config.long_outages,
     );
     chaos.prepare().await.expect("the faults ConfigMap");
     chaos.undo_due(true).await;
