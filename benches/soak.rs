@@ -10,6 +10,8 @@ mod soak;
 
 use std::time::Duration;
 
+use kmm_tui::engine::imagecache;
+
 fn main() {
     let config = soak::Config {
         seed: 7,
@@ -22,6 +24,7 @@ fn main() {
         server_kills: 1,
         max_update: 3,
         long_outages: 0.2,
+        cache_retry: imagecache::DEFAULT_FIRST_RETRY,
         flat_memory: true,
     }
     .overridden(std::env::args().skip(1));

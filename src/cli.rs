@@ -358,6 +358,10 @@ pub(crate) struct EngineArgs {
     /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) cache_refresh: Option<Duration>,
+    /// Retry a failed pull of a cached image this long after it failed (e.g. `30s`, `2m`), doubling per attempt up
+    /// to twenty times this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub(crate) cache_retry: Duration,
     /// How often every reconciler looks again at each object it owns when nothing it watches changed (e.g. `10m`,
     /// `1h`), so a change no watch delivers heals within it. Each object's period is jittered by a fifth either way.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
@@ -374,6 +378,7 @@ impl EngineArgs {
                 self.families.iter().copied().collect()
             },
             cache_refresh: self.cache_refresh,
+            cache_retry: self.cache_retry,
             resync: self.resync_period,
         }
     }

@@ -1,6 +1,7 @@
 //! The short soak: the engines, the real `kmm-tui serve` and its simulation under injected faults, with every
 //! invariant checked (see `tests/support/soak`). Small enough to run beside the other tests: 12 nodes, faults for
-//! 40 s of real time at time scale 60, then convergence. `SOAK_SEED=<seed>` reproduces a run; the long form is
+//! 40 s of real time at time scale 60, with failed pulls retried after 3 s so that retries meet outages, then
+//! convergence. `SOAK_SEED=<seed>` reproduces a run; the long form is
 //! `cargo bench --bench soak`.
 
 #[path = "support/soak/mod.rs"]
@@ -21,6 +22,7 @@ fn engines_keep_every_invariant_and_converge_under_faults() {
         server_kills: 3,
         max_update: 2,
         long_outages: 0.0,
+        cache_retry: Duration::from_secs(3),
         flat_memory: false,
     }
     .overridden(std::iter::empty());

@@ -89,6 +89,9 @@ pub struct Settings {
     /// How often image caches re-pull everything even when nothing changed, for registries whose tags move; off
     /// by default, since caches react to every change they can see.
     pub cache_refresh: Option<Duration>,
+    /// How long after a failed pull an image cache tries again (doubling per attempt, at most twenty times this):
+    /// a registry outage heals without anyone asking, and a registry that stays down is not hammered.
+    pub cache_retry: Duration,
     /// How often every reconciler looks again at each object it owns when no watch said it changed, so a change
     /// no watch delivers heals within it (see [`resync`](super::resync)).
     pub resync: Duration,
@@ -99,6 +102,7 @@ impl Default for Settings {
         Self {
             families: Family::ALL.into_iter().collect(),
             cache_refresh: None,
+            cache_retry: super::imagecache::DEFAULT_FIRST_RETRY,
             resync: super::resync::DEFAULT_PERIOD,
         }
     }

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kmm_tui::api::imagecache::{
@@ -35,13 +36,23 @@ fn start_caches(harness: &mut Harness) {
     start_caches_refreshing(harness, None);
 }
 
-fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<std::time::Duration>) {
-    harness.start_with(move |context, stop| {
-        let settings = Settings {
-            families: BTreeSet::from([Family::Caches]),
+fn start_caches_refreshing(harness: &mut Harness, cache_refresh: Option<Duration>) {
+    start_caches_with(
+        harness,
+        Settings {
             cache_refresh,
             ..Settings::default()
-        };
+        },
+    );
+}
+
+/// The cache family alone, with `settings` otherwise.
+fn start_caches_with(harness: &mut Harness, settings: Settings) {
+    let settings = Settings {
+        families: BTreeSet::from([Family::Caches]),
+        ..settings
+    };
+    harness.start_with(move |context, stop| {
         engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });
 }
@@ -290,6 +301,53 @@ async fn an_image_the_registry_lacks_fails_per_node_with_the_registry_reason() {
     assert_eq!(
         (available.status.as_str(), available.reason.as_str()),
         ("False", "ImagesMissing")
+    );
+    harness.shutdown().await;
+}
+
+/// A failed pull is tried again by a new pod only once the failed one has left: the kubelet keeps pulling for a pod
+/// in `ImagePullBackOff`, so a new attempt beside it would pull one image twice on one node. The attempts still
+/// count up, each carrying the failure before it, so the back-off grows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_pull_is_retried_by_one_pod_at_a_time() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    start_caches_with(
+        &mut harness,
+        Settings {
+            cache_retry: Duration::from_millis(500),
+            ..Settings::default()
+        },
+    );
+    let client = harness.client();
+    let pods = recorder(&client);
+    create(&client, "warm-ml", json!([{"images": [ABSENT]}])).await;
+    let third = super::common::wait_for(60, "a third attempt on every node", || async {
+        let list = Api::<Pod>::namespaced(client.clone(), NS)
+            .list(&Default::default())
+            .await
+            .ok()?;
+        let third: Vec<Pod> = list
+            .items
+            .into_iter()
+            .filter(|p| p.annotations().get(imagecache::ATTEMPT_ANNOTATION).map(String::as_str) == Some("3"))
+            .collect();
+        (third.len() == EVERY_NODE.len()).then_some(third)
+    })
+    .await;
+    for pod in &third {
+        let failure = pod
+            .annotations()
+            .get(imagecache::LAST_FAILURE_ANNOTATION)
+            .expect("the failure before it");
+        assert!(failure.contains("not found"), "{failure}");
+    }
+    let record = pods.record();
+    assert!(record.created.len() >= 3 * EVERY_NODE.len(), "{:?}", record.created);
+    assert_eq!(
+        record.most_alive.values().copied().max(),
+        Some(1),
+        "pods alive at once per node and image: {:?}",
+        record.most_alive
     );
     harness.shutdown().await;
 }

@@ -73,11 +73,17 @@ impl CacheApi {
         }
     }
 
-    /// Delete a pod; one already gone is fine.
-    pub async fn delete_pod(&self, name: &str) -> Result<(), Error> {
-        match self.pods.delete(name, &DeleteParams::background()).await {
-            Ok(_) => Ok(()),
-            Err(error) if is_not_found(&error) => Ok(()),
+    /// Delete a pod at once (no grace period: a pull or `crictl rmi` has nothing to finish that a retry would not
+    /// redo); one already gone is fine. Returns whether it has left the API (a finalizer can keep it).
+    pub async fn delete_pod(&self, name: &str) -> Result<bool, Error> {
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::background()
+        };
+        match self.pods.delete(name, &params).await {
+            // With no grace period only a finalizer keeps a pod: the API answers with its last state or a Status.
+            Ok(outcome) => Ok(outcome.left_or_default().finalizers().is_empty()),
+            Err(error) if is_not_found(&error) => Ok(true),
             Err(source) => Err(Error::Kube {
                 action: format!("deleting pod {name} of {}", self.cache()),
                 source,

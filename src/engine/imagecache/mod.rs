@@ -17,7 +17,8 @@
 //!   cache puts it on (a JSON merge patch of the annotation is all it takes:
 //!   `kubectl annotate imagecache NAME kmm-tui.io/repull=nginx:1.27@worker-3`).
 //!
-//! With [`Settings::cache_refresh`](super::Settings) set, every cache that is not purged is annotated for a refresh
+//! A failed pull is retried [`Settings::cache_retry`](super::Settings) after it failed (30 s by default), doubling
+//! per attempt. With [`Settings::cache_refresh`](super::Settings) set, every cache that is not purged is annotated for a refresh
 //! at that period.
 
 mod cluster;
@@ -27,6 +28,7 @@ mod reference;
 mod report;
 mod wanted;
 
+use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -53,6 +55,7 @@ pub use self::pods::{
     ATTEMPT_ANNOTATION, CACHE_LABEL, IMAGE_ANNOTATION, IMAGE_HASH_LABEL, LAST_FAILURE_ANNOTATION,
     NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
 };
+pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
 pub use self::reference::canonical;
 
 /// What the cache reconciler reads besides the cache.
@@ -90,7 +93,10 @@ pub fn run(
         let cache_context = Arc::new(CacheContext {
             engine: context.clone(),
             nodes,
-            limits: Limits::default(),
+            limits: Limits {
+                first_retry: context.settings.cache_retry,
+                ..Limits::default()
+            },
         });
         let passes = controller
             .owns(
@@ -202,25 +208,46 @@ async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<
         }
     }
     let uid = cache.uid();
-    let own: Vec<PodView> = every_pod
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| {
-            p.owner_references()
-                .iter()
-                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
-        })
-        .filter_map(|p| PodView::read(p, now, limits.deadline))
-        .collect();
+    let mut own = Vec::new();
+    let mut leaving = BTreeSet::new();
+    for pod in every_pod.iter().filter(|p| {
+        p.owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+    }) {
+        let Some(view) = PodView::read(pod, now, limits.deadline) else {
+            continue;
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            leaving.insert((view.node, view.image));
+        } else {
+            own.push(view);
+        }
+    }
     let plan = plan::plan(Observed {
         cache: &cache,
         nodes: &nodes,
         pods: own,
+        leaving,
         busy,
         now,
         limits,
     });
+    // Deletes first: a pod taking over from another is created only once that one has left.
+    let mut still_there = BTreeSet::new();
+    for name in &plan.delete {
+        if !api.delete_pod(name).await? {
+            still_there.insert(name.as_str());
+        }
+    }
     for new in &plan.create {
+        if new
+            .replaces
+            .as_deref()
+            .is_some_and(|old| still_there.contains(old))
+        {
+            continue;
+        }
         let work = pods::Work {
             node: &new.node,
             image: &new.image,
@@ -230,9 +257,6 @@ async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<
         };
         api.create_pod(&pods::pod(&cache, &work, &context.engine.images)?)
             .await?;
-    }
-    for name in &plan.delete {
-        api.delete_pod(name).await?;
     }
     let status = report::status(&cache, &plan, now);
     let mut written = cache.clone();

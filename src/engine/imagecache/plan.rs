@@ -35,6 +35,8 @@ pub struct Limits {
     pub cluster: usize,
     /// How long one pull or delete may take before it counts as failed (`DeadlineExceeded`).
     pub deadline: Duration,
+    /// How long after a failed pull the first retry starts (see [`backoff`]).
+    pub first_retry: Duration,
 }
 
 impl Default for Limits {
@@ -43,6 +45,7 @@ impl Default for Limits {
             per_node: 2,
             cluster: 256,
             deadline: Duration::from_secs(300),
+            first_retry: DEFAULT_FIRST_RETRY,
         }
     }
 }
@@ -54,10 +57,14 @@ pub const CONFIRM_GRACE: Duration = Duration::from_secs(30);
 /// How often a cache with work waiting for a slot looks again.
 const SLOT_POLL: Duration = Duration::from_secs(5);
 
-/// How long after a failed attempt the next one starts: 30 s, doubling per attempt, at most 10 minutes.
-pub fn backoff(attempt: u32) -> Duration {
+/// How long after a failed pull the first retry starts by default.
+pub const DEFAULT_FIRST_RETRY: Duration = Duration::from_secs(30);
+
+/// How long after failed attempt `attempt` the next one starts: `first` (30 s by default), doubling per attempt, at
+/// most twenty times `first` (10 minutes by default), so a registry down for hours is asked a few times an hour.
+pub fn backoff(attempt: u32, first: Duration) -> Duration {
     let doublings = attempt.saturating_sub(1).min(5);
-    Duration::from_secs(30 << doublings).min(Duration::from_secs(600))
+    (first * (1 << doublings)).min(first * 20)
 }
 
 /// Pods working now, across every cache.
@@ -77,6 +84,8 @@ pub struct Observed<'a> {
     pub nodes: &'a [Arc<Node>],
     /// The cache's pods that are not being deleted.
     pub pods: Vec<PodView>,
+    /// The (node, image) pairs with a pod still on its way out: nothing new starts for them until it has left.
+    pub leaving: BTreeSet<(String, String)>,
     /// Pods working now across every cache, this one's included.
     pub busy: Busy,
     /// The time of the pass.
@@ -95,6 +104,7 @@ struct Planner<'a> {
     nodes: HashMap<String, Arc<Node>>,
     images: HashMap<String, NodeImages>,
     pods: BTreeMap<(String, String), Vec<PodView>>,
+    leaving: BTreeSet<(String, String)>,
     busy: Busy,
     now: Timestamp,
     limits: Limits,
@@ -138,6 +148,7 @@ impl<'a> Planner<'a> {
             nodes,
             images,
             pods,
+            leaving: observed.leaving,
             busy: observed.busy,
             now: observed.now,
             limits: observed.limits,
@@ -348,8 +359,29 @@ impl<'a> Planner<'a> {
             operation,
             attempt,
             last_failure,
+            replaces: None,
         });
         true
+    }
+
+    /// Start a pod in place of `predecessor`, a failed pod of the same pair that may still be pulling (the kubelet
+    /// retries a pod in `ImagePullBackOff`), when a slot is free: the predecessor goes first, and the new pod is
+    /// created only once it has left (see [`NewPod::replaces`]).
+    fn start_after(
+        &mut self,
+        predecessor: String,
+        node: &str,
+        image: &str,
+        operation: Operation,
+        attempt: u32,
+        last_failure: Option<String>,
+    ) {
+        if self.start(node, image, operation, attempt, last_failure) {
+            if let Some(new) = self.plan.create.last_mut() {
+                new.replaces = Some(predecessor.clone());
+            }
+            self.plan.delete.insert(predecessor);
+        }
     }
 
     fn wake_at(&mut self, at: Timestamp) {
@@ -383,6 +415,10 @@ impl<'a> Planner<'a> {
         let Some(pod) = current else {
             if cached && !again {
                 return (PairState::Cached, Answer::Done);
+            }
+            if self.leaving.contains(&(node.to_owned(), image.to_owned())) {
+                // Its pod leaving wakes the cache.
+                return (PairState::Pulling, Answer::Pending);
             }
             let operation = if again {
                 Operation::Refresh
@@ -470,16 +506,13 @@ impl<'a> Planner<'a> {
                 }
                 let last_failure = Some(format!("{reason}: {message}"));
                 if again {
-                    if self.start(node, image, Operation::Refresh, 1, last_failure) {
-                        self.plan.delete.insert(pod.name);
-                    }
+                    self.start_after(pod.name, node, image, Operation::Refresh, 1, last_failure);
                     return (failed, Answer::Pending);
                 }
-                let due = pod.created + backoff(pod.attempt);
+                let due = pod.created + backoff(pod.attempt, self.limits.first_retry);
                 if due <= self.now {
-                    if self.start(node, image, Operation::Pull, pod.attempt + 1, last_failure) {
-                        self.plan.delete.insert(pod.name);
-                    }
+                    let attempt = pod.attempt + 1;
+                    self.start_after(pod.name, node, image, Operation::Pull, attempt, last_failure);
                 } else {
                     self.wake_at(due);
                 }

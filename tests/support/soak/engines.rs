@@ -37,15 +37,17 @@ pub struct Engine {
     /// Its identity on the Lease.
     pub identity: String,
     lease: Duration,
+    settings: Settings,
     running: Option<Running>,
 }
 
 impl Engine {
     /// An engine that is not running yet.
-    pub fn new(identity: &str, lease: Duration) -> Self {
+    pub fn new(identity: &str, lease: Duration, settings: Settings) -> Self {
         Self {
             identity: identity.to_owned(),
             lease,
+            settings,
             running: None,
         }
     }
@@ -68,7 +70,7 @@ impl Engine {
                 &self.identity,
                 self.lease,
             ),
-            settings: Settings::default(),
+            settings: self.settings.clone(),
         };
         let link = link.clone();
         let token = stop.clone();

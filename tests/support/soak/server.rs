@@ -61,6 +61,8 @@ pub struct Server {
     dir: PathBuf,
     scenario: PathBuf,
     port: u16,
+    /// How long Events live, in real time.
+    event_ttl: Duration,
     child: Option<Child>,
     /// Runs so far, for log names.
     pub runs: usize,
@@ -71,8 +73,9 @@ pub struct Server {
 
 impl Server {
     /// Start the first run: state in `dir/state`, logs in `dir/serve-<n>.log`, the scenario file `scenario`, on a
-    /// loopback port that is free now.
-    pub async fn start(dir: &Path, scenario: &Path) -> Self {
+    /// loopback port that is free now. Events live an hour of simulated time (`time_scale` simulated seconds per
+    /// real one), as kube-apiserver's default keeps them an hour, so a run of a few simulated hours holds steady.
+    pub async fn start(dir: &Path, scenario: &Path, time_scale: f64) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
@@ -81,6 +84,7 @@ impl Server {
             dir: dir.to_path_buf(),
             scenario: scenario.to_path_buf(),
             port,
+            event_ttl: Duration::from_secs(3600).div_f64(time_scale).max(Duration::from_secs(1)),
             child: None,
             runs: 0,
             peaks: Vec::new(),
@@ -118,6 +122,8 @@ impl Server {
             .arg(&self.scenario)
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
+            .arg("--event-ttl")
+            .arg(format!("{}s", self.event_ttl.as_secs()))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("sharing the server log"))
             .stderr(log)

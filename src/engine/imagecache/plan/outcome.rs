@@ -67,6 +67,9 @@ pub struct NewPod {
     pub attempt: u32,
     /// Why the previous attempt failed.
     pub last_failure: Option<String>,
+    /// The pod it takes over from, which must have left the API before this one is created: two pods for one
+    /// image on one node would pull it twice.
+    pub replaces: Option<String>,
 }
 
 /// The decisions of one pass.

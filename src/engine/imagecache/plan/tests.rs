@@ -43,6 +43,7 @@ fn run(cache: &ImageCache, nodes: &[Arc<Node>], pods: Vec<PodView>, busy: Busy) 
         cache,
         nodes,
         pods,
+        leaving: Default::default(),
         busy,
         now: Timestamp::now(),
         limits: Limits::default(),
@@ -86,6 +87,28 @@ fn a_failed_pull_is_retried_after_the_back_off_of_its_attempt() {
         Some("ErrImagePull: nginx:1.27: not found")
     );
     assert!(due.delete.contains("a-pull3"));
+    assert_eq!(
+        due.create[0].replaces.as_deref(),
+        Some("a-pull3"),
+        "the retry waits for the failed pod to leave"
+    );
+}
+
+#[test]
+fn nothing_starts_for_an_image_whose_pod_is_still_leaving() {
+    let cache = cache(serde_json::json!({}), None);
+    let nodes = [node("a", &[])];
+    let plan = plan(Observed {
+        cache: &cache,
+        nodes: &nodes,
+        pods: Vec::new(),
+        leaving: [("a".to_owned(), "nginx:1.27".to_owned())].into(),
+        busy: Busy::default(),
+        now: Timestamp::now(),
+        limits: Limits::default(),
+    });
+    assert!(plan.create.is_empty(), "{:?}", plan.create);
+    assert_eq!(plan.pairs["a"][0].1, PairState::Pulling);
 }
 
 #[test]
