@@ -5,6 +5,7 @@ mod common;
 mod crd;
 mod crud;
 mod durable;
+mod escalation;
 mod events;
 mod gc;
 mod lifecycle;

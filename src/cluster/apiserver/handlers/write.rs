@@ -93,7 +93,7 @@ fn create_object(
                 vec![cause],
             ));
         }
-        let warnings = admission::admit(ctx, &mut candidate, None)?;
+        let warnings = admission::admit(server, ctx, &mut candidate, None)?;
         let types = admission::list_types(&ctx.rt, &ctx.path.version);
         patch::track_update(
             None,
@@ -359,7 +359,7 @@ fn apply_create(
         ));
     }
     reset_status_on_create(ctx, &mut create_ctx_obj);
-    let warnings = admission::admit(ctx, &mut create_ctx_obj, None)?;
+    let warnings = admission::admit(server, ctx, &mut create_ctx_obj, None)?;
     if ctx.dry_run() {
         return Ok(with_warnings(
             value_response(StatusCode::CREATED, &create_ctx_obj),
