@@ -9,6 +9,7 @@ mod escalation;
 mod events;
 mod gc;
 mod lifecycle;
+mod malformed;
 mod metrics;
 mod patch;
 mod protobuf;

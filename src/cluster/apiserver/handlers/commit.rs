@@ -61,7 +61,7 @@ pub(super) fn finish_update(
             Err(CommitError::Conflict) => {
                 Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
             }
-            Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(e) => Err(ApiError::commit_failed(e)),
         };
     }
     if same_apart_from_managed_times(old, &new) {
@@ -91,7 +91,7 @@ pub(super) fn finish_update(
         Err(CommitError::Conflict) => {
             Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
         }
-        Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+        Err(e) => Err(ApiError::commit_failed(e)),
     }
 }
 
