@@ -17,6 +17,7 @@ pub mod durable;
 pub mod expiry;
 mod index;
 mod object;
+mod private;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -205,8 +206,8 @@ impl Store {
 
     /// A store backed by an SQLite database in `dir`, loading whatever an earlier run committed.
     pub fn open(dir: &Path, history_limit: usize) -> Result<Self, CommitError> {
-        let (durable, loaded) =
-            Durable::open(dir, history_limit).map_err(|e| CommitError::Storage(e.to_string()))?;
+        let (durable, loaded) = Durable::open(dir, history_limit, DEFAULT_HISTORY_BYTES)
+            .map_err(|e| CommitError::Storage(format!("{e:#}")))?;
         let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
             HashMap::new();
         for row in loaded.objects {
