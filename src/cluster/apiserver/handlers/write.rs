@@ -263,6 +263,12 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 "the patched object is not a JSON object".to_owned(),
             ));
         }
+        if patched.get("metadata").is_some_and(|m| !m.is_object()) {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
+                ctx.rt.kind, ctx.path.version, ctx.rt.kind
+            )));
+        }
         check_same_object(ctx, &patched)?;
         // The client's own resourceVersion, if the patch carries one, is a precondition; the one the patch merged
         // into is not (taking it for one turned every race of unconditional patches into a 409).
