@@ -97,22 +97,6 @@ impl Raw {
     }
 }
 
-/// Whether the server closes `stream` within `limit` (reading gives end of file or an error).
-pub async fn closed_within<S: tokio::io::AsyncRead + Unpin>(
-    stream: &mut S,
-    limit: Duration,
-) -> bool {
-    let mut buffer = [0u8; 1024];
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
-            Err(_) => return false,
-            Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => {}
-        }
-    }
-}
-
 fn ca_of(kubeconfig: &str) -> String {
     use base64::Engine;
     let config = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("a kubeconfig");

@@ -16,9 +16,9 @@ use kmm_tui::cluster::https::ConnectionLimits;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use client::{Raw, closed_within};
+use client::Raw;
 
 /// Deadlines short enough to watch them act within a test.
 const LIMITS: ConnectionLimits = ConnectionLimits {
@@ -317,4 +317,20 @@ async fn hostile_bodies_get_answers_and_memory_stays_bounded() {
         .await;
     assert_eq!(status, Some(200), "the server still answers");
     cluster.shutdown().await;
+}
+
+/// Whether the server closes `stream` within `limit` (reading gives end of file or an error).
+pub async fn closed_within<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: Duration,
+) -> bool {
+    let mut buffer = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
 }
