@@ -244,6 +244,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         history: None,
         event_ttl: args.event_ttl,
         scenario: Some(scenario),
+        connection_limits: None,
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
@@ -264,6 +265,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         kubeconfig_out.display(),
         kmm_tui::cluster::kubeconfig::VIEWER_CONTEXT
     );
+    if let Some(warning) = cluster
+        .address()
+        .and_then(kmm_tui::cluster::exposure_warning)
+    {
+        eprintln!("kmm-tui: warning: {warning}");
+    }
     match &args.state_dir {
         Some(dir) => println!("kmm-tui: state kept in {}", dir.display()),
         None => println!("kmm-tui: state kept in memory (pass --state-dir DIR to keep it)"),

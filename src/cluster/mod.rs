@@ -31,7 +31,8 @@ pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(60 * 60);
 pub struct EmbeddedOptions {
     /// Keep the store (and TLS material) here so everything survives restarts; in memory when None.
     pub state_dir: Option<PathBuf>,
-    /// Also serve HTTPS on this loopback address (port 0 picks a free port); in-process only when None.
+    /// Also serve HTTPS on this address (port 0 picks a free port), meant to be loopback: another address is
+    /// served with a warning ([`exposure_warning`]); in-process only when None.
     pub listen: Option<SocketAddr>,
     /// Write the kubeconfig for the HTTPS endpoint here (mode 0600).
     pub kubeconfig_out: Option<PathBuf>,
@@ -42,6 +43,8 @@ pub struct EmbeddedOptions {
     pub event_ttl: Option<Duration>,
     /// Simulate the nodes, registry and faults of this scenario; no nodes at all when None.
     pub scenario: Option<sim::scenario::Scenario>,
+    /// Deadlines and the connection cap of the HTTPS listener; kube-apiserver-like defaults when None.
+    pub connection_limits: Option<https::ConnectionLimits>,
 }
 
 /// A running embedded cluster.
@@ -100,7 +103,16 @@ impl EmbeddedCluster {
                 };
                 let config =
                     kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
-                https::spawn(listener, server.clone(), &tls, stop.clone())?;
+                if let Some(warning) = exposure_warning(address) {
+                    tracing::warn!("{warning}");
+                }
+                https::spawn(
+                    listener,
+                    server.clone(),
+                    &tls,
+                    options.connection_limits.unwrap_or_default(),
+                    stop.clone(),
+                )?;
                 if let Some(path) = &options.kubeconfig_out {
                     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                         std::fs::create_dir_all(parent)?;
@@ -161,6 +173,18 @@ impl EmbeddedCluster {
         self.server.shutdown();
         tokio::task::yield_now().await;
     }
+}
+
+/// What to tell the user when the API is served beyond this machine: anyone who reaches the address can try its
+/// tokens and, with the administrator's token from the kubeconfig, do anything. None on loopback.
+pub fn exposure_warning(address: SocketAddr) -> Option<String> {
+    (!address.ip().is_loopback()).then(|| {
+        format!(
+            "the API is served on {address}, beyond this machine: anyone who can reach it may try to authenticate, \
+             and whoever holds the kubeconfig's administrator token controls the cluster. The serving certificate \
+             names only localhost, 127.0.0.1 and ::1. Listen on 127.0.0.1 unless other machines must connect."
+        )
+    })
 }
 
 /// An in-process client of `server` presenting `token`; fails when the token cannot be a header value.

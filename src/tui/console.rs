@@ -202,6 +202,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 history: None,
                 event_ttl: None,
                 scenario: Some(scenario),
+                connection_limits: None,
             })
             .await?;
             Ok(Connection {

@@ -95,6 +95,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         history: None,
         event_ttl: None,
         scenario: Some(scenario),
+        connection_limits: None,
     })
     .await?;
     let cancel = CancellationToken::new();

@@ -479,3 +479,26 @@ async fn in_process_code_can_act_as_a_service_account() {
     assert_eq!(missing.code, 404);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn impersonation_headers_that_are_not_text_are_refused_not_ignored() {
+    let cluster = cluster().await;
+    let viewer_token = cluster.server().auth().viewer_token().to_owned();
+    for header in ["Impersonate-User", "Impersonate-Group"] {
+        let authorization = HeaderValue::from_str(&format!("Bearer {viewer_token}")).unwrap();
+        let garbled =
+            HeaderValue::from_bytes(b"bob\xff").expect("obs-text is a valid header value");
+        let service = Authenticated(cluster.server().clone()).map_request(
+            move |mut request: Request<kube::client::Body>| {
+                let headers = request.headers_mut();
+                headers.insert(http::header::AUTHORIZATION, authorization.clone());
+                headers.insert(header, garbled.clone());
+                request
+            },
+        );
+        let client = Client::new(service, "default");
+        let (code, message) = status(Api::<Pod>::all(client).list(&ListParams::default()).await);
+        assert_eq!(code, 400, "{header}: {message}");
+    }
+    cluster.shutdown().await;
+}

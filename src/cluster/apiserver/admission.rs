@@ -1,21 +1,26 @@
 //! The admission pipeline every create, update and patch goes through, in kube-apiserver's order: decode (unknown
-//! fields found and dropped), defaults, structural validation, then the project's own validation of its kinds.
+//! fields found and dropped), defaults, structural validation, the project's own validation of its kinds, and
+//! RBAC's guard against escalation.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::auth::authorizer::RBAC_GROUP;
+use super::auth::escalation;
 use super::builtin;
 use super::context::{FieldValidation, RequestContext};
 use super::errors::{ApiError, Cause};
 use super::patch::{self, ListKind, ListTypes};
 use super::registry::{self, Origin, ResourceType};
 use super::schema::{ListType, Schema};
+use super::{ApiServer, objects};
 use crate::api::validation;
 
 /// Admit `obj` (in the client's form), mutating it into what will be stored; returns warnings for the client.
 /// `old` is the stored object on updates, for the rules that compare the two.
 pub fn admit(
+    server: &ApiServer,
     ctx: &RequestContext,
     obj: &mut Value,
     old: Option<&Value>,
@@ -68,7 +73,8 @@ pub fn admit(
             .collect(),
         _ => Vec::new(),
     };
-    let causes = builtin_rules(rt, obj);
+    let mut causes = builtin_rules(rt, obj);
+    causes.extend(old.and_then(|old| changed_role_ref(rt, obj, old)));
     if !causes.is_empty() {
         return Err(invalid(ctx, obj, causes));
     }
@@ -95,7 +101,38 @@ pub fn admit(
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         admit_crd(ctx, obj)?;
     }
+    if rt.group == RBAC_GROUP {
+        let written = escalation::Written {
+            plural: &rt.plural,
+            namespace: ctx.namespace(),
+            name: objects::meta_str(obj, "name").unwrap_or(ctx.name()),
+            new: obj,
+            old,
+        };
+        escalation::check(
+            server.auth().authorizer(),
+            server.store(),
+            &ctx.user,
+            &written,
+        )?;
+    }
     Ok(warnings)
+}
+
+/// A binding's `roleRef` is fixed at creation (kube-apiserver's rule): changing it would re-grant every subject
+/// at once, so one must delete the binding and create another.
+fn changed_role_ref(rt: &ResourceType, new: &Value, old: &Value) -> Option<Cause> {
+    let is_binding = rt.group == RBAC_GROUP
+        && matches!(rt.plural.as_str(), "rolebindings" | "clusterrolebindings");
+    let (was, now) = (old.get("roleRef")?, new.get("roleRef"));
+    (is_binding && now != Some(was)).then(|| Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!(
+            "Invalid value: {}: cannot change roleRef",
+            now.map_or_else(|| "null".to_owned(), Value::to_string)
+        ),
+        field: "roleRef".into(),
+    })
 }
 
 /// Whether the `old` a write compares with is the object exactly as stored (no other version or API's form), and

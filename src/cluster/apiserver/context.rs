@@ -26,6 +26,14 @@ pub enum FieldValidation {
     Strict,
 }
 
+/// The media types a request body holding an object may be sent as.
+const BODY_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+    "application/apply-patch+yaml",
+];
+
 /// Everything a handler needs to know about one resource request.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -138,8 +146,31 @@ impl RequestContext {
             .and_then(|v| v.to_str().ok())
     }
 
-    /// The body parsed as JSON (or YAML, which kubectl and users may send), required to be an object.
+    /// The body parsed as JSON (or YAML, which kubectl and users may send), required to be an object. A body sent
+    /// as another media type (`text/plain`) is refused with 415, as kube-apiserver does; without a `Content-Type`
+    /// it is read as JSON.
     pub fn body_object(&self) -> Result<Value, ApiError> {
+        let media_type = self
+            .headers
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("?"))
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        match media_type.as_deref() {
+            None | Some("") => {}
+            Some(t) if BODY_TYPES.contains(&t) => {}
+            Some(other) => {
+                return Err(ApiError::unsupported_media_type(
+                    other,
+                    &BODY_TYPES.join(", "),
+                ));
+            }
+        }
         parse_object(&self.body)
     }
 

@@ -6,6 +6,8 @@
 
 use serde_json::{Value, json};
 
+use crate::cluster::store::CommitError;
+
 /// One field-level problem, reported in `status.details.causes` so clients can point at the offending field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cause {
@@ -173,13 +175,22 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
-    /// 413: the body is larger than the server accepts.
-    pub fn too_large(limit: usize) -> Self {
+    /// 413: the body, the patch or the object it makes is larger than the server accepts; `why` says which limit.
+    pub fn too_large(why: impl std::fmt::Display) -> Self {
         Self::new(
             413,
             "RequestEntityTooLarge",
-            format!("the request body is larger than the {limit} bytes the server accepts"),
+            format!("Request entity too large: {why}"),
         )
+    }
+
+    /// The error of a commit that did not happen for another reason than a conflict (which each caller words
+    /// itself): 413 for an object over the store's limit, 500 for a failure of the store.
+    pub fn commit_failed(error: CommitError) -> Self {
+        match error {
+            CommitError::TooLarge { .. } => Self::too_large(error),
+            other => Self::internal(other.to_string()),
+        }
     }
 
     /// 406: every media type the client accepts for the response is one the server does not write.

@@ -55,8 +55,9 @@ use request::{Endpoint, Query, Verb};
 /// The body of every response: a full JSON document, or a stream of watch events or log lines.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
 
-/// The largest request body accepted, as kube-apiserver's default (3 MiB plus slack for JSON overhead).
-pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The largest request body accepted: kube-apiserver's 3 MiB. Objects are bounded more tightly by the store
+/// ([`crate::cluster::store::MAX_OBJECT_BYTES`]); the slack is for patches and for JSON's own overhead.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// The Kubernetes version the server reports; it serves that version's API for the resources it knows.
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
@@ -403,9 +404,9 @@ where
     let (parts, body) = request.into_parts();
     match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(collected) => Ok(Request::from_parts(parts, collected.to_bytes())),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(error_response(&ApiError::too_large(MAX_BODY_BYTES)))
-        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(error_response(
+            &ApiError::too_large(format!("limit is {MAX_BODY_BYTES}")),
+        )),
         Err(e) => Err(error_response(&ApiError::bad_request(format!(
             "reading request body: {e}"
         )))),

@@ -16,14 +16,24 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
-/// `metadata` of an object as a map, created if missing or not an object.
+/// `metadata` of an object as a map, created if missing or not an object. Writes refuse bodies that are not
+/// objects before they get here; should one still arrive, it becomes an empty object rather than a panic.
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
+    let metadata = object_mut(obj)
+        .entry("metadata")
+        .or_insert_with(|| json!({}));
+    object_mut(metadata)
+}
+
+/// `value` as a map, replacing it with an empty one when it is anything else.
+fn object_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
     }
-    obj["metadata"]
-        .as_object_mut()
-        .expect("metadata was just made an object")
+    match value {
+        Value::Object(fields) => fields,
+        _ => unreachable!("the value was just made an object"),
+    }
 }
 
 /// A string field of `metadata`.

@@ -78,9 +78,17 @@ CREATE TABLE IF NOT EXISTS events (
 ";
 
 impl Durable {
-    /// Open (or create) `dir/store.db` and load its content.
-    pub fn open(dir: &Path, history_limit: usize) -> rusqlite::Result<(Self, Loaded)> {
+    /// Open (or create) `dir/store.db`, private to its owner, and load its content: every object, and the newest
+    /// events up to `history_limit` of them and `history_bytes` of their bodies, so a restart holds no more history
+    /// than the server keeps in memory while it runs.
+    pub fn open(
+        dir: &Path,
+        history_limit: usize,
+        history_bytes: usize,
+    ) -> anyhow::Result<(Self, Loaded)> {
+        super::private::make_private(dir)?;
         let conn = Connection::open(dir.join("store.db"))?;
+        reclaim_space_on_compaction(&conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
@@ -124,8 +132,13 @@ impl Durable {
                     r.get::<_, Vec<u8>>(3)?,
                 ))
             })?;
+            let mut loaded_bytes = 0;
             for row in rows {
                 let (rv, resource, kind, body) = row?;
+                loaded_bytes += body.len();
+                if loaded_bytes > history_bytes && !events.is_empty() {
+                    break;
+                }
                 if let Ok(value) = serde_json::from_slice(&body) {
                     events.push(LoadedEvent {
                         rv: rv as u64,
@@ -202,11 +215,34 @@ impl Durable {
     }
 
     /// Drop events at or below `through`; they can no longer be resumed from.
+    /// The freed pages go back to the file system and the write-ahead log is emptied, so the files stay near the
+    /// live objects and the history kept.
     pub fn compact(&mut self, through: u64) -> rusqlite::Result<()> {
-        self.conn
+        let deleted = self
+            .conn
             .execute("DELETE FROM events WHERE rv <= ?1", params![through as i64])?;
+        if deleted > 0 {
+            // Each step of the statement frees pages; it is done when it returns no more rows.
+            let mut vacuum = self.conn.prepare_cached("PRAGMA incremental_vacuum")?;
+            let mut rows = vacuum.query([])?;
+            while rows.next()?.is_some() {}
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
         Ok(())
     }
+}
+
+/// Have deleted rows' pages returned to the file system when asked (`incremental_vacuum`), which SQLite does only
+/// in a database made that way: a new one is, and one made before is rebuilt once (`VACUUM`) to become so.
+fn reclaim_space_on_compaction(conn: &Connection) -> rusqlite::Result<()> {
+    const INCREMENTAL: i64 = 2;
+    let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+    if mode != INCREMENTAL {
+        conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
+        conn.execute_batch("VACUUM")?;
+    }
+    Ok(())
 }
 
 /// Give an objects table made before write times were recorded its `written` column (empty for the rows it has).
@@ -242,7 +278,7 @@ mod tests {
             )
             .expect("an old database");
         }
-        let (mut db, loaded) = Durable::open(dir.path(), 10).expect("opened");
+        let (mut db, loaded) = Durable::open(dir.path(), 10, usize::MAX).expect("opened");
         assert_eq!(loaded.objects.len(), 1);
         db.commit("/events", "ns", "new", 0, 4, b"{}", 1_000)
             .expect("written");

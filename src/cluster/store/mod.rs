@@ -17,6 +17,7 @@ pub mod durable;
 pub mod expiry;
 mod index;
 mod object;
+mod private;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -69,7 +70,20 @@ pub enum CommitError {
     /// The durable store failed; nothing was changed.
     #[error("storage failure: {0}")]
     Storage(String),
+    /// The object is larger than the store keeps ([`MAX_OBJECT_BYTES`]); nothing was changed.
+    #[error(
+        "the object is {bytes} bytes serialised, more than the {MAX_OBJECT_BYTES} bytes an object may take"
+    )]
+    TooLarge {
+        /// The object's size, serialised.
+        bytes: usize,
+    },
 }
+
+/// The largest object the store keeps, serialised: etcd's default request limit (1.5 MiB), which bounds every
+/// object of a real cluster. Without it, objects grown by patches pin their size many times over in the watch
+/// history.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 
 /// The store's answer to a watch that wants history from a resourceVersion.
 #[derive(Debug, thiserror::Error)]
@@ -192,8 +206,8 @@ impl Store {
 
     /// A store backed by an SQLite database in `dir`, loading whatever an earlier run committed.
     pub fn open(dir: &Path, history_limit: usize) -> Result<Self, CommitError> {
-        let (durable, loaded) =
-            Durable::open(dir, history_limit).map_err(|e| CommitError::Storage(e.to_string()))?;
+        let (durable, loaded) = Durable::open(dir, history_limit, DEFAULT_HISTORY_BYTES)
+            .map_err(|e| CommitError::Storage(format!("{e:#}")))?;
         let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
             HashMap::new();
         for row in loaded.objects {
@@ -467,6 +481,11 @@ impl Store {
             return Err(CommitError::Conflict);
         }
         let object = Arc::new(stored_object(resource, value, rv));
+        if object.json.len() > MAX_OBJECT_BYTES {
+            return Err(CommitError::TooLarge {
+                bytes: object.json.len(),
+            });
+        }
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
@@ -659,7 +678,7 @@ impl Store {
                     Ok(_) => expired += 1,
                     // Written again since (its later write is queued) or deleted already.
                     Err(CommitError::Conflict) => {}
-                    Err(CommitError::Storage(error)) => {
+                    Err(error) => {
                         tracing::warn!(%error, resource = %resource.0, "deleting expired objects failed; retrying");
                         let mut state = self.lock();
                         if let Some(expiring) =

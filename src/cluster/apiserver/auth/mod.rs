@@ -3,6 +3,7 @@
 //! administrator. Every request, however it arrived, is then authorized by RBAC ([`authorizer`]).
 
 pub mod authorizer;
+pub mod escalation;
 pub mod identity;
 pub mod roles;
 pub mod rules;
@@ -166,17 +167,19 @@ impl Auth {
 
     /// The user the request is made as: `user` itself, or whom its impersonation headers name when `user` may
     /// impersonate them (verb `impersonate` on `users`, `groups` or `serviceaccounts`).
+    /// A header that is not text is refused (400) rather than ignored: ignoring it would run the request as the
+    /// caller, who asked to be someone else.
     pub fn impersonate(&self, user: UserInfo, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
         let target = headers
             .get(IMPERSONATE_USER)
-            .and_then(|v| v.to_str().ok())
+            .map(|v| header_text(IMPERSONATE_USER, v))
+            .transpose()?
             .filter(|v| !v.is_empty());
         let groups: Vec<String> = headers
             .get_all(IMPERSONATE_GROUP)
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .collect();
+            .map(|v| header_text(IMPERSONATE_GROUP, v).map(str::to_owned))
+            .collect::<Result<_, _>>()?;
         let Some(target) = target else {
             if groups.is_empty() {
                 return Ok(user);
@@ -212,6 +215,13 @@ impl Auth {
             _ => UserInfo::named(target, groups),
         })
     }
+}
+
+/// The text of header `name`'s `value`: 400 when it is not printable ASCII.
+fn header_text<'a>(name: &str, value: &'a http::HeaderValue) -> Result<&'a str, ApiError> {
+    value.to_str().map_err(|_| {
+        ApiError::bad_request(format!("the {name} header is not printable ASCII text"))
+    })
 }
 
 /// The attributes RBAC checks for a request to `endpoint`.

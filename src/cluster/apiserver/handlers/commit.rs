@@ -27,7 +27,7 @@ pub(super) fn finish_update(
     objects::carry_metadata(&ctx.rt, old, &mut new);
     new["apiVersion"] = json!(ctx.api_version());
     new["kind"] = json!(ctx.rt.kind);
-    let warnings = admission::admit(ctx, &mut new, Some(old))?;
+    let warnings = admission::admit(server, ctx, &mut new, Some(old))?;
     if track_fields {
         let types = admission::list_types(&ctx.rt, &ctx.path.version);
         patch::track_update(
@@ -61,7 +61,7 @@ pub(super) fn finish_update(
             Err(CommitError::Conflict) => {
                 Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
             }
-            Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(e) => Err(ApiError::commit_failed(e)),
         };
     }
     if same_apart_from_managed_times(old, &new) {
@@ -91,7 +91,7 @@ pub(super) fn finish_update(
         Err(CommitError::Conflict) => {
             Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
         }
-        Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+        Err(e) => Err(ApiError::commit_failed(e)),
     }
 }
 

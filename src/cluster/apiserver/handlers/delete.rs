@@ -137,7 +137,7 @@ pub fn delete(
                 ));
             }
             Err(CommitError::Conflict) => continue,
-            Err(CommitError::Storage(e)) => return Err(ApiError::internal(e)),
+            Err(e) => return Err(ApiError::commit_failed(e)),
         }
     }
     Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
@@ -160,7 +160,7 @@ pub fn delete_collection(
         match delete_object(server, &ctx.rt, &ctx.storage, obj, opts.policy) {
             Ok(result) => deleted.push(result),
             Err(CommitError::Conflict) => {}
-            Err(CommitError::Storage(e)) => return Err(ApiError::internal(e)),
+            Err(e) => return Err(ApiError::commit_failed(e)),
         }
     }
     let rv = server.store().current_rv();

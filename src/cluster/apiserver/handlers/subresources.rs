@@ -2,7 +2,7 @@
 //! posts), namespace finalize and ServiceAccount tokens (what `kubectl create token` posts).
 
 use http::{Response, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::RequestContext;
 use super::delete::{DeletePolicy, delete_object};
@@ -79,7 +79,7 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
             &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )),
         Err(CommitError::Conflict) => Err(ApiError::stale("", "pods", ctx.name())),
-        Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+        Err(e) => Err(ApiError::commit_failed(e)),
     }
 }
 
@@ -109,7 +109,7 @@ fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
             Ok(_) => break,
             Err(CommitError::Conflict) if attempt < EVICTION_ATTEMPTS => {}
             Err(CommitError::Conflict) => return Err(ApiError::stale("", "pods", ctx.name())),
-            Err(CommitError::Storage(e)) => return Err(ApiError::internal(e)),
+            Err(e) => return Err(ApiError::commit_failed(e)),
         }
     }
     Ok(json_response(
@@ -122,22 +122,34 @@ fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
 /// expires after the lifetime asked for (clamped to what the server allows).
 fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
     let mut request = ctx.body_object()?;
-    let lifetime = tokens::lifetime(
-        request
-            .pointer("/spec/expirationSeconds")
-            .and_then(|v| v.as_i64()),
-    )
-    .map_err(ApiError::unprocessable)?;
-    let audiences: Vec<String> = request
-        .pointer("/spec/audiences")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str())
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let undecodable = |why: &str| {
+        ApiError::bad_request(format!(
+            "TokenRequest in version \"v1\" cannot be handled as a TokenRequest: {why}"
+        ))
+    };
+    let mut spec = match request.get("spec") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(spec)) => spec.clone(),
+        Some(_) => return Err(undecodable("spec must be an object")),
+    };
+    let requested = match spec.get("expirationSeconds") {
+        None | Some(Value::Null) => None,
+        Some(seconds) => Some(
+            seconds
+                .as_i64()
+                .ok_or_else(|| undecodable("spec.expirationSeconds must be an integer"))?,
+        ),
+    };
+    let lifetime = tokens::lifetime(requested).map_err(ApiError::unprocessable)?;
+    let audiences: Vec<String> = match spec.get("audiences") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(audiences)) => audiences
+            .iter()
+            .map(|a| a.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| undecodable("spec.audiences must be a list of strings"))?,
+        Some(_) => return Err(undecodable("spec.audiences must be a list of strings")),
+    };
     let issued = server.auth().issue_token(
         server.store(),
         ctx.namespace(),
@@ -148,12 +160,14 @@ fn token(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBo
     let expiry = jiff::Timestamp::from_second(issued.claims.exp)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_default();
+    spec.insert("audiences".into(), json!(issued.claims.aud));
+    spec.insert("expirationSeconds".into(), json!(lifetime));
+    let metadata = objects::meta_mut(&mut request);
+    metadata.insert("name".into(), json!(ctx.name()));
+    metadata.insert("namespace".into(), json!(ctx.namespace()));
     request["apiVersion"] = json!("authentication.k8s.io/v1");
     request["kind"] = json!("TokenRequest");
-    request["spec"]["audiences"] = json!(issued.claims.aud);
-    request["spec"]["expirationSeconds"] = json!(lifetime);
-    request["metadata"]["name"] = json!(ctx.name());
-    request["metadata"]["namespace"] = json!(ctx.namespace());
+    request["spec"] = Value::Object(spec);
     request["status"] = json!({
         "token": issued.token,
         "expirationTimestamp": expiry,

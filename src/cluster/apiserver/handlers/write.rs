@@ -93,7 +93,7 @@ fn create_object(
                 vec![cause],
             ));
         }
-        let warnings = admission::admit(ctx, &mut candidate, None)?;
+        let warnings = admission::admit(server, ctx, &mut candidate, None)?;
         let types = admission::list_types(&ctx.rt, &ctx.path.version);
         patch::track_update(
             None,
@@ -132,7 +132,7 @@ fn create_object(
                     &name,
                 ));
             }
-            Err(CommitError::Storage(e)) => return Err(ApiError::internal(e)),
+            Err(e) => return Err(ApiError::commit_failed(e)),
         }
     }
     Err(ApiError::already_exists(
@@ -149,14 +149,7 @@ pub fn update(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut body = ctx.body_object()?;
     check_type_meta(ctx, &mut body)?;
-    if let Some(name) = objects::meta_str(&body, "name").filter(|n| !n.is_empty())
-        && name != ctx.name()
-    {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({name}) does not match the name on the URL ({})",
-            ctx.name()
-        )));
-    }
+    check_same_object(ctx, &body)?;
     let current = get_current(server, ctx)?;
     match objects::meta_str(&body, "resourceVersion").filter(|rv| !rv.is_empty()) {
         Some(rv) if rv != current.rv.to_string() => {
@@ -204,7 +197,21 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
             .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other, PATCH_TYPES)),
     };
+    let patch_doc = match (content_type.as_str(), patch_doc) {
+        // A merge patch of `null` merges nothing, as in kube-apiserver: the object stays as it is.
+        ("application/merge-patch+json", Value::Null) => json!({}),
+        ("application/json-patch+json", doc) | (_, doc @ Value::Object(_)) => doc,
+        (_, _) => {
+            return Err(ApiError::bad_request(
+                "the patch must be a JSON object of the fields to change",
+            ));
+        }
+    };
     let is_apply = content_type == "application/apply-patch+yaml";
+    if is_apply {
+        check_type_meta(ctx, &mut patch_doc.clone())?;
+        check_same_object(ctx, &patch_doc)?;
+    }
     if is_apply && ctx.query.get("fieldManager").is_none() {
         return Err(ApiError::bad_request(
             "PATCH with apply requires the fieldManager parameter",
@@ -242,15 +249,27 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
             }
             "application/json-patch+json" => {
                 let mut v = Value::clone(&old);
-                patch::json_patch(&mut v, &patch_doc).map_err(|e| unprocessable(e.to_string()))?;
+                patch::json_patch(&mut v, &patch_doc).map_err(patch_failed)?;
                 v
             }
             "application/strategic-merge-patch+json" => {
                 patch::strategic_merge_patch(&old, &patch_doc, types.as_ref())
-                    .map_err(|e| unprocessable(e.to_string()))?
+                    .map_err(patch_failed)?
             }
             _ => apply(ctx, Some(&old), &patch_doc, types.as_ref())?,
         };
+        if !patched.is_object() {
+            return Err(unprocessable(
+                "the patched object is not a JSON object".to_owned(),
+            ));
+        }
+        if patched.get("metadata").is_some_and(|m| !m.is_object()) {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
+                ctx.rt.kind, ctx.path.version, ctx.rt.kind
+            )));
+        }
+        check_same_object(ctx, &patched)?;
         // The client's own resourceVersion, if the patch carries one, is a precondition; the one the patch merged
         // into is not (taking it for one turned every race of unconditional patches into a 409).
         let precondition = requested_resource_version(&patch_doc);
@@ -359,7 +378,7 @@ fn apply_create(
         ));
     }
     reset_status_on_create(ctx, &mut create_ctx_obj);
-    let warnings = admission::admit(ctx, &mut create_ctx_obj, None)?;
+    let warnings = admission::admit(server, ctx, &mut create_ctx_obj, None)?;
     if ctx.dry_run() {
         return Ok(with_warnings(
             value_response(StatusCode::CREATED, &create_ctx_obj),
@@ -385,7 +404,7 @@ fn apply_create(
         Err(CommitError::Conflict) => {
             Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
         }
-        Err(CommitError::Storage(e)) => Err(ApiError::internal(e)),
+        Err(e) => Err(ApiError::commit_failed(e)),
     }
 }
 
@@ -418,8 +437,43 @@ fn get_current(server: &ApiServer, ctx: &RequestContext) -> Result<Arc<StoredObj
         .ok_or_else(|| ApiError::not_found(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
 }
 
-/// Check (and fill in) `apiVersion` and `kind` of a request body.
+/// A body or patched object may not name another object than the URL does (kube-apiserver's 400): a rename
+/// would otherwise be dropped silently, or an apply would merge another object's fields into this one.
+fn check_same_object(ctx: &RequestContext, obj: &Value) -> Result<(), ApiError> {
+    if let Some(name) = objects::meta_str(obj, "name").filter(|n| !n.is_empty())
+        && name != ctx.name()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            ctx.name()
+        )));
+    }
+    if let Some(namespace) = objects::meta_str(obj, "namespace").filter(|n| !n.is_empty())
+        && ctx.rt.namespaced
+        && namespace != ctx.namespace()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
+            ctx.namespace()
+        )));
+    }
+    Ok(())
+}
+
+/// Check (and fill in) `apiVersion` and `kind` of a request body: each a string when present (kube-apiserver
+/// cannot decode anything else), and the URL's.
 fn check_type_meta(ctx: &RequestContext, obj: &mut Value) -> Result<(), ApiError> {
+    for field in ["apiVersion", "kind"] {
+        if obj
+            .get(field)
+            .is_some_and(|v| !v.is_string() && !v.is_null())
+        {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {field} must be a string",
+                ctx.rt.kind, ctx.path.version, ctx.rt.kind
+            )));
+        }
+    }
     if obj
         .get("metadata")
         .is_some_and(|m| !m.is_object() && !m.is_null())
@@ -484,4 +538,12 @@ fn namespace_accepts_content(server: &ApiServer, namespace: &str) -> Result<(), 
 
 fn unprocessable(message: String) -> ApiError {
     ApiError::unprocessable(message)
+}
+
+/// A patch that cannot be applied: 413 for one with too many operations (as kube-apiserver), 422 otherwise.
+fn patch_failed(error: patch::PatchError) -> ApiError {
+    match error {
+        patch::PatchError::TooManyOperations { .. } => ApiError::too_large(error.to_string()),
+        other => unprocessable(other.to_string()),
+    }
 }

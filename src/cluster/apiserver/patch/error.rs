@@ -24,6 +24,25 @@ pub enum PatchError {
         /// What went wrong.
         reason: String,
     },
+    /// A JSON Patch holds more operations than the server applies (kube-apiserver answers 413).
+    #[error("The allowed maximum operations in a JSON patch is {limit}, got {count}")]
+    TooManyOperations {
+        /// Operations in the patch.
+        count: usize,
+        /// The most the server applies.
+        limit: usize,
+    },
+    /// The `copy` operations of a JSON Patch copy more than the server allows in all: a few self-doubling copies
+    /// would otherwise build a document of gigabytes.
+    #[error(
+        "json patch operation {index} (copy) would copy more than the {limit} bytes a patch may copy in all"
+    )]
+    TooMuchCopied {
+        /// Position of the copy that passed the limit.
+        index: usize,
+        /// The most bytes a patch may copy.
+        limit: usize,
+    },
     /// A strategic merge patch could not be applied at a location of the object.
     #[error("strategic merge patch failed at {path}: {reason}")]
     Strategic {

@@ -1,8 +1,17 @@
-//! JSON Patch (RFC 6902), served for `application/json-patch+json`.
+//! JSON Patch (RFC 6902), served for `application/json-patch+json`, within kube-apiserver's bounds: at most
+//! [`MAX_OPERATIONS`] operations, and `copy` operations copying at most [`MAX_COPIED_BYTES`] in all, so a short
+//! patch of self-doubling copies cannot make the server build a document of gigabytes.
 
 use serde_json::Value;
 
 use super::PatchError;
+
+/// The most operations a JSON patch may hold, as in kube-apiserver.
+pub const MAX_OPERATIONS: usize = 10_000;
+
+/// The most bytes the `copy` operations of one patch may copy in all (the request body limit): with the body and
+/// the object itself bounded too, this bounds the patched document.
+pub const MAX_COPIED_BYTES: usize = 3 * 1024 * 1024;
 
 /// Applies an RFC 6902 JSON Patch (`add`, `remove`, `replace`, `move`, `copy`, `test`) to `target`.
 ///
@@ -11,17 +20,56 @@ use super::PatchError;
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let operations = parse_operations(patch)?;
     let mut patched = target.clone();
-    json_patch::patch_unsafe(&mut patched, &operations).map_err(|error| {
-        let index = error.operation;
-        PatchError::OperationFailed {
-            index,
-            op: operation_name(patch, index),
-            path: error.path.to_string(),
-            reason: error.kind.to_string(),
+    let mut copied = 0;
+    for (index, operation) in operations.iter().enumerate() {
+        if let json_patch::PatchOperation::Copy(copy) = operation {
+            let from = patched.pointer(copy.from.as_str());
+            copied += from.map_or(0, |v| size_within(v, MAX_COPIED_BYTES - copied));
+            if copied > MAX_COPIED_BYTES {
+                return Err(PatchError::TooMuchCopied {
+                    index,
+                    limit: MAX_COPIED_BYTES,
+                });
+            }
         }
-    })?;
+        json_patch::patch_unsafe(&mut patched, std::slice::from_ref(operation)).map_err(
+            |error| PatchError::OperationFailed {
+                index,
+                op: operation_name(patch, index),
+                path: error.path.to_string(),
+                reason: error.kind.to_string(),
+            },
+        )?;
+    }
     *target = patched;
     Ok(())
+}
+
+/// The size of `value` serialised (roughly: punctuation is counted, escapes are not), counted only until it
+/// passes `budget`: the walk costs no more than the budget however large the value is.
+fn size_within(value: &Value, budget: usize) -> usize {
+    let mut size = 0;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        size += match value {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 8,
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => {
+                pending.extend(items);
+                items.len() + 2
+            }
+            Value::Object(fields) => {
+                size += fields.keys().map(|k| k.len() + 4).sum::<usize>();
+                pending.extend(fields.values());
+                2
+            }
+        };
+        if size > budget {
+            break;
+        }
+    }
+    size
 }
 
 /// Reads the patch document, reporting which operation is malformed when it does not parse.
@@ -31,6 +79,12 @@ fn parse_operations(patch: &Value) -> Result<Vec<json_patch::PatchOperation>, Pa
             "a JSON patch must be an array of operations".to_owned(),
         ));
     };
+    if operations.len() > MAX_OPERATIONS {
+        return Err(PatchError::TooManyOperations {
+            count: operations.len(),
+            limit: MAX_OPERATIONS,
+        });
+    }
     operations
         .iter()
         .enumerate()
@@ -184,6 +238,28 @@ mod tests {
             .prop_map(|(op, path, from, value)| {
                 json!({"op": op, "path": path, "from": from, "value": value})
             })
+    }
+
+    #[test]
+    fn operations_and_copies_are_bounded() {
+        let mut target = json!({"a": "x".repeat(1024)});
+        let tests = Value::Array(vec![
+            json!({"op": "test", "path": "/a", "value": 1});
+            MAX_OPERATIONS + 1
+        ]);
+        let error = json_patch(&mut target, &tests).unwrap_err();
+        assert!(
+            matches!(error, PatchError::TooManyOperations { count, .. } if count == MAX_OPERATIONS + 1)
+        );
+        let mut doubling = vec![json!({"op": "add", "path": "/b", "value": []})];
+        doubling.push(json!({"op": "copy", "from": "/a", "path": "/b/-"}));
+        doubling.extend((0..20).map(|_| json!({"op": "copy", "from": "/b", "path": "/b/-"})));
+        let error = json_patch(&mut target, &Value::Array(doubling)).unwrap_err();
+        assert!(
+            matches!(error, PatchError::TooMuchCopied { index, .. } if index < 15),
+            "{error}"
+        );
+        assert_eq!(target, json!({"a": "x".repeat(1024)}));
     }
 
     proptest! {

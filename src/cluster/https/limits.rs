@@ -1,0 +1,34 @@
+//! How long the HTTPS listener waits for a client at each stage of a connection, and how many connections it
+//! serves at once. Without these, sockets that never finish a handshake, send headers a byte at a time or sit idle
+//! hold a descriptor each until the process runs out.
+
+use std::time::Duration;
+
+/// The listener's limits. The defaults follow kube-apiserver where it has one (32 s to read headers, 90 s idle
+/// keep-alive, 60 s for a request); tests shorten them to see them act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// From accepting a socket to a finished TLS handshake.
+    pub handshake: Duration,
+    /// From the start of a request (or of the connection) to the end of its headers (HTTP/1.1).
+    pub headers: Duration,
+    /// From the headers to the end of a request's body.
+    pub body: Duration,
+    /// How long a connection may stay open with no request in flight before it is closed.
+    pub idle: Duration,
+    /// Connections served at once; more wait in the kernel's accept queue until one closes. Kept well below the
+    /// usual limit of 1,024 descriptors so sockets alone cannot exhaust them.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            handshake: Duration::from_secs(10),
+            headers: Duration::from_secs(32),
+            body: Duration::from_secs(60),
+            idle: Duration::from_secs(90),
+            max_connections: 512,
+        }
+    }
+}
