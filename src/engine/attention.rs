@@ -169,16 +169,24 @@ pub trait Conditioned:
     fn api(client: Client, object: &Self) -> Api<Self>;
 }
 
+/// The [`Conditioned`] items of a kind whose status has a `Default` and a `conditions` list, and which the engine
+/// writes by merge patch.
+macro_rules! conditions_in_patched_status {
+    () => {
+        const STATUS_VERB: StatusVerb = StatusVerb::Patch;
+
+        fn conditions(&self) -> &[Condition] {
+            self.status.as_ref().map_or(&[], |s| &s.conditions)
+        }
+
+        fn set_conditions(&mut self, conditions: Vec<Condition>) {
+            self.status.get_or_insert_with(Default::default).conditions = conditions;
+        }
+    };
+}
+
 impl Conditioned for Module {
-    const STATUS_VERB: StatusVerb = StatusVerb::Patch;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status.as_ref().map_or(&[], |s| &s.conditions)
-    }
-
-    fn set_conditions(&mut self, conditions: Vec<Condition>) {
-        self.status.get_or_insert_with(Default::default).conditions = conditions;
-    }
+    conditions_in_patched_status!();
 
     fn api(client: Client, object: &Self) -> Api<Self> {
         Api::namespaced(client, &object.namespace().unwrap_or_default())
@@ -186,15 +194,7 @@ impl Conditioned for Module {
 }
 
 impl Conditioned for Shim {
-    const STATUS_VERB: StatusVerb = StatusVerb::Patch;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status.as_ref().map_or(&[], |s| &s.conditions)
-    }
-
-    fn set_conditions(&mut self, conditions: Vec<Condition>) {
-        self.status.get_or_insert_with(Default::default).conditions = conditions;
-    }
+    conditions_in_patched_status!();
 
     fn api(client: Client, _object: &Self) -> Api<Self> {
         Api::all(client)
@@ -236,15 +236,7 @@ impl Conditioned for ImageCache {
 }
 
 impl Conditioned for ModuleDay0 {
-    const STATUS_VERB: StatusVerb = StatusVerb::Patch;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status.as_ref().map_or(&[], |s| &s.conditions)
-    }
-
-    fn set_conditions(&mut self, conditions: Vec<Condition>) {
-        self.status.get_or_insert_with(Default::default).conditions = conditions;
-    }
+    conditions_in_patched_status!();
 
     fn api(client: Client, object: &Self) -> Api<Self> {
         Api::namespaced(client, &object.namespace().unwrap_or_default())

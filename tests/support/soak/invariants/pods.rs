@@ -68,6 +68,14 @@ impl Pods {
         };
         if self.uids.insert(uid.clone()) {
             *self.seen.entry(kind).or_default() += 1;
+            let attempt = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(imagecache::ATTEMPT_ANNOTATION));
+            if attempt.is_some_and(|a| a != "1") {
+                *self.seen.entry("cache puller retrying").or_default() += 1;
+            }
         }
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded" | "Failed")) {
