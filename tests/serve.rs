@@ -1,5 +1,7 @@
 //! `kmm-tui serve`'s options, seen from outside: the real binary serving HTTPS, a kube-rs client on its kubeconfig.
 
+#[path = "serve/certificates.rs"]
+mod certificates;
 mod support;
 
 use std::process::Command;
