@@ -2,6 +2,8 @@
 
 #[path = "serve/certificates.rs"]
 mod certificates;
+#[path = "serve/full_disk.rs"]
+mod full_disk;
 mod support;
 
 use std::process::Command;
