@@ -329,7 +329,12 @@ async fn a_failed_pull_is_retried_by_one_pod_at_a_time() {
         let third: Vec<Pod> = list
             .items
             .into_iter()
-            .filter(|p| p.annotations().get(imagecache::ATTEMPT_ANNOTATION).map(String::as_str) == Some("3"))
+            .filter(|p| {
+                p.annotations()
+                    .get(imagecache::ATTEMPT_ANNOTATION)
+                    .map(String::as_str)
+                    == Some("3")
+            })
             .collect();
         (third.len() == EVERY_NODE.len()).then_some(third)
     })
@@ -342,7 +347,11 @@ async fn a_failed_pull_is_retried_by_one_pod_at_a_time() {
         assert!(failure.contains("not found"), "{failure}");
     }
     let record = pods.record();
-    assert!(record.created.len() >= 3 * EVERY_NODE.len(), "{:?}", record.created);
+    assert!(
+        record.created.len() >= 3 * EVERY_NODE.len(),
+        "{:?}",
+        record.created
+    );
     assert_eq!(
         record.most_alive.values().copied().max(),
         Some(1),

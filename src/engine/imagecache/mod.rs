@@ -51,11 +51,11 @@ use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 
+pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
 pub use self::pods::{
     ATTEMPT_ANNOTATION, CACHE_LABEL, IMAGE_ANNOTATION, IMAGE_HASH_LABEL, LAST_FAILURE_ANNOTATION,
     NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
 };
-pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
 pub use self::reference::canonical;
 
 /// What the cache reconciler reads besides the cache.

@@ -512,7 +512,14 @@ impl<'a> Planner<'a> {
                 let due = pod.created + backoff(pod.attempt, self.limits.first_retry);
                 if due <= self.now {
                     let attempt = pod.attempt + 1;
-                    self.start_after(pod.name, node, image, Operation::Pull, attempt, last_failure);
+                    self.start_after(
+                        pod.name,
+                        node,
+                        image,
+                        Operation::Pull,
+                        attempt,
+                        last_failure,
+                    );
                 } else {
                     self.wake_at(due);
                 }

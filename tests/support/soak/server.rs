@@ -84,7 +84,9 @@ impl Server {
             dir: dir.to_path_buf(),
             scenario: scenario.to_path_buf(),
             port,
-            event_ttl: Duration::from_secs(3600).div_f64(time_scale).max(Duration::from_secs(1)),
+            event_ttl: Duration::from_secs(3600)
+                .div_f64(time_scale)
+                .max(Duration::from_secs(1)),
             child: None,
             runs: 0,
             peaks: Vec::new(),
