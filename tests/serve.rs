@@ -1,5 +1,9 @@
 //! `kmm-tui serve`'s options, seen from outside: the real binary serving HTTPS, a kube-rs client on its kubeconfig.
 
+#[path = "serve/certificates.rs"]
+mod certificates;
+#[path = "serve/full_disk.rs"]
+mod full_disk;
 mod support;
 
 use std::process::Command;

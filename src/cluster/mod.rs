@@ -6,6 +6,7 @@ pub mod apiserver;
 mod bootstrap;
 pub mod https;
 pub mod kubeconfig;
+pub mod room;
 pub mod sim;
 pub mod store;
 pub mod tls;
@@ -66,6 +67,7 @@ impl EmbeddedCluster {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating the state directory {}", dir.display()))?;
+                room::ensure(dir)?;
                 Store::open(dir, history)
                     .with_context(|| format!("opening the store in {}", dir.display()))?
             }

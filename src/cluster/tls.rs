@@ -1,18 +1,20 @@
 //! The embedded cluster's certificate authority and serving certificate.
 //!
 //! kubectl and kube-rs verify the server against the CA in the kubeconfig, exactly as with a real cluster, so the
-//! server needs a CA and a certificate for the loopback names. With a state directory both are kept in
-//! `<state-dir>/pki/` and reused, so kubeconfigs written by an earlier run keep verifying.
+//! server needs a CA and a certificate for the loopback names, with the lifetimes a real cluster gives them
+//! ([`issue`]). With a state directory both are kept in `<state-dir>/pki/` (the keys readable by their owner only)
+//! and reused, renewed on start when they run out soon ([`stored`]), so kubeconfigs written by an earlier run keep
+//! verifying.
+
+pub mod issue;
+pub mod stored;
 
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use anyhow::Context;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -29,67 +31,24 @@ pub struct TlsMaterial {
 }
 
 impl TlsMaterial {
-    /// Load the material from `dir/pki`, or generate (and, with a directory, save) new material.
+    /// Load the material from `dir/pki`, renewing what runs out soon, or generate (and, with a directory, save)
+    /// new material. See [`stored`] for what is renewed when.
     pub fn load_or_generate(dir: Option<&Path>) -> anyhow::Result<Self> {
-        if let Some(dir) = dir {
-            let pki = dir.join("pki");
-            let read = |name: &str| fs::read_to_string(pki.join(name));
-            if let (Ok(ca_pem), Ok(cert_pem), Ok(key_pem)) =
-                (read("ca.crt"), read("server.crt"), read("server.key"))
-            {
-                return Ok(Self {
-                    ca_pem,
-                    cert_pem,
-                    key_pem,
-                });
-            }
-            let material = Self::generate()?;
-            fs::create_dir_all(&pki).with_context(|| format!("creating {}", pki.display()))?;
-            fs::write(pki.join("ca.crt"), &material.ca_pem)?;
-            fs::write(pki.join("server.crt"), &material.cert_pem)?;
-            write_private(&pki.join("server.key"), &material.key_pem)?;
-            return Ok(material);
+        let now = SystemTime::now();
+        match dir {
+            Some(dir) => stored::load_or_issue(&dir.join("pki"), now),
+            None => Self::generate(now),
         }
-        Self::generate()
     }
 
-    /// A fresh CA and a serving certificate for `localhost`, `127.0.0.1` and `::1`.
-    pub fn generate() -> anyhow::Result<Self> {
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "kmm-tui embedded cluster CA");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca_key = KeyPair::generate()?;
-        let ca_cert = ca_params.self_signed(&ca_key)?;
-        let issuer = Issuer::new(ca_params, ca_key);
-
-        let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kmm-tui-apiserver");
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(std::net::Ipv6Addr::LOCALHOST.into()));
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &issuer)?;
+    /// A fresh CA and a serving certificate for `localhost`, `127.0.0.1` and `::1`, valid from `now`.
+    pub fn generate(now: SystemTime) -> anyhow::Result<Self> {
+        let authority = issue::Authority::create(now)?;
+        let (cert_pem, key_pem) = authority.issue_serving(now)?;
         Ok(Self {
-            ca_pem: ca_cert.pem(),
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
+            ca_pem: authority.cert_pem,
+            cert_pem,
+            key_pem,
         })
     }
 

@@ -23,6 +23,11 @@ impl Raw {
     /// A client of `cluster`'s HTTPS endpoint.
     pub fn new(cluster: &EmbeddedCluster) -> Self {
         let kubeconfig = cluster.kubeconfig().expect("the cluster serves HTTPS");
+        Self::trusting(kubeconfig, cluster.address().expect("an address"))
+    }
+
+    /// A client of the server at `address`, trusting the CA of `kubeconfig`.
+    pub fn trusting(kubeconfig: &str, address: std::net::SocketAddr) -> Self {
         let ca = ca_of(kubeconfig);
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
@@ -38,7 +43,7 @@ impl Raw {
             .with_no_client_auth();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Self {
-            address: cluster.address().expect("an address"),
+            address,
             connector: TlsConnector::from(Arc::new(config)),
         }
     }
@@ -57,9 +62,14 @@ impl Raw {
 
     /// A TLS connection, handshake done.
     pub async fn tls(&self) -> TlsStream<TcpStream> {
+        self.handshake(self.tcp().await).await
+    }
+
+    /// TLS on `socket`: returns once the server has answered the handshake.
+    pub async fn handshake(&self, socket: TcpStream) -> TlsStream<TcpStream> {
         let name = ServerName::try_from("localhost").expect("a server name");
         self.connector
-            .connect(name, self.tcp().await)
+            .connect(name, socket)
             .await
             .expect("a TLS handshake")
     }

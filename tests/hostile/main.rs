@@ -6,7 +6,10 @@
 //! stay bounded and nothing may panic (a panic in a handler would drop the connection without an answer).
 
 mod client;
+mod descriptors;
 mod process;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
