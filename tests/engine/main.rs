@@ -15,5 +15,6 @@ mod restarts;
 mod samples;
 mod shared;
 mod shim;
+mod shim_demo;
 mod takeover;
 mod upstream;
