@@ -131,11 +131,18 @@ async fn write_node(context: &ShimContext, shim: &str, write: &NodeWrite) -> Res
     if let Some(label) = &write.label {
         metadata.insert("labels".to_owned(), json!({names::node_label(shim): label}));
     }
+    let mut annotations = serde_json::Map::new();
     if let Some(hash) = &write.hash {
-        metadata.insert(
-            "annotations".to_owned(),
-            json!({names::node_hash_annotation(shim): hash}),
-        );
+        annotations.insert(names::node_hash_annotation(shim), json!(hash));
+        if hash.is_none() {
+            annotations.insert(names::node_batch_annotation(shim), serde_json::Value::Null);
+        }
+    }
+    if let Some(batch) = write.batch {
+        annotations.insert(names::node_batch_annotation(shim), json!(batch.to_string()));
+    }
+    if !annotations.is_empty() {
+        metadata.insert("annotations".to_owned(), annotations.into());
     }
     let patch = json!({"metadata": metadata});
     let node = &write.node;
