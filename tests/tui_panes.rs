@@ -559,6 +559,33 @@ fn day0_pane() {
     }
 }
 
+/// The selected row's gauge keeps its colour on the selection's background, as every row's gauge does.
+#[test]
+fn a_selected_gauge_keeps_its_colour() {
+    let mut app = day0_console((120, 40));
+    app.theme = Theme::load("dark").expect("the dark theme").0;
+    command(&mut app, "day0");
+    // The first row has no pool, so no gauge; the second has one.
+    press(&mut app, KeyCode::Char('j'));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
+    terminal
+        .draw(|frame| ui::draw(frame, &app))
+        .expect("draw on a test backend");
+    let buffer = terminal.backend().buffer();
+    let selection = app.theme.selection();
+    let gauge: Vec<_> = (0..40)
+        .flat_map(|y| (0..120).map(move |x| (x, y)))
+        .filter_map(|position| buffer.cell(position))
+        .filter(|cell| cell.bg == selection.bg.expect("a selection background"))
+        .filter(|cell| ["█", "▒", "░"].contains(&cell.symbol()))
+        .collect();
+    assert!(!gauge.is_empty(), "the selected row has a gauge");
+    assert!(
+        gauge.iter().all(|cell| Some(cell.fg) != selection.fg),
+        "the selected gauge is drawn in the selection's foreground: {gauge:?}"
+    );
+}
+
 #[test]
 fn day0_detail_pane() {
     for size in SIZES {
