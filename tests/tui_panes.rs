@@ -10,6 +10,7 @@ use kmm_tui::tui::keymap::Keymap;
 use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::theme::Theme;
 use kmm_tui::tui::ui;
+use kmm_tui::tui::view::consequences::consequences;
 use kmm_tui::tui::view::detail::NodeState;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -429,6 +430,16 @@ fn shim_detail_pane() {
         let detail = app.shim.detail.as_ref().expect("the detail of spin-v2");
         assert_eq!(detail.nodes.len(), 40);
         assert_eq!(detail.summary.awaiting_batch, Some(2));
+        assert_eq!(
+            detail.next_batch,
+            Some((2, vec!["worker-0002".to_owned(), "worker-0003".to_owned()]))
+        );
+        let text = screen(&app);
+        assert!(
+            text.contains("batch 2 waits for approval: worker-0002, worker-0003"),
+            "{text}"
+        );
+        assert!(text.contains("batch 1 by kmm-tui-console"), "{text}");
         check("shim_detail_awaiting", &app);
 
         let mut app = standard(size);
@@ -446,6 +457,18 @@ fn shim_approval_and_log_views() {
         open_shim(&mut app, "spin-v2");
         press(&mut app, KeyCode::Char('A'));
         assert!(matches!(app.mode, Mode::Confirm(_)));
+        // The dialog says what the approval starts, where, and how the rollout stands.
+        let Mode::Confirm(request) = &app.mode else {
+            panic!("a confirmation");
+        };
+        assert_eq!(
+            consequences(&app.data, request),
+            [
+                "Batch 2 of 20 installs on 2 nodes: worker-0002, worker-0003",
+                "Batch 1 before it: 2 provisioned, 0 failed",
+                "maxFailures 0: 0 failed so far, 0 more tolerated before the rollout stops",
+            ]
+        );
         check("confirm_approve", &app);
 
         let mut app = standard(size);

@@ -1,4 +1,5 @@
-//! The confirmation dialog every write opens: it names what the write will do and the keys that answer it.
+//! The confirmation dialog every write opens: it names what the write will do, to which nodes or images (see
+//! [`consequences`]), and the keys that answer it.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -7,17 +8,31 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::tui::app::App;
 use crate::tui::keymap::Command;
+use crate::tui::view::consequences::consequences;
 use crate::tui::writes::WriteRequest;
 
 /// Draw the dialog for `request`, centred over `area`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest) {
-    ask(frame, area, app, &request.describe());
+    let details = consequences(&app.data, request);
+    ask_with(frame, area, app, &request.describe(), &details);
 }
 
 /// Draw a dialog asking `question` (without its question mark), centred over `area`.
 pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
+    ask_with(frame, area, app, question, &[]);
+}
+
+/// Draw a dialog asking `question`, with `details` (what will happen) under it.
+fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, details: &[String]) {
     let width = area.width.saturating_sub(4).min(70);
-    let [row] = Layout::vertical([Constraint::Length(6)])
+    // Each line wraps at the dialog's inner width; a rough count keeps every line in sight.
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let wrapped =
+        |text: &str| u16::try_from(text.chars().count().div_ceil(inner).max(1)).unwrap_or(1);
+    let detail_rows: u16 = details.iter().map(|d| wrapped(d)).sum();
+    let height =
+        (wrapped(question) + detail_rows + 5 + u16::from(!details.is_empty())).min(area.height);
+    let [row] = Layout::vertical([Constraint::Length(height)])
         .flex(Flex::Center)
         .areas(area);
     let [popup] = Layout::horizontal([Constraint::Length(width)])
@@ -31,8 +46,19 @@ pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
             .collect::<Vec<_>>()
             .join("/")
     };
-    let text = vec![
-        Line::from(Span::styled(format!("{question}?"), app.theme.text())),
+    let mut text = vec![Line::from(Span::styled(
+        format!("{question}?"),
+        app.theme.text(),
+    ))];
+    if !details.is_empty() {
+        text.push(Line::default());
+    }
+    text.extend(
+        details
+            .iter()
+            .map(|detail| Line::from(Span::styled(detail.clone(), app.theme.muted()))),
+    );
+    text.extend([
         Line::default(),
         Line::from(vec![
             Span::styled(keys(Command::Confirm), app.theme.key()),
@@ -40,7 +66,7 @@ pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
             Span::styled(keys(Command::Cancel), app.theme.key()),
             Span::styled(" no", app.theme.text()),
         ]),
-    ];
+    ]);
     frame.render_widget(Clear, popup);
     frame.render_widget(
         Paragraph::new(text).wrap(Wrap { trim: true }).block(
