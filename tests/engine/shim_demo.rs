@@ -1,11 +1,11 @@
 //! The demo's manual rollout as a new user walks it: `spin-v2` waits for batch 3, a person approves it, and once its
 //! nodes finish the rollout no longer waits for anything, with every batch's start, approval and end on record.
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kmm_tui::api::shim::Shim;
 use kmm_tui::engine::shim::node_batch_annotation;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use crate::common::{Harness, wait_for};
@@ -141,5 +141,21 @@ async fn approving_the_last_batch_of_the_demo_finishes_the_rollout() {
             "{expected} missing from {history:#?}"
         );
     }
+
+    // Retrying worker-b-2 (its failed installer pod deleted) completes the rollout.
+    Api::<Pod>::namespaced(client.clone(), "kube-system")
+        .delete("worker-b-2-spin-v2-install", &DeleteParams::default())
+        .await
+        .expect("the failed installer pod is deleted");
+    let complete = wait_shim(&client, "spin-v2 complete", |shim| {
+        shim.status.as_ref().is_some_and(|s| s.nodes_ready == 6)
+    })
+    .await;
+    assert!(
+        !complete
+            .status
+            .and_then(|s| s.rollout)
+            .is_some_and(|r| r.awaiting_approval)
+    );
     harness.shutdown().await;
 }
