@@ -246,3 +246,74 @@ fn purge(detail: &cache_detail::CacheDetail) -> Vec<String> {
         detail.nodes.len()
     )]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::data::Kind;
+    use crate::tui::sample::sample;
+    use crate::tui::target::Target;
+
+    fn shim(name: &str) -> Target {
+        Target::cluster(Kind::Shim, name)
+    }
+
+    #[test]
+    fn a_retry_names_the_failed_nodes_it_installs_again() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::RetryNodes {
+                shim: shim("broken-spin"),
+                nodes: Vec::new(),
+            },
+        );
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("Deletes the failed installer pods of 1 nodes (worker-"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_pause_names_the_installs_that_finish_and_the_nodes_that_wait() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::SetPaused {
+                shim: shim("spin-v2"),
+                paused: true,
+            },
+        );
+        assert_eq!(
+            lines,
+            [
+                "No installer runs now; no new batch starts, and 38 waiting nodes wait until it resumes."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_purge_names_the_images_and_how_many_nodes_lose_them() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::Purge {
+                cache: Target::namespaced(Kind::ImageCache, "acme", "warm-web"),
+            },
+        );
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("Removes "), "{lines:?}");
+        assert!(
+            lines[0].contains(" nodes; the cache then stays purged."),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn names_show_the_first_few_then_a_count() {
+        let list: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+        assert_eq!(names(&list), "n0, n1, n2, n3 and 2 more");
+        assert_eq!(names(&list[..2]), "n0, n1");
+    }
+}
