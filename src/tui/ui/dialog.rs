@@ -30,8 +30,9 @@ fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, detail
     let wrapped =
         |text: &str| u16::try_from(text.chars().count().div_ceil(inner).max(1)).unwrap_or(1);
     let detail_rows: u16 = details.iter().map(|d| wrapped(d)).sum();
-    let height =
-        (wrapped(question) + detail_rows + 5 + u16::from(!details.is_empty())).min(area.height);
+    // Borders, a blank line and the keys around the text; never shorter than a one-line question needs.
+    let text_rows = wrapped(question) + detail_rows + u16::from(!details.is_empty());
+    let height = (text_rows + 4).max(6).min(area.height);
     let [row] = Layout::vertical([Constraint::Length(height)])
         .flex(Flex::Center)
         .areas(area);
