@@ -208,7 +208,13 @@ fn confirm_dialog() {
         let mut app = standard(size);
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Char('R'));
-        assert!(matches!(app.mode, Mode::Confirm(_)));
+        let Mode::Confirm(request) = &app.mode else {
+            panic!("a confirmation");
+        };
+        // The dialog names the images the rebuild checks again.
+        let details = consequences(&app.data, request);
+        assert_eq!(details.len(), 1, "{details:?}");
+        assert!(details[0].contains("(kernel "), "{details:?}");
         check("confirm_rebuild", &app);
     }
 }

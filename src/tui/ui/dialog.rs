@@ -25,10 +25,9 @@ pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
 /// Draw a dialog asking `question`, with `details` (what will happen) under it.
 fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, details: &[String]) {
     let width = area.width.saturating_sub(4).min(70);
-    // Each line wraps at the dialog's inner width; a rough count keeps every line in sight.
+    // Each line wraps at the dialog's inner width, word by word, so the keys below stay in sight.
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let wrapped =
-        |text: &str| u16::try_from(text.chars().count().div_ceil(inner).max(1)).unwrap_or(1);
+    let wrapped = |text: &str| u16::try_from(wrapped_rows(text, inner)).unwrap_or(u16::MAX);
     let detail_rows: u16 = details.iter().map(|d| wrapped(d)).sum();
     // Borders, a blank line and the keys around the text; never shorter than a one-line question needs.
     let text_rows = wrapped(question) + detail_rows + u16::from(!details.is_empty());
@@ -78,4 +77,36 @@ fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, detail
         ),
         popup,
     );
+}
+
+/// How many rows `text` takes wrapped word by word at `width` columns (a word longer than a row is broken).
+fn wrapped_rows(text: &str, width: usize) -> usize {
+    let mut rows = 1;
+    let mut used = 0;
+    for word in text.split_whitespace() {
+        let length = word.chars().count();
+        if used > 0 && used + 1 + length <= width {
+            used += 1 + length;
+            continue;
+        }
+        if used > 0 {
+            rows += 1;
+        }
+        rows += length.saturating_sub(1) / width;
+        used = (length - 1) % width + 1;
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_count_whole_words() {
+        assert_eq!(wrapped_rows("", 10), 1);
+        assert_eq!(wrapped_rows("aaaa bbbb", 9), 1);
+        assert_eq!(wrapped_rows("aaaa bbbbb", 9), 2);
+        assert_eq!(wrapped_rows("aaaaaaaaaaaaaaaaaaaa", 9), 3);
+    }
 }

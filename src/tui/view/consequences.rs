@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 
 use crate::api::shim::{Shim, ShimNodeState};
+use crate::engine::day0::images::mic_name;
 use crate::engine::shim::node_batch_annotation;
 use crate::tui::data::ClusterData;
 use crate::tui::writes::WriteRequest;
@@ -46,10 +47,18 @@ pub fn consequences(data: &ClusterData, request: &WriteRequest) -> Vec<String> {
         )
         .map(|detail| purge(&detail))
         .unwrap_or_default(),
-        WriteRequest::Rebuild { .. } | WriteRequest::RebuildDay0 { .. } => vec![
-            "The registry is checked again; an image it lacks is built (and signed) anew."
-                .to_owned(),
-        ],
+        WriteRequest::Rebuild { module, image } => rebuild(
+            data,
+            module.namespace.as_deref().unwrap_or_default(),
+            &module.name,
+            image.as_deref(),
+        ),
+        WriteRequest::RebuildDay0 { day0 } => rebuild(
+            data,
+            day0.namespace.as_deref().unwrap_or_default(),
+            &mic_name(&day0.name),
+            None,
+        ),
         WriteRequest::Recheck { .. } | WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => {
             Vec::new()
         }
@@ -170,6 +179,40 @@ fn provisioned_in(data: &ClusterData, name: &str, batch: i32) -> usize {
                     || (recorded.is_none() && installed_in_batch.contains(node_name)))
         })
         .count()
+}
+
+/// Which images a rebuild checks again (those of ModuleImagesConfig `namespace/mic`, or just `image`), for which
+/// kernels.
+fn rebuild(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) -> Vec<String> {
+    let images: Vec<String> = data
+        .mic(namespace, mic)
+        .into_iter()
+        .flat_map(|mic| mic.spec.images.iter())
+        .filter(|entry| image.is_none_or(|wanted| entry.spec.image == wanted))
+        .map(|entry| {
+            format!(
+                "{} (kernel {})",
+                entry.spec.image, entry.spec.kernel_version
+            )
+        })
+        .collect();
+    if images.is_empty() {
+        return image
+            .map(|image| {
+                vec![format!(
+                    "{image} is checked again, and built if the registry lacks it."
+                )]
+            })
+            .unwrap_or_default();
+    }
+    let count = match images.len() {
+        1 => "1 image is".to_owned(),
+        n => format!("{n} images are"),
+    };
+    vec![format!(
+        "{count} checked again, each built (and signed) if the registry lacks it: {}",
+        names(&images)
+    )]
 }
 
 /// What pausing or resuming does now.
