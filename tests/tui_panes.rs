@@ -10,6 +10,7 @@ use kmm_tui::tui::keymap::Keymap;
 use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::theme::Theme;
 use kmm_tui::tui::ui;
+use kmm_tui::tui::view::consequences::consequences;
 use kmm_tui::tui::view::detail::NodeState;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -207,7 +208,13 @@ fn confirm_dialog() {
         let mut app = standard(size);
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Char('R'));
-        assert!(matches!(app.mode, Mode::Confirm(_)));
+        let Mode::Confirm(request) = &app.mode else {
+            panic!("a confirmation");
+        };
+        // The dialog names the images the rebuild checks again.
+        let details = consequences(&app.data, request);
+        assert_eq!(details.len(), 1, "{details:?}");
+        assert!(details[0].contains("(kernel "), "{details:?}");
         check("confirm_rebuild", &app);
     }
 }
@@ -429,6 +436,16 @@ fn shim_detail_pane() {
         let detail = app.shim.detail.as_ref().expect("the detail of spin-v2");
         assert_eq!(detail.nodes.len(), 40);
         assert_eq!(detail.summary.awaiting_batch, Some(2));
+        assert_eq!(
+            detail.next_batch,
+            Some((2, vec!["worker-0002".to_owned(), "worker-0003".to_owned()]))
+        );
+        let text = screen(&app);
+        assert!(
+            text.contains("batch 2 waits for approval: worker-0002, worker-0003"),
+            "{text}"
+        );
+        assert!(text.contains("batch 1 by kmm-tui-console"), "{text}");
         check("shim_detail_awaiting", &app);
 
         let mut app = standard(size);
@@ -446,6 +463,18 @@ fn shim_approval_and_log_views() {
         open_shim(&mut app, "spin-v2");
         press(&mut app, KeyCode::Char('A'));
         assert!(matches!(app.mode, Mode::Confirm(_)));
+        // The dialog says what the approval starts, where, and how the rollout stands.
+        let Mode::Confirm(request) = &app.mode else {
+            panic!("a confirmation");
+        };
+        assert_eq!(
+            consequences(&app.data, request),
+            [
+                "Batch 2 of 20 installs on 2 nodes: worker-0002, worker-0003",
+                "Batch 1 before it: 2 provisioned, 0 failed",
+                "maxFailures 0: 0 failed so far, 0 more tolerated before the rollout stops",
+            ]
+        );
         check("confirm_approve", &app);
 
         let mut app = standard(size);
@@ -557,6 +586,33 @@ fn day0_pane() {
         }
         check("day0", &app);
     }
+}
+
+/// The selected row's gauge keeps its colour on the selection's background, as every row's gauge does.
+#[test]
+fn a_selected_gauge_keeps_its_colour() {
+    let mut app = day0_console((120, 40));
+    app.theme = Theme::load("dark").expect("the dark theme").0;
+    command(&mut app, "day0");
+    // The first row has no pool, so no gauge; the second has one.
+    press(&mut app, KeyCode::Char('j'));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
+    terminal
+        .draw(|frame| ui::draw(frame, &app))
+        .expect("draw on a test backend");
+    let buffer = terminal.backend().buffer();
+    let selection = app.theme.selection();
+    let gauge: Vec<_> = (0..40)
+        .flat_map(|y| (0..120).map(move |x| (x, y)))
+        .filter_map(|position| buffer.cell(position))
+        .filter(|cell| cell.bg == selection.bg.expect("a selection background"))
+        .filter(|cell| ["█", "▒", "░"].contains(&cell.symbol()))
+        .collect();
+    assert!(!gauge.is_empty(), "the selected row has a gauge");
+    assert!(
+        gauge.iter().all(|cell| Some(cell.fg) != selection.fg),
+        "the selected gauge is drawn in the selection's foreground: {gauge:?}"
+    );
 }
 
 #[test]

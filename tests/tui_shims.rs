@@ -111,7 +111,8 @@ fn enter_opens_a_shims_detail_and_tab_moves_between_its_sections() {
     assert_eq!(detail.nodes.len(), 10);
     assert_eq!(detail.node_states.get("Provisioned"), Some(&2));
     assert_eq!(detail.nodes[2].batch, Some(2));
-    assert_eq!(detail.events.len(), 2, "{:?}", detail.events);
+    // The batch's approval, start and end.
+    assert_eq!(detail.events.len(), 3, "{:?}", detail.events);
     assert_eq!(
         app.selected_object(),
         Some(Target::cluster(Kind::Node, "worker-0000"))

@@ -281,4 +281,22 @@ pub struct RolloutStatus {
     /// installed, and a node on another hash is rolled again (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
+    /// The approvals of this rollout's batches, oldest first, so a person sees who let each batch start and when
+    /// (a kmm-tui addition; a new spec hash starts a new list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<BatchApproval>,
+}
+
+/// The approval that let one batch of a manual rollout start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchApproval {
+    /// The batch, from 1.
+    pub batch: i32,
+    /// The field manager of the write that raised `approvedBatch` to it or past it (`kmm-tui-console`,
+    /// `kubectl-patch`), as `metadata.managedFields` records it.
+    pub approved_by: String,
+    /// When that write was made, as `managedFields` records it (else when the batch started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<Time>,
 }

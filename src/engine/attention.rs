@@ -10,10 +10,10 @@
 
 use std::fmt::Debug;
 
+use super::events::Record;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -72,12 +72,12 @@ where
     };
     let attention = error.attention()?;
     if context.failures.tell(&key, &attention.message) {
-        let event = Event {
-            type_: EventType::Warning,
-            reason: attention.reason.to_owned(),
-            note: Some(attention.message.clone()),
-            action: truncate(&attention.action, ACTION_LIMIT),
-            secondary: None,
+        let action = truncate(&attention.action, ACTION_LIMIT);
+        let event = Record {
+            warning: true,
+            reason: attention.reason,
+            action: &action,
+            note: &attention.message,
         };
         if let Err(error) = context
             .recorder

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
 use super::backoff::Failure;
+use super::events::{Record, Recorder};
 use super::failures::{Failures, ObjectKey};
 
 /// Images of the pods the engine creates. The defaults are the upstream projects' published images, so the engine
@@ -116,7 +116,7 @@ pub struct Context {
     /// Images of the pods the engine creates.
     pub images: PodImages,
     /// Publishes events on the objects the engine acts on.
-    pub recorder: Recorder,
+    pub recorder: Arc<Recorder>,
     /// Which families run, and their options.
     pub settings: Settings,
     /// The objects whose passes keep failing: how long their retries wait, and what was said about them.
@@ -129,12 +129,8 @@ pub const MANAGER: &str = "kmm-tui-engine";
 impl Context {
     /// A context reporting events as `kmm-tui-engine` (with `instance` telling engines apart).
     pub fn new(client: Client, images: PodImages, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller: MANAGER.to_owned(),
-            instance,
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: Arc::new(Recorder::new(client.clone(), MANAGER, instance)),
             client,
             images,
             settings: Settings::default(),
@@ -163,7 +159,8 @@ impl Context {
         super::resync::within(self.settings.resync, soon)
     }
 
-    /// Publish an event on `object`; a failure to publish is logged, never fatal (events are advice).
+    /// Publish an event on `object`; a failure to publish is logged, never fatal (events are advice). Each distinct
+    /// note is its own Event; only an exact repeat joins the series of the first (see [`super::events`]).
     pub async fn event<K: Resource<DynamicType = ()>>(
         &self,
         object: &K,
@@ -171,18 +168,17 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary: None,
+        let record = Record {
+            warning,
+            reason,
+            action: reason,
+            note: &note,
         };
-        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+        if let Err(error) = self
+            .recorder
+            .publish(&record, &object.object_ref(&()))
+            .await
+        {
             tracing::debug!(%error, reason, "event not published");
         }
     }

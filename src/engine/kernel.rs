@@ -5,6 +5,8 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::api::kmm::{Build, KernelMapping, ModuleLoaderContainerSpec, Sign, TlsOptions};
 
+mod merge;
+
 /// The kernel a node runs, as KMM keys images by it (`status.nodeInfo.kernelVersion` without a trailing `+`).
 pub fn node_kernel(node: &Node) -> Option<&str> {
     let kernel = node
@@ -68,6 +70,17 @@ pub enum MappingError {
         /// The kernel.
         kernel: String,
     },
+    /// A template opens `${` and never closes it: the mapping says something the engine cannot read, so it is
+    /// not pulled as written.
+    #[error(
+        "kernel mapping {index} has an unterminated template in {text:?}: a `${{` without its `}}`"
+    )]
+    UnterminatedTemplate {
+        /// Position of the mapping in the list.
+        index: usize,
+        /// The text holding it.
+        text: String,
+    },
     /// The kernel has fewer than three version parts, so `${KERNEL_X}` and friends cannot be expanded.
     #[error("kernel {0} does not split into at least three parts on '.', ',' or '-'")]
     ShortKernel(String),
@@ -80,16 +93,16 @@ pub struct ResolvedMapping {
     pub kernel: String,
     /// Image with its templates expanded.
     pub image: String,
-    /// Build recipe (the mapping's, else the container's).
+    /// Build recipe: the mapping's refining the container's (see [`merge`]).
     pub build: Option<Build>,
-    /// Sign recipe, with `unsignedImage` and `filesToSign` expanded.
+    /// Sign recipe, the mapping's refining the container's, with `unsignedImage` and `filesToSign` expanded.
     pub sign: Option<Sign>,
     /// Registry TLS options (the mapping's, else the container's).
     pub registry_tls: Option<TlsOptions>,
-    /// In-tree modules to unload first (the mapping's, else the container's).
+    /// In-tree modules to unload first: the mapping's, else the container's; the deprecated single
+    /// `inTreeModuleToRemove` (the mapping's, else the container's) becomes a list of that one module, as
+    /// upstream turns it into one.
     pub in_tree_modules_to_remove: Vec<String>,
-    /// Deprecated single in-tree module (the mapping's, else the container's).
-    pub in_tree_module_to_remove: Option<String>,
 }
 
 /// The first mapping (in list order) that matches `kernel`: a literal by equality, a regexp by an unanchored search.
@@ -136,34 +149,47 @@ pub fn resolve(
             kernel: kernel.to_owned(),
         })?;
     let vars = TemplateVars::new(kernel, module_name, module_namespace)?;
-    let sign = mapping
-        .sign
-        .clone()
-        .or_else(|| container.sign.clone())
-        .map(|mut sign| {
-            sign.unsigned_image = sign.unsigned_image.as_deref().map(|i| vars.expand(i));
-            sign.files_to_sign = sign.files_to_sign.iter().map(|f| vars.expand(f)).collect();
-            sign
-        });
-    let in_tree_modules_to_remove = if mapping.in_tree_modules_to_remove.is_empty() {
-        container.in_tree_modules_to_remove.clone()
-    } else {
-        mapping.in_tree_modules_to_remove.clone()
+    let expand = |text: &str| {
+        vars.expand(text)
+            .ok_or_else(|| MappingError::UnterminatedTemplate {
+                index,
+                text: text.to_owned(),
+            })
+    };
+    let sign = match merge::sign(container.sign.as_ref(), mapping.sign.as_ref()) {
+        Some(mut sign) => {
+            sign.unsigned_image = sign.unsigned_image.as_deref().map(expand).transpose()?;
+            sign.files_to_sign = sign
+                .files_to_sign
+                .iter()
+                .map(|f| expand(f))
+                .collect::<Result<_, _>>()?;
+            Some(sign)
+        }
+        None => None,
+    };
+    let single = mapping
+        .in_tree_module_to_remove
+        .as_ref()
+        .or(container.in_tree_module_to_remove.as_ref())
+        .filter(|m| !m.is_empty());
+    let in_tree_modules_to_remove = match single {
+        Some(module) => vec![module.clone()],
+        None if mapping.in_tree_modules_to_remove.is_empty() => {
+            container.in_tree_modules_to_remove.clone()
+        }
+        None => mapping.in_tree_modules_to_remove.clone(),
     };
     Ok(Some(ResolvedMapping {
         kernel: kernel.to_owned(),
-        image: vars.expand(template),
-        build: mapping.build.clone().or_else(|| container.build.clone()),
+        image: expand(template)?,
+        build: merge::build(container.build.as_ref(), mapping.build.as_ref()),
         sign,
         registry_tls: mapping
             .registry_tls
             .clone()
             .or_else(|| container.registry_tls.clone()),
         in_tree_modules_to_remove,
-        in_tree_module_to_remove: mapping
-            .in_tree_module_to_remove
-            .clone()
-            .or_else(|| container.in_tree_module_to_remove.clone()),
     }))
 }
 
@@ -193,18 +219,19 @@ impl TemplateVars {
         })
     }
 
-    /// Expand `${VAR}` and `$VAR` for the known variables; anything else stays as written.
-    fn expand(&self, text: &str) -> String {
+    /// Expand `${VAR}` and `$VAR` for the known variables; anything else stays as written. `None` when a `${`
+    /// is never closed.
+    fn expand(&self, text: &str) -> Option<String> {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(at) = rest.find('$') {
             out.push_str(&rest[..at]);
             let after = &rest[at + 1..];
             let (name, consumed) = match after.strip_prefix('{') {
-                Some(braced) => match braced.find('}') {
-                    Some(end) => (&braced[..end], end + 2),
-                    None => ("", 0),
-                },
+                Some(braced) => {
+                    let end = braced.find('}')?;
+                    (&braced[..end], end + 2)
+                }
                 None => {
                     let end = after
                         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -224,7 +251,7 @@ impl TemplateVars {
             }
         }
         out.push_str(rest);
-        out
+        Some(out)
     }
 }
 
@@ -281,6 +308,61 @@ mod tests {
             resolved.image,
             "r/acme/kmod:5.14.0-284.el9.x86_64_-5.14.0-14.0-${UNKNOWN}"
         );
+    }
+
+    #[test]
+    fn an_unterminated_template_makes_the_mapping_invalid() {
+        let c = container(vec![regexp("^.+$", "r/kmod:${KERNEL_XYZ")]);
+        assert_eq!(
+            resolve(&c, "5.14.0-284.el9.x86_64", "kmod", "acme"),
+            Err(MappingError::UnterminatedTemplate {
+                index: 0,
+                text: "r/kmod:${KERNEL_XYZ".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn a_mapping_build_and_sign_refine_the_module_level_ones() {
+        let mut c: ModuleLoaderContainerSpec = serde_json::from_value(serde_json::json!({
+            "modprobe": {"moduleName": "m"},
+            "build": {"dockerfileConfigMap": {"name": "shared"}, "secrets": [{"name": "token"}],
+                "buildArgs": [{"name": "VENDOR", "value": "acme"}]},
+            "sign": {"keySecret": {"name": "key"}, "certSecret": {"name": "cert"},
+                "filesToSign": ["/opt/lib/modules/${KERNEL_FULL_VERSION}/common.ko"]},
+            "kernelMappings": [{"regexp": "^.+$", "containerImage": "r/kmod:${KERNEL_FULL_VERSION}",
+                "build": {"dockerfileConfigMap": {"name": "el9"}},
+                "sign": {"keySecret": {"name": "key"}, "certSecret": {"name": "cert"},
+                    "filesToSign": ["/opt/lib/modules/${KERNEL_FULL_VERSION}/el9.ko"]}}],
+        }))
+        .expect("container spec");
+        c.container_image = None;
+        let resolved = resolve(&c, "5.14.0-284.el9.x86_64", "kmod", "acme")
+            .unwrap()
+            .unwrap();
+        let build = resolved.build.expect("a build");
+        assert_eq!(build.dockerfile_config_map.name, "el9");
+        assert_eq!(build.secrets[0].name, "token");
+        assert_eq!(build.build_args[0].name, "VENDOR");
+        assert_eq!(
+            resolved.sign.expect("a sign").files_to_sign,
+            [
+                "/opt/lib/modules/5.14.0-284.el9.x86_64/common.ko",
+                "/opt/lib/modules/5.14.0-284.el9.x86_64/el9.ko"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_in_tree_module_to_remove_becomes_the_list() {
+        let mut mapping = regexp("^.+$", "r/kmod:1.0");
+        mapping.in_tree_module_to_remove = Some("old_kmod".to_owned());
+        let mut c = container(vec![mapping]);
+        c.in_tree_modules_to_remove = vec!["module_level".to_owned()];
+        let resolved = resolve(&c, "5.14.0-284.el9.x86_64", "kmod", "acme")
+            .unwrap()
+            .unwrap();
+        assert_eq!(resolved.in_tree_modules_to_remove, ["old_kmod"]);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub const NAMESPACE_CONTAINS_MODULES: &str = "kmm.node.k8s.io/contains-modules";
 pub const VERSION_MODULE_PREFIX: &str = "kmm.node.kubernetes.io/version-module.";
 /// Node label the engine keeps: the module version the node's worker pods may load.
 pub const VERSION_WORKER_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-worker-pod.";
+/// Node label the engine keeps: the module version whose device plugin may run on the node.
+pub const VERSION_SCHEDULE_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-schedule-pod.";
 
 /// NMC label: the Module has an entry in this NMC's spec.
 pub fn module_configured(namespace: &str, name: &str) -> String {
@@ -69,6 +71,12 @@ pub fn version_module(namespace: &str, name: &str) -> String {
 /// Node label (engine-kept) allowing worker pods of a module version on this node.
 pub fn version_worker_pod(namespace: &str, name: &str) -> String {
     format!("{VERSION_WORKER_POD_PREFIX}{namespace}.{name}")
+}
+
+/// Node label (engine-kept) placing the device plugin of a module version on this node; it follows the worker
+/// label once that is set and goes before it moves, as upstream's ordered upgrade keeps it.
+pub fn version_schedule_pod(namespace: &str, name: &str) -> String {
+    format!("{VERSION_SCHEDULE_POD_PREFIX}{namespace}.{name}")
 }
 
 /// Name of the worker pod of one module on one node; one name means never two workers for that pair.

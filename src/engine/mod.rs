@@ -18,6 +18,7 @@ pub mod backoff;
 pub mod context;
 pub mod day0;
 pub mod digest;
+pub mod events;
 pub mod failures;
 pub mod health;
 pub mod imagecache;

@@ -2,6 +2,7 @@
 
 mod common;
 mod day0;
+mod events;
 mod handoff;
 mod handoff_install;
 mod imagecache;
@@ -15,5 +16,6 @@ mod restarts;
 mod samples;
 mod shared;
 mod shim;
+mod shim_demo;
 mod takeover;
 mod upstream;

@@ -494,3 +494,66 @@ async fn bumping_an_image_generation_rechecks_it() {
     );
     harness.shutdown().await;
 }
+
+/// The value of label `key` on node `name`.
+async fn node_label(harness: &Harness, name: &str, key: &str) -> Option<String> {
+    node(harness, name)
+        .await
+        .metadata
+        .labels
+        .and_then(|labels| labels.get(key).cloned())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ordered_upgrade_moves_the_worker_then_the_schedule_label() {
+    let mut harness = Harness::start("two-kernels.yaml").await;
+    harness.start_engine();
+    let mut spec = two_mapping_spec();
+    spec["moduleLoader"]["container"]["version"] = json!("v1");
+    Api::<Node>::all(harness.client())
+        .patch(
+            "kmm-a-0",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {labels::version_module("acme", "kmod"): "v1"}}}),
+            ),
+        )
+        .await
+        .expect("the node asks for v1");
+    create_module(&harness, "kmod", spec).await;
+    eventually(300, "kmod ready on kmm-a-0", || {
+        node_ready(&harness, "kmm-a-0", "kmod")
+    })
+    .await;
+    let worker = labels::version_worker_pod("acme", "kmod");
+    let schedule = labels::version_schedule_pod("acme", "kmod");
+    eventually(
+        60,
+        "the schedule label follows the worker label",
+        || async { node_label(&harness, "kmm-a-0", &schedule).await.as_deref() == Some("v1") },
+    )
+    .await;
+    assert_eq!(
+        node_label(&harness, "kmm-a-0", &worker).await.as_deref(),
+        Some("v1")
+    );
+
+    // Asking for v2 moves both labels to it (the schedule label off first, then the worker label, which comes
+    // back on v2 once v1 is unloaded, and the schedule label after it).
+    Api::<Node>::all(harness.client())
+        .patch(
+            "kmm-a-0",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {labels::version_module("acme", "kmod"): "v2"}}}),
+            ),
+        )
+        .await
+        .expect("the node asks for v2");
+    eventually(300, "both labels on v2", || async {
+        node_label(&harness, "kmm-a-0", &schedule).await.as_deref() == Some("v2")
+            && node_label(&harness, "kmm-a-0", &worker).await.as_deref() == Some("v2")
+    })
+    .await;
+    harness.shutdown().await;
+}

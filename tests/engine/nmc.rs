@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kmm_tui::api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
@@ -449,6 +450,22 @@ async fn a_removed_entry_is_unloaded_unlabelled_and_the_empty_nmc_deleted() {
     );
     assert_eq!(log.actions("worker-1", "acme/kmod-a"), ["Load", "Unload"]);
     assert!(worker_pods(&client, "worker-1").await.is_empty());
+    // The unload is on record on the node.
+    let unloaded: Vec<String> = Api::<Event>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("ModuleUnloaded"))
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Node") && r.name.as_deref() == Some("worker-1")
+            })
+        })
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(unloaded, ["Module acme/kmod-a unloaded from the kernel"]);
     harness.shutdown().await;
 }
 

@@ -111,6 +111,20 @@ async fn event_reasons(client: &kube::Client, shim: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Notes of the events with `reason` published on the Shim.
+async fn event_notes(client: &kube::Client, shim: &str, reason: &str) -> Vec<String> {
+    Api::<Event>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(shim))
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
 async fn installer_pods(client: &kube::Client, shim: &str) -> Vec<Pod> {
     Api::<Pod>::namespaced(client.clone(), INSTALLER_NAMESPACE)
         .list(&ListParams::default().labels(&format!("spinkube.dev/shimName={shim}")))
@@ -524,6 +538,14 @@ async fn deleting_uninstalls_everywhere_and_selector_changes_install_and_uninsta
     )
     .await;
     wait_ready_reason(&client, "spin-b", "Complete", 30).await;
+    // The install on the node that joined is its own record, naming that node only.
+    eventually(10, "an Installing event naming roll-a-5 alone", || async {
+        event_notes(&client, "spin-b", "Installing")
+            .await
+            .iter()
+            .any(|note| note == "installing on 1 nodes: roll-a-5")
+    })
+    .await;
 
     Api::<Shim>::all(client.clone())
         .delete("spin-b", &DeleteParams::default())

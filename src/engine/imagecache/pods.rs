@@ -25,6 +25,9 @@ use crate::engine::digest::sha256_hex;
 pub const APP_LABEL: (&str, &str) = ("app", "kubefledged");
 /// kube-fledged's label naming the component that created the pod.
 pub const MANAGER_LABEL: (&str, &str) = ("kubefledged", "kubefledged-image-manager");
+/// kube-fledged's label naming its controller, on the pull and delete pods of its image manager; tools that find
+/// kube-fledged's pods by it find this engine's too.
+pub const CONTROLLER_LABEL: (&str, &str) = ("controller", "fledged");
 /// Selector of every image cache pod, this engine's and kube-fledged's.
 pub const SELECTOR: &str = "app=kubefledged,kubefledged=kubefledged-image-manager";
 /// Label: the ImageCache the pod works for.
@@ -138,6 +141,7 @@ pub fn pod(
     let mut labels = BTreeMap::from([
         (APP_LABEL.0.to_owned(), APP_LABEL.1.to_owned()),
         (MANAGER_LABEL.0.to_owned(), MANAGER_LABEL.1.to_owned()),
+        (CONTROLLER_LABEL.0.to_owned(), CONTROLLER_LABEL.1.to_owned()),
         (IMAGE_HASH_LABEL.to_owned(), image_hash(work.image)),
         (
             OPERATION_LABEL.to_owned(),
@@ -542,6 +546,7 @@ mod tests {
         let labels = pod.labels();
         assert_eq!(labels["app"], "kubefledged");
         assert_eq!(labels["kubefledged"], "kubefledged-image-manager");
+        assert_eq!(labels["controller"], "fledged");
         assert_eq!(labels["imagecache"], "warm-web");
         assert_eq!(labels[NODE_LABEL], "worker-0");
         assert_eq!(labels[IMAGE_HASH_LABEL], image_hash("nginx:1.27"));
@@ -587,6 +592,8 @@ mod tests {
             last_failure: None,
         };
         let pod = pod(&cache(), &work, &PodImages::default()).expect("pod");
+        assert_eq!(pod.labels()["controller"], "fledged");
+        assert_eq!(pod.labels()["app"], "kubefledged");
         let container = &pod.spec.as_ref().expect("spec").containers[0];
         let command = container.command.as_ref().expect("command").join(" ");
         assert_eq!(

@@ -57,7 +57,8 @@ pub fn entry_for(module: &Module, loader: &ModuleLoaderSpec, target: &Target) ->
                 .unwrap_or(ImagePullPolicy::IfNotPresent),
             insecure_pull: tls.insecure || tls.insecure_skip_tls_verify,
             in_tree_modules_to_remove: target.mapping.in_tree_modules_to_remove.clone(),
-            in_tree_module_to_remove: target.mapping.in_tree_module_to_remove.clone(),
+            // Folded into the list when the mapping was resolved.
+            in_tree_module_to_remove: None,
             modprobe: container.modprobe.clone(),
         },
     }

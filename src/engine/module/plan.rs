@@ -60,8 +60,8 @@ pub struct Plan {
     pub images: Vec<ModuleImageSpec>,
     /// Distinct kernels of the targeted nodes.
     pub kernels: Vec<String>,
-    /// Ordered-upgrade worker labels to set (`Some`) or remove (`None`), per node.
-    pub version_labels: BTreeMap<String, Option<String>>,
+    /// Ordered-upgrade labels (worker and schedule) to set (`Some`) or remove (`None`), per node and label key.
+    pub version_labels: BTreeMap<String, BTreeMap<String, Option<String>>>,
 }
 
 /// Compute the plan of `module` over `all_nodes`.
@@ -81,7 +81,8 @@ pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &
         }
         let node_name = node.metadata.name.clone().unwrap_or_default();
         plan.version_labels.extend(
-            version_label_change(node, namespace, name).map(|change| (node_name.clone(), change)),
+            version_label_change(node, namespace, name)
+                .map(|(key, change)| (node_name.clone(), BTreeMap::from([(key, change)]))),
         );
         if let Some(taint) = nodes::blocking_taint(node, &tolerations) {
             plan.skipped.push(Skip {
@@ -165,15 +166,33 @@ fn node_label<'n>(node: &'n Node, key: &str) -> Option<&'n str> {
         .map(String::as_str)
 }
 
-/// The ordered-upgrade step for one node: the worker label follows the user's version label, but only moves to a
-/// new version once the old module is unloaded (the node's `ready` label is gone).
-fn version_label_change(node: &Node, namespace: &str, name: &str) -> Option<Option<String>> {
+/// The ordered-upgrade step for one node, as upstream's version labels move: the worker label follows the user's
+/// version label, but only moves to a new version once the old module is unloaded (the node's `ready` label is
+/// gone); the schedule label (which places the version's device plugin) follows the worker label once it is set,
+/// and goes first when the worker label is to move or go, so nothing of the old version is scheduled while it is
+/// unloaded.
+fn version_label_change(
+    node: &Node,
+    namespace: &str,
+    name: &str,
+) -> Option<(String, Option<String>)> {
     let wanted = node_label(node, &labels::version_module(namespace, name));
-    let worker = node_label(node, &labels::version_worker_pod(namespace, name));
+    let worker_key = labels::version_worker_pod(namespace, name);
+    let schedule_key = labels::version_schedule_pod(namespace, name);
+    let worker = node_label(node, &worker_key);
+    let schedule = node_label(node, &schedule_key);
     let loaded = node_label(node, &labels::node_ready(namespace, name)).is_some();
-    match (wanted, worker) {
-        (Some(wanted), None) if !loaded => Some(Some(wanted.to_owned())),
-        (wanted, Some(worker)) if wanted != Some(worker) => Some(None),
+    match (wanted, worker, schedule) {
+        // The worker label is to move or go: its schedule label goes first, then the worker label.
+        (wanted, Some(worker), Some(_)) if wanted != Some(worker) => Some((schedule_key, None)),
+        (wanted, Some(worker), None) if wanted != Some(worker) => Some((worker_key, None)),
+        // The worker is on the wanted version: the schedule label follows it.
+        (_, Some(worker), schedule) if schedule != Some(worker) => {
+            Some((schedule_key, Some(worker.to_owned())))
+        }
+        // No worker label: a schedule label left over goes; the worker label comes once the old module is out.
+        (_, None, Some(_)) => Some((schedule_key, None)),
+        (Some(wanted), None, None) if !loaded => Some((worker_key, Some(wanted.to_owned()))),
         _ => None,
     }
 }
@@ -287,6 +306,7 @@ mod tests {
         let ready = labels::node_ready("ns", "kmod");
         let wanted = labels::version_module("ns", "kmod");
         let worker = labels::version_worker_pod("ns", "kmod");
+        let schedule = labels::version_schedule_pod("ns", "kmod");
         let nodes = [
             node(
                 "same",
@@ -312,6 +332,12 @@ mod tests {
                 json!({"gpu": "yes"}),
                 json!([]),
             ),
+            node(
+                "scheduled",
+                "5.14.0-1.el9",
+                json!({"gpu": "yes", &wanted: "v3", &worker: "v2", &schedule: "v2", &ready: ""}),
+                json!([]),
+            ),
         ];
         let plan = run(&module(Some("v2")), &nodes);
         assert_eq!(
@@ -319,14 +345,19 @@ mod tests {
                 .iter()
                 .map(|t| t.node.as_str())
                 .collect::<Vec<_>>(),
-            ["same"]
+            ["same", "scheduled"]
         );
         assert_eq!(plan.keep, BTreeSet::from(["old".to_owned()]));
+        let change = |key: &str, value: Option<&str>| {
+            BTreeMap::from([(key.to_owned(), value.map(str::to_owned))])
+        };
         assert_eq!(
             plan.version_labels,
             BTreeMap::from([
-                ("old".to_owned(), None),
-                ("fresh".to_owned(), Some("v2".to_owned()))
+                ("same".to_owned(), change(&schedule, Some("v2"))),
+                ("old".to_owned(), change(&worker, None)),
+                ("fresh".to_owned(), change(&worker, Some("v2"))),
+                ("scheduled".to_owned(), change(&schedule, None)),
             ])
         );
         assert!(plan.skipped.iter().any(

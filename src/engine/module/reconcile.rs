@@ -79,7 +79,7 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
     let all_nodes = context.nodes.state();
     let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
     let plan = plan::plan(&module, &loader.container, &node_refs);
-    apply_version_labels(&context, &plan, &namespace, &module.name_any()).await?;
+    apply_version_labels(&context, &plan).await?;
     let mic = images::ensure_mic(&context.engine, &module, &loader.container, &plan).await?;
     let image_states: BTreeMap<String, _> = mic
         .status
@@ -157,17 +157,11 @@ async fn add_finalizer(
     Ok(())
 }
 
-/// Move the ordered-upgrade worker labels one step.
-async fn apply_version_labels(
-    context: &ModuleContext,
-    plan: &Plan,
-    namespace: &str,
-    name: &str,
-) -> Result<(), Error> {
+/// Move the ordered-upgrade worker and schedule labels one step.
+async fn apply_version_labels(context: &ModuleContext, plan: &Plan) -> Result<(), Error> {
     let api: Api<Node> = Api::all(context.engine.client.clone());
-    let key = labels::version_worker_pod(namespace, name);
-    for (node, change) in &plan.version_labels {
-        let patch = json!({"metadata": {"labels": {key.as_str(): change}}});
+    for (node, changes) in &plan.version_labels {
+        let patch = json!({"metadata": {"labels": changes}});
         api.patch(node, &patch_params(), &Patch::Merge(&patch))
             .await
             .doing(|| format!("moving the module version label of node {node}"))?;

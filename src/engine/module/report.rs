@@ -320,7 +320,6 @@ mod tests {
                 sign: None,
                 registry_tls: None,
                 in_tree_modules_to_remove: vec![],
-                in_tree_module_to_remove: None,
             },
         }
     }

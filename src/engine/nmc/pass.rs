@@ -287,13 +287,22 @@ async fn label_node(
         .patch(&name, &patch_params(), &Patch::Merge(patch))
         .await
         .doing(|| format!("updating the module ready labels of node {name}"))?;
-    // Loads and unloads are logged, not recorded as Events: an Event per node would be one more write per node,
-    // thousands in one rollout, each saying what the label says. The Module reconciler records one per rollout.
+    // Loads are logged, not recorded as Events: an Event per node would be one more write per node, thousands in
+    // one rollout, each saying what the label says; the Module reconciler records one per rollout. An unload is
+    // recorded on the node, as upstream records it (`ModuleUnloaded`): the kernel module is gone from that node,
+    // and the Module that named it may be gone too, so the node is where the record can stay.
     for module in &changes.loaded {
         tracing::info!(node = %name, %module, "module loaded into the kernel");
     }
     for module in &changes.unloaded {
         tracing::info!(node = %name, %module, "module unloaded from the kernel");
+        ctx.event(
+            node,
+            false,
+            "ModuleUnloaded",
+            format!("Module {module} unloaded from the kernel"),
+        )
+        .await;
     }
     Ok(())
 }

@@ -66,7 +66,7 @@ use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use crate::api::shim::Shim;
 
-pub use names::{INSTALLER_NAMESPACE, node_hash_annotation};
+pub use names::{INSTALLER_NAMESPACE, node_batch_annotation, node_hash_annotation};
 
 /// What a Shim pass reads besides the API: the shared node cache.
 pub struct ShimContext {

@@ -65,6 +65,12 @@ pub fn node_hash_annotation(shim: &str) -> String {
     format!("shims.kmm-tui.io/{shim}")
 }
 
+/// Node annotation holding the rollout batch that provisioned the node, so the batch is still known once the
+/// installer pod is gone.
+pub fn node_batch_annotation(shim: &str) -> String {
+    format!("shims.kmm-tui.io/{shim}.batch")
+}
+
 /// The longest object name that is also a valid label value.
 const NAME_MAX: usize = 63;
 

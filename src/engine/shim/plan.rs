@@ -14,6 +14,7 @@ use super::pods::{self, Phase};
 use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
 use crate::engine::nodes;
 
+mod approvals;
 mod outcome;
 
 pub use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
@@ -160,6 +161,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                             node: name.clone(),
                             label: label.is_some().then_some(None),
                             hash: node_hash.is_some().then_some(None),
+                            batch: None,
                         });
                         plan.uninstalling += 1;
                         plan.views.push(view(ShimNodeState::Uninstall, None, None));
@@ -173,6 +175,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                             node: name.clone(),
                             label: Some(Some(names::FAILED.to_owned())),
                             hash: None,
+                            batch: None,
                         });
                         plan.notices.push(Notice {
                             warning: true,
@@ -227,6 +230,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                         node: name.clone(),
                         label: label.is_some().then_some(None),
                         hash: node_hash.is_some().then_some(None),
+                        batch: None,
                     });
                     plan.waiting += 1;
                     plan.views.push(view(ShimNodeState::Waiting, None, None));
@@ -277,6 +281,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                             node: name.clone(),
                             label: Some(Some(names::PROVISIONED.to_owned())),
                             hash: Some(Some(inputs.hash.to_owned())),
+                            batch,
                         });
                         if label.as_deref() != Some(names::PROVISIONED) {
                             plan.running_shim += 1;
@@ -293,6 +298,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                             node: name.clone(),
                             label: Some(Some(names::FAILED.to_owned())),
                             hash: None,
+                            batch: None,
                         });
                         let rolled_back = message.contains("rolled back");
                         plan.notices.push(Notice {
@@ -324,6 +330,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                         node: name.clone(),
                         label: Some(Some(names::FAILED.to_owned())),
                         hash: None,
+                        batch: None,
                     });
                 }
                 plan.views
@@ -394,17 +401,22 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
         });
     }
 
-    let waiting_views = |candidates: &[(String, Artifact)], message: &str| {
-        candidates
-            .iter()
-            .map(|(node, _)| NodeView {
-                node: node.clone(),
-                state: ShimNodeState::Waiting,
-                batch: None,
-                message: Some(message.to_owned()),
-            })
-            .collect::<Vec<_>>()
-    };
+    // Waiting nodes, each with the batch it is planned in when the rollout has batches (`first` is the batch
+    // position of the first of them, `size` the batch size).
+    let waiting_views =
+        |candidates: &[(String, Artifact)], message: &str, batches: Option<(usize, usize)>| {
+            candidates
+                .iter()
+                .enumerate()
+                .map(|(index, (node, _))| NodeView {
+                    node: node.clone(),
+                    state: ShimNodeState::Waiting,
+                    batch: batches
+                        .and_then(|(first, size)| i32::try_from((first + index) / size + 1).ok()),
+                    message: Some(message.to_owned()),
+                })
+                .collect::<Vec<_>>()
+        };
     match shim.spec.rollout_strategy.type_ {
         RolloutType::Recreate => {
             let take = slots.min(install_candidates.len());
@@ -428,7 +440,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             } else {
                 "waits for a free slot"
             };
-            plan.views.extend(waiting_views(&rest, why));
+            plan.views.extend(waiting_views(&rest, why, None));
         }
         RolloutType::Rolling => {
             let size = limit;
@@ -446,6 +458,35 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             // up (after a restart, or a retried node) as long as it is approved.
             let may_continue = fill != 0 || (installing_current == 0 && !stopped);
             let is_approved = !manual || usize::try_from(approved).unwrap_or(0) >= next;
+            // The batch in progress is over once its last install finished in this pass and nothing of it is left
+            // to start; it is told before the next batch starts, so the Events read in order.
+            if finished_now
+                && installing_current == 0
+                && (fill == 0 || install_candidates.is_empty())
+            {
+                let done_batch = started.div_ceil(size).max(1);
+                let failed = plan.install_failures.len();
+                let tally = format!(
+                    "{} of {} nodes provisioned, {failed} failed",
+                    plan.provisioned, plan.installable
+                );
+                plan.notices.push(if stopped {
+                    Notice {
+                        warning: true,
+                        reason: "BatchFailed",
+                        note: format!(
+                            "batch {done_batch} of {batches} failed: {tally}, more than maxFailures {max_failures}; \
+                             the rollout stopped until failed installer pods are deleted to retry them"
+                        ),
+                    }
+                } else {
+                    Notice {
+                        warning: failed > 0,
+                        reason: "BatchFinished",
+                        note: format!("batch {done_batch} of {batches} finished: {tally}"),
+                    }
+                });
+            }
             let mut awaiting = false;
             let mut starting = Vec::new();
             if !install_candidates.is_empty() && may_continue && !plan.paused {
@@ -460,13 +501,16 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             if !starting.is_empty() {
                 let verb = if fill == 0 { "started" } else { "continued" };
                 if manual && fill == 0 {
+                    let approval = approvals::approval(shim, next);
                     plan.notices.push(Notice {
                         warning: false,
                         reason: "BatchApproved",
                         note: format!(
-                            "batch {next} of {batches} was approved (approvedBatch {approved})"
+                            "batch {next} of {batches} approved by {} (approvedBatch {approved})",
+                            approval.approved_by
                         ),
                     });
+                    plan.approved = Some(approval);
                 }
                 plan.notices.push(Notice {
                     warning: false,
@@ -478,23 +522,6 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                 });
             }
             let now_started = started + starting.len();
-            let now_installing = installing_current + starting.len();
-            if finished_now
-                && now_installing == 0
-                && (now_started.is_multiple_of(size) || install_candidates.is_empty())
-            {
-                let done_batch = now_started.div_ceil(size).max(1);
-                plan.notices.push(Notice {
-                    warning: !plan.install_failures.is_empty(),
-                    reason: "BatchFinished",
-                    note: format!(
-                        "batch {done_batch} of {batches} finished: {} of {} nodes provisioned, {} failed",
-                        plan.provisioned,
-                        plan.installable,
-                        plan.install_failures.len()
-                    ),
-                });
-            }
             for (node, artifact) in starting {
                 plan.create.push(install(node, artifact, Some(next as i32)));
             }
@@ -507,7 +534,11 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             } else {
                 "waits for its batch".to_owned()
             };
-            plan.views.extend(waiting_views(&install_candidates, &why));
+            plan.views.extend(waiting_views(
+                &install_candidates,
+                &why,
+                Some((now_started, size)),
+            ));
             let batch = if awaiting {
                 next
             } else {

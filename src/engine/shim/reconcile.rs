@@ -16,10 +16,10 @@ use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
 use crate::api::shim::{Shim, ShimStatus};
-use crate::engine::attention;
 use crate::engine::context::{
     Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params,
 };
+use crate::engine::{attention, status};
 
 /// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).
 pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<Action, Error> {
@@ -131,11 +131,18 @@ async fn write_node(context: &ShimContext, shim: &str, write: &NodeWrite) -> Res
     if let Some(label) = &write.label {
         metadata.insert("labels".to_owned(), json!({names::node_label(shim): label}));
     }
+    let mut annotations = serde_json::Map::new();
     if let Some(hash) = &write.hash {
-        metadata.insert(
-            "annotations".to_owned(),
-            json!({names::node_hash_annotation(shim): hash}),
-        );
+        annotations.insert(names::node_hash_annotation(shim), json!(hash));
+        if hash.is_none() {
+            annotations.insert(names::node_batch_annotation(shim), serde_json::Value::Null);
+        }
+    }
+    if let Some(batch) = write.batch {
+        annotations.insert(names::node_batch_annotation(shim), json!(batch.to_string()));
+    }
+    if !annotations.is_empty() {
+        metadata.insert("annotations".to_owned(), annotations.into());
     }
     let patch = json!({"metadata": metadata});
     let node = &write.node;
@@ -198,24 +205,14 @@ async fn create_pod(
 }
 
 /// Write the status when it differs from what is stored, guarded by the resourceVersion the pass read: a 409 means
-/// the Shim changed meanwhile, and the retry plans from the new state. Absent fields are written as null so the
-/// merge patch removes what the new status no longer has.
-async fn write_status(api: &Api<Shim>, shim: &Shim, status: ShimStatus) -> Result<(), Error> {
-    if shim.status.as_ref() == Some(&status) {
+/// the Shim changed meanwhile, and the retry plans from the new state. The patch clears every field, at any depth,
+/// that the new status leaves out (a rollout no longer awaiting approval drops `awaitingApproval`).
+async fn write_status(api: &Api<Shim>, shim: &Shim, new: ShimStatus) -> Result<(), Error> {
+    if shim.status.as_ref() == Some(&new) {
         return Ok(());
     }
-    let mut value = serde_json::to_value(&status).unwrap_or_default();
-    if let Some(fields) = value.as_object_mut() {
-        for key in [
-            "conditions",
-            "observedGeneration",
-            "nodeStatuses",
-            "nodeCounts",
-            "rollout",
-        ] {
-            fields.entry(key).or_insert(serde_json::Value::Null);
-        }
-    }
+    let stored = serde_json::to_value(&shim.status).unwrap_or_default();
+    let value = status::merge_patch(&stored, &serde_json::to_value(&new).unwrap_or_default());
     let name = shim.name_any();
     let patch = json!({"metadata": {"resourceVersion": shim.resource_version()}, "status": value});
     api.patch_status(&name, &patch_params(), &Patch::Merge(&patch))

@@ -14,8 +14,8 @@ use super::artifact::NoArtifact;
 use super::names;
 use super::plan::Plan;
 use crate::api::shim::{
-    NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState, ShimNodeStatus,
-    ShimStatus,
+    BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
+    ShimNodeStatus, ShimStatus,
 };
 use crate::engine::status::set_condition;
 
@@ -37,6 +37,7 @@ pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
             awaiting_approval: r.awaiting_approval,
             batch_size: Some(r.batch_size as i32),
             spec_hash: Some(hash.to_owned()),
+            approvals: approvals(previous.rollout.as_ref(), plan, hash),
         }),
     };
     let summary = Summary::of(shim, plan, deleting);
@@ -85,6 +86,20 @@ pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
         generation,
     );
     status
+}
+
+/// The approval history of the rollout of spec `hash`: the approvals recorded so far for that spec, and the one
+/// this pass starts a batch on (replacing an older record of the same batch, as a retried node re-starts it).
+fn approvals(previous: Option<&RolloutStatus>, plan: &Plan, hash: &str) -> Vec<BatchApproval> {
+    let mut approvals: Vec<BatchApproval> = previous
+        .filter(|p| p.spec_hash.as_deref() == Some(hash))
+        .map(|p| p.approvals.clone())
+        .unwrap_or_default();
+    if let Some(approved) = &plan.approved {
+        approvals.retain(|a| a.batch != approved.batch);
+        approvals.push(approved.clone());
+    }
+    approvals
 }
 
 /// The conditions' verdicts, worked out once.

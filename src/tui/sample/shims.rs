@@ -135,7 +135,8 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         json!({"type": "rolling", "rolling": {"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1}}),
         json!({"anonHttp": {"location": "https://github.com/spinframework/containerd-shim-spin/releases/v0.17.0/containerd-shim-spin-v2-linux-x86_64.tar.gz"}}),
         json!({"nodes": count, "nodesReady": spin_ready, "observedGeneration": 1,
-            "rollout": {"batch": 2, "batches": spin_batches, "awaitingApproval": awaiting},
+            "rollout": {"batch": 2, "batches": spin_batches, "awaitingApproval": awaiting,
+                "approvals": [{"batch": 1, "approvedBy": "kmm-tui-console", "approvedAt": ago(125)}]},
             "nodeStatuses": spin_statuses, "conditions": [
             condition("Ready", false, "AwaitingApproval", &waits),
             condition("Progressing", true, "AwaitingApproval", &waits),
@@ -144,24 +145,31 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         None,
     );
     if !targets.is_empty() {
-        sample.events.push(event(
-            "Shim",
-            None,
-            "spin-v2",
-            false,
-            "BatchProvisioned",
-            "batch 1 provisioned",
-            120,
-        ));
-        sample.events.push(event(
-            "Shim",
-            None,
-            "spin-v2",
-            false,
-            "AwaitingApproval",
-            &waits,
-            118,
-        ));
+        let first: Vec<&str> = (0..targets.len().min(2)).map(name_of).collect();
+        for (reason, note, secs) in [
+            (
+                "BatchApproved",
+                format!("batch 1 of {spin_batches} approved by kmm-tui-console (approvedBatch 1)"),
+                125,
+            ),
+            (
+                "BatchStarted",
+                format!("batch 1 of {spin_batches} started on {}", first.join(", ")),
+                125,
+            ),
+            (
+                "BatchFinished",
+                format!(
+                    "batch 1 of {spin_batches} finished: {spin_ready} of {} nodes provisioned, 0 failed",
+                    targets.len()
+                ),
+                118,
+            ),
+        ] {
+            sample
+                .events
+                .push(event("Shim", None, "spin-v2", false, reason, &note, secs));
+        }
     }
 
     // broken-spin: its archive is missing, so the one node it targets failed.

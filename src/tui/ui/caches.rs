@@ -50,7 +50,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         };
         cells
             .cell(row.images.to_string())
-            .styled(coverage_bar(row, bar_width), style)
+            .gauge(coverage_bar(row, bar_width), style)
             .styled(row.state.as_str(), style)
             .styled(row.reason.as_deref().unwrap_or("-"), style)
     });

@@ -57,7 +57,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             cells = cells.cell(row.image.as_str());
         }
         cells
-            .styled(bar, style)
+            .gauge(bar, style)
             .styled(row.state.label(), style)
             .cell(row.why.as_deref().unwrap_or("-"))
     });

@@ -12,6 +12,36 @@ use super::shims::progress;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, DetailSection, ListId};
 use crate::tui::target::Target;
+use crate::tui::view::consequences::names;
+use crate::tui::view::shim_detail::ShimDetail;
+
+/// The batch waiting for approval with its nodes, and the approvals so far: what `A` would start, and who let the
+/// earlier batches start and when.
+fn rollout_lines<'a>(app: &App, detail: &ShimDetail) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
+    if let Some((batch, nodes)) = &detail.next_batch {
+        lines.push(Line::from(vec![
+            Span::styled(" next      ", app.theme.muted()),
+            Span::styled(
+                format!("batch {batch} waits for approval: {}", names(nodes)),
+                app.theme.warn(),
+            ),
+        ]));
+    }
+    if !detail.approvals.is_empty() {
+        let history = detail
+            .approvals
+            .iter()
+            .map(|a| format!("batch {} by {} {} ago", a.batch, a.by, a.age))
+            .collect::<Vec<_>>()
+            .join(" · ");
+        lines.push(Line::from(vec![
+            Span::styled(" approved  ", app.theme.muted()),
+            Span::styled(history, app.theme.text()),
+        ]));
+    }
+    lines
+}
 
 /// Draw the detail of the Shim `target`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
@@ -29,9 +59,11 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let node_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Nodes)).len())
         .unwrap_or(u16::MAX)
         .max(1);
-    let most = area.height.saturating_sub(1) * 2 / 3;
+    let rollout = rollout_lines(app, detail);
+    let header = 1 + u16::try_from(rollout.len()).unwrap_or(0);
+    let most = area.height.saturating_sub(header) * 2 / 3;
     let [summary, node_area, event_area] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(header),
         Constraint::Length((node_rows + 3).min(most)),
         Constraint::Fill(1),
     ])
@@ -63,7 +95,9 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         row.reason.as_deref().unwrap_or(row.state.as_str()),
         style,
     ));
-    frame.render_widget(Paragraph::new(Line::from(line)), summary);
+    let mut lines = vec![Line::from(line)];
+    lines.extend(rollout);
+    frame.render_widget(Paragraph::new(lines), summary);
     let focus = app.section;
     let note = detail
         .node_states

@@ -51,7 +51,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 .cell(row.strategy.as_str());
         }
         cells
-            .styled(progress, style)
+            .gauge(progress, style)
             .cell(row.batch_label())
             .styled(row.state.as_str(), style)
             .cell(reason(row.state.as_str(), row.reason.as_deref()))

@@ -45,6 +45,9 @@ impl<'a> Column<'a> {
 pub struct TableRow {
     /// The cells, in column order.
     pub cells: Vec<(String, Style)>,
+    /// The cells that are gauges (`███░░ 3/5`): on the selected row they keep their own colour on the selection's
+    /// background, since a gauge drawn in the selection's foreground is a solid bar that says nothing.
+    pub gauges: Vec<usize>,
 }
 
 impl TableRow {
@@ -62,6 +65,12 @@ impl TableRow {
     pub fn styled(mut self, text: impl Into<String>, style: Style) -> TableRow {
         self.cells.push((text.into(), style));
         self
+    }
+
+    /// Add a gauge cell in `style`, which keeps its colour when the row is selected.
+    pub fn gauge(mut self, text: impl Into<String>, style: Style) -> TableRow {
+        self.gauges.push(self.cells.len());
+        self.styled(text, style)
     }
 }
 
@@ -161,6 +170,17 @@ impl ListTable<'_> {
         let space = area.width.saturating_sub(2).saturating_sub(gaps);
         let widths = fit(&natural, &keep, &floors, space);
         let text = app.theme.text();
+        // Only the rows on screen are handed to the table, so the selection is relative to the first of them.
+        let selected = self.focused.then(|| selection.index.saturating_sub(offset));
+        let selected_gauges: Vec<(usize, Style)> = selected
+            .and_then(|index| rows.get(index))
+            .map(|r| {
+                r.gauges
+                    .iter()
+                    .filter_map(|column| Some((*column, r.cells.get(*column)?.1)))
+                    .collect()
+            })
+            .unwrap_or_default();
         let rows = rows.into_iter().map(|r| {
             Row::new(
                 r.cells
@@ -185,10 +205,24 @@ impl ListTable<'_> {
             .column_spacing(SPACING)
             // Patched over the cells after they are drawn, so a state colour never hides the selection.
             .row_highlight_style(app.theme.selection());
-        // Only the rows on screen are handed to the table, so the selection is relative to the first of them.
-        let mut state = TableState::default()
-            .with_selected(self.focused.then(|| selection.index.saturating_sub(offset)));
+        let mut state = TableState::default().with_selected(selected);
         frame.render_stateful_widget(table, area, &mut state);
+        // Gauges on the selected row get their own colour back, on the selection's background.
+        if let Some(index) = selected {
+            let y = area.y + 2 + u16::try_from(index).unwrap_or(u16::MAX);
+            for (column, style) in selected_gauges {
+                let Some(colour) = style.fg else { continue };
+                let x = area.x
+                    + 1
+                    + widths[..column].iter().sum::<u16>()
+                    + SPACING * u16::try_from(column).unwrap_or(0);
+                let cell =
+                    Rect::new(x, y, widths.get(column).copied().unwrap_or(0), 1).intersection(area);
+                frame
+                    .buffer_mut()
+                    .set_style(cell, Style::default().fg(colour));
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod cache_detail;
 pub mod cache_images;
 pub mod caches;
+pub mod consequences;
 pub mod day0;
 pub mod day0_detail;
 pub mod detail;

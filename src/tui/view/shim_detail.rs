@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::shim::{PlatformArch, PlatformArtifact, Shim, ShimNodeState, ShimNodeStatus};
+use crate::engine::shim::node_batch_annotation;
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
 
@@ -19,7 +20,7 @@ use super::shims::{INSTALLER_SHIM_LABEL, ShimRow};
 use super::{Health, age, matches_filter};
 
 /// The annotation where an installer pod records the batch it belongs to.
-const POD_BATCH: &str = "shims.kmm-tui.io/batch";
+pub const POD_BATCH: &str = "shims.kmm-tui.io/batch";
 
 /// How many recent events the detail pane lists.
 pub const RECENT_EVENTS: usize = 50;
@@ -68,6 +69,21 @@ pub struct ShimDetail {
     pub node_states: BTreeMap<&'static str, usize>,
     /// Its recent events and those of its installer pods, newest first.
     pub events: Vec<EventRow>,
+    /// The batch waiting for approval and its nodes, so a person sees what `A` lets start before pressing it.
+    pub next_batch: Option<(i32, Vec<String>)>,
+    /// Who approved each batch of this rollout and how long ago, oldest first.
+    pub approvals: Vec<ApprovalRow>,
+}
+
+/// One approval of the rollout's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalRow {
+    /// The batch approved.
+    pub batch: i32,
+    /// The field manager of the write that approved it.
+    pub by: String,
+    /// How long ago.
+    pub age: String,
 }
 
 /// The detail of the Shim `name`, or `None` when it does not exist.
@@ -131,11 +147,33 @@ pub fn detail(data: &ClusterData, name: &str, now: jiff::Timestamp) -> Option<Sh
         .take(RECENT_EVENTS)
         .map(|event| EventRow::of(event, now))
         .collect();
+    let summary = ShimRow::of(shim);
+    let next_batch = summary.awaiting_batch.map(|batch| {
+        let names = nodes
+            .iter()
+            .filter(|row| row.batch == Some(batch) && row.state == "Waiting")
+            .map(|row| row.node.clone())
+            .collect();
+        (batch, names)
+    });
+    let approvals = shim
+        .status
+        .iter()
+        .filter_map(|s| s.rollout.as_ref())
+        .flat_map(|r| r.approvals.iter())
+        .map(|a| ApprovalRow {
+            batch: a.batch,
+            by: a.approved_by.clone(),
+            age: age(a.approved_at.as_ref().map(|t| t.0), now),
+        })
+        .collect();
     Some(ShimDetail {
-        summary: ShimRow::of(shim),
+        summary,
         nodes,
         node_states,
         events,
+        next_batch,
+        approvals,
     })
 }
 
@@ -216,16 +254,17 @@ fn node_row(
     ShimNodeRow {
         node: node.metadata.name.clone().unwrap_or_default(),
         state: label,
-        batch: status.and_then(|s| s.batch).or_else(|| {
-            pod.and_then(|p| {
-                p.metadata
-                    .annotations
-                    .as_ref()?
-                    .get(POD_BATCH)?
-                    .parse()
-                    .ok()
-            })
-        }),
+        // The status names the batch of nodes on their way, the installer pod that of a node installing, and the
+        // node itself the batch that provisioned it.
+        batch: status
+            .and_then(|s| s.batch)
+            .or_else(|| annotation(pod.map(|p| &p.metadata), POD_BATCH))
+            .or_else(|| {
+                annotation(
+                    Some(&node.metadata),
+                    &node_batch_annotation(&shim.metadata.name.clone().unwrap_or_default()),
+                )
+            }),
         artifact: artifact(shim, node),
         since: age(since, now),
         why,
@@ -238,6 +277,14 @@ fn node_row(
         }),
         health,
     }
+}
+
+/// A numeric annotation of an object.
+fn annotation(
+    meta: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    key: &str,
+) -> Option<i32> {
+    meta?.annotations.as_ref()?.get(key)?.parse().ok()
 }
 
 /// `install pod Running`, or the message a failed container left.

@@ -157,9 +157,12 @@ impl ShimRow {
         let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let rollout = status.and_then(|s| s.rollout.as_ref());
         let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
+        // A batch past the last one cannot wait: a status saying so is older than the approval that ended it.
         let awaiting_batch = rollout
             .filter(|r| r.awaiting_approval)
-            .map(|r| (approved + 1).max(r.batch));
+            .map(|r| ((approved + 1).max(r.batch), r.batches))
+            .filter(|(batch, batches)| batch <= batches)
+            .map(|(batch, _)| batch);
         let failed = status.map_or(0, |s| {
             s.node_statuses
                 .iter()
@@ -340,6 +343,17 @@ mod tests {
         );
         assert_eq!(row.strategy, "rolling 2 manual");
         assert_eq!(row.batch_label(), "3/3");
+    }
+
+    #[test]
+    fn nothing_waits_once_the_last_batch_is_approved() {
+        let row = ShimRow::of(&shim(
+            json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 3, "maxFailures": 1}),
+            json!({"nodes": 6, "nodesReady": 5, "nodeStatuses": [failed_node()],
+                "rollout": {"batch": 3, "batches": 3, "awaitingApproval": true}}),
+        ));
+        assert_eq!(row.awaiting_batch, None);
+        assert_eq!(row.state, ShimState::Degraded);
     }
 
     #[test]

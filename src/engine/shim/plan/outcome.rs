@@ -1,7 +1,7 @@
 //! What one pass decides and sees: the pods to create and delete, the node writes, the events, and
 //! where every node and the rollout stand.
 
-use crate::api::shim::ShimNodeState;
+use crate::api::shim::{BatchApproval, ShimNodeState};
 use crate::engine::shim::artifact::{Artifact, NoArtifact};
 use crate::engine::shim::names::Operation;
 
@@ -38,8 +38,11 @@ pub struct NodeWrite {
     pub node: String,
     /// New value of the `<shim>` label.
     pub label: Option<Option<String>>,
-    /// New value of the spec hash annotation.
+    /// New value of the spec hash annotation; removing it removes the batch annotation too.
     pub hash: Option<Option<String>>,
+    /// The rollout batch that provisioned the node, recorded beside a new hash so the node's batch is still known
+    /// once its installer pod is gone.
+    pub batch: Option<i32>,
 }
 
 /// Something worth an event on the Shim.
@@ -105,4 +108,6 @@ pub struct Plan {
     pub rollout: Option<Rollout>,
     /// Nothing starts: the spec pauses the rollout.
     pub paused: bool,
+    /// The approval of the batch this pass starts, for the status's approval history.
+    pub approved: Option<BatchApproval>,
 }

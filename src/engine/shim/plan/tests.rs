@@ -116,6 +116,35 @@ fn manual_batches_start_only_once_approved() {
 }
 
 #[test]
+fn waiting_nodes_name_the_batch_they_are_planned_in() {
+    let held = run(
+        &shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 1})),
+        &five(2),
+        &[],
+    );
+    let mut planned: Vec<(&str, Option<i32>)> = held
+        .views
+        .iter()
+        .map(|v| (v.node.as_str(), v.batch))
+        .collect();
+    planned.sort();
+    assert_eq!(planned, [("n2", Some(2)), ("n3", Some(2)), ("n4", Some(3))]);
+}
+
+#[test]
+fn a_batch_with_more_failures_than_allowed_is_recorded_as_failed() {
+    let rolling = shim(json!({"maxUpdate": 2}));
+    let plan = run(
+        &rolling,
+        &five(0),
+        &[pod("n0", "h", "Succeeded"), pod("n1", "h", "Failed")],
+    );
+    let reasons: Vec<&str> = plan.notices.iter().map(|n| n.reason).collect();
+    assert!(reasons.contains(&"BatchFailed"), "{reasons:?}");
+    assert!(!reasons.contains(&"BatchFinished"), "{reasons:?}");
+}
+
+#[test]
 fn unfinished_pods_of_any_spec_use_up_the_batch_and_a_batch_waits_for_the_last() {
     let rolling = shim(json!({"maxUpdate": 2}));
     let nodes = five(0);
@@ -140,6 +169,7 @@ fn a_finished_install_labels_its_node_before_its_pod_goes() {
             node: "n0".into(),
             label: Some(Some(names::PROVISIONED.into())),
             hash: Some(Some("h".into())),
+            batch: None,
         }]
     );
     assert!(plan.delete.is_empty());

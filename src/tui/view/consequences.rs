@@ -1,0 +1,362 @@
+//! What a write will do, for its confirmation dialog: the batch an approval lets start, its nodes, how the batch
+//! before it ended and how many failures the rollout still tolerates; the installs a pause lets finish; the failed
+//! nodes a retry installs again; the nodes an image is pulled again on or purged from. A person answers `y` to
+//! what they read here, so it is read from the same cluster data the panes show.
+
+use std::collections::HashSet;
+
+use crate::api::shim::{Shim, ShimNodeState};
+use crate::engine::day0::images::mic_name;
+use crate::engine::shim::node_batch_annotation;
+use crate::tui::data::ClusterData;
+use crate::tui::writes::WriteRequest;
+
+use super::cache_detail;
+use super::shim_detail::POD_BATCH;
+use super::shims::INSTALLER_SHIM_LABEL;
+
+/// The names shown before `and N more`.
+const SHOWN: usize = 4;
+
+/// The lines under the dialog's question for `request`: none when the question says it all.
+pub fn consequences(data: &ClusterData, request: &WriteRequest) -> Vec<String> {
+    match request {
+        WriteRequest::ApproveBatch { shim, batch } => data
+            .shim(&shim.name)
+            .map(|s| approval(data, s, *batch))
+            .unwrap_or_default(),
+        WriteRequest::SetPaused { shim, paused } => data
+            .shim(&shim.name)
+            .map(|s| pause(s, *paused))
+            .unwrap_or_default(),
+        WriteRequest::RetryNodes { shim, nodes } => data
+            .shim(&shim.name)
+            .map(|s| retry(s, nodes))
+            .unwrap_or_default(),
+        WriteRequest::Repull { cache, image, node } => cache_detail::detail(
+            data,
+            cache.namespace.as_deref().unwrap_or_default(),
+            &cache.name,
+        )
+        .map(|detail| repull(&detail, image.as_deref(), node.as_deref()))
+        .unwrap_or_default(),
+        WriteRequest::Purge { cache } => cache_detail::detail(
+            data,
+            cache.namespace.as_deref().unwrap_or_default(),
+            &cache.name,
+        )
+        .map(|detail| purge(&detail))
+        .unwrap_or_default(),
+        WriteRequest::Rebuild { module, image } => rebuild(
+            data,
+            module.namespace.as_deref().unwrap_or_default(),
+            &module.name,
+            image.as_deref(),
+        ),
+        WriteRequest::RebuildDay0 { day0 } => rebuild(
+            data,
+            day0.namespace.as_deref().unwrap_or_default(),
+            &mic_name(&day0.name),
+            None,
+        ),
+        WriteRequest::Recheck { .. } | WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => {
+            Vec::new()
+        }
+    }
+}
+
+/// `a, b, c, d and 3 more`: the first few of a list of names, then how many more.
+pub fn names(list: &[String]) -> String {
+    if list.len() <= SHOWN {
+        list.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            list[..SHOWN].join(", "),
+            list.len() - SHOWN
+        )
+    }
+}
+
+/// The nodes of the Shim's status in `state` (and batch `batch`, when given).
+fn nodes_in(shim: &Shim, state: ShimNodeState, batch: Option<i32>) -> Vec<String> {
+    shim.status
+        .iter()
+        .flat_map(|s| s.node_statuses.iter())
+        .filter(|n| n.state == state && batch.is_none_or(|b| n.batch == Some(b)))
+        .map(|n| n.node.clone())
+        .collect()
+}
+
+/// What approving `batch` starts, how the batch before it ended, and the failures still tolerated.
+fn approval(data: &ClusterData, shim: &Shim, batch: i32) -> Vec<String> {
+    let name = shim.metadata.name.clone().unwrap_or_default();
+    let batches = shim
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .map_or(0, |r| r.batches);
+    let starting = nodes_in(shim, ShimNodeState::Waiting, Some(batch));
+    let mut lines = vec![format!(
+        "Batch {batch} of {batches} installs on {} nodes: {}",
+        starting.len(),
+        names(&starting)
+    )];
+    if batch > 1 {
+        let previous = batch - 1;
+        let provisioned = provisioned_in(data, &name, previous);
+        let failed = nodes_in(shim, ShimNodeState::Failed, Some(previous));
+        let failures = if failed.is_empty() {
+            "0 failed".to_owned()
+        } else {
+            format!("{} failed ({})", failed.len(), names(&failed))
+        };
+        lines.push(format!(
+            "Batch {previous} before it: {provisioned} provisioned, {failures}"
+        ));
+    }
+    let allowed = shim
+        .spec
+        .rollout_strategy
+        .rolling
+        .as_ref()
+        .and_then(|r| r.max_failures)
+        .unwrap_or(0);
+    let failed = shim
+        .status
+        .as_ref()
+        .and_then(|s| s.node_counts.as_ref())
+        .map_or(0, |c| c.failed);
+    lines.push(format!(
+        "maxFailures {allowed}: {failed} failed so far, {} more tolerated before the rollout stops",
+        (allowed - failed).max(0)
+    ));
+    lines
+}
+
+/// How many nodes batch `batch` of Shim `name` provisioned: nodes labelled `<name>=provisioned` whose batch is
+/// `batch`, as the node records it (or, while it is still there, its installer pod).
+fn provisioned_in(data: &ClusterData, name: &str, batch: i32) -> usize {
+    let wanted = batch.to_string();
+    let node_key = node_batch_annotation(name);
+    let installed_in_batch: HashSet<&str> = data
+        .pods
+        .iter()
+        .filter(|pod| {
+            pod.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(INSTALLER_SHIM_LABEL))
+                .map(String::as_str)
+                == Some(name)
+                && pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(POD_BATCH))
+                    == Some(&wanted)
+        })
+        .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())
+        .collect();
+    data.nodes
+        .iter()
+        .filter(|node| {
+            let node_name = node.metadata.name.as_deref().unwrap_or_default();
+            let labelled = node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(name))
+                .map(String::as_str)
+                == Some("provisioned");
+            let recorded = node
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(&node_key));
+            labelled
+                && (recorded == Some(&wanted)
+                    || (recorded.is_none() && installed_in_batch.contains(node_name)))
+        })
+        .count()
+}
+
+/// Which images a rebuild checks again (those of ModuleImagesConfig `namespace/mic`, or just `image`), for which
+/// kernels.
+fn rebuild(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) -> Vec<String> {
+    let images: Vec<String> = data
+        .mic(namespace, mic)
+        .into_iter()
+        .flat_map(|mic| mic.spec.images.iter())
+        .filter(|entry| image.is_none_or(|wanted| entry.spec.image == wanted))
+        .map(|entry| {
+            format!(
+                "{} (kernel {})",
+                entry.spec.image, entry.spec.kernel_version
+            )
+        })
+        .collect();
+    if images.is_empty() {
+        return image
+            .map(|image| {
+                vec![format!(
+                    "{image} is checked again, and built if the registry lacks it."
+                )]
+            })
+            .unwrap_or_default();
+    }
+    let count = match images.len() {
+        1 => "1 image is".to_owned(),
+        n => format!("{n} images are"),
+    };
+    vec![format!(
+        "{count} checked again, each built (and signed) if the registry lacks it: {}",
+        names(&images)
+    )]
+}
+
+/// What pausing or resuming does now.
+fn pause(shim: &Shim, paused: bool) -> Vec<String> {
+    let installing = nodes_in(shim, ShimNodeState::Pending, None);
+    let waiting = nodes_in(shim, ShimNodeState::Waiting, None);
+    if paused {
+        let running = if installing.is_empty() {
+            "No installer runs now".to_owned()
+        } else {
+            format!(
+                "The {} installers running finish ({})",
+                installing.len(),
+                names(&installing)
+            )
+        };
+        vec![format!(
+            "{running}; no new batch starts, and {} waiting nodes wait until it resumes.",
+            waiting.len()
+        )]
+    } else {
+        vec![format!(
+            "The {} waiting nodes ({}) are installed batch by batch again.",
+            waiting.len(),
+            names(&waiting)
+        )]
+    }
+}
+
+/// Which failed installs a retry starts again.
+fn retry(shim: &Shim, chosen: &[String]) -> Vec<String> {
+    let failed: Vec<String> = nodes_in(shim, ShimNodeState::Failed, None)
+        .into_iter()
+        .filter(|node| chosen.is_empty() || chosen.contains(node))
+        .collect();
+    vec![format!(
+        "Deletes the failed installer pods of {} nodes ({}); the engine installs each again.",
+        failed.len(),
+        names(&failed)
+    )]
+}
+
+/// Where a pull starts again.
+fn repull(
+    detail: &cache_detail::CacheDetail,
+    image: Option<&str>,
+    node: Option<&str>,
+) -> Vec<String> {
+    match (image, node) {
+        (Some(image), Some(node)) => vec![format!("A pull pod pulls {image} on {node} once more.")],
+        (Some(image), None) => {
+            let coverage = detail.images.iter().find(|i| i.image == image);
+            vec![format!(
+                "A pull pod on each of the {} nodes meant to hold {image} ({} hold it now).",
+                coverage.map_or(0, |c| c.wanted),
+                coverage.map_or(0, |c| c.cached)
+            )]
+        }
+        _ => vec![format!(
+            "Every image ({}) is pulled again on each node meant to hold it ({} nodes).",
+            detail.images.len(),
+            detail.nodes.len()
+        )],
+    }
+}
+
+/// What a purge removes, from where.
+fn purge(detail: &cache_detail::CacheDetail) -> Vec<String> {
+    let images: Vec<String> = detail.images.iter().map(|i| i.image.clone()).collect();
+    vec![format!(
+        "Removes {} images ({}) from {} nodes; the cache then stays purged.",
+        images.len(),
+        names(&images),
+        detail.nodes.len()
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::data::Kind;
+    use crate::tui::sample::sample;
+    use crate::tui::target::Target;
+
+    fn shim(name: &str) -> Target {
+        Target::cluster(Kind::Shim, name)
+    }
+
+    #[test]
+    fn a_retry_names_the_failed_nodes_it_installs_again() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::RetryNodes {
+                shim: shim("broken-spin"),
+                nodes: Vec::new(),
+            },
+        );
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("Deletes the failed installer pods of 1 nodes (worker-"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_pause_names_the_installs_that_finish_and_the_nodes_that_wait() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::SetPaused {
+                shim: shim("spin-v2"),
+                paused: true,
+            },
+        );
+        assert_eq!(
+            lines,
+            [
+                "No installer runs now; no new batch starts, and 38 waiting nodes wait until it resumes."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_purge_names_the_images_and_how_many_nodes_lose_them() {
+        let data = sample(12, 40);
+        let lines = consequences(
+            &data,
+            &WriteRequest::Purge {
+                cache: Target::namespaced(Kind::ImageCache, "acme", "warm-web"),
+            },
+        );
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("Removes "), "{lines:?}");
+        assert!(
+            lines[0].contains(" nodes; the cache then stays purged."),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn names_show_the_first_few_then_a_count() {
+        let list: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+        assert_eq!(names(&list), "n0, n1, n2, n3 and 2 more");
+        assert_eq!(names(&list[..2]), "n0, n1");
+    }
+}
