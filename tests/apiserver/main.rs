@@ -16,4 +16,5 @@ mod protobuf;
 mod rbac;
 mod samples;
 mod selectors;
+mod validation;
 mod watch;

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod builtin;
 pub mod context;
 pub mod controllers;
+pub mod defaults;
 pub mod discovery;
 pub mod errors;
 pub mod events;
@@ -28,6 +29,7 @@ pub mod request;
 pub mod schema;
 pub mod selector;
 pub mod table;
+pub mod validation;
 
 use std::convert::Infallible;
 use std::future::Future;
