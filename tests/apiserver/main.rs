@@ -16,5 +16,6 @@ mod protobuf;
 mod rbac;
 mod samples;
 mod selectors;
+mod status;
 mod validation;
 mod watch;

@@ -494,5 +494,5 @@ pub fn bytes_response(
 /// The `metav1.Status` response for an error.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let status = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &error.to_status())
+    bytes_response(status, Bytes::from(error.to_body()), "application/json")
 }
