@@ -7,6 +7,7 @@ mod crud;
 mod durable;
 mod escalation;
 mod events;
+mod every_cluster;
 mod gc;
 mod lifecycle;
 mod malformed;
