@@ -162,7 +162,15 @@ async fn bodies_and_objects_are_bounded_as_in_kube_apiserver() {
             "metadata": {"name": name}, "data": {"a": "x".repeat(bytes)}}))
         .unwrap()
     };
+    // An Event's message has no limit of its own, so only the store's bounds it.
+    let event = |name: &str, bytes: usize| {
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "message": "x".repeat(bytes)}))
+        .unwrap()
+    };
     let collection = "/api/v1/namespaces/default/configmaps";
+    let events = "/api/v1/namespaces/default/events";
     let (code, status) = send(
         &client,
         Method::POST,
@@ -180,21 +188,37 @@ async fn bodies_and_objects_are_bounded_as_in_kube_apiserver() {
         big("large", 1600 << 10),
     )
     .await;
+    assert_eq!(code, 422, "a ConfigMap holds at most 1 MiB: {status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Too long: may not be more than 1048576 bytes"),
+        "{status}"
+    );
+    let (code, status) = send(
+        &client,
+        Method::POST,
+        events,
+        "application/json",
+        event("large", 1600 << 10),
+    )
+    .await;
     assert_eq!(code, 413, "{status}");
     let (code, status) = send(
         &client,
         Method::POST,
-        collection,
+        events,
         "application/json",
-        big("grown", 1 << 20),
+        event("grown", 1 << 20),
     )
     .await;
     assert_eq!(code, 201, "{status}");
-    let grow = json!({"data": {"b": "y".repeat(700 << 10)}}).to_string();
+    let grow = json!({"message": "y".repeat((1 << 20) + (700 << 10))}).to_string();
     let (code, status) = send(
         &client,
         Method::PATCH,
-        &format!("{collection}/grown"),
+        &format!("{events}/grown"),
         "application/merge-patch+json",
         grow,
     )

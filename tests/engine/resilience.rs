@@ -77,6 +77,10 @@ fn rbac_without(family: Family, resource: &str) -> (EngineRbac, EngineRbac) {
             resources.retain(|r| r != resource);
         }
     }
+    // A rule left without resources is refused by kube-apiserver; drop it rather than keep it empty.
+    if let Some(rules) = short.cluster_role.rules.as_mut() {
+        rules.retain(|rule| rule.resources.as_ref().is_none_or(|r| !r.is_empty()));
+    }
     (full, short)
 }
 

@@ -251,6 +251,27 @@ k apply --server-side -f "$HERE/ssa-v2.yaml" >/dev/null
 expect_eq "fields dropped from an apply are removed, others' stay" "mine= shared=from-other owner=kubectl" \
     "$(jp cm/ssa 'mine={.data.mine} shared={.data.shared} owner={.metadata.labels.owner}')"
 
+step "server-side apply of an ordinary Deployment, whose port's protocol the server defaults"
+expect_match "a Deployment with a port without protocol" 'deployment.apps/ssa-web serverside-applied' \
+    "$(k apply --server-side -f "$HERE/ssa-deployment.yaml")"
+expect_eq "the port's protocol is TCP" "TCP" "$(jp deployment/ssa-web '{.spec.template.spec.containers[0].ports[0].protocol}')"
+expect_eq "the probe's period is defaulted" "10" \
+    "$(jp deployment/ssa-web '{.spec.template.spec.containers[0].readinessProbe.periodSeconds}')"
+expect_match "applied again" 'deployment.apps/ssa-web serverside-applied' \
+    "$(k apply --server-side -f "$HERE/ssa-deployment.yaml")"
+
+step "built-in objects are validated as kube-apiserver validates them"
+expect_fail 'spec.containers\[0\].name: Invalid value: "Foo_Bar"' k create -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-container}
+spec: {containers: [{name: Foo_Bar, image: nginx}]}
+EOF
+resources=$(kubectl api-resources)
+expect_match "services are discovered" '^services +svc +v1 +true +Service' "$resources"
+expect_match "replication controllers are discovered" '^replicationcontrollers +rc +v1 +true +ReplicationController' "$resources"
+expect_match "API services are discovered" '^apiservices +apiregistration.k8s.io/v1 +false +APIService' "$resources"
+
 step "replace with a stale object fails with Conflict"
 k get cm alpha -o yaml >"$WORK/stale.yaml"
 k label cm alpha bumped=yes >/dev/null

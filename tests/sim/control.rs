@@ -235,7 +235,8 @@ async fn selectors_affinity_tolerations_and_readiness_decide_the_node() {
     create_pod(
         &client,
         "anywhere-but-a",
-        json!({"affinity": required(json!([]), json!([{"key": "metadata.name", "operator": "NotIn", "values": ["a", "b"]}])),
+        json!({"affinity": required(json!([]), json!([{"key": "metadata.name", "operator": "NotIn", "values": ["a"]},
+                                                    {"key": "metadata.name", "operator": "NotIn", "values": ["b"]}])),
                "tolerations": [{"operator": "Exists"}]}),
     )
     .await;

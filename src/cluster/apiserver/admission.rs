@@ -1,6 +1,6 @@
 //! The admission pipeline every create, update and patch goes through, in kube-apiserver's order: decode (unknown
-//! fields found and dropped), defaults, structural validation, the project's own validation of its kinds, and
-//! RBAC's guard against escalation.
+//! fields found and dropped), defaults, validation (kube-apiserver's rules for built-in kinds, structural schemas
+//! for custom ones, then the project's own rules for its kinds), and RBAC's guard against escalation.
 
 use std::sync::Arc;
 
@@ -9,11 +9,14 @@ use serde_json::{Value, json};
 use super::auth::authorizer::RBAC_GROUP;
 use super::auth::escalation;
 use super::builtin;
+use super::cluster_ip;
 use super::context::{FieldValidation, RequestContext};
+use super::defaults;
 use super::errors::{ApiError, Cause};
 use super::patch::{self, ListKind, ListTypes};
 use super::registry::{self, Origin, ResourceType};
 use super::schema::{ListType, Schema};
+use super::validation as builtin_validation;
 use super::{ApiServer, objects};
 use crate::api::validation;
 
@@ -29,7 +32,7 @@ pub fn admit(
     let unknown = match &rt.origin {
         Origin::Builtin => {
             let unknown = builtin::decode(rt, obj, old.filter(|_| old_is_stored_form(ctx)))?;
-            builtin::apply_defaults(rt, obj);
+            defaults::apply(rt, obj);
             unknown
         }
         Origin::Custom { .. } => match rt.schema(&ctx.path.version) {
@@ -73,10 +76,14 @@ pub fn admit(
             .collect(),
         _ => Vec::new(),
     };
-    let mut causes = builtin_rules(rt, obj);
-    causes.extend(old.and_then(|old| changed_role_ref(rt, obj, old)));
-    if !causes.is_empty() {
-        return Err(invalid(ctx, obj, causes));
+    if rt.group.is_empty() && rt.plural == "services" && ctx.path.subresource.is_none() {
+        cluster_ip::assign(server, obj, old)?;
+    }
+    if matches!(rt.origin, Origin::Builtin) && ctx.path.subresource.is_none() {
+        let causes = builtin_validation::validate(rt, obj, old);
+        if !causes.is_empty() {
+            return Err(invalid(ctx, obj, causes));
+        }
     }
     let api_version = obj
         .get("apiVersion")
@@ -119,22 +126,6 @@ pub fn admit(
     Ok(warnings)
 }
 
-/// A binding's `roleRef` is fixed at creation (kube-apiserver's rule): changing it would re-grant every subject
-/// at once, so one must delete the binding and create another.
-fn changed_role_ref(rt: &ResourceType, new: &Value, old: &Value) -> Option<Cause> {
-    let is_binding = rt.group == RBAC_GROUP
-        && matches!(rt.plural.as_str(), "rolebindings" | "clusterrolebindings");
-    let (was, now) = (old.get("roleRef")?, new.get("roleRef"));
-    (is_binding && now != Some(was)).then(|| Cause {
-        reason: "FieldValueInvalid".into(),
-        message: format!(
-            "Invalid value: {}: cannot change roleRef",
-            now.map_or_else(|| "null".to_owned(), Value::to_string)
-        ),
-        field: "roleRef".into(),
-    })
-}
-
 /// Whether the `old` a write compares with is the object exactly as stored (no other version or API's form), and
 /// so already decoded and normalised.
 fn old_is_stored_form(ctx: &RequestContext) -> bool {
@@ -147,49 +138,6 @@ fn invalid(ctx: &RequestContext, obj: &Value, causes: Vec<Cause>) -> ApiError {
         .and_then(Value::as_str)
         .unwrap_or(ctx.name());
     ApiError::invalid(&ctx.rt.group, &ctx.rt.kind, name, causes)
-}
-
-/// The validation kube-apiserver does on built-in kinds that clients commonly get wrong.
-fn builtin_rules(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let required = |field: &str| Cause {
-        reason: "FieldValueRequired".into(),
-        message: "Required value".into(),
-        field: field.into(),
-    };
-    let pod_spec = match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "pods") => obj.get("spec").map(|s| (s, "spec")),
-        ("apps", "deployments" | "replicasets" | "daemonsets") | ("batch", "jobs") => obj
-            .pointer("/spec/template/spec")
-            .map(|s| (s, "spec.template.spec")),
-        _ => None,
-    };
-    if matches!(
-        (rt.group.as_str(), rt.plural.as_str()),
-        ("", "pods") | ("apps", "deployments" | "replicasets" | "daemonsets") | ("batch", "jobs")
-    ) && pod_spec.is_none()
-    {
-        causes.push(required(if rt.plural == "pods" {
-            "spec"
-        } else {
-            "spec.template.spec"
-        }));
-    }
-    if let Some((spec, at)) = pod_spec {
-        match spec.get("containers").and_then(Value::as_array) {
-            Some(containers) if !containers.is_empty() => {
-                for (i, c) in containers.iter().enumerate() {
-                    for key in ["name", "image"] {
-                        if c.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
-                            causes.push(required(&format!("{at}.containers[{i}].{key}")));
-                        }
-                    }
-                }
-            }
-            _ => causes.push(required(&format!("{at}.containers"))),
-        }
-    }
-    causes
 }
 
 /// CRDs: the name must be `plural.group`, the CRD must be servable, and it is accepted and established at once.
@@ -253,6 +201,10 @@ struct BuiltinListTypes(&'static dyn ListTypes);
 impl ListTypes for BuiltinListTypes {
     fn list_kind(&self, path: &[&str]) -> ListKind {
         self.0.list_kind(path)
+    }
+
+    fn key_default(&self, path: &[&str], key: &str) -> Option<Value> {
+        self.0.key_default(path, key)
     }
 }
 

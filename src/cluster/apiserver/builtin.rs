@@ -1,15 +1,15 @@
-//! Decoding, pruning and defaulting of built-in kinds.
+//! Decoding and pruning of built-in kinds.
 //!
 //! kube-apiserver decodes built-in objects into Go structs, which drops unknown fields (an error under
 //! `fieldValidation=Strict`) and rejects wrongly typed ones. We get the same behaviour by round-tripping through the
-//! k8s-openapi types: whatever does not survive the round trip is an unknown field. The defaults applied afterwards
-//! are the ones clients and controllers rely on seeing (pod restart policy, image pull policy, namespace phase, ...).
+//! k8s-openapi types: whatever does not survive the round trip is an unknown field. Defaults are applied afterwards,
+//! by [`super::defaults`].
 
-use base64::Engine;
 use k8s_openapi::api;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::errors::ApiError;
 use super::registry::ResourceType;
@@ -64,6 +64,12 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("rbac.authorization.k8s.io", "roles") => round_trip::<api::rbac::v1::Role>,
         ("rbac.authorization.k8s.io", "rolebindings") => round_trip::<api::rbac::v1::RoleBinding>,
         ("batch", "jobs") => round_trip::<api::batch::v1::Job>,
+        ("batch", "cronjobs") => round_trip::<api::batch::v1::CronJob>,
+        ("", "services") => round_trip::<api::core::v1::Service>,
+        ("", "replicationcontrollers") => round_trip::<api::core::v1::ReplicationController>,
+        ("policy", "poddisruptionbudgets") => round_trip::<api::policy::v1::PodDisruptionBudget>,
+        ("discovery.k8s.io", "endpointslices") => round_trip::<api::discovery::v1::EndpointSlice>,
+        ("apiregistration.k8s.io", "apiservices") => round_trip::<APIService>,
         ("node.k8s.io", "runtimeclasses") => round_trip::<api::node::v1::RuntimeClass>,
         ("coordination.k8s.io", "leases") => round_trip::<api::coordination::v1::Lease>,
         ("events.k8s.io", "events") => round_trip::<api::events::v1::Event>,
@@ -179,182 +185,11 @@ fn unknown_fields(input: &Value, decoded: &Value, path: &str, out: &mut Vec<Stri
     }
 }
 
-/// Apply the defaults kube-apiserver applies on create and update.
-pub fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
-    match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "pods") => {
-            if let Some(spec) = obj.get_mut("spec") {
-                default_pod_spec(spec);
-            }
-        }
-        ("", "namespaces") => {
-            let name = obj
-                .pointer("/metadata/name")
-                .cloned()
-                .unwrap_or(Value::Null);
-            set_default(
-                obj,
-                &["metadata", "labels", "kubernetes.io/metadata.name"],
-                name,
-            );
-            set_default(obj, &["spec", "finalizers"], json!(["kubernetes"]));
-            set_default(obj, &["status", "phase"], json!("Active"));
-        }
-        ("", "secrets") => {
-            set_default(obj, &["type"], json!("Opaque"));
-            merge_string_data(obj);
-        }
-        ("apps", "deployments") => {
-            drop_if_empty(obj, "/spec/strategy");
-            set_default(obj, &["spec", "replicas"], json!(1));
-            set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
-            set_default(obj, &["spec", "progressDeadlineSeconds"], json!(600));
-            set_default(
-                obj,
-                &["spec", "strategy"],
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
-            );
-            default_template(obj);
-        }
-        ("apps", "replicasets") => {
-            set_default(obj, &["spec", "replicas"], json!(1));
-            default_template(obj);
-        }
-        ("apps", "daemonsets") => {
-            drop_if_empty(obj, "/spec/updateStrategy");
-            set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
-            set_default(
-                obj,
-                &["spec", "updateStrategy"],
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}),
-            );
-            default_template(obj);
-        }
-        ("batch", "jobs") => {
-            set_default(obj, &["spec", "backoffLimit"], json!(6));
-            set_default(obj, &["spec", "completions"], json!(1));
-            set_default(obj, &["spec", "parallelism"], json!(1));
-            set_default(obj, &["spec", "completionMode"], json!("NonIndexed"));
-            set_default(obj, &["spec", "suspend"], json!(false));
-            default_template(obj);
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            set_default(obj, &["spec", "conversion"], json!({"strategy": "None"}));
-        }
-        _ => {}
-    }
-}
-
-fn default_template(obj: &mut Value) {
-    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
-        default_pod_spec(spec);
-    }
-}
-
-fn default_pod_spec(spec: &mut Value) {
-    set_default(spec, &["restartPolicy"], json!("Always"));
-    set_default(spec, &["dnsPolicy"], json!("ClusterFirst"));
-    set_default(spec, &["schedulerName"], json!("default-scheduler"));
-    set_default(spec, &["terminationGracePeriodSeconds"], json!(30));
-    set_default(spec, &["securityContext"], json!({}));
-    for list in ["containers", "initContainers"] {
-        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
-            for c in containers {
-                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                let policy = if image_tag_is_latest(image) {
-                    "Always"
-                } else {
-                    "IfNotPresent"
-                };
-                set_default(c, &["imagePullPolicy"], json!(policy));
-                set_default(
-                    c,
-                    &["terminationMessagePath"],
-                    json!("/dev/termination-log"),
-                );
-                set_default(c, &["terminationMessagePolicy"], json!("File"));
-            }
-        }
-    }
-}
-
-/// An image without a tag or digest, or tagged `latest`, is pulled `Always` by default.
-fn image_tag_is_latest(image: &str) -> bool {
-    if image.contains('@') {
-        return false;
-    }
-    let last = image.rsplit('/').next().unwrap_or(image);
-    match last.rsplit_once(':') {
-        Some((_, tag)) => tag == "latest",
-        None => true,
-    }
-}
-
-/// Remove an empty object at `pointer`, which Go clients send for a struct they leave zero (kubectl's
-/// `create deployment` sends `strategy: {}`), so that its default applies as kube-apiserver applies it.
-fn drop_if_empty(obj: &mut Value, pointer: &str) {
-    let Some((parent, key)) = pointer.rsplit_once('/') else {
-        return;
-    };
-    if let Some(map) = obj.pointer_mut(parent).and_then(Value::as_object_mut)
-        && map
-            .get(key)
-            .is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
-    {
-        map.remove(key);
-    }
-}
-
-/// Set `path` to `value` unless something is there already.
-fn set_default(obj: &mut Value, path: &[&str], value: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut cur = obj;
-    for key in parents {
-        if !cur.is_object() {
-            return;
-        }
-        cur = cur
-            .as_object_mut()
-            .expect("checked object")
-            .entry(key.to_string())
-            .or_insert_with(|| json!({}));
-    }
-    if let Some(map) = cur.as_object_mut() {
-        map.entry(last.to_string()).or_insert(value);
-    }
-}
-
-/// Secrets: `stringData` is a write-only convenience folded into `data` (base64), as the real server does.
-fn merge_string_data(obj: &mut Value) {
-    let Some(string_data) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
-        return;
-    };
-    let Value::Object(entries) = string_data else {
-        return;
-    };
-    let data = obj
-        .as_object_mut()
-        .expect("secret is an object")
-        .entry("data")
-        .or_insert_with(|| json!({}));
-    if let Some(data) = data.as_object_mut() {
-        for (key, value) in entries {
-            if let Some(text) = value.as_str() {
-                data.insert(
-                    key,
-                    json!(base64::engine::general_purpose::STANDARD.encode(text)),
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::apiserver::registry::Registry;
+    use serde_json::json;
 
     #[test]
     fn unknown_fields_are_reported_and_dropped() {
@@ -377,7 +212,7 @@ mod tests {
             "spec": {"containers": [{"name": "c", "image": "nginx:1", "args": ["a"]}], "nodeName": "n1"},
             "status": {"phase": "Pending", "qosClass": "BestEffort"}});
         decode(rt, &mut pod, None).unwrap();
-        apply_defaults(rt, &mut pod);
+        super::super::defaults::apply(rt, &mut pod);
         pod
     }
 
@@ -445,30 +280,5 @@ mod tests {
             "{}",
             err.message
         );
-    }
-
-    #[test]
-    fn pod_defaults_follow_the_image_tag() {
-        let registry = Registry::with_builtins();
-        let rt = registry.get("", "pods").unwrap();
-        let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "quay.io/x/y:1.2"}]}});
-        apply_defaults(&rt, &mut pod);
-        assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
-        assert_eq!(
-            pod["spec"]["containers"][1]["imagePullPolicy"],
-            "IfNotPresent"
-        );
-        assert_eq!(pod["spec"]["restartPolicy"], "Always");
-    }
-
-    #[test]
-    fn secret_string_data_becomes_data() {
-        let registry = Registry::with_builtins();
-        let rt = registry.get("", "secrets").unwrap();
-        let mut secret = json!({"stringData": {"token": "abc"}});
-        apply_defaults(&rt, &mut secret);
-        assert_eq!(secret["data"]["token"], "YWJj");
-        assert_eq!(secret["type"], "Opaque");
-        assert!(secret.get("stringData").is_none());
     }
 }

@@ -256,7 +256,9 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", message)
     }
 
-    /// The `metav1.Status` document for this error.
+    /// The `metav1.Status` document for this error, its fields in the order kube-apiserver writes them (`code`
+    /// last, after `details`), empty `details` fields left out as Go's `omitempty` leaves them: some clients
+    /// compare error bodies as text.
     pub fn to_status(&self) -> Value {
         let mut status = json!({
             "kind": "Status",
@@ -265,23 +267,34 @@ impl ApiError {
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         });
         if let Some(d) = &self.details {
-            let mut details = json!({ "name": d.name, "kind": d.kind });
-            if !d.group.is_empty() {
-                details["group"] = json!(d.group);
+            let mut details = serde_json::Map::new();
+            for (key, value) in [("name", &d.name), ("group", &d.group), ("kind", &d.kind)] {
+                if !value.is_empty() {
+                    details.insert(key.into(), json!(value));
+                }
             }
             if !d.causes.is_empty() {
-                details["causes"] = d
+                let causes = d
                     .causes
                     .iter()
                     .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
                     .collect();
+                details.insert("causes".into(), Value::Array(causes));
             }
-            status["details"] = details;
+            status["details"] = Value::Object(details);
         }
+        status["code"] = json!(self.code);
         status
+    }
+
+    /// The body of an error response: the Status as JSON and a newline, byte for byte what kube-apiserver's
+    /// encoder writes.
+    pub fn to_body(&self) -> Vec<u8> {
+        let mut body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        body.push(b'\n');
+        body
     }
 }
 

@@ -10,8 +10,10 @@
 pub mod admission;
 pub mod auth;
 pub mod builtin;
+pub mod cluster_ip;
 pub mod context;
 pub mod controllers;
+pub mod defaults;
 pub mod discovery;
 pub mod errors;
 pub mod events;
@@ -28,6 +30,7 @@ pub mod request;
 pub mod schema;
 pub mod selector;
 pub mod table;
+pub mod validation;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -492,5 +495,5 @@ pub fn bytes_response(
 /// The `metav1.Status` response for an error.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let status = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &error.to_status())
+    bytes_response(status, Bytes::from(error.to_body()), "application/json")
 }

@@ -84,6 +84,8 @@ pub fn check_path_segment(name: &str) -> Option<String> {
 pub fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
     let problem = if rt.group.is_empty() && rt.plural == "namespaces" {
         check_label(name)
+    } else if rt.group.is_empty() && rt.plural == "services" {
+        first_problem(names::dns1035_label_errors(name))
     } else if rt.group == "rbac.authorization.k8s.io" {
         check_path_segment(name)
     } else {

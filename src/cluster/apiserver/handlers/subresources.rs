@@ -87,7 +87,7 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
 /// kube-apiserver's `EvictionsRetry` does.
 const EVICTION_ATTEMPTS: usize = 5;
 
-/// `pods/eviction`: delete the pod (no PodDisruptionBudgets exist in the embedded cluster). The pod is deleted as it
+/// `pods/eviction`: delete the pod (PodDisruptionBudgets are stored but not consulted). The pod is deleted as it
 /// is read; a write in between (its kubelet reporting status) makes the eviction read it again rather than fail, so a
 /// drain is not refused for a pod that merely changed.
 fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {

@@ -85,7 +85,7 @@ fn create_object(
             .clone()
             .unwrap_or_else(|| objects::generate_name(generate.as_deref().unwrap_or("")));
         objects::meta_mut(&mut candidate).insert("name".into(), json!(name));
-        if let Some(cause) = objects::check_name(&ctx.rt, &name) {
+        if let Some(cause) = custom_name_problem(ctx, &name) {
             return Err(ApiError::invalid(
                 &ctx.rt.group,
                 &ctx.rt.kind,
@@ -369,7 +369,7 @@ fn apply_create(
         objects::meta_mut(&mut create_ctx_obj).insert("namespace".into(), json!(ctx.namespace()));
         namespace_accepts_content(server, ctx.namespace())?;
     }
-    if let Some(cause) = objects::check_name(&ctx.rt, ctx.name()) {
+    if let Some(cause) = custom_name_problem(ctx, ctx.name()) {
         return Err(ApiError::invalid(
             &ctx.rt.group,
             &ctx.rt.kind,
@@ -533,6 +533,15 @@ fn namespace_accepts_content(server: &ApiServer, namespace: &str) -> Result<(), 
             "unable to create new content in namespace {namespace} because it is being terminated"
         ))),
         Some(_) => Ok(()),
+    }
+}
+
+/// The name rule of a custom resource, checked before admission; a built-in kind's name is checked by its
+/// validation, with its other rules, so every problem comes back in one answer.
+fn custom_name_problem(ctx: &RequestContext, name: &str) -> Option<Cause> {
+    match ctx.rt.origin {
+        registry::Origin::Builtin => None,
+        registry::Origin::Custom { .. } => objects::check_name(&ctx.rt, name),
     }
 }
 

@@ -126,6 +126,14 @@ pub fn encode_body(object: &Value) -> Result<Vec<u8>, ApiError> {
     Ok(body)
 }
 
+/// Built-in kinds served in JSON (and YAML) only: the bundled descriptor set predates them, so a protobuf body of
+/// one is refused with 415 naming the media types that are accepted.
+pub const JSON_ONLY: &[(&str, &str)] = &[
+    ("policy", "PodDisruptionBudget"),
+    ("discovery.k8s.io", "EndpointSlice"),
+    ("apiregistration.k8s.io", "APIService"),
+];
+
 /// The message of a kind in a group version, or of a `meta.k8s.io` kind (`DeleteOptions`) sent under any group.
 pub fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));

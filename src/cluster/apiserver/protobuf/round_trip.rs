@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use super::decode::special;
 use super::encode::{is_inline, is_items_wrapper, json_name};
-use super::{decode_body, encode_body, message_for};
+use super::{JSON_ONLY, decode_body, encode_body, message_for};
 use crate::cluster::apiserver::builtin;
 use crate::cluster::apiserver::registry::{Origin, Registry, ResourceType};
 
@@ -218,7 +218,24 @@ fn served_builtins() -> Vec<std::sync::Arc<ResourceType>> {
         .all()
         .into_iter()
         .filter(|rt| matches!(rt.origin, Origin::Builtin))
+        .filter(|rt| !JSON_ONLY.contains(&(rt.group.as_str(), rt.kind.as_str())))
         .collect()
+}
+
+#[test]
+fn the_kinds_served_in_json_only_have_no_message() {
+    for (group, kind) in JSON_ONLY {
+        let registry = Registry::with_builtins();
+        let rt = registry
+            .all()
+            .into_iter()
+            .find(|rt| rt.group == *group && rt.kind == *kind)
+            .expect("a served kind");
+        assert!(
+            message_for(&rt.api_version(&rt.storage_version), kind).is_none(),
+            "{kind} has a message now"
+        );
+    }
 }
 
 #[test]
