@@ -187,6 +187,13 @@ impl ApiMetrics {
             "Events kept for watches to resume from",
             history,
         );
+        let history_bytes = Gauge::<i64>::default();
+        history_bytes.set(i64::try_from(usage.history_bytes).unwrap_or(i64::MAX));
+        registry.register(
+            "apiserver_watch_history_size_bytes",
+            "Bytes of stored JSON the events kept for watches carry",
+            history_bytes,
+        );
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry)
             .expect("writing to a String cannot fail");
@@ -279,6 +286,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("apiserver_watch_history_events 0"), "{text}");
+        assert!(
+            text.contains("apiserver_watch_history_size_bytes 0"),
+            "{text}"
+        );
         drop(watch);
         assert!(
             metrics

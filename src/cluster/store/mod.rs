@@ -149,6 +149,9 @@ pub struct StoreUsage {
     pub resources: Vec<ResourceUsage>,
     /// Events kept in memory for watches to resume from.
     pub history: usize,
+    /// The serialised bytes of the objects those events carry: memory that grows with writes up to the store's
+    /// history bound ([`DEFAULT_HISTORY_BYTES`]) and then holds, which a memory trend has to tell from a leak.
+    pub history_bytes: usize,
 }
 
 /// Objects and bytes of one resource.
@@ -646,6 +649,7 @@ impl Store {
         StoreUsage {
             resources,
             history: state.history.len(),
+            history_bytes: state.history_bytes,
         }
     }
 

@@ -21,7 +21,7 @@
 //!
 //! The report says which faults were injected, the violations with their detail, the time to converge after the
 //! last fault, and the peak resident memory of the server and of this process (and, for long runs, whether it stayed
-//! flat). Reproduce a run with its seed: `SOAK_SEED=<seed>`.
+//! flat: the server's less its watch history, which fills up to the store's bound and then holds). Reproduce a run with its seed: `SOAK_SEED=<seed>`.
 
 mod convergence;
 mod engines;
@@ -124,8 +124,44 @@ impl Config {
 struct Sample {
     at: Duration,
     soak_kib: u64,
-    /// The server's, with the run it belongs to and how long that run had been up.
-    server: Option<(u64, usize, Duration)>,
+    server: Option<ServerSample>,
+}
+
+/// The API server's resident memory at a sample.
+#[derive(Clone, Copy)]
+struct ServerSample {
+    kib: u64,
+    /// What its watch history holds (`apiserver_watch_history_size_bytes`): it grows with writes up to the store's
+    /// bound and then holds, across restarts too (a restart loads it back), so the trend is judged without it.
+    history_kib: u64,
+    /// The run it belongs to.
+    run: usize,
+    /// How long that run had been up.
+    age: Duration,
+}
+
+impl ServerSample {
+    /// Resident memory less the watch history.
+    fn net_kib(&self) -> u64 {
+        self.kib.saturating_sub(self.history_kib)
+    }
+}
+
+/// Whether the next memory sample is due (one every 2 s).
+fn sample_due(samples: &[Sample], started: Instant) -> bool {
+    samples
+        .last()
+        .is_none_or(|last| started.elapsed() >= last.at + Duration::from_secs(2))
+}
+
+/// The bytes the API server's watch history holds, from its metrics, in KiB; none while it does not answer.
+async fn history_kib(client: &kube::Client) -> Option<u64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let text = client.request_text(request).await.ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("apiserver_watch_history_size_bytes "))
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(|bytes| bytes / 1024)
 }
 
 /// What a run did and found.
@@ -298,22 +334,23 @@ async fn soak(config: Config) -> Report {
 
     let mut samples = Vec::new();
     let mut server_started = (chaos.server.runs, Instant::now());
-    let mut sample = |chaos: &Chaos, samples: &mut Vec<Sample>| {
+    let mut sample = |chaos: &Chaos, samples: &mut Vec<Sample>, history_kib: Option<u64>| {
         if chaos.server.runs != server_started.0 {
             server_started = (chaos.server.runs, Instant::now());
         }
-        let last = samples.last().map(|s: &Sample| s.at);
-        let at = started.elapsed();
-        if last.is_some_and(|last| at < last + Duration::from_secs(2)) {
-            return;
-        }
+        let server = match (chaos.server.rss_kib(), history_kib) {
+            (Some(kib), Some(history_kib)) => Some(ServerSample {
+                kib,
+                history_kib,
+                run: server_started.0,
+                age: server_started.1.elapsed(),
+            }),
+            _ => None,
+        };
         samples.push(Sample {
-            at,
+            at: started.elapsed(),
             soak_kib: status_kib("/proc/self/status", "VmRSS:").unwrap_or(0),
-            server: chaos
-                .server
-                .rss_kib()
-                .map(|kib| (kib, server_started.0, server_started.1.elapsed())),
+            server,
         });
     };
 
@@ -323,7 +360,10 @@ async fn soak(config: Config) -> Report {
     let mut progress = Instant::now();
     while Instant::now() < faults_end {
         chaos.undo_due(false).await;
-        sample(&chaos, &mut samples);
+        if sample_due(&samples, started) {
+            let history = history_kib(&client).await;
+            sample(&chaos, &mut samples, history);
+        }
         if Instant::now() >= next_fault {
             chaos.strike().await;
             next_fault = Instant::now() + exponential(&mut rng, config.mean_gap);
@@ -351,7 +391,10 @@ async fn soak(config: Config) -> Report {
     );
     let mut missing;
     let converged = loop {
-        sample(&chaos, &mut samples);
+        if sample_due(&samples, started) {
+            let history = history_kib(&client).await;
+            sample(&chaos, &mut samples, history);
+        }
         missing = convergence::missing(&client, &chaos.asked, &nodes).await;
         if missing.is_empty() {
             break Some(last_fault.elapsed());
@@ -434,7 +477,8 @@ fn mib(kib: u64) -> String {
 
 impl Report {
     /// Resident memory after warm-up (the first quarter of the fault phase; for the server, the first 30 s of each
-    /// run): (soak, server) growth from the first third of the samples to the last.
+    /// run): (soak, server) growth from the first third of the samples to the last. The server's is judged less its
+    /// watch history, a cache bounded by design that fills with writes over the first minutes.
     fn memory_growth(&self) -> (Option<Growth>, Option<Growth>) {
         let warm =
             self.samples.first().map_or(Duration::ZERO, |s| s.at) + self.config.fault_phase() / 4;
@@ -449,8 +493,8 @@ impl Report {
             .iter()
             .filter(|s| s.at >= warm)
             .filter_map(|s| s.server)
-            .filter(|(_, _, age)| *age >= Duration::from_secs(30))
-            .map(|(kib, _, _)| kib)
+            .filter(|server| server.age >= Duration::from_secs(30))
+            .map(|server| server.net_kib())
             .collect();
         (growth(&soak), growth(&server))
     }
@@ -490,7 +534,8 @@ impl Report {
         }
         if self.config.flat_memory {
             let (soak, server) = self.memory_growth();
-            for (what, growth) in [("this process", soak), ("the API server", server)] {
+            let server_what = "the API server (less its watch history)";
+            for (what, growth) in [("this process", soak), (server_what, server)] {
                 match growth {
                     Some(growth) if growth.ratio > 0.10 => failures.push(format!(
                         "resident memory of {what} grew {:.0} % after warm-up",
@@ -652,7 +697,14 @@ impl Report {
                 .map(|s| {
                     let server = s
                         .server
-                        .map(|(kib, run, _)| format!("/{} (run {run})", mib(kib)))
+                        .map(|server| {
+                            format!(
+                                "/{} ({} history, run {})",
+                                mib(server.kib),
+                                mib(server.history_kib),
+                                server.run
+                            )
+                        })
                         .unwrap_or_default();
                     format!("{:.0} s {}{server}", s.at.as_secs_f64(), mib(s.soak_kib))
                 })
@@ -663,7 +715,8 @@ impl Report {
             );
         }
         let (soak, server) = self.memory_growth();
-        for (what, growth) in [("this process", soak), ("API server", server)] {
+        let server_what = "API server (less its watch history)";
+        for (what, growth) in [("this process", soak), (server_what, server)] {
             if let Some(growth) = growth {
                 println!(
                     "  {what} after warm-up: {} early, {} late ({:+.1} %)",
