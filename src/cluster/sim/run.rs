@@ -17,8 +17,8 @@ pub struct Simulation {
 impl Simulation {
     /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
     /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
-    /// and the injected ones), the Machine Config Operator, the Deployment and ReplicaSet controllers and the
-    /// follower of injected faults.
+    /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet and ReplicationController
+    /// controllers and the follower of injected faults.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
