@@ -16,7 +16,7 @@ use crate::api::crds;
 pub const MANAGER: &str = "kmm-tui-bootstrap";
 
 /// Namespaces a Kubernetes cluster starts with.
-const NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Install the standard namespaces, the project's CRDs, the OpenShift kinds the Day-0 flow reads and writes
 /// (the embedded cluster plays an OpenShift cluster's Machine Config Operator), and the built-in ClusterRoles

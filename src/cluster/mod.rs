@@ -59,8 +59,9 @@ pub struct EmbeddedCluster {
 }
 
 impl EmbeddedCluster {
-    /// Open the store, start the API server and its controllers, install the namespaces every cluster has and the
-    /// project's CRDs, and (with `listen`) serve HTTPS and write the kubeconfig.
+    /// Open the store, start the API server and its controllers, install the namespaces every cluster has (each
+    /// with its `default` ServiceAccount and root CA ConfigMap) and the project's CRDs, and (with `listen`) serve
+    /// HTTPS and write the kubeconfig.
     pub async fn start(options: EmbeddedOptions) -> anyhow::Result<Self> {
         let history = options.history.unwrap_or(store::DEFAULT_HISTORY);
         let store = match &options.state_dir {
@@ -81,10 +82,19 @@ impl EmbeddedCluster {
             .context("reading when the stored Events were written")?;
         let server = ApiServer::new(Arc::new(store));
         server.start_controllers();
+        // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
+        let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
+        apiserver::controllers::namespace_basics::spawn(server.clone(), tls.ca_pem.clone());
         let client = kube::Client::new(server.clone(), "default");
         bootstrap::run(&client)
             .await
             .context("installing the cluster's namespaces and CRDs")?;
+        apiserver::controllers::namespace_basics::provisioned(
+            &client,
+            bootstrap::NAMESPACES,
+            Duration::from_secs(10),
+        )
+        .await;
         let simulation = match options.scenario {
             Some(scenario) => {
                 Some(sim::run::Simulation::start(server.clone(), client.clone(), scenario).await?)
@@ -94,7 +104,6 @@ impl EmbeddedCluster {
         let stop = CancellationToken::new();
         let (address, kubeconfig) = match options.listen {
             Some(listen) => {
-                let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
                 let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
                     format!("cannot listen on {listen}; is another server using it? Pass --listen 127.0.0.1:0 for any free port")
                 })?;

@@ -60,8 +60,14 @@ async fn typed_round_trip_sets_server_metadata() {
         .unwrap();
     assert!(rv2 > rv, "resourceVersion grows: {rv} -> {rv2}");
 
+    // Beside the namespace's root CA, which every namespace has.
     let list = api.list(&ListParams::default()).await.unwrap();
-    assert_eq!(list.items.len(), 1);
+    let listed: Vec<_> = list
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.name.as_deref())
+        .collect();
+    assert_eq!(listed, ["kube-root-ca.crt", "settings"]);
     assert!(list.metadata.resource_version.is_some());
 
     api.delete("settings", &DeleteParams::default())

@@ -1,12 +1,16 @@
-//! What every cluster has: Services with cluster IPs that stay, and APIService objects stored.
+//! What every cluster has: a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap in every namespace,
+//! Services with cluster IPs that stay, and APIService objects stored.
 
-use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use kmm_tui::cluster::EmbeddedOptions;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
 use serde_json::json;
 
-use super::common::cluster;
+use super::common::{cluster, cluster_with, eventually};
 
 #[tokio::test]
 async fn services_get_cluster_ips_that_stay() {
@@ -72,5 +76,113 @@ async fn api_services_are_stored() {
         .expect("stored");
     let read = api.get("v1beta1.metrics.k8s.io").await.expect("read back");
     assert_eq!(read.data["spec"]["group"], "metrics.k8s.io");
+    cluster.shutdown().await;
+}
+
+/// The `ca.crt` of a namespace's `kube-root-ca.crt`, and the uids of that ConfigMap and of the `default`
+/// ServiceAccount, when both exist.
+async fn basics(client: &kube::Client, namespace: &str) -> Option<(String, String, String)> {
+    let config_map = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get_opt("kube-root-ca.crt")
+        .await
+        .ok()??;
+    let account = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+        .get_opt("default")
+        .await
+        .ok()??;
+    Some((
+        config_map.data.as_ref()?.get("ca.crt")?.clone(),
+        config_map.uid()?,
+        account.uid()?,
+    ))
+}
+
+#[tokio::test]
+async fn every_namespace_has_the_default_service_account_and_the_root_ca() {
+    let state = tempfile::tempdir().unwrap();
+    let cluster = cluster_with(EmbeddedOptions {
+        state_dir: Some(state.path().to_owned()),
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        ..Default::default()
+    })
+    .await;
+    let client = cluster.client();
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(cluster.kubeconfig().unwrap()).unwrap();
+    let authority = kubeconfig.clusters[0]
+        .cluster
+        .as_ref()
+        .and_then(|c| c.certificate_authority_data.clone())
+        .unwrap();
+    let served_ca = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(authority)
+            .unwrap(),
+    )
+    .unwrap();
+    for namespace in ["default", "kube-system"] {
+        eventually(10, &format!("{namespace} has both"), || async {
+            basics(&client, namespace).await.is_some()
+        })
+        .await;
+    }
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually(10, "a new namespace gets both", || async {
+        basics(&client, "fresh").await.is_some()
+    })
+    .await;
+    let (ca, config_map_uid, account_uid) = basics(&client, "fresh").await.unwrap();
+    assert_eq!(ca, served_ca, "the CA the served kubeconfig trusts");
+
+    // Deleted, both come back; a changed certificate is put back.
+    Api::<ConfigMap>::namespaced(client.clone(), "fresh")
+        .delete("kube-root-ca.crt", &DeleteParams::default())
+        .await
+        .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), "fresh")
+        .delete("default", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(10, "both come back", || async {
+        basics(&client, "fresh")
+            .await
+            .is_some_and(|(_, config_map, account)| {
+                config_map != config_map_uid && account != account_uid
+            })
+    })
+    .await;
+    Api::<ConfigMap>::namespaced(client.clone(), "fresh")
+        .patch(
+            "kube-root-ca.crt",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"ca.crt": "tampered"}})),
+        )
+        .await
+        .unwrap();
+    eventually(10, "the certificate is put back", || async {
+        basics(&client, "fresh")
+            .await
+            .is_some_and(|(ca, _, _)| ca == served_ca)
+    })
+    .await;
+
+    // A namespace being deleted still goes, and nothing is created in it meanwhile.
+    Api::<Namespace>::all(client.clone())
+        .delete("fresh", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(10, "the namespace goes", || async {
+        Api::<Namespace>::all(client.clone())
+            .get_opt("fresh")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
     cluster.shutdown().await;
 }

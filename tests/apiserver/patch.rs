@@ -280,12 +280,17 @@ async fn managed_fields_survive_every_kind_of_write_and_read_back_identically() 
     let got = api.get("owned").await.unwrap();
     assert_eq!(got.metadata.managed_fields, applied.metadata.managed_fields);
     let listed = api.list(&ListParams::default()).await.unwrap();
+    let listed = listed
+        .items
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some("owned"))
+        .unwrap();
     assert_eq!(
-        listed.items[0].metadata.managed_fields,
+        listed.metadata.managed_fields,
         applied.metadata.managed_fields
     );
     let mut events = api
-        .watch(&WatchParams::default(), "0")
+        .watch(&WatchParams::default().fields("metadata.name=owned"), "0")
         .await
         .unwrap()
         .boxed();

@@ -47,11 +47,18 @@ async fn label_selector_operators() {
     labelled(&api, "d", &[]).await;
     assert_eq!(names(&api, "app=web").await, ["a", "b"]);
     assert_eq!(names(&api, "app==web").await, ["a", "b"]);
-    assert_eq!(names(&api, "app!=web").await, ["c", "d"]);
+    // The namespace's root CA has no labels, so the selectors that match what lacks a label select it too.
+    assert_eq!(
+        names(&api, "app!=web").await,
+        ["c", "d", "kube-root-ca.crt"]
+    );
     assert_eq!(names(&api, "tier in (front,middle)").await, ["a"]);
-    assert_eq!(names(&api, "tier notin (front)").await, ["b", "c", "d"]);
+    assert_eq!(
+        names(&api, "tier notin (front)").await,
+        ["b", "c", "d", "kube-root-ca.crt"]
+    );
     assert_eq!(names(&api, "tier").await, ["a", "b"]);
-    assert_eq!(names(&api, "!tier").await, ["c", "d"]);
+    assert_eq!(names(&api, "!tier").await, ["c", "d", "kube-root-ca.crt"]);
     assert_eq!(names(&api, "app=web,tier=back").await, ["b"]);
     let err = api
         .list(&ListParams::default().labels("app in ("))
@@ -171,7 +178,9 @@ async fn pagination_is_one_consistent_snapshot() {
         }
     }
     assert_eq!(pages, 3);
-    let expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
+    // The namespace's root CA is listed too, last by name.
+    let mut expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
+    expected.push("kube-root-ca.crt".to_owned());
     assert_eq!(seen, expected);
     let odd = api
         .list(&ListParams::default().labels("batch=odd").limit(5))

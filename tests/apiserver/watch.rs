@@ -236,13 +236,14 @@ async fn bookmarks_and_streaming_lists() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(reader.state().len(), 3);
+    // The three and the namespace's root CA.
+    assert_eq!(reader.state().len(), 4);
     api.create(&PostParams::default(), &cm("d", &[]))
         .await
         .unwrap();
     eventually(5, "reflector sees d", || {
         let reader = reader.clone();
-        async move { reader.state().len() == 4 }
+        async move { reader.state().len() == 5 }
     })
     .await;
     task.abort();

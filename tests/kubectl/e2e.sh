@@ -82,6 +82,9 @@ metadata:
   name: $NS
 EOF
 expect_eq "namespace is active" "Active" "$(kubectl get namespace "$NS" -o jsonpath='{.status.phase}')"
+eventually 10 "the namespace gets its default ServiceAccount" k get serviceaccount default
+eventually 10 "the namespace gets the cluster's CA" k get configmap kube-root-ca.crt
+expect_match "the CA is a certificate" '^-----BEGIN CERTIFICATE-----' "$(jp cm/kube-root-ca.crt '{.data.ca\.crt}')"
 
 step "create, get and list"
 k create -f - <<EOF
@@ -99,7 +102,7 @@ expect_match "list by name" '^configmap/alpha$' "$(k get configmaps -o name)"
 expect_match "table output" '^alpha +1 ' "$(k get cm --no-headers)"
 expect_eq "field selector" "configmap/alpha" "$(k get cm --field-selector metadata.name=alpha -o name)"
 others=$(k get cm --field-selector metadata.name!=alpha -o name)
-expect_eq "field selector excludes" "" "$others"
+expect_eq "field selector excludes" "configmap/kube-root-ca.crt" "$others"
 expect_match "describe" '^Name: +alpha' "$(k describe cm alpha)"
 expect_fail 'AlreadyExists|already exists' k create -f - <<EOF
 apiVersion: v1
@@ -188,10 +191,11 @@ metadata:
 EOF
 expect_eq "selector =" "configmap/alpha" "$(k get cm -l tier=db -o name)"
 expect_eq "selector in" "configmap/alpha configmap/beta" "$(k get cm -l 'tier in (db,cache)' -o name | sort | xargs)"
-expect_eq "selector notin" "configmap/beta" "$(k get cm -l 'tier notin (db)' -o name | xargs)"
+# The namespace's root CA has no tier: notin and !tier select it too, as on any cluster.
+expect_eq "selector notin" "configmap/beta configmap/kube-root-ca.crt" "$(k get cm -l 'tier notin (db)' -o name | xargs)"
 expect_eq "selector !=" "configmap/beta" "$(k get cm -l 'tier,tier!=db' -o name | xargs)"
 k label cm beta tier- >/dev/null
-expect_eq "selector !key" "configmap/beta" "$(k get cm -l '!tier' -o name | xargs)"
+expect_eq "selector !key" "configmap/beta configmap/kube-root-ca.crt" "$(k get cm -l '!tier' -o name | xargs)"
 stale_rv=$(jp cm/alpha '{.metadata.resourceVersion}')
 k annotate cm alpha note='hello world' >/dev/null
 expect_eq "annotation set" "hello world" "$(jp cm/alpha '{.metadata.annotations.note}')"
@@ -271,6 +275,7 @@ resources=$(kubectl api-resources)
 expect_match "services are discovered" '^services +svc +v1 +true +Service' "$resources"
 expect_match "replication controllers are discovered" '^replicationcontrollers +rc +v1 +true +ReplicationController' "$resources"
 expect_match "API services are discovered" '^apiservices +apiregistration.k8s.io/v1 +false +APIService' "$resources"
+expect_match "endpoint slices are discovered" '^endpointslices +discovery.k8s.io/v1 +true +EndpointSlice' "$resources"
 
 step "replace with a stale object fails with Conflict"
 k get cm alpha -o yaml >"$WORK/stale.yaml"

@@ -4,6 +4,7 @@ mod common_control;
 mod common_kubelet;
 mod control;
 mod effects;
+mod endpoint_slices;
 mod inject;
 mod kubelet;
 mod scenarios;

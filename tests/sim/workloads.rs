@@ -1,11 +1,11 @@
-//! The Deployment and ReplicaSet controllers: a Deployment gets a ReplicaSet per pod template and its pods, deleted
-//! pods are replaced, scaling removes pods, a new template moves the pods to a new ReplicaSet, and the counts and
-//! events say so.
+//! The Deployment, ReplicaSet and ReplicationController controllers: a Deployment gets a ReplicaSet per pod
+//! template and its pods, deleted pods are replaced, scaling removes pods, a new template moves the pods to a new
+//! ReplicaSet, and the counts and events say so; a ReplicationController keeps its pods the same way.
 
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::sim::workloads::POD_TEMPLATE_HASH;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
@@ -13,7 +13,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-const SCENARIO: &str = r#"
+pub const SCENARIO: &str = r#"
 seed: 3
 timeScale: 10
 nodes:
@@ -21,7 +21,7 @@ nodes:
 "#;
 
 /// Poll `check` until it holds, or fail after `secs` (tokio time, paused: waiting costs nothing).
-async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -185,5 +185,115 @@ async fn a_deployment_keeps_its_pods_through_deletion_scaling_and_a_new_template
             "{reason} in {reasons:?}"
         );
     }
+    cluster.shutdown().await;
+}
+
+/// The running, not terminating pods labelled `app=<app>`.
+pub async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .expect("listing pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replication_controller_keeps_its_pods_and_reports_them() {
+    let cluster = EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
+        ..Default::default()
+    })
+    .await
+    .expect("the cluster starts");
+    let client = cluster.client();
+    let controllers = Api::<ReplicationController>::namespaced(client.clone(), "default");
+    let controller: ReplicationController = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"app": "legacy"},
+            "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "legacy", "image": "registry.k8s.io/pause:3.10"}]}
+            }
+        }
+    }))
+    .expect("a ReplicationController");
+    let controller = controllers
+        .create(&PostParams::default(), &controller)
+        .await
+        .expect("the ReplicationController is created");
+    let uid = controller.uid().expect("a uid");
+    let reported = || async {
+        let status = controllers.get("legacy").await.ok()?.status?;
+        Some((
+            status.replicas,
+            status.ready_replicas?,
+            status.available_replicas?,
+            status.observed_generation?,
+        ))
+    };
+    let generation = controller.metadata.generation.expect("a generation");
+    eventually(120, "2 pods run and the status counts them", || async {
+        running_pods_of(&client, "legacy").await.len() == 2
+            && reported().await == Some((2, 2, 2, generation))
+    })
+    .await;
+    for pod in running_pods_of(&client, "legacy").await {
+        assert!(pod.name_any().starts_with("legacy-"), "{}", pod.name_any());
+        let owner = &pod.owner_references()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("ReplicationController", uid.as_str(), Some(true))
+        );
+    }
+
+    // A deleted pod is replaced.
+    let victim = running_pods_of(&client, "legacy").await[0].name_any();
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .delete(&victim, &DeleteParams::default())
+        .await
+        .expect("deleting a pod");
+    eventually(120, "the deleted pod is replaced", || async {
+        let pods = running_pods_of(&client, "legacy").await;
+        pods.len() == 2 && pods.iter().all(|p| p.name_any() != victim)
+    })
+    .await;
+
+    // Scaling down removes a pod, and the status follows the new generation.
+    let scaled = controllers
+        .patch(
+            "legacy",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
+        .await
+        .expect("scaling down");
+    let generation = scaled.metadata.generation.expect("a generation");
+    eventually(120, "one pod is left and counted", || async {
+        running_pods_of(&client, "legacy").await.len() == 1
+            && reported().await == Some((1, 1, 1, generation))
+    })
+    .await;
+
+    // The garbage collector takes the pods with their controller.
+    controllers
+        .delete("legacy", &DeleteParams::background())
+        .await
+        .expect("deleting the ReplicationController");
+    eventually(120, "the pods go with their controller", || async {
+        Api::<Pod>::namespaced(client.clone(), "default")
+            .list(&ListParams::default().labels("app=legacy"))
+            .await
+            .expect("listing pods")
+            .items
+            .is_empty()
+    })
+    .await;
     cluster.shutdown().await;
 }

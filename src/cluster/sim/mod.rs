@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod effects;
+pub mod endpoint_slices;
 pub mod faults;
 pub mod inject;
 pub mod kubelet;

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
-use super::{World, inject, kubelet, mco, objects, registry_record, scheduler, workloads};
+use super::{
+    World, endpoint_slices, inject, kubelet, mco, objects, registry_record, scheduler, workloads,
+};
 use crate::cluster::apiserver::ApiServer;
 
 /// A running simulation.
@@ -17,8 +19,8 @@ pub struct Simulation {
 impl Simulation {
     /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
     /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
-    /// and the injected ones), the Machine Config Operator, the Deployment and ReplicaSet controllers and the
-    /// follower of injected faults.
+    /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet, ReplicationController and
+    /// EndpointSlice controllers and the follower of injected faults.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
@@ -33,6 +35,7 @@ impl Simulation {
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
         tasks.push(workloads::spawn(world.clone()));
+        tasks.push(endpoint_slices::spawn(world.clone()));
         tasks.push(inject::spawn(world.clone()));
         Ok(Self { world, tasks })
     }

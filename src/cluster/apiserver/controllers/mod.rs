@@ -1,6 +1,7 @@
 //! The cluster-side controllers that API semantics depend on: owner-reference garbage collection and namespace
 //! deletion. On a real cluster they run in kube-controller-manager; here they run next to the API server and act
-//! on its store directly.
+//! on its store directly. What every namespace holds is kept by [`namespace_basics`], started by the embedded
+//! cluster, which knows the CA it publishes.
 //!
 //! The collector keeps its own ownership [`graph`], built by one walk over the store at start (which also repairs
 //! whatever a restart interrupted) and then kept current from the store's events, so handling an event costs what
@@ -13,6 +14,7 @@
 //! stays as bounded as the history in memory.
 
 mod graph;
+pub mod namespace_basics;
 
 use std::sync::Arc;
 use std::time::Duration;

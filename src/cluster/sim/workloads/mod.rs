@@ -1,5 +1,5 @@
-//! The Deployment and ReplicaSet controllers of the simulated cluster, as kube-controller-manager runs them, so a
-//! Deployment applied with kubectl gets its pods.
+//! The Deployment, ReplicaSet and ReplicationController controllers of the simulated cluster, as
+//! kube-controller-manager runs them, so a Deployment or ReplicationController applied with kubectl gets its pods.
 //!
 //! - A Deployment owns one ReplicaSet per pod template: named `<deployment>-<pod-template-hash>`, the hash also
 //!   added to its selector, its template's labels and its own labels (label `pod-template-hash`). The ReplicaSet of
@@ -7,10 +7,11 @@
 //!   (every update replaces the pods in one step: there is no surge or unavailability budget).
 //! - A ReplicaSet keeps `spec.replicas` active pods (not terminating, not Succeeded or Failed) that it controls:
 //!   it creates the missing ones (`generateName: <replicaset>-`, owned by it) and deletes the excess, unscheduled
-//!   and not ready pods first, then the newest. A deleted pod is replaced at once.
+//!   and not ready pods first, then the newest. A deleted pod is replaced at once. A ReplicationController does the
+//!   same ([`replicas`]).
 //! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
-//!   `SuccessfulDelete` on the ReplicaSet.
-//! - Both write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
+//!   `SuccessfulDelete` on the ReplicaSet or ReplicationController.
+//! - All write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
 //!   `Available` condition for Deployments) and `observedGeneration` when it changes.
 //!
 //! Everything is decided from the API on every pass, so a restart of the cluster loses nothing.
@@ -20,9 +21,9 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
@@ -33,6 +34,8 @@ use tokio::task::JoinHandle;
 use super::scheduler::events::{Recorder, Severity};
 use super::{MANAGER, World, forget_managed_fields};
 
+pub(crate) mod replicas;
+
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
@@ -42,6 +45,8 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let client = world.client.clone();
         let (deployments, deployment_writer) = reflector::store::<Deployment>();
         let (replica_sets, replica_set_writer) = reflector::store::<ReplicaSet>();
+        let (replication_controllers, replication_controller_writer) =
+            reflector::store::<ReplicationController>();
         let (pods, pod_writer) = reflector::store::<Pod>();
         let streams = [
             reflector::reflector(
@@ -61,6 +66,17 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .map(|_| true)
             .boxed(),
             reflector::reflector(
+                replication_controller_writer,
+                watcher(
+                    Api::<ReplicationController>::all(client.clone()),
+                    Default::default(),
+                )
+                .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(|_| true)
+            .boxed(),
+            reflector::reflector(
                 pod_writer,
                 watcher(Api::<Pod>::all(client.clone()), Default::default())
                     .modify(forget_managed_fields),
@@ -68,7 +84,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .default_backoff()
             .map(|event| match event {
                 Ok(watcher::Event::Apply(pod) | watcher::Event::Delete(pod)) => {
-                    has_replica_set_controller(&pod)
+                    replicas::has_replicating_controller(&pod)
                 }
                 _ => true,
             })
@@ -78,14 +94,17 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let stores = Stores {
             deployments,
             replica_sets,
+            replication_controllers,
             pods,
         };
         let recorders = Recorders {
             deployments: Recorder::new(client.clone(), "deployment-controller"),
             replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
+            replication_controllers: Recorder::new(client.clone(), "replication-controller"),
         };
-        // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet
-        // controls them: the kernel module workers and build pods of a large rollout wake nobody here.
+        // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet or
+        // ReplicationController controls them: the kernel module workers and build pods of a large rollout wake
+        // nobody here.
         let mut due = true;
         loop {
             tokio::select! {
@@ -110,6 +129,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
 struct Stores {
     deployments: Store<Deployment>,
     replica_sets: Store<ReplicaSet>,
+    replication_controllers: Store<ReplicationController>,
     pods: Store<Pod>,
 }
 
@@ -121,6 +141,11 @@ impl Stores {
                 .wait_until_ready()
                 .now_or_never()
                 .is_some()
+            && self
+                .replication_controllers
+                .wait_until_ready()
+                .now_or_never()
+                .is_some()
             && self.pods.wait_until_ready().now_or_never().is_some()
     }
 }
@@ -129,6 +154,7 @@ impl Stores {
 struct Recorders {
     deployments: Recorder,
     replica_sets: Recorder,
+    replication_controllers: Recorder,
 }
 
 /// Record an event; one that cannot be written is not worth failing a pass for.
@@ -146,7 +172,8 @@ async fn record<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// One level-triggered pass over every Deployment, then every ReplicaSet; returns whether every write succeeded.
+/// One level-triggered pass over every Deployment, then every ReplicaSet and ReplicationController; returns whether
+/// every write succeeded.
 /// Failed writes are logged; the next event brings another pass.
 async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) -> bool {
     let mut succeeded = true;
@@ -168,10 +195,20 @@ async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) -> 
             continue;
         }
         if let Err(error) =
-            sync_replica_set(client, &recorders.replica_sets, replica_set, &pods).await
+            replicas::sync(client, &recorders.replica_sets, replica_set.as_ref(), &pods).await
         {
             succeeded = false;
             tracing::debug!(replicaset = %replica_set.name_any(), %error, "syncing replicaset");
+        }
+    }
+    for controller in stores.replication_controllers.state() {
+        if controller.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        let recorder = &recorders.replication_controllers;
+        if let Err(error) = replicas::sync(client, recorder, controller.as_ref(), &pods).await {
+            succeeded = false;
+            tracing::debug!(replicationcontroller = %controller.name_any(), %error, "syncing replicationcontroller");
         }
     }
     succeeded
@@ -197,13 +234,6 @@ fn controlled_by(meta: &kube::api::ObjectMeta, owner_uid: &str) -> bool {
         .iter()
         .flatten()
         .any(|r| r.controller == Some(true) && r.uid == owner_uid)
-}
-
-/// Whether a ReplicaSet controls the pod (only those pods are counted or replaced here).
-fn has_replica_set_controller(pod: &Pod) -> bool {
-    pod.owner_references()
-        .iter()
-        .any(|r| r.controller == Some(true) && r.kind == "ReplicaSet")
 }
 
 /// The controller reference an owner puts on what it creates.
@@ -406,122 +436,6 @@ fn new_replica_set(deployment: &Deployment, name: &str, hash: &str, replicas: i3
             selector,
             template: Some(template),
         }),
-        status: None,
-    }
-}
-
-fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
-}
-
-/// Keep the ReplicaSet's active pods at `spec.replicas`, and report.
-async fn sync_replica_set(
-    client: &kube::Client,
-    recorder: &Recorder,
-    replica_set: &ReplicaSet,
-    pods: &[Arc<Pod>],
-) -> kube::Result<()> {
-    let (Some(namespace), Some(uid), Some(spec)) = (
-        replica_set.namespace(),
-        replica_set.uid(),
-        replica_set.spec.as_ref(),
-    ) else {
-        return Ok(());
-    };
-    let desired = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
-    let mut active: Vec<&Arc<Pod>> = pods
-        .iter()
-        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|p| controlled_by(p.meta(), &uid) && is_active(p))
-        .collect();
-    let api = Api::<Pod>::namespaced(client.clone(), &namespace);
-    if active.len() < desired {
-        let pod = new_pod(replica_set);
-        for _ in active.len()..desired {
-            let created = api.create(&params(), &pod).await?;
-            let message = format!("Created pod: {}", created.name_any());
-            record(recorder, replica_set, "SuccessfulCreate", &message).await;
-        }
-    } else if active.len() > desired {
-        // Unscheduled, then not ready, then the newest go first.
-        active.sort_by_key(|p| {
-            let scheduled = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
-            (
-                scheduled,
-                is_ready(p),
-                std::cmp::Reverse(p.creation_timestamp().map(|t| t.0)),
-            )
-        });
-        for pod in &active[..active.len() - desired] {
-            match api.delete(&pod.name_any(), &DeleteParams::default()).await {
-                Ok(_) => {
-                    let message = format!("Deleted pod: {}", pod.name_any());
-                    record(recorder, replica_set, "SuccessfulDelete", &message).await;
-                }
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(error) => return Err(error),
-            }
-        }
-        active.drain(..active.len() - desired);
-    }
-    let replicas = i32::try_from(active.len()).unwrap_or(i32::MAX);
-    let ready = i32::try_from(active.iter().filter(|p| is_ready(p)).count()).unwrap_or(0);
-    let status = json!({
-        "replicas": replicas,
-        "fullyLabeledReplicas": replicas,
-        "readyReplicas": ready,
-        "availableReplicas": ready,
-        "observedGeneration": replica_set.metadata.generation,
-    });
-    let old = serde_json::to_value(&replica_set.status).unwrap_or(Value::Null);
-    let unchanged = status.as_object().is_some_and(|fields| {
-        fields
-            .iter()
-            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
-    });
-    if unchanged {
-        return Ok(());
-    }
-    Api::<ReplicaSet>::namespaced(client.clone(), &namespace)
-        .patch_status(
-            &replica_set.name_any(),
-            &patch_params(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await
-        .map(drop)
-}
-
-/// A pod of the ReplicaSet's template, owned by it.
-fn new_pod(replica_set: &ReplicaSet) -> Pod {
-    let template = replica_set
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.clone())
-        .unwrap_or_default();
-    let template_meta = template.metadata.unwrap_or_default();
-    Pod {
-        metadata: kube::api::ObjectMeta {
-            generate_name: Some(format!("{}-", replica_set.name_any())),
-            namespace: replica_set.namespace(),
-            labels: template_meta.labels,
-            annotations: template_meta.annotations,
-            owner_references: controller_ref(replica_set).map(|r| vec![r]),
-            ..Default::default()
-        },
-        spec: template.spec,
         status: None,
     }
 }
