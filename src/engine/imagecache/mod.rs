@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 use self::cluster::CacheApi;
 use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
+use self::reference::NodeImagesMemo;
 use super::attention;
 use super::context::{Context, Error, retry_on_error};
 use super::shared::{SharedStore, SharedWatches};
@@ -63,6 +64,8 @@ struct CacheContext {
     engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
     nodes: SharedStore<Node>,
+    /// What every node holds, read again only from nodes that changed since the last pass.
+    images: std::sync::Mutex<NodeImagesMemo>,
     limits: Limits,
 }
 
@@ -93,6 +96,7 @@ pub fn run(
         let cache_context = Arc::new(CacheContext {
             engine: context.clone(),
             nodes,
+            images: Default::default(),
             limits: Limits {
                 first_retry: context.settings.cache_retry,
                 ..Limits::default()
@@ -224,15 +228,19 @@ async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<
             own.push(view);
         }
     }
-    let plan = plan::plan(Observed {
-        cache: &cache,
-        nodes: &nodes,
-        pods: own,
-        leaving,
-        busy,
-        now,
-        limits,
-    });
+    let plan = {
+        let mut memo = context.images.lock().unwrap_or_else(|p| p.into_inner());
+        plan::plan(Observed {
+            cache: &cache,
+            nodes: &nodes,
+            images: memo.refresh(&nodes),
+            pods: own,
+            leaving,
+            busy,
+            now,
+            limits,
+        })
+    };
     // Deletes first: a pod taking over from another is created only once that one has left.
     let mut still_there = BTreeSet::new();
     for name in &plan.delete {

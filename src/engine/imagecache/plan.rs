@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
 use super::pods::{Operation, PodView, Verdict};
-use super::reference::NodeImages;
+use super::reference::{NodeImages, canonical};
 use super::wanted::{self, NodeImages as Pairs};
 use crate::api::imagecache::{
     ImageCache, ImageCacheActionStatus, PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION,
@@ -82,6 +82,8 @@ pub struct Observed<'a> {
     pub cache: &'a ImageCache,
     /// Every node.
     pub nodes: &'a [Arc<Node>],
+    /// What every node holds, by node name (see [`NodeImagesMemo`](super::reference::NodeImagesMemo)).
+    pub images: &'a HashMap<String, Arc<NodeImages>>,
     /// The cache's pods that are not being deleted.
     pub pods: Vec<PodView>,
     /// The (node, image) pairs with a pod still on its way out: nothing new starts for them until it has left.
@@ -102,7 +104,9 @@ pub fn plan(observed: Observed) -> Plan {
 struct Planner<'a> {
     cache: &'a ImageCache,
     nodes: HashMap<String, Arc<Node>>,
-    images: HashMap<String, NodeImages>,
+    images: &'a HashMap<String, Arc<NodeImages>>,
+    /// The canonical form of every image the spec lists now or listed when last applied.
+    canonical: HashMap<String, String>,
     pods: BTreeMap<(String, String), Vec<PodView>>,
     leaving: BTreeSet<(String, String)>,
     busy: Busy,
@@ -129,10 +133,13 @@ impl<'a> Planner<'a> {
             .iter()
             .filter_map(|n| Some((n.metadata.name.clone()?, n.clone())))
             .collect();
-        let images = wanted
-            .keys()
-            .chain(removed.keys())
-            .filter_map(|name| Some((name.clone(), NodeImages::of(nodes.get(name)?))))
+        let canonical = cache
+            .spec
+            .cache_spec
+            .iter()
+            .chain(applied)
+            .flat_map(|list| &list.images)
+            .map(|image| (image.clone(), canonical(image)))
             .collect();
         let mut pods: BTreeMap<(String, String), Vec<PodView>> = BTreeMap::new();
         for pod in observed.pods {
@@ -146,7 +153,8 @@ impl<'a> Planner<'a> {
         Self {
             cache,
             nodes,
-            images,
+            images: observed.images,
+            canonical,
             pods,
             leaving: observed.leaving,
             busy: observed.busy,
@@ -311,11 +319,10 @@ impl<'a> Planner<'a> {
     /// Pairs seen without acting on them (purging or purged): cached or not.
     fn passive_pairs(&mut self) {
         for (node, images) in &self.wanted {
-            let held = self.images.get(node);
             let states = images
                 .iter()
                 .map(|image| {
-                    let state = if held.is_some_and(|h| h.holds(image)) {
+                    let state = if self.holds(node, image) {
                         PairState::Cached
                     } else {
                         PairState::Missing
@@ -324,6 +331,17 @@ impl<'a> Planner<'a> {
                 })
                 .collect();
             self.plan.pairs.insert(node.clone(), states);
+        }
+    }
+
+    /// Whether `node` reports holding `image`.
+    fn holds(&self, node: &str, image: &str) -> bool {
+        let Some(held) = self.images.get(node) else {
+            return false;
+        };
+        match self.canonical.get(image) {
+            Some(reference) => held.holds_canonical(reference),
+            None => held.holds(image),
         }
     }
 
@@ -403,9 +421,8 @@ impl<'a> Planner<'a> {
         mut pods: Vec<PodView>,
         again: bool,
     ) -> (PairState, Answer) {
-        let held = self.images.get(node);
-        let cached = held.is_some_and(|h| h.holds(image));
-        let truncated = held.is_some_and(|h| h.truncated);
+        let cached = self.holds(node, image);
+        let truncated = self.images.get(node).is_some_and(|h| h.truncated);
         // Delete pods of another operation and older attempts.
         let current = pods
             .iter()
@@ -530,7 +547,7 @@ impl<'a> Planner<'a> {
 
     /// Decide one image on a node it must leave.
     fn removal(&mut self, node: &str, image: &str, mut pods: Vec<PodView>) {
-        let present = self.images.get(node).is_some_and(|h| h.holds(image));
+        let present = self.holds(node, image);
         let current = pods
             .iter()
             .rposition(|p| p.operation == Operation::Delete)

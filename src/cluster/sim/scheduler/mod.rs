@@ -146,6 +146,7 @@ impl Scheduler {
         });
         let mut nodes = nodes.state();
         nodes.sort_by_cached_key(|n| n.name_any());
+        let hosts = Hosts::of(&nodes);
         let mut load: HashMap<String, usize> = HashMap::new();
         for pod in pods.iter().filter(|p| !is_terminal(p)) {
             if let Some(node) = node_name(pod) {
@@ -156,7 +157,7 @@ impl Scheduler {
             *load.entry(node.clone()).or_default() += 1;
         }
         for pod in pending {
-            self.schedule(pod, &nodes, &mut load).await;
+            self.schedule(pod, &nodes, &hosts, &mut load).await;
         }
         ours
     }
@@ -165,14 +166,23 @@ impl Scheduler {
         &mut self,
         pod: &Pod,
         nodes: &[Arc<Node>],
+        hosts: &Hosts<'_>,
         load: &mut HashMap<String, usize>,
     ) {
+        // Only the nodes a pod's hostname selector names can fit it; every node is looked at (for the reasons
+        // the others do not fit) only when none does.
+        let mut fitting: Vec<String> = hosts
+            .candidates(pod, nodes)
+            .filter(|node| filter::check(pod, node).is_ok())
+            .map(|node| node.name_any())
+            .collect();
         let mut reasons = BTreeMap::new();
-        let mut fitting = Vec::new();
-        for node in nodes {
-            match filter::check(pod, node) {
-                Ok(()) => fitting.push(node.name_any()),
-                Err(reason) => *reasons.entry(reason).or_insert(0) += 1,
+        if fitting.is_empty() {
+            for node in nodes {
+                match filter::check(pod, node) {
+                    Ok(()) => fitting.push(node.name_any()),
+                    Err(reason) => *reasons.entry(reason).or_insert(0) += 1,
+                }
             }
         }
         let least = fitting
@@ -295,6 +305,50 @@ impl Scheduler {
             .await
         {
             tracing::debug!(pod = %pod.name_any(), %error, "event not recorded");
+        }
+    }
+}
+
+/// The label kubelets set to their hostname, which pods pinned to one node select (kube-fledged's pull pods do).
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The nodes of a pass by their [`HOSTNAME_LABEL`], in the pass's order, so a pod pinned to one host is checked
+/// against its node alone rather than against thousands.
+struct Hosts<'a> {
+    by_hostname: HashMap<&'a str, Vec<&'a Arc<Node>>>,
+}
+
+impl<'a> Hosts<'a> {
+    fn of(nodes: &'a [Arc<Node>]) -> Self {
+        let mut by_hostname: HashMap<&str, Vec<&Arc<Node>>> = HashMap::new();
+        for node in nodes {
+            if let Some(host) = node.labels().get(HOSTNAME_LABEL) {
+                by_hostname.entry(host.as_str()).or_default().push(node);
+            }
+        }
+        Self { by_hostname }
+    }
+
+    /// The nodes that may fit `pod`: those carrying the hostname its node selector names, or every node.
+    fn candidates<'s>(
+        &'s self,
+        pod: &Pod,
+        nodes: &'a [Arc<Node>],
+    ) -> Box<dyn Iterator<Item = &'a Arc<Node>> + 's> {
+        let host = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_selector.as_ref())
+            .and_then(|selector| selector.get(HOSTNAME_LABEL));
+        match host {
+            Some(host) => Box::new(
+                self.by_hostname
+                    .get(host.as_str())
+                    .into_iter()
+                    .flatten()
+                    .copied(),
+            ),
+            None => Box::new(nodes.iter()),
         }
     }
 }

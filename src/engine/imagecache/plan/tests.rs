@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::imagecache::reference::NodeImagesMemo;
 
 fn cache(annotations: serde_json::Value, status: Option<serde_json::Value>) -> ImageCache {
     let mut value = serde_json::json!({
@@ -39,9 +40,11 @@ fn pod(node: &str, operation: Operation, attempt: u32, age: u64, verdict: Verdic
 }
 
 fn run(cache: &ImageCache, nodes: &[Arc<Node>], pods: Vec<PodView>, busy: Busy) -> Plan {
+    let mut memo = NodeImagesMemo::default();
     plan(Observed {
         cache,
         nodes,
+        images: memo.refresh(nodes),
         pods,
         leaving: Default::default(),
         busy,
@@ -98,9 +101,11 @@ fn a_failed_pull_is_retried_after_the_back_off_of_its_attempt() {
 fn nothing_starts_for_an_image_whose_pod_is_still_leaving() {
     let cache = cache(serde_json::json!({}), None);
     let nodes = [node("a", &[])];
+    let mut memo = NodeImagesMemo::default();
     let plan = plan(Observed {
         cache: &cache,
         nodes: &nodes,
+        images: memo.refresh(&nodes),
         pods: Vec::new(),
         leaving: [("a".to_owned(), "nginx:1.27".to_owned())].into(),
         busy: Busy::default(),
