@@ -78,3 +78,88 @@ fn kubectl_end_to_end() {
         ),
     }
 }
+
+/// Run kubectl with `args` against the server of `kubeconfig`: its exit code, stdout and stderr.
+fn kubectl(kubeconfig: &Path, dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("KUBECACHEDIR", dir.join("kube-cache"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("running kubectl");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `kubectl exec` into a simulated pod, over the WebSocket protocol kubectl speaks by default: the container answers
+/// from its node's machine, and kubectl exits with the command's exit code.
+#[test]
+fn kubectl_exec_runs_in_the_simulated_node() {
+    if !kubectl_installed() {
+        println!("skipping: kubectl not found on PATH");
+        return;
+    }
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubectl");
+    let dir = tempfile::tempdir().expect("creating a temporary directory");
+    let scenario = fixtures.join("exec-scenario.yaml");
+    let server = ServeProcess::start_scenario(
+        dir.path(),
+        &dir.path().join("state"),
+        "server.log",
+        scenario.to_str().expect("a UTF-8 path"),
+        &[],
+    );
+    let kubeconfig = server.kubeconfig().to_path_buf();
+    let run = |args: &[&str]| kubectl(&kubeconfig, dir.path(), args);
+    let pod = fixtures.join("exec-pod.yaml");
+    let (code, _, err) = run(&["apply", "-f", pod.to_str().expect("a UTF-8 path")]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = run(&["wait", "--for=condition=Ready", "pod/app", "--timeout=60s"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "{err}\n--- server log ---\n{}",
+        server.log_text()
+    );
+
+    let (code, kernel, err) = run(&["exec", "app", "--", "uname", "-r"]);
+    assert_eq!(
+        (code, kernel.as_str()),
+        (Some(0), "5.14.0-284.30.1.el9_2.x86_64\n"),
+        "{err}\n--- server log ---\n{}",
+        server.log_text()
+    );
+    let (code, modules, err) = run(&["exec", "app", "--", "lsmod"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(modules.starts_with("Module"), "{modules}");
+    let (code, config, err) = run(&[
+        "exec",
+        "app",
+        "--",
+        "sh",
+        "-c",
+        "cat /etc/containerd/config.toml",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(config.contains("[plugins"), "{config}");
+
+    let (code, _, _) = run(&["exec", "app", "--", "false"]);
+    assert_eq!(code, Some(1), "kubectl exits with the command's exit code");
+    let (code, _, err) = run(&["exec", "app", "--", "vi", "/etc/hosts"]);
+    assert_eq!(code, Some(127));
+    assert!(err.contains("vi: command not simulated"), "{err}");
+    // Reading pods does not let one run commands in them: exec is authorized as `create` on `pods/exec`.
+    let (code, _, err) = run(&["--context", "viewer", "exec", "app", "--", "true"]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("cannot create resource \"pods/exec\""),
+        "{err}"
+    );
+    let (code, _, err) = run(&["port-forward", "pod/app", "18080:80"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("listen on no port"), "{err}");
+}

@@ -119,7 +119,7 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .keep_alive_interval(limits.idle / 3)
         .keep_alive_timeout(limits.handshake);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
         result = connection.as_mut() => {

@@ -415,6 +415,44 @@ async fn access_reviews_answer_from_the_same_rules() {
     cluster.shutdown().await;
 }
 
+/// Running commands in pods is `edit`'s, as in kube-apiserver's bootstrap roles, and not `view`'s.
+#[tokio::test]
+async fn exec_into_pods_is_granted_by_edit_not_view() {
+    let cluster = cluster().await;
+    create(
+        &Api::<RoleBinding>::namespaced(cluster.client(), "default"),
+        json!({
+            "metadata": {"name": "dev-edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}]
+        }),
+    )
+    .await;
+    for (user, allowed) in [("dev".to_owned(), true), (UserInfo::viewer().name, false)] {
+        for subresource in ["exec", "attach", "portforward"] {
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(user.clone()),
+                    resource_attributes: Some(ResourceAttributes {
+                        subresource: Some(subresource.to_owned()),
+                        ..pods_question("create", "default")
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let answer = Api::<SubjectAccessReview>::all(cluster.client())
+                .create(&PostParams::default(), &review)
+                .await
+                .expect("answered")
+                .status
+                .expect("a status");
+            assert_eq!(answer.allowed, allowed, "{user} create pods/{subresource}");
+        }
+    }
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn non_resource_paths_follow_non_resource_rules() {
     let cluster = cluster().await;

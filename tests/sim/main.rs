@@ -5,6 +5,7 @@ mod common_kubelet;
 mod control;
 mod effects;
 mod endpoint_slices;
+mod exec;
 mod inject;
 mod kubelet;
 mod scenarios;

@@ -53,6 +53,9 @@ pub struct RequestContext {
     pub storage: ResourceKey,
     /// Who makes the request (self-reviews and token requests answer about them).
     pub user: UserInfo,
+    /// The connection, once switched to another protocol: what `pods/exec` and `attach` speak WebSocket over.
+    /// None for in-process requests, which have no connection to hand over.
+    pub upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 impl RequestContext {
@@ -95,6 +98,7 @@ impl RequestContext {
             body,
             storage,
             user: user.clone(),
+            upgrade: None,
         })
     }
 

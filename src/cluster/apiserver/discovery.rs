@@ -149,6 +149,13 @@ fn extra_subresources(rt: &ResourceType) -> Vec<(&'static str, &'static str, Vec
             ("log", "Pod", vec!["get"]),
             ("binding", "Binding", vec!["create"]),
             ("eviction", "Eviction", vec!["create"]),
+            ("exec", "PodExecOptions", vec!["create", "get"]),
+            ("attach", "PodAttachOptions", vec!["create", "get"]),
+            (
+                "portforward",
+                "PodPortForwardOptions",
+                vec!["create", "get"],
+            ),
         ],
         ("", "namespaces") => vec![("finalize", "Namespace", vec!["update"])],
         _ => Vec::new(),

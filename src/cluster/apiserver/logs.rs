@@ -23,7 +23,7 @@ use super::{ApiServer, ResponseBody, bytes_response};
 const MAX_LINES: usize = 10_000;
 
 /// One log line: its RFC 3339 timestamp and its text.
-type LogLine = (String, String);
+pub(crate) type LogLine = (String, String);
 
 #[derive(Default)]
 struct ContainerLog {
@@ -60,6 +60,21 @@ impl PodLogs {
         logs.retain(|(ns, p, _), _| !(ns == namespace && p == pod));
     }
 
+    /// New lines of one container's log as they are written: what `attach` shows of a simulated container.
+    pub(crate) fn follow(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+    ) -> broadcast::Receiver<LogLine> {
+        let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        logs.entry((namespace.into(), pod.into(), container.into()))
+            .or_default()
+            .follow
+            .get_or_insert_with(|| broadcast::channel(1024).0)
+            .subscribe()
+    }
+
     fn snapshot(
         &self,
         namespace: &str,
@@ -80,14 +95,14 @@ impl PodLogs {
     }
 }
 
-/// GET `pods/{name}/log`.
-pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
-    let pod = server
-        .store()
-        .get(&ctx.storage, ctx.namespace(), ctx.name())
-        .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
+/// The container of `pod` a request for its logs, exec or attach addresses: the one it names, or the pod's only
+/// container; 400 with kube-apiserver's words otherwise.
+pub(crate) fn select_container(
+    pod_name: &str,
+    pod: &serde_json::Value,
+    requested: Option<&str>,
+) -> Result<String, ApiError> {
     let containers: Vec<String> = pod
-        .value()
         .pointer("/spec/containers")
         .and_then(|c| c.as_array())
         .map(|a| {
@@ -96,23 +111,26 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 .collect()
         })
         .unwrap_or_default();
-    let container = match (ctx.query.get("container"), containers.as_slice()) {
-        (Some(c), _) if containers.iter().any(|x| x == c) => c.to_string(),
-        (Some(c), _) => {
-            return Err(ApiError::bad_request(format!(
-                "container {c} is not valid for pod {}",
-                ctx.name()
-            )));
-        }
-        (None, [only]) => only.clone(),
-        (None, _) => {
-            return Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {}, choose one of: [{}]",
-                ctx.name(),
-                containers.join(" ")
-            )));
-        }
-    };
+    match (requested, containers.as_slice()) {
+        (Some(c), _) if containers.iter().any(|x| x == c) => Ok(c.to_string()),
+        (Some(c), _) => Err(ApiError::bad_request(format!(
+            "container {c} is not valid for pod {pod_name}"
+        ))),
+        (None, [only]) => Ok(only.clone()),
+        (None, _) => Err(ApiError::bad_request(format!(
+            "a container name must be specified for pod {pod_name}, choose one of: [{}]",
+            containers.join(" ")
+        ))),
+    }
+}
+
+/// GET `pods/{name}/log`.
+pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+    let pod = server
+        .store()
+        .get(&ctx.storage, ctx.namespace(), ctx.name())
+        .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
+    let container = select_container(ctx.name(), &pod.value(), ctx.query.get("container"))?;
     let follow = ctx.query.flag("follow");
     let timestamps = ctx.query.flag("timestamps");
     let tail = ctx.query.number("tailLines")?.map(|t| t.max(0) as usize);

@@ -29,6 +29,7 @@ pub mod registry;
 pub mod request;
 pub mod schema;
 pub mod selector;
+pub mod streams;
 pub mod table;
 pub mod validation;
 
@@ -75,6 +76,7 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<Store>,
     pub(crate) registry: Registry,
     pub(crate) logs: PodLogs,
+    pub(crate) runtime: streams::SharedRuntime,
     pub(crate) auth: Auth,
     pub(crate) metrics: ApiMetrics,
     pub(crate) shutdown: CancellationToken,
@@ -102,6 +104,7 @@ impl ApiServer {
             store,
             registry,
             logs: PodLogs::default(),
+            runtime: Default::default(),
             metrics: ApiMetrics::default(),
             open_watches: std::sync::Mutex::new(shutdown.child_token()),
             shutdown,
@@ -162,6 +165,24 @@ impl ApiServer {
         &self.inner.logs
     }
 
+    /// Have `pods/exec` run commands with `runtime` (the node simulation's), in place of any before it.
+    pub fn set_runtime(&self, runtime: Arc<dyn streams::ContainerRuntime>) {
+        *self
+            .inner
+            .runtime
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(runtime);
+    }
+
+    /// The container runtime `pods/exec` runs commands with, if the node simulation has provided one.
+    pub(crate) fn runtime(&self) -> Option<Arc<dyn streams::ContainerRuntime>> {
+        self.inner
+            .runtime
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Credentials, token signing and the RBAC authorizer.
     pub fn auth(&self) -> &Auth {
         &self.inner.auth
@@ -205,11 +226,18 @@ impl ApiServer {
         request: Request<Bytes>,
     ) -> Response<ResponseBody> {
         let started = Instant::now();
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         let result = match self.inner.auth.impersonate(user, &parts.headers) {
             Ok(user) => {
-                self.route(&user, &parts.method, &parts.uri, &parts.headers, body)
-                    .await
+                let request = Routed {
+                    method: &parts.method,
+                    uri: &parts.uri,
+                    headers: &parts.headers,
+                    body,
+                    upgrade,
+                };
+                self.route(&user, request).await
             }
             Err(e) => Err(e),
         };
@@ -277,11 +305,15 @@ impl ApiServer {
     async fn route(
         &self,
         user: &UserInfo,
-        method: &Method,
-        uri: &http::Uri,
-        headers: &HeaderMap,
-        body: Bytes,
+        request: Routed<'_>,
     ) -> Result<Response<ResponseBody>, ApiError> {
+        let Routed {
+            method,
+            uri,
+            headers,
+            body,
+            upgrade,
+        } = request;
         let registry = &self.inner.registry;
         let endpoint = request::parse_path(uri.path(), |group, plural| {
             registry.get(group, plural).is_some_and(|rt| rt.namespaced)
@@ -326,12 +358,22 @@ impl ApiServer {
                 &openapi::group_version(registry, &group, &version)?,
             )),
             Endpoint::Resource(path) => {
-                let ctx =
+                let mut ctx =
                     context::RequestContext::new(self, user, method, path, query, headers, body)?;
+                ctx.upgrade = upgrade;
                 handlers::dispatch(self, ctx).await
             }
         }
     }
+}
+
+/// One request as routing reads it: its head, its body, and its connection if it asks to switch protocols.
+struct Routed<'a> {
+    method: &'a Method,
+    uri: &'a http::Uri,
+    headers: &'a HeaderMap,
+    body: Bytes,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
 }
 
 impl<B> tower::Service<Request<B>> for ApiServer
@@ -420,6 +462,9 @@ where
 const KNOWN_SUBRESOURCES: &[&str] = &[
     "status",
     "log",
+    "exec",
+    "attach",
+    "portforward",
     "binding",
     "finalize",
     "token",

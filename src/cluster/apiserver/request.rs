@@ -1,7 +1,5 @@
 //! Turning an HTTP request into what it asks of the API: which endpoint, resource, object and options.
 
-use std::collections::HashMap;
-
 use http::Method;
 
 use super::errors::ApiError;
@@ -135,10 +133,11 @@ fn percent_decode(segment: &str) -> String {
         .into_owned()
 }
 
-/// Parsed query string; repeated keys keep the last value, as Go's `url.Values.Get` returns the first — both are
-/// unusual for clients to send, and the last wins here.
+/// Parsed query string; repeated keys keep the last value for [`Query::get`], as Go's `url.Values.Get` returns the
+/// first — both are unusual for clients to send, and the last wins here. [`Query::all`] reads a key that is meant to
+/// repeat (`command` of `pods/exec`).
 #[derive(Debug, Default, Clone)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(Vec<(String, String)>);
 
 impl Query {
     /// Parse `a=b&c=d` with `+` and `%XX` decoding.
@@ -150,9 +149,20 @@ impl Query {
     /// A parameter's value, if present and non-empty.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0
-            .get(key)
-            .map(String::as_str)
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
             .filter(|v| !v.is_empty())
+    }
+
+    /// Every value of a repeated parameter, in order.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     /// A boolean parameter (`true`/`1`), false when absent.

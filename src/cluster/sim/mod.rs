@@ -25,6 +25,7 @@ pub mod registry_record;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
+pub mod shell;
 pub mod workloads;
 
 use std::sync::Arc;
@@ -75,11 +76,14 @@ pub struct World {
 impl World {
     /// The shared state for a scenario.
     pub fn new(server: ApiServer, client: kube::Client, scenario: Scenario) -> Arc<Self> {
+        let machines = Machines::default();
+        // `kubectl exec` into a pod runs in its node's machine, as a kubelet runs it in the node's runtime.
+        server.set_runtime(Arc::new(machines.clone()));
         Arc::new(Self {
             client,
             server,
             clock: SimClock::new(scenario.time_scale),
-            machines: Machines::default(),
+            machines,
             registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
             registry_recorded: tokio::sync::Mutex::new(0),
             faults: Faults::new(scenario.faults.clone()),

@@ -253,8 +253,19 @@ pub fn request_attributes(
         }
         _ => String::new(),
     };
+    // A WebSocket exec, attach or port-forward is a GET, yet it is authorized as `create`, as kube-apiserver does:
+    // a reader of pods must not be able to run commands in them.
+    let streams = matches!(
+        resource.subresource.as_deref(),
+        Some("exec" | "attach" | "portforward")
+    );
+    let verb = if streams && resource.group.is_empty() && resource.plural == "pods" {
+        "create"
+    } else {
+        verb.as_str()
+    };
     Ok(Attributes::resource(
-        verb.as_str(),
+        verb,
         ResourceAttributes {
             group: resource.group.clone(),
             resource: resource.plural.clone(),
@@ -322,6 +333,14 @@ mod tests {
         assert_eq!(
             (log.verb.as_str(), resource(&log).subresource.as_str()),
             ("get", "log")
+        );
+        let exec = attributes(
+            Method::GET,
+            "/api/v1/namespaces/default/pods/web/exec?command=ls",
+        );
+        assert_eq!(
+            (exec.verb.as_str(), resource(&exec).subresource.as_str()),
+            ("create", "exec")
         );
         let all = attributes(Method::DELETE, "/api/v1/namespaces/default/pods");
         assert_eq!(all.verb, "deletecollection");

@@ -70,6 +70,9 @@ const EDITABLE: &[(&str, &[&str])] = &[
         &[
             "pods",
             "pods/eviction",
+            "pods/attach",
+            "pods/exec",
+            "pods/portforward",
             "configmaps",
             "secrets",
             "serviceaccounts",
@@ -123,7 +126,11 @@ pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
             .iter()
             .map(|(group, resources)| rule(&[group], resources, WRITE)),
     );
-    edit.push(rule(&[""], &["secrets"], READ));
+    edit.push(rule(
+        &[""],
+        &["secrets", "pods/attach", "pods/exec", "pods/portforward"],
+        READ,
+    ));
     edit.push(rule(&[""], &["serviceaccounts/token"], &["create"]));
     edit.push(rule(&[""], &["serviceaccounts"], &["impersonate"]));
     if !custom.is_empty() {

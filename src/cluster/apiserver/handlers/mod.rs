@@ -14,7 +14,7 @@ use http::Response;
 use super::context::{RequestContext, parse_object};
 use super::errors::ApiError;
 use super::request::Verb;
-use super::{ApiServer, ResponseBody};
+use super::{ApiServer, ResponseBody, streams};
 
 pub(crate) use delete::{DeletePolicy, delete_object};
 
@@ -38,6 +38,12 @@ pub async fn dispatch(
         (Some("status"), Verb::Get) if ctx.rt.status_subresource => read::get(server, &ctx),
         (Some("status"), Verb::Update) if ctx.rt.status_subresource => write::update(server, &ctx),
         (Some("status"), Verb::Patch) if ctx.rt.status_subresource => write::patch(server, &ctx),
+        (Some(sub @ ("exec" | "attach" | "portforward")), Verb::Get | Verb::Create)
+            if ctx.rt.group.is_empty() && ctx.rt.plural == "pods" =>
+        {
+            let sub = sub.to_owned();
+            streams::serve(server, ctx, &sub)
+        }
         (Some(sub), verb) => subresources::handle(server, &ctx, sub, verb).await,
     }
 }
