@@ -31,39 +31,29 @@ pub trait Replicated:
     fn status_value(&self) -> Value;
 }
 
-impl Replicated for ReplicaSet {
-    fn desired(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
+/// Both kinds spell `replicas`, `template` and `status` alike, in types of their own.
+macro_rules! replicated {
+    ($($kind:ty),+) => {$(
+        impl Replicated for $kind {
+            fn desired(&self) -> i32 {
+                self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+            }
 
-    fn template(&self) -> PodTemplateSpec {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.template.clone())
-            .unwrap_or_default()
-    }
+            fn template(&self) -> PodTemplateSpec {
+                self.spec
+                    .as_ref()
+                    .and_then(|s| s.template.clone())
+                    .unwrap_or_default()
+            }
 
-    fn status_value(&self) -> Value {
-        serde_json::to_value(&self.status).unwrap_or(Value::Null)
-    }
+            fn status_value(&self) -> Value {
+                serde_json::to_value(&self.status).unwrap_or(Value::Null)
+            }
+        }
+    )+};
 }
 
-impl Replicated for ReplicationController {
-    fn desired(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn template(&self) -> PodTemplateSpec {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.template.clone())
-            .unwrap_or_default()
-    }
-
-    fn status_value(&self) -> Value {
-        serde_json::to_value(&self.status).unwrap_or(Value::Null)
-    }
-}
+replicated!(ReplicaSet, ReplicationController);
 
 /// Whether a ReplicaSet or a ReplicationController controls the pod (only those pods are counted or replaced here).
 pub fn has_replicating_controller(pod: &Pod) -> bool {
