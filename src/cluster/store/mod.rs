@@ -209,22 +209,16 @@ impl Store {
 
     /// A store backed by an SQLite database in `dir`, loading whatever an earlier run committed.
     pub fn open(dir: &Path, history_limit: usize) -> Result<Self, CommitError> {
-        let (durable, loaded) = Durable::open(dir, history_limit, DEFAULT_HISTORY_BYTES)
-            .map_err(|e| CommitError::Storage(format!("{e:#}")))?;
-        let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
-            HashMap::new();
-        for row in loaded.objects {
-            let resource = ResourceKey(Arc::from(row.resource.as_str()));
-            let obj = Arc::new(stored_object(&resource, row.value, row.rv));
-            objects
-                .entry(resource)
-                .or_default()
-                .insert((obj.namespace().to_string(), obj.name().to_string()), obj);
-        }
-        let history = loaded
-            .events
-            .into_iter()
-            .map(|e| {
+        let (durable, loaded) = Durable::open(
+            dir,
+            history_limit,
+            DEFAULT_HISTORY_BYTES,
+            |row| {
+                let resource = ResourceKey(Arc::from(row.resource.as_str()));
+                let obj = Arc::new(stored_object(&resource, row.value, row.rv));
+                (resource, obj)
+            },
+            |e| {
                 Arc::new(Event {
                     rv: e.rv,
                     resource: ResourceKey(Arc::from(e.resource.as_str())),
@@ -232,8 +226,18 @@ impl Store {
                     object: Arc::new(StoredObject::serialised(e.value, e.rv)),
                     previous: None,
                 })
-            })
-            .collect();
+            },
+        )
+        .map_err(|e| CommitError::Storage(format!("{e:#}")))?;
+        let mut objects: HashMap<ResourceKey, BTreeMap<ObjectKey, Arc<StoredObject>>> =
+            HashMap::new();
+        for (resource, obj) in loaded.objects {
+            objects
+                .entry(resource)
+                .or_default()
+                .insert((obj.namespace().to_string(), obj.name().to_string()), obj);
+        }
+        let history = loaded.events.into();
         Ok(Self::from_parts(
             loaded.rv,
             objects,

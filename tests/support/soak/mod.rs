@@ -79,7 +79,8 @@ pub struct Config {
 
 impl Config {
     /// This config with what the environment (`SOAK_SEED`, `SOAK_NODES`, `SOAK_DURATION`, `SOAK_TIME_SCALE`)
-    /// and then `args` (`--seed N`, `--nodes N`, `--duration 2h`, `--time-scale X`) say instead.
+    /// and then `args` (`--seed N`, `--nodes N`, `--duration 2h`, `--time-scale X`, `--server-kills W`: the
+    /// weight of API server kills, 0 for none) say instead.
     pub fn overridden(mut self, args: impl Iterator<Item = String>) -> Self {
         let mut settings: Vec<(String, String)> = ["SEED", "NODES", "DURATION", "TIME_SCALE"]
             .iter()
@@ -100,6 +101,7 @@ impl Config {
                 "seed" => self.seed = value.parse().unwrap_or_else(|_| bad()),
                 "nodes" => self.nodes = value.parse().unwrap_or_else(|_| bad()),
                 "time-scale" => self.time_scale = value.parse().unwrap_or_else(|_| bad()),
+                "server-kills" => self.server_kills = value.parse().unwrap_or_else(|_| bad()),
                 "duration" => {
                     self.simulated = value
                         .parse::<jiff::SignedDuration>()
