@@ -31,6 +31,7 @@ pub mod module;
 pub mod nmc;
 pub mod nodes;
 pub mod operators;
+pub mod preflight;
 pub mod rbac;
 pub mod resync;
 pub mod shared;
@@ -165,8 +166,10 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     tokio::join!(watches, futures::future::join_all(running));
 }
 
-/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers, the Module
-/// and NodeModulesConfig ones subscribed to the shared node watch now.
+/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and PreflightValidation
+/// reconcilers, the Module and NodeModulesConfig ones subscribed to the shared node watch now. Preflight belongs
+/// here as in upstream's operator: its checks run on the same image pipeline, and an upstream KMM operator found
+/// acting runs its own.
 fn run_kmm(
     context: Arc<Context>,
     shared: &shared::SharedWatches,
@@ -178,7 +181,8 @@ fn run_kmm(
         tokio::join!(
             modules,
             mic::run(context.clone(), stop.clone()),
-            mbsc::run(context, stop),
+            mbsc::run(context.clone(), stop.clone()),
+            preflight::run(context, stop),
             nmcs,
         );
     }
