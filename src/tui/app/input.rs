@@ -164,6 +164,9 @@ impl App {
                 .collect();
             return words;
         }
+        if let Some(partial) = typed.strip_prefix("preflight ") {
+            return self.preflight_completions(partial.trim_start());
+        }
         if let Some(partial) = typed.strip_prefix("ns ") {
             let mut namespaces: Vec<&str> = self
                 .data
@@ -195,6 +198,13 @@ impl App {
         let (word, argument) = line
             .split_once(char::is_whitespace)
             .map_or((line, ""), |(w, a)| (w, a.trim()));
+        if word == "preflight" && !argument.is_empty() {
+            self.views = vec![View::Preflight];
+            self.refresh_open_view();
+            self.refresh_visible();
+            self.validate_kernel(argument);
+            return;
+        }
         if let Some((_, view)) = View::ROOTS
             .iter()
             .find(|(name, _)| *name == word || (word.len() >= 2 && name.starts_with(word)))
@@ -243,7 +253,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :engine, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :preflight, :engine, :ns, :ctx, :q)"),
             ),
         }
     }
