@@ -170,7 +170,7 @@ mod tests {
         let capabilities: std::collections::BTreeSet<Capability> =
             questions.iter().map(|(c, _)| *c).collect();
         assert_eq!(capabilities.len(), questions.len());
-        assert_eq!(questions.len(), 4 + 2 * Kind::ALL.len());
+        assert_eq!(questions.len(), 5 + 2 * Kind::ALL.len());
         let recheck = questions
             .iter()
             .find(|(c, _)| *c == Capability::Recheck)

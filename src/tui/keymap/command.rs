@@ -255,7 +255,7 @@ impl Command {
                 "Take the engine back into this console, after confirmation (:engine)"
             }
             Command::Build => {
-                "Build and push the images Modules can build for the kernel being validated, after confirmation (:preflight)"
+                "Build and push the images Modules can build for the validated kernel, after confirming (:preflight)"
             }
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",

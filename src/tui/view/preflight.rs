@@ -224,6 +224,7 @@ fn kernels(data: &ClusterData, target: Option<&str>) -> Vec<KernelRow> {
             .or_default()
             .push(format!("{count} {noun} it"));
     }
+    let mut mapped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &data.modules {
         let Some(loader) = &module.spec.module_loader else {
             continue;
@@ -235,11 +236,23 @@ fn kernels(data: &ClusterData, target: Option<&str>) -> Vec<KernelRow> {
             .filter_map(|m| m.literal.as_deref())
             .filter(|l| !l.trim().is_empty())
         {
-            sources
+            mapped
                 .entry(literal.trim().to_owned())
                 .or_default()
-                .push(format!("mapped by {}", module_key(module)));
+                .push(module_key(module));
         }
+    }
+    for (k, mut modules) in mapped {
+        modules.dedup();
+        let by = match modules.as_slice() {
+            [one] => one.clone(),
+            [one, two] => format!("{one} and {two}"),
+            many => format!("{} Modules", many.len()),
+        };
+        sources
+            .entry(k)
+            .or_default()
+            .push(format!("mapped by {by}"));
     }
     for preflight in &data.preflights {
         let k = preflight.spec.kernel_version.trim();
