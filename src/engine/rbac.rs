@@ -59,11 +59,7 @@ const KMM_RULES: &[Rule] = &[
         &["get", "list", "watch", "patch", "update"],
     ),
     // PreflightValidations are the users'; the engine writes their verdicts.
-    (
-        KMM_GROUP,
-        &["preflightvalidations"],
-        &["get", "list", "watch"],
-    ),
+    (KMM_GROUP, &["preflightvalidations"], &["list", "watch"]),
     (KMM_GROUP, &["preflightvalidations/status"], &["patch"]),
     // The engine's own bookkeeping objects, one per Module or per node.
     (
@@ -358,6 +354,9 @@ mod tests {
         (KMM_GROUP, "modules", "patch", true),
         (KMM_GROUP, "modules/status", "patch", true),
         (KMM_GROUP, "modules/finalizers", "update", true),
+        (KMM_GROUP, "preflightvalidations", "watch", true),
+        (KMM_GROUP, "preflightvalidations/status", "patch", true),
+        (KMM_GROUP, "preflightvalidations/finalizers", "update", true),
         (KMM_GROUP, "moduleimagesconfigs/finalizers", "update", true),
         (
             KMM_GROUP,

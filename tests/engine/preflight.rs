@@ -316,3 +316,43 @@ async fn an_image_built_without_pushing_is_built_again_once_pushing_is_turned_on
     .await;
     harness.shutdown().await;
 }
+
+/// The demo's planned upgrade: `acme-accel` builds for the next kernel but cannot sign an image it did not push;
+/// `nvme-tuning` has no image for it. Once pushing is on, `acme-accel` is ready.
+#[tokio::test]
+async fn the_demos_planned_upgrade_is_ready_once_builds_are_pushed() {
+    let mut harness = Harness::start("demo").await;
+    harness.start_engine();
+    let client = harness.client();
+    let accel = wait_final(&client, "upgrade-4-16", "acme-accel").await;
+    assert_eq!(
+        accel.verdict.verification_status,
+        VerificationStatus::Failure
+    );
+    let reason = accel.verdict.status_reason.unwrap_or_default();
+    assert!(
+        reason.starts_with("verified image does not exist and build/sign failed")
+            && reason.contains("sign pod"),
+        "{reason}"
+    );
+    let nvme = wait_final(&client, "upgrade-4-16", "nvme-tuning").await;
+    assert_eq!(
+        nvme.verdict.verification_status,
+        VerificationStatus::Failure,
+        "{nvme:?}"
+    );
+    Api::<PreflightValidation>::all(client.clone())
+        .patch(
+            "upgrade-4-16",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"pushBuiltImage": true}})),
+        )
+        .await
+        .expect("pushing is turned on");
+    eventually(120, "acme-accel is ready for the next kernel", || async {
+        verdict(&verdicts(&client, "upgrade-4-16").await, "acme-accel")
+            .is_some_and(|s| s.verdict.status_reason.as_deref() == Some("verified image exists"))
+    })
+    .await;
+    harness.shutdown().await;
+}

@@ -92,7 +92,12 @@ pub async fn verify(
         && builds
         && stage == Some(crate::engine::day0::images::ImageStage::Exists)
         && built(context, &namespace, &name, &resolved.image, generation).await?;
-    Ok(Verdict::of_image(stage.as_ref(), builds, built_unpushed))
+    Ok(Verdict::of_image(
+        stage.as_ref(),
+        &resolved.image,
+        builds,
+        built_unpushed,
+    ))
 }
 
 /// The PreflightValidation (or other owner) controlling `mic`, when it is not `preflight`.

@@ -47,14 +47,22 @@ impl Verdict {
         )
     }
 
-    /// The verdict told by the image's stage in the Module's preflight ModuleImagesConfig. `builds` says whether
-    /// the Module's mapping for the kernel has a build or sign section; `built_unpushed` whether the image exists
-    /// only because it was built with pushing turned off.
-    pub fn of_image(stage: Option<&ImageStage>, builds: bool, built_unpushed: bool) -> Self {
-        let unfinished = |detail: &str| {
+    /// The verdict told by the stage of `image` in the Module's preflight ModuleImagesConfig. `builds` says
+    /// whether the Module's mapping for the kernel has a build or sign section; `built_unpushed` whether the image
+    /// exists only because it was built with pushing turned off. The check has one image, so the details drop the
+    /// `<image>: ` the ModuleImagesConfig puts before each.
+    pub fn of_image(
+        stage: Option<&ImageStage>,
+        image: &str,
+        builds: bool,
+        built_unpushed: bool,
+    ) -> Self {
+        let prefix = format!("{image}: ");
+        let detail = |text: &str| text.strip_prefix(&prefix).unwrap_or(text).to_owned();
+        let unfinished = |text: &str| {
             Self::new(
                 VerificationStatus::InProgress,
-                format!("verification is not finished yet: {detail}"),
+                format!("verification is not finished yet: {}", detail(text)),
             )
         };
         match stage {
@@ -74,7 +82,10 @@ impl Verdict {
             ) => unfinished(detail),
             Some(ImageStage::Failed { message, .. }) if builds => Self::new(
                 VerificationStatus::Failure,
-                format!("verified image does not exist and build/sign failed: {message}"),
+                format!(
+                    "verified image does not exist and build/sign failed: {}",
+                    detail(message)
+                ),
             ),
             Some(ImageStage::Failed { .. }) => Self::new(
                 VerificationStatus::Failure,
@@ -95,14 +106,15 @@ mod tests {
 
     #[test]
     fn image_stages_become_upstream_verdicts_with_details() {
-        let exists = Verdict::of_image(Some(&ImageStage::Exists), false, false);
+        let exists = Verdict::of_image(Some(&ImageStage::Exists), "i", false, false);
         assert_eq!(exists.status, VerificationStatus::Success);
         assert_eq!(exists.reason, "verified image exists");
         assert!(exists.done());
-        let unpushed = Verdict::of_image(Some(&ImageStage::Exists), true, true);
+        let unpushed = Verdict::of_image(Some(&ImageStage::Exists), "i", true, true);
         assert!(unpushed.reason.contains("not pushed"));
         let building = Verdict::of_image(
-            Some(&ImageStage::Building("pod b: running".into())),
+            Some(&ImageStage::Building("i: pod b: running".into())),
+            "i",
             true,
             false,
         );
@@ -116,20 +128,20 @@ mod tests {
             reason: "BuildFailed",
             message: "exit 2".into(),
         };
-        let build_failed = Verdict::of_image(Some(&failed), true, false);
+        let build_failed = Verdict::of_image(Some(&failed), "i", true, false);
         assert_eq!(build_failed.status, VerificationStatus::Failure);
         assert_eq!(
             build_failed.reason,
             "verified image does not exist and build/sign failed: exit 2"
         );
-        let missing = Verdict::of_image(Some(&failed), false, false);
+        let missing = Verdict::of_image(Some(&failed), "i", false, false);
         assert!(
             missing
                 .reason
                 .starts_with("verified image does not exist and the Module has no build")
         );
         assert_eq!(
-            Verdict::of_image(None, false, false).status,
+            Verdict::of_image(None, "i", false, false).status,
             VerificationStatus::InProgress
         );
         assert_eq!(
