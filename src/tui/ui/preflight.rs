@@ -148,17 +148,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     .draw(frame, node_area, app, |index| {
         let row = &pane.nodes[index];
-        let plugins = if row.device_plugins.is_empty() {
-            TableRow::new()
-                .cell(row.node.as_str())
-                .cell(row.kernel.as_str())
-                .styled("none", app.theme.muted())
+        let row_cells = TableRow::new()
+            .cell(row.node.as_str())
+            .cell(row.kernel.as_str());
+        if row.device_plugins.is_empty() {
+            row_cells.styled("none", app.theme.muted())
         } else {
-            TableRow::new()
-                .cell(row.node.as_str())
-                .cell(row.kernel.as_str())
-                .styled(row.device_plugins.join(", "), app.theme.warn())
-        };
-        plugins
+            row_cells.styled(row.device_plugins.join(", "), app.theme.warn())
+        }
     });
 }
