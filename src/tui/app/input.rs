@@ -152,7 +152,7 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx", "engine"].map(str::to_owned))
+            .chain(["help", "q", "quit", "ns", "ctx", "engine", "preflight"].map(str::to_owned))
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
@@ -198,11 +198,13 @@ impl App {
         let (word, argument) = line
             .split_once(char::is_whitespace)
             .map_or((line, ""), |(w, a)| (w, a.trim()));
-        if word == "preflight" && !argument.is_empty() {
+        if word == "preflight" {
             self.views = vec![View::Preflight];
             self.refresh_open_view();
             self.refresh_visible();
-            self.validate_kernel(argument);
+            if !argument.is_empty() {
+                self.validate_kernel(argument);
+            }
             return;
         }
         if let Some((_, view)) = View::ROOTS

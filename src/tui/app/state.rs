@@ -73,13 +73,14 @@ pub enum View {
     Day0Detail(Target),
     /// Who holds the engine Lease, where it runs, and who acts on each family.
     Engine,
-    /// Planning a kernel upgrade: kernels to validate against, every Module's verdict, device plugins lost.
+    /// Planning a kernel upgrade: kernels to validate against, every Module's verdict, device plugins lost. Opened
+    /// with `:preflight`, outside the `tab` cycle of the lists, since `tab` moves between its tables.
     Preflight,
 }
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 8] = [
+    pub const ROOTS: [(&'static str, View); 7] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
@@ -87,7 +88,6 @@ impl View {
         ("shims", View::Shims),
         ("caches", View::Caches),
         ("day0", View::Day0s),
-        ("preflight", View::Preflight),
     ];
 
     /// The key of the view's selection and filter: one per list, one per detail section.
