@@ -25,6 +25,11 @@ const KERNEL: &str = "5.14.0-284.30.1.el9_2.x86_64";
 /// The cluster of `images.yaml` with only the image pipeline and the preflight reconciler running.
 async fn start() -> Harness {
     let mut harness = Harness::start("images.yaml").await;
+    start_reconcilers(&mut harness);
+    harness
+}
+
+fn start_reconcilers(harness: &mut Harness) {
     harness.start_with(|ctx, stop| async move {
         tokio::join!(
             mic::run(ctx.clone(), stop.clone()),
@@ -32,7 +37,6 @@ async fn start() -> Harness {
             preflight::run(ctx, stop)
         );
     });
-    harness
 }
 
 /// A Module whose one mapping matches `kernel_regexp` and names `image`, built from the scenario's Dockerfile when
@@ -282,11 +286,18 @@ async fn every_module_gets_a_verdict_and_the_checks_go_with_the_preflight() {
 
 #[tokio::test]
 async fn an_image_built_without_pushing_is_built_again_once_pushing_is_turned_on() {
-    let harness = start().await;
+    let mut harness = start().await;
     let client = harness.client();
     let image = "quay.io/acme/pf-later:${KERNEL_FULL_VERSION}";
     create_module(&client, "later", r"^.+\.el9_2\..+$", image, true).await;
     create_preflight(&client, "dry", false).await;
+    // Killed once the check started, the engine picks the check up where the cluster says it is.
+    eventually(30, "the check starts", || async {
+        preflight_mics(&client).await == ["later-preflight"]
+    })
+    .await;
+    harness.kill_engine().await;
+    start_reconcilers(&mut harness);
     let unpushed = wait_final(&client, "dry", "later").await;
     assert_eq!(
         unpushed.verdict.verification_status,
