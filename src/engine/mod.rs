@@ -4,6 +4,9 @@
 //! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
 //! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node.
 //!
+//! `PreflightValidation` → [`preflight`] checks every Module against the kernel of a planned upgrade, through a
+//! ModuleImagesConfig per Module on the same image pipeline.
+//!
 //! `Shim` → [`shim`] runs installer pods that put a containerd shim on the selected nodes, batch by batch, and keeps
 //! its RuntimeClass.
 //!
