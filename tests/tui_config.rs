@@ -236,7 +236,7 @@ fn printed_keys(keymap: &Keymap, command: Command) -> Vec<String> {
 }
 
 /// The bindings the console documents: command, scope, keys.
-const DOCUMENTED: [(&str, Scope, &[&str]); 30] = [
+const DOCUMENTED: [(&str, Scope, &[&str]); 31] = [
     ("command-mode", Scope::Global, &[":"]),
     ("filter", Scope::Table, &["/"]),
     ("help", Scope::Global, &["?"]),
@@ -262,6 +262,7 @@ const DOCUMENTED: [(&str, Scope, &[&str]); 30] = [
     ("logs", Scope::Table, &["l"]),
     ("hand-off", Scope::Table, &["h"]),
     ("take-over", Scope::Table, &["t"]),
+    ("build", Scope::Table, &["B"]),
     ("quit", Scope::Global, &["ctrl-c"]),
     ("confirm", Scope::Dialog, &["y"]),
     ("cancel", Scope::Dialog, &["n", "esc"]),

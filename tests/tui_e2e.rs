@@ -489,13 +489,17 @@ fn the_day0_pane_opens_the_demo_moduleday0_on_its_pool_nodes() {
         header(screen).contains("EMBEDDED")
     });
     console.press(&[":", "d", "a", "y", "0", "Enter"]);
-    // The engine creates the ModuleDay0 from the demo's kmm-managed MachineConfig of pool zone-b.
+    // The engine creates the ModuleDay0 from the demo's kmm-managed MachineConfig of pool zone-b. Until it does,
+    // the MachineConfig has a row of its own (awaiting hand-over) on the same pool: the header counts ModuleDay0s
+    // only, so it tells the two apart.
     console.wait_for(
         "the demo's ModuleDay0 on pool zone-b",
         CONVERGE_LIMIT,
         |screen| {
-            cells_of(screen, "99-zone-b-os-image")
-                .is_some_and(|cells| cells.contains(&"zone-b") && cells.contains(&"openshift-kmm"))
+            header(screen).contains("D0 1")
+                && cells_of(screen, "99-zone-b-os-image").is_some_and(|cells| {
+                    cells.contains(&"zone-b") && cells.contains(&"openshift-kmm")
+                })
         },
     );
     console.press(&["/", "z", "o", "n", "e", "Enter", "Enter"]);

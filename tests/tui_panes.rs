@@ -660,3 +660,54 @@ fn day0_pane_names_what_blocks_a_hand_over() {
         check("day0_hand_over_blocked_events", &app);
     }
 }
+
+/// The standard console with the sample's kernel upgrade plan.
+fn preflight_console(size: (u16, u16)) -> App {
+    let mut data = sample(12, 40);
+    sample::preflight::add(&mut data);
+    let mut app = empty_console(size);
+    for snapshot in snapshots(&data) {
+        app.update(Action::Data(snapshot));
+    }
+    app
+}
+
+#[test]
+fn preflight_pane() {
+    for size in SIZES {
+        let mut app = preflight_console(size);
+        command(&mut app, "preflight");
+        assert_eq!(app.view(), &View::Preflight);
+        let text = screen(&app);
+        for word in ["Ready", "Builds", "Checking", "Not ready", "Waiting"] {
+            assert!(text.contains(word), "{word} missing:\n{text}");
+        }
+        check("preflight", &app);
+        // B asks first, naming the Module whose image it builds and pushes.
+        press(&mut app, KeyCode::Char('B'));
+        assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.status);
+        check("preflight_build", &app);
+    }
+}
+
+#[test]
+fn preflight_pane_without_a_validation_offers_the_clusters_kernels() {
+    let mut app = standard((120, 40));
+    command(&mut app, "preflight");
+    let kernels: Vec<&str> = app
+        .preflight
+        .pane
+        .kernels
+        .iter()
+        .map(|k| k.kernel.as_str())
+        .collect();
+    assert_eq!(
+        kernels,
+        [
+            "5.14.0-284.30.1.el9_2.x86_64",
+            "5.14.0-362.8.1.el9_3.x86_64",
+            "6.1.0-18-amd64"
+        ]
+    );
+    check("preflight_empty", &app);
+}

@@ -10,7 +10,9 @@ use crossterm::event::{Event as TerminalEvent, KeyCode, KeyEvent, KeyModifiers};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kmm_tui::api::kmm::{ImageState, Module, ModuleImagesConfig, NodeModulesConfig};
+use kmm_tui::api::kmm::{
+    ImageState, Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation,
+};
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::{self, Context, PodImages, labels, mic};
@@ -1038,5 +1040,156 @@ async fn cache_work_is_asked_for_with_annotations_once() {
         .await
         .expect_err("no cache, no write");
     assert_eq!(gone.message, "ImageCache acme/warm no longer exists");
+    cluster.shutdown().await;
+}
+
+/// Confirm the pending write, perform it on the cluster and hand the outcome back to the console.
+async fn confirm_write(app: &mut App, client: &Client) -> WriteOutcome {
+    press(app, KeyCode::Char('y'), KeyModifiers::NONE);
+    let requests = std::mem::take(&mut app.requests);
+    let [Request::Write(request)] = requests.as_slice() else {
+        panic!("one write expected, got {requests:?}");
+    };
+    let outcome = writes::perform(client, request.clone()).await;
+    app.update(Action::Written(outcome.clone()));
+    outcome
+}
+
+/// Feed the console the cluster's Modules, Nodes and PreflightValidations as the watches would.
+async fn feed_preflight(app: &mut App, client: &Client) {
+    let modules = module_api(client)
+        .list(&Default::default())
+        .await
+        .expect("Modules");
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("Nodes");
+    let preflights = Api::<PreflightValidation>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("PreflightValidations");
+    app.update(Action::Data(KindSnapshot::Modules(
+        modules.items.into_iter().map(Arc::new).collect(),
+    )));
+    app.update(Action::Data(KindSnapshot::Nodes(
+        nodes.items.into_iter().map(Arc::new).collect(),
+    )));
+    app.update(Action::Data(KindSnapshot::PreflightValidations(
+        preflights.items.into_iter().map(Arc::new).collect(),
+    )));
+}
+
+#[tokio::test]
+async fn the_preflight_pane_validates_a_kernel_and_has_its_builds_pushed() {
+    const NEXT: &str = "5.14.0-362.8.1.el9_3.x86_64";
+    let cluster = start_cluster().await;
+    let client = cluster.client();
+    let module: Module = serde_json::from_value(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+        "metadata": {"name": MODULE, "namespace": NS},
+        "spec": {
+            "selector": {"accelerator": "acme"},
+            "moduleLoader": {"container": {
+                "modprobe": {"moduleName": "acme_accel"},
+                "kernelMappings": [{
+                    "regexp": "^.+$",
+                    "containerImage": "quay.io/acme/accel-kmod:${KERNEL_FULL_VERSION}",
+                    "build": {"dockerfileConfigMap": {"name": "accel-dockerfile"}},
+                }],
+            }},
+        },
+    }))
+    .expect("a Module");
+    module_api(&client)
+        .create(&PostParams::default(), &module)
+        .await
+        .expect("the Module is created");
+    let session = Session {
+        context: "embedded".to_owned(),
+        contexts: vec!["embedded".to_owned()],
+        embedded: true,
+        engine: EngineMode::Off,
+        readonly: false,
+        engine_identity: None,
+    };
+    let mut app = App::new(session, Theme::monochrome(), Keymap::default(), None);
+    feed_preflight(&mut app, &client).await;
+    let preflights: Api<PreflightValidation> = Api::all(client.clone());
+
+    // Typed: the PreflightValidation is created for the kernel, pushing off.
+    press(&mut app, KeyCode::Char(':'), KeyModifiers::NONE);
+    type_text(&mut app, &format!("preflight {NEXT}"));
+    press(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(
+        matches!(&app.mode, Mode::Confirm(WriteRequest::ValidateKernel { create: true, kernel, .. }) if kernel == NEXT),
+        "{:?} {:?}",
+        app.mode,
+        app.status
+    );
+    assert!(render(&app).contains(&format!("Validate every Module against kernel {NEXT}")));
+    let outcome = confirm_write(&mut app, &client).await;
+    assert!(outcome.result.is_ok(), "{outcome:?}");
+    let created = preflights
+        .get("preflight")
+        .await
+        .expect("the PreflightValidation");
+    assert_eq!(created.spec.kernel_version, NEXT);
+    assert!(!created.spec.push_built_image);
+
+    // B: the validation pushes what it builds, after a dialog naming the Module.
+    feed_preflight(&mut app, &client).await;
+    assert_eq!(app.availability(Command::Build), Availability::Available);
+    press(&mut app, KeyCode::Char('B'), KeyModifiers::NONE);
+    assert!(
+        matches!(
+            &app.mode,
+            Mode::Confirm(WriteRequest::PushBuiltImages { .. })
+        ),
+        "{:?} {:?}",
+        app.mode,
+        app.status
+    );
+    let dialog = render(&app);
+    assert!(dialog.contains("Build and push"), "{dialog}");
+    assert!(dialog.contains(&format!("{NS}/{MODULE}")), "{dialog}");
+    let outcome = confirm_write(&mut app, &client).await;
+    assert!(outcome.result.is_ok(), "{outcome:?}");
+    assert!(
+        preflights
+            .get("preflight")
+            .await
+            .expect("read")
+            .spec
+            .push_built_image
+    );
+    feed_preflight(&mut app, &client).await;
+    assert!(matches!(
+        app.availability(Command::Build),
+        Availability::Unavailable(why) if why.contains("already")
+    ));
+
+    // Picked: the node kernel's row moves the same PreflightValidation to it, pushing off again.
+    let row = app
+        .preflight
+        .pane
+        .kernels
+        .iter()
+        .position(|k| k.kernel == KERNEL)
+        .expect("the nodes' kernel is offered");
+    for _ in 0..row {
+        press(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    }
+    press(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(
+        matches!(&app.mode, Mode::Confirm(WriteRequest::ValidateKernel { create: false, kernel, .. }) if kernel == KERNEL),
+        "{:?}",
+        app.mode
+    );
+    let outcome = confirm_write(&mut app, &client).await;
+    assert!(outcome.result.is_ok(), "{outcome:?}");
+    let moved = preflights.get("preflight").await.expect("read");
+    assert_eq!(moved.spec.kernel_version, KERNEL);
+    assert!(!moved.spec.push_built_image);
     cluster.shutdown().await;
 }

@@ -63,6 +63,11 @@ pub fn node_version_ready(namespace: &str, name: &str) -> String {
     format!("kmm.node.kubernetes.io/{namespace}.{name}.version.ready")
 }
 
+/// Node label: the module's device plugin runs on this node.
+pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
+}
+
 /// Node label (user-set) asking for a module version on this node.
 pub fn version_module(namespace: &str, name: &str) -> String {
     format!("{VERSION_MODULE_PREFIX}{namespace}.{name}")

@@ -4,6 +4,9 @@
 //! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
 //! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node.
 //!
+//! `PreflightValidation` → [`preflight`] checks every Module against the kernel of a planned upgrade, through a
+//! ModuleImagesConfig per Module on the same image pipeline.
+//!
 //! `Shim` → [`shim`] runs installer pods that put a containerd shim on the selected nodes, batch by batch, and keeps
 //! its RuntimeClass.
 //!
@@ -31,6 +34,7 @@ pub mod module;
 pub mod nmc;
 pub mod nodes;
 pub mod operators;
+pub mod preflight;
 pub mod rbac;
 pub mod resync;
 pub mod shared;
@@ -165,8 +169,10 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     tokio::join!(watches, futures::future::join_all(running));
 }
 
-/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig reconcilers, the Module
-/// and NodeModulesConfig ones subscribed to the shared node watch now.
+/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and PreflightValidation
+/// reconcilers, the Module and NodeModulesConfig ones subscribed to the shared node watch now. Preflight belongs
+/// here as in upstream's operator: its checks run on the same image pipeline, and an upstream KMM operator found
+/// acting runs its own.
 fn run_kmm(
     context: Arc<Context>,
     shared: &shared::SharedWatches,
@@ -178,7 +184,8 @@ fn run_kmm(
         tokio::join!(
             modules,
             mic::run(context.clone(), stop.clone()),
-            mbsc::run(context, stop),
+            mbsc::run(context.clone(), stop.clone()),
+            preflight::run(context, stop),
             nmcs,
         );
     }

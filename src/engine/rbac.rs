@@ -58,6 +58,9 @@ const KMM_RULES: &[Rule] = &[
         &["modules"],
         &["get", "list", "watch", "patch", "update"],
     ),
+    // PreflightValidations are the users'; the engine writes their verdicts.
+    (KMM_GROUP, &["preflightvalidations"], &["list", "watch"]),
+    (KMM_GROUP, &["preflightvalidations/status"], &["patch"]),
     // The engine's own bookkeeping objects, one per Module or per node.
     (
         KMM_GROUP,
@@ -82,11 +85,12 @@ const KMM_RULES: &[Rule] = &[
     ),
     // Owner references with blockOwnerDeletion need update on the owner's finalizers subresource where the
     // OwnerReferencesPermissionEnforcement admission plugin runs: Module → MIC → MBSC → build pods, MIC → pull
-    // pods, Node → NMC → worker pods.
+    // pods, PreflightValidation → MIC, Node → NMC → worker pods.
     (
         KMM_GROUP,
         &[
             "modules/finalizers",
+            "preflightvalidations/finalizers",
             "moduleimagesconfigs/finalizers",
             "modulebuildsignconfigs/finalizers",
             "nodemodulesconfigs/finalizers",
@@ -350,6 +354,9 @@ mod tests {
         (KMM_GROUP, "modules", "patch", true),
         (KMM_GROUP, "modules/status", "patch", true),
         (KMM_GROUP, "modules/finalizers", "update", true),
+        (KMM_GROUP, "preflightvalidations", "watch", true),
+        (KMM_GROUP, "preflightvalidations/status", "patch", true),
+        (KMM_GROUP, "preflightvalidations/finalizers", "update", true),
         (KMM_GROUP, "moduleimagesconfigs/finalizers", "update", true),
         (
             KMM_GROUP,

@@ -36,6 +36,9 @@ pub enum Capability {
     Edit(Kind),
     /// Steer a Shim's rollout: approve a batch, pause, resume, retry (patch Shims).
     SteerShim,
+    /// Validate Modules against a kernel and have the validation push what it builds (patch
+    /// PreflightValidations).
+    Preflight,
 }
 
 /// The answers of one context's access reviews.
@@ -106,6 +109,10 @@ fn questions(upstream_crds: bool) -> Vec<(Capability, Question)> {
         ),
         (Capability::SteerShim, question("patch", Kind::Shim, None)),
         (
+            Capability::Preflight,
+            question("patch", Kind::PreflightValidation, None),
+        ),
+        (
             Capability::CacheWork,
             question("patch", Kind::ImageCache, None),
         ),
@@ -127,6 +134,7 @@ async fn ask(client: &Client, question: Question, namespace: Option<&str>) -> Op
             | Kind::Shim
             | Kind::MachineConfigPool
             | Kind::MachineConfig
+            | Kind::PreflightValidation
     );
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
@@ -162,7 +170,7 @@ mod tests {
         let capabilities: std::collections::BTreeSet<Capability> =
             questions.iter().map(|(c, _)| *c).collect();
         assert_eq!(capabilities.len(), questions.len());
-        assert_eq!(questions.len(), 4 + 2 * Kind::ALL.len());
+        assert_eq!(questions.len(), 5 + 2 * Kind::ALL.len());
         let recheck = questions
             .iter()
             .find(|(c, _)| *c == Capability::Recheck)

@@ -8,6 +8,7 @@ mod day0;
 mod engine;
 mod input;
 mod navigation;
+mod preflight;
 mod shims;
 mod state;
 
@@ -33,6 +34,7 @@ use super::yaml;
 
 pub use caches::CacheViews;
 pub use engine::{EngineEvent, EngineMove, EnginePane};
+pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{
     Availability, DetailSection, EngineMode, ListId, Mode, Prompt, Request, Rows, Selection,
     Session, Severity, StatusLine, View,
@@ -64,6 +66,8 @@ pub struct App {
     pub day0: Option<Day0Detail>,
     /// This console's engine beyond the Lease: handed off or not, candidates seen, upstream operators.
     pub engine: EnginePane,
+    /// The Preflight pane's tables and focused table.
+    pub preflight: PreflightState,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -117,6 +121,7 @@ impl App {
             shim: shims::ShimPane::default(),
             day0: None,
             engine: EnginePane::default(),
+            preflight: PreflightState::default(),
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -246,7 +251,10 @@ impl App {
 
     /// The list the keys move in.
     pub fn list(&self) -> ListId {
-        self.view().list(self.section)
+        match self.view() {
+            View::Preflight => ListId::Preflight(self.preflight.section),
+            view => view.list(self.section),
+        }
     }
 
     /// The selection of a list.
@@ -268,7 +276,7 @@ impl App {
     pub fn page_height(&self) -> usize {
         let rows = self.size.1.saturating_sub(CHROME_ROWS);
         match self.view() {
-            View::Detail(_) | View::Day0Detail(_) => usize::from(rows / 3).max(1),
+            View::Detail(_) | View::Day0Detail(_) | View::Preflight => usize::from(rows / 3).max(1),
             View::ShimDetail(_) => usize::from(rows / 2).max(1),
             View::CacheDetail(_) => self.cache_page_height(),
             _ => usize::from(rows).max(1),
@@ -330,6 +338,8 @@ impl App {
             Kind::ModuleDay0 | Kind::MachineConfigPool | Kind::MachineConfig => {
                 self.rows.day0s = day0_rows::rows(&self.data);
             }
+            // Only the Preflight pane shows them, rebuilt with the open view below.
+            Kind::PreflightValidation => {}
         }
         self.refresh_open_view();
         self.refresh_visible();
@@ -358,6 +368,7 @@ impl App {
         };
         self.refresh_shim_view();
         self.refresh_day0_view();
+        self.refresh_preflight_view();
     }
 
     fn refresh_visible(&mut self) {
@@ -416,6 +427,7 @@ impl App {
         visible.insert(ListId::Help, (0..self.help_lines()).collect());
         self.shim_visible(&mut visible);
         self.day0_visible(&mut visible);
+        self.preflight_visible(&mut visible);
         self.engine_visible(&mut visible);
         self.visible = visible;
         let height = self.page_height();

@@ -12,7 +12,7 @@ use k8s_openapi::api::events::v1::Event;
 
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use crate::api::shim::Shim;
 
 /// The kinds the console watches.
@@ -40,11 +40,13 @@ pub enum Kind {
     MachineConfigPool,
     /// MachineConfigs labelled kmm-managed: the ones handed over, or waiting to be.
     MachineConfig,
+    /// PreflightValidations: every Module checked against the kernel of a planned upgrade.
+    PreflightValidation,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
         Kind::NodeModulesConfig,
@@ -56,6 +58,7 @@ impl Kind {
         Kind::ModuleDay0,
         Kind::MachineConfigPool,
         Kind::MachineConfig,
+        Kind::PreflightValidation,
     ];
 
     /// The kind's name as the API spells it.
@@ -72,6 +75,7 @@ impl Kind {
             Kind::ModuleDay0 => "ModuleDay0",
             Kind::MachineConfigPool => "MachineConfigPool",
             Kind::MachineConfig => "MachineConfig",
+            Kind::PreflightValidation => "PreflightValidation",
         }
     }
 }
@@ -107,6 +111,8 @@ pub enum KindSnapshot {
     MachineConfigPools(Vec<Arc<MachineConfigPool>>),
     /// Every kmm-managed MachineConfig.
     MachineConfigs(Vec<Arc<MachineConfig>>),
+    /// Every PreflightValidation.
+    PreflightValidations(Vec<Arc<PreflightValidation>>),
 }
 
 impl KindSnapshot {
@@ -124,6 +130,7 @@ impl KindSnapshot {
             KindSnapshot::ModuleDay0s(_) => Kind::ModuleDay0,
             KindSnapshot::MachineConfigPools(_) => Kind::MachineConfigPool,
             KindSnapshot::MachineConfigs(_) => Kind::MachineConfig,
+            KindSnapshot::PreflightValidations(_) => Kind::PreflightValidation,
         }
     }
 }
@@ -164,6 +171,8 @@ pub struct ClusterData {
     pub pools: Vec<Arc<MachineConfigPool>>,
     /// kmm-managed MachineConfigs.
     pub machine_configs: Vec<Arc<MachineConfig>>,
+    /// PreflightValidations.
+    pub preflights: Vec<Arc<PreflightValidation>>,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -220,6 +229,10 @@ impl ClusterData {
             KindSnapshot::MachineConfigs(mut list) => {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.machine_configs = list;
+            }
+            KindSnapshot::PreflightValidations(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.preflights = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);
@@ -298,6 +311,11 @@ impl ClusterData {
     /// The kmm-managed MachineConfig `name`.
     pub fn machine_config(&self, name: &str) -> Option<&Arc<MachineConfig>> {
         find(&self.machine_configs, "", name, |m| &m.metadata)
+    }
+
+    /// The PreflightValidation `name`.
+    pub fn preflight(&self, name: &str) -> Option<&Arc<PreflightValidation>> {
+        find(&self.preflights, "", name, |p| &p.metadata)
     }
 
     /// The NodeModulesConfig of node `name`.

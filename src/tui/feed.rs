@@ -22,7 +22,7 @@ use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use crate::api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use crate::api::shim::Shim;
 use crate::engine::labels;
 use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
@@ -153,6 +153,13 @@ pub fn start(
             all().labels(&format!("{KMM_MANAGED_LABEL}=true")),
         )],
         KindSnapshot::MachineConfigs,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::PreflightValidation,
+        vec![(Api::<PreflightValidation>::all(client.clone()), all())],
+        KindSnapshot::PreflightValidations,
         sender,
         cancel,
     );

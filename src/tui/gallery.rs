@@ -37,7 +37,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 14] = [
+const PANES: [(&str, &[Step]); 15] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -73,6 +73,11 @@ const PANES: [(&str, &[Step]); 14] = [
         &[Step::Command("day0"), Step::Key(KeyCode::Enter)],
     ),
     ("engine", &[Step::Command("engine")]),
+    // The demo's planned upgrade, with the Module table focused.
+    (
+        "preflight",
+        &[Step::Command("preflight"), Step::Key(KeyCode::Tab)],
+    ),
 ];
 
 /// One step towards a pane.

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 mod caches;
 pub mod day0;
+pub mod preflight;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
@@ -339,6 +340,7 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::ModuleDay0s(Vec::new()));
     data.apply(KindSnapshot::MachineConfigPools(Vec::new()));
     data.apply(KindSnapshot::MachineConfigs(Vec::new()));
+    data.apply(KindSnapshot::PreflightValidations(Vec::new()));
     data
 }
 
@@ -356,6 +358,7 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::ModuleDay0s(data.day0s.clone()),
         KindSnapshot::MachineConfigPools(data.pools.clone()),
         KindSnapshot::MachineConfigs(data.machine_configs.clone()),
+        KindSnapshot::PreflightValidations(data.preflights.clone()),
     ]
 }
 

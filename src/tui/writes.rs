@@ -7,6 +7,7 @@
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
 //! - [`day0`] asks for a ModuleDay0's OS image to be checked again and built if missing.
 //! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
+//! - [`preflight`] validates every Module against a kernel, and has the validation push what it builds.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
@@ -15,6 +16,7 @@ pub mod day0;
 mod delete;
 pub mod errors;
 pub mod images;
+pub mod preflight;
 pub mod resources;
 pub mod shims;
 
@@ -98,6 +100,25 @@ pub enum WriteRequest {
         /// The nodes; every failed node when empty.
         nodes: Vec<String>,
     },
+    /// Validate every Module against a kernel: set the PreflightValidation's `kernelVersion` (creating it when
+    /// `create`), with pushing off.
+    ValidateKernel {
+        /// The PreflightValidation.
+        preflight: Target,
+        /// The kernel of the planned upgrade.
+        kernel: String,
+        /// Whether the PreflightValidation is created.
+        create: bool,
+    },
+    /// Have the PreflightValidation build and push the images it can build: set `pushBuiltImage`.
+    PushBuiltImages {
+        /// The PreflightValidation.
+        preflight: Target,
+        /// The kernel it validates, as the user saw it.
+        kernel: String,
+        /// `namespace/name` of the Modules whose images are built, as the user saw them.
+        modules: Vec<String>,
+    },
 }
 
 impl WriteRequest {
@@ -111,6 +132,8 @@ impl WriteRequest {
             WriteRequest::ApproveBatch { shim, .. }
             | WriteRequest::SetPaused { shim, .. }
             | WriteRequest::RetryNodes { shim, .. } => shim,
+            WriteRequest::ValidateKernel { preflight, .. }
+            | WriteRequest::PushBuiltImages { preflight, .. } => preflight,
         }
     }
 
@@ -164,6 +187,19 @@ impl WriteRequest {
             WriteRequest::RetryNodes { shim, nodes } => {
                 format!("Retry {shim} on {}", nodes.join(", "))
             }
+            WriteRequest::ValidateKernel {
+                preflight,
+                kernel,
+                create,
+            } => format!(
+                "Validate every Module against kernel {kernel} ({} {preflight})",
+                if *create { "create" } else { "update" }
+            ),
+            WriteRequest::PushBuiltImages {
+                preflight, kernel, ..
+            } => format!(
+                "Build and push the images Modules need for kernel {kernel} (pushBuiltImage on {preflight})"
+            ),
         }
     }
 }
@@ -255,6 +291,12 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
         WriteRequest::ApproveBatch { shim, batch } => shims::approve(client, shim, *batch).await,
         WriteRequest::SetPaused { shim, paused } => shims::set_paused(client, shim, *paused).await,
         WriteRequest::RetryNodes { shim, nodes } => shims::retry(client, shim, nodes).await,
+        WriteRequest::ValidateKernel {
+            preflight, kernel, ..
+        } => preflight::validate(client, preflight, kernel).await,
+        WriteRequest::PushBuiltImages {
+            preflight, kernel, ..
+        } => preflight::push_built_images(client, preflight, kernel).await,
     };
     WriteOutcome { request, result }
 }

@@ -64,6 +64,9 @@ fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
                 .ok_or_else(missing)?
                 .as_ref(),
         ),
+        Kind::PreflightValidation => {
+            to_json(data.preflight(&target.name).ok_or_else(missing)?.as_ref())
+        }
     }?;
     Ok(presentable(value))
 }

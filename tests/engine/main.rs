@@ -10,6 +10,7 @@ mod images;
 mod kmm;
 mod module;
 mod nmc;
+mod preflight;
 mod rbac;
 mod resilience;
 mod restarts;

@@ -2,7 +2,9 @@
 //! can build one) for the target kernel.
 //!
 //! Upstream serves `v1beta1` and stores `v1beta2`; the two differ only in the shape of the
-//! status, so both are served here with `v1beta2` as the storage version.
+//! status (a `namespace/name` map, a list), so both are served here with `v1beta2` as the storage version, and the
+//! embedded API server converts between them as upstream's conversion webhook does
+//! ([`crate::cluster::apiserver::conversion`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;

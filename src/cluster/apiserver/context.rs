@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::auth::identity::UserInfo;
 use super::errors::ApiError;
-use super::events;
 use super::registry::{ResourceKey, ResourceType};
 use super::request::{Query, ResourcePath, Verb};
 use super::{ApiServer, objects, protobuf};
+use super::{conversion, events};
 use crate::cluster::store::StoredObject;
 
 /// How unknown fields in a request are treated (`?fieldValidation=`).
@@ -192,11 +192,21 @@ impl RequestContext {
             return Some(events::from_storage(&self.rt, &obj.to_value()));
         }
         if self.path.version != self.rt.storage_version {
-            let mut value = obj.to_value();
-            value["apiVersion"] = Value::String(self.api_version());
-            return Some(value);
+            return Some(conversion::from_storage(
+                &self.rt,
+                &self.path.version,
+                obj.to_value(),
+            ));
         }
         None
+    }
+
+    /// An object written through this request, in the form it is stored in.
+    pub fn to_storage(&self, obj: Value) -> Value {
+        events::to_storage(
+            &self.rt,
+            conversion::to_storage(&self.rt, &self.path.version, obj),
+        )
     }
 
     /// The object as the client sees it, as a JSON value.

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod cluster_ip;
 pub mod context;
 pub mod controllers;
+pub mod conversion;
 pub mod defaults;
 pub mod discovery;
 pub mod errors;

@@ -31,6 +31,9 @@ impl App {
 
     /// The word the hint bar shows for `command` here: `P` pulls again in the cache views.
     pub fn hint_label(&self, command: Command) -> &'static str {
+        if let Some(label) = self.preflight_hint_label(command) {
+            return label;
+        }
         match command {
             Command::Recheck if self.in_cache_views() => "Re-pull",
             other => other.label(),
@@ -43,6 +46,7 @@ impl App {
             && self.cache_applies(command)
             && self.day0_applies(command)
             && self.engine_applies(command)
+            && self.preflight_applies(command)
     }
 
     /// Whether `command` means something here as far as caches go: purge only in the cache views, rebuild

@@ -19,6 +19,9 @@ impl App {
         if self.in_day0_views() && command == Command::Rebuild {
             return self.day0_rebuild();
         }
+        if command == Command::Build {
+            return self.preflight_build();
+        }
         let image = self.selected_image().map(|row| row.image.clone());
         match command {
             Command::Rebuild => self
@@ -45,6 +48,7 @@ impl App {
                 return self.shim_availability(command);
             }
             Command::HandOff | Command::TakeOver => return self.engine_availability(command),
+            Command::Build => return self.preflight_build_availability(),
             Command::Recheck | Command::Purge if self.in_cache_views() => {
                 if let Some(missing) = self.cache_selection_missing(command) {
                     return missing;

@@ -152,7 +152,7 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx", "engine"].map(str::to_owned))
+            .chain(["help", "q", "quit", "ns", "ctx", "engine", "preflight"].map(str::to_owned))
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
@@ -163,6 +163,9 @@ impl App {
                 .map(|c| format!("ctx {c}"))
                 .collect();
             return words;
+        }
+        if let Some(partial) = typed.strip_prefix("preflight ") {
+            return self.preflight_completions(partial.trim_start());
         }
         if let Some(partial) = typed.strip_prefix("ns ") {
             let mut namespaces: Vec<&str> = self
@@ -195,6 +198,15 @@ impl App {
         let (word, argument) = line
             .split_once(char::is_whitespace)
             .map_or((line, ""), |(w, a)| (w, a.trim()));
+        if word == "preflight" {
+            self.views = vec![View::Preflight];
+            self.refresh_open_view();
+            self.refresh_visible();
+            if !argument.is_empty() {
+                self.validate_kernel(argument);
+            }
+            return;
+        }
         if let Some((_, view)) = View::ROOTS
             .iter()
             .find(|(name, _)| *name == word || (word.len() >= 2 && name.starts_with(word)))
@@ -243,7 +255,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :engine, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :preflight, :engine, :ns, :ctx, :q)"),
             ),
         }
     }

@@ -77,6 +77,10 @@ impl App {
                 }
             }
             Command::HandOff | Command::TakeOver => self.run_engine(command),
+            Command::Build => match self.write_for(command) {
+                Ok(request) => self.ask(request),
+                Err(why) => self.set_status(Severity::Warning, why),
+            },
             Command::Confirm | Command::Cancel => {}
         }
     }
@@ -84,6 +88,10 @@ impl App {
     fn switch_pane(&mut self, forward: bool) {
         if matches!(self.view(), View::CacheDetail(_)) {
             self.switch_cache_section();
+            return;
+        }
+        if self.view() == &View::Preflight {
+            self.switch_preflight_section(forward);
             return;
         }
         if matches!(self.view(), View::ShimDetail(_)) {
@@ -175,6 +183,7 @@ impl App {
             View::Help | View::Engine => None,
             View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
             View::Day0s | View::Day0Detail(_) => self.selected_day0_object(),
+            View::Preflight => self.selected_preflight_object(),
         }
     }
 
@@ -193,6 +202,7 @@ impl App {
             }
             View::Caches => self.open_cache(),
             View::Day0s => self.open_day0(),
+            View::Preflight => self.enter_preflight(),
             View::Nodes
             | View::Detail(_)
             | View::ShimDetail(_)

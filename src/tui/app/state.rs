@@ -8,6 +8,7 @@ use crate::tui::view::events::EventRow;
 use crate::tui::view::images::ImageRow;
 use crate::tui::view::modules::ModuleRow;
 use crate::tui::view::nodes::NodeRow;
+use crate::tui::view::preflight::PreflightSection;
 use crate::tui::view::shims::ShimRow;
 use crate::tui::writes::WriteRequest;
 
@@ -72,6 +73,9 @@ pub enum View {
     Day0Detail(Target),
     /// Who holds the engine Lease, where it runs, and who acts on each family.
     Engine,
+    /// Planning a kernel upgrade: kernels to validate against, every Module's verdict, device plugins lost. Opened
+    /// with `:preflight`, outside the `tab` cycle of the lists, since `tab` moves between its tables.
+    Preflight,
 }
 
 impl View {
@@ -106,6 +110,7 @@ impl View {
             View::Day0s => ListId::Day0s,
             View::Day0Detail(_) => ListId::Detail(section),
             View::Engine => ListId::Engine,
+            View::Preflight => ListId::Preflight(PreflightSection::Kernels),
         }
     }
 
@@ -176,6 +181,8 @@ pub enum ListId {
     Day0s,
     /// The candidates of the `:engine` view.
     Engine,
+    /// A table of the Preflight pane.
+    Preflight(PreflightSection),
 }
 
 /// The selected row of a list and the first row shown.

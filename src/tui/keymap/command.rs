@@ -51,6 +51,8 @@ pub enum Command {
     HandOff,
     /// Take the engine back into this console (`:engine`).
     TakeOver,
+    /// Have the kernel validation build and push the images Modules can build for it (`:preflight`).
+    Build,
     /// Move the selection up.
     Up,
     /// Move the selection down.
@@ -75,7 +77,7 @@ pub enum Command {
 
 impl Command {
     /// Every command, in the order hints and help list them.
-    pub const ALL: [Command; 30] = [
+    pub const ALL: [Command; 31] = [
         Command::CommandMode,
         Command::Help,
         Command::Back,
@@ -96,6 +98,7 @@ impl Command {
         Command::Logs,
         Command::HandOff,
         Command::TakeOver,
+        Command::Build,
         Command::Up,
         Command::Down,
         Command::Left,
@@ -131,6 +134,7 @@ impl Command {
             Command::Logs => "logs",
             Command::HandOff => "hand-off",
             Command::TakeOver => "take-over",
+            Command::Build => "build",
             Command::Up => "up",
             Command::Down => "down",
             Command::Left => "left",
@@ -167,6 +171,7 @@ impl Command {
             | Command::Logs
             | Command::HandOff
             | Command::TakeOver
+            | Command::Build
             | Command::Up
             | Command::Down
             | Command::Left
@@ -202,6 +207,7 @@ impl Command {
             Command::Logs => "Logs",
             Command::HandOff => "Hand off",
             Command::TakeOver => "Take over",
+            Command::Build => "Build",
             Command::Up => "Up",
             Command::Down => "Down",
             Command::Left => "Left",
@@ -248,6 +254,9 @@ impl Command {
             Command::TakeOver => {
                 "Take the engine back into this console, after confirmation (:engine)"
             }
+            Command::Build => {
+                "Build and push the images Modules can build for the validated kernel, after confirming (:preflight)"
+            }
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",
             Command::Left => "Move to the column on the left (coverage matrix)",
@@ -293,7 +302,7 @@ impl FromStr for Command {
 }
 
 /// The default bindings, in the order they are shown.
-pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 30] = [
+pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 31] = [
     (Command::CommandMode, &[KeyChord::plain(KeyCode::Char(':'))]),
     (Command::Help, &[KeyChord::plain(KeyCode::Char('?'))]),
     (Command::Back, &[KeyChord::plain(KeyCode::Esc)]),
@@ -314,6 +323,7 @@ pub(super) const DEFAULT_KEYS: [(Command, &[KeyChord]); 30] = [
     (Command::Logs, &[KeyChord::plain(KeyCode::Char('l'))]),
     (Command::HandOff, &[KeyChord::plain(KeyCode::Char('h'))]),
     (Command::TakeOver, &[KeyChord::plain(KeyCode::Char('t'))]),
+    (Command::Build, &[KeyChord::plain(KeyCode::Char('B'))]),
     (
         Command::Up,
         &[

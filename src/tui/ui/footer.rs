@@ -72,13 +72,17 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     hints.retain(|h| app.applies(h.command));
     // Help first: when the bar is too narrow for every hint, the one that lists them all stays; then the commands
-    // only this pane has (the rollout commands of the Shim views), before those every table has.
+    // only this pane has (the rollout commands of the Shim views, the Preflight pane's build), before those every table has.
     hints.sort_by_key(|hint| {
         (
             hint.command != Command::Help,
             !matches!(
                 hint.command,
-                Command::Approve | Command::PauseResume | Command::Retry | Command::Logs
+                Command::Approve
+                    | Command::PauseResume
+                    | Command::Retry
+                    | Command::Logs
+                    | Command::Build
             ),
         )
     });

@@ -17,6 +17,7 @@ mod images;
 mod logs;
 mod modules;
 mod nodes;
+mod preflight;
 mod shim_detail;
 mod shims;
 mod table;
@@ -56,6 +57,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Day0s => day0::draw(frame, body, app),
             View::Day0Detail(target) => day0_detail::draw(frame, body, app, target),
             View::Engine => engine::draw(frame, body, app),
+            View::Preflight => preflight::draw(frame, body, app),
         }
     }
     footer::draw(frame, footer_area, app);

@@ -59,10 +59,32 @@ pub fn consequences(data: &ClusterData, request: &WriteRequest) -> Vec<String> {
             &mic_name(&day0.name),
             None,
         ),
+        WriteRequest::ValidateKernel { kernel, .. } => validation(data, kernel),
+        WriteRequest::PushBuiltImages { modules, .. } => vec![
+            format!("Built again and pushed: {}", names(modules)),
+            "Build (and sign) pods run in the cluster and push to each Module's registry"
+                .to_owned(),
+        ],
         WriteRequest::Recheck { .. } | WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => {
             Vec::new()
         }
     }
+}
+
+/// What validating against `kernel` does: check every Module's image with pull pods, build the missing ones
+/// that have a build section without pushing them, and which nodes the kernel is new to.
+fn validation(data: &ClusterData, kernel: &str) -> Vec<String> {
+    let moving = data
+        .nodes
+        .iter()
+        .filter(|n| crate::engine::kernel::node_kernel(n).is_some_and(|k| k != kernel))
+        .count();
+    vec![
+        "Each Module's image is checked with a pull pod; missing images with a build or sign section are built, \
+         not pushed (B pushes them)"
+            .to_owned(),
+        format!("{moving} of {} nodes run another kernel now", data.nodes.len()),
+    ]
 }
 
 /// `a, b, c, d and 3 more`: the first few of a list of names, then how many more.

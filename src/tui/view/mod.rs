@@ -13,6 +13,7 @@ pub mod events;
 pub mod images;
 pub mod modules;
 pub mod nodes;
+pub mod preflight;
 pub mod shim_detail;
 pub mod shims;
 

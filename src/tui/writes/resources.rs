@@ -7,7 +7,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
+use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use crate::api::shim::Shim;
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
@@ -26,6 +26,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::ModuleDay0 => ApiResource::erase::<ModuleDay0>(&()),
         Kind::MachineConfigPool => ApiResource::erase::<MachineConfigPool>(&()),
         Kind::MachineConfig => ApiResource::erase::<MachineConfig>(&()),
+        Kind::PreflightValidation => ApiResource::erase::<PreflightValidation>(&()),
     }
 }
 

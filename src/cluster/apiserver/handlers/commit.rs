@@ -11,7 +11,7 @@ use crate::cluster::apiserver::admission;
 use crate::cluster::apiserver::errors::ApiError;
 use crate::cluster::apiserver::objects::{self, now_rfc3339};
 use crate::cluster::apiserver::patch;
-use crate::cluster::apiserver::{ApiServer, ResponseBody, bytes_response, events, registry};
+use crate::cluster::apiserver::{ApiServer, ResponseBody, bytes_response, registry};
 use crate::cluster::store::{CommitError, StoredObject};
 
 /// Common tail of every update: server metadata, admission, managed fields, finalizer completion, no-op
@@ -76,11 +76,10 @@ pub(super) fn finish_update(
             &warnings,
         ));
     }
-    match server.store().put(
-        &ctx.storage,
-        Some(current.rv),
-        events::to_storage(&ctx.rt, new),
-    ) {
+    match server
+        .store()
+        .put(&ctx.storage, Some(current.rv), ctx.to_storage(new))
+    {
         Ok(stored) => {
             after_commit(server, ctx, &stored);
             Ok(with_warnings(

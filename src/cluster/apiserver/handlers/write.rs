@@ -15,7 +15,7 @@ use crate::cluster::apiserver::admission;
 use crate::cluster::apiserver::errors::{ApiError, Cause};
 use crate::cluster::apiserver::objects::{self, now_rfc3339};
 use crate::cluster::apiserver::patch::{self, ApplyError, ApplyRequest};
-use crate::cluster::apiserver::{ApiServer, ResponseBody, bytes_response, events, registry};
+use crate::cluster::apiserver::{ApiServer, ResponseBody, bytes_response, registry};
 use crate::cluster::store::{CommitError, StoredObject};
 
 /// The patch media types every resource accepts (built-ins also take strategic merge patches).
@@ -111,7 +111,7 @@ fn create_object(
         }
         match server
             .store()
-            .put(&ctx.storage, None, events::to_storage(&ctx.rt, candidate))
+            .put(&ctx.storage, None, ctx.to_storage(candidate))
         {
             Ok(stored) => {
                 after_commit(server, ctx, &stored);
@@ -385,11 +385,10 @@ fn apply_create(
             &warnings,
         ));
     }
-    match server.store().put(
-        &ctx.storage,
-        None,
-        events::to_storage(&ctx.rt, create_ctx_obj),
-    ) {
+    match server
+        .store()
+        .put(&ctx.storage, None, ctx.to_storage(create_ctx_obj))
+    {
         Ok(stored) => {
             after_commit(server, ctx, &stored);
             Ok(with_warnings(

@@ -1,0 +1,160 @@
+//! The Preflight pane: the validation under way (its kernel and whether built images are pushed, with a count of
+//! Modules per verdict), then three tables `tab` moves between: the kernels the cluster knows of, every Module's
+//! verdict for the validated kernel, and the device plugins each node loses while its module reloads.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::health_style;
+use super::table::{Column, ListTable, TableRow};
+use crate::tui::app::{App, ListId};
+use crate::tui::view::preflight::{PreflightSection, Readiness};
+
+/// Draw the pane.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let pane = &app.preflight.pane;
+    let rows = |section| {
+        u16::try_from(app.visible(ListId::Preflight(section)).len())
+            .unwrap_or(u16::MAX)
+            .max(1)
+    };
+    let room = area.height.saturating_sub(1);
+    let [summary, kernel_area, module_area, node_area] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length((rows(PreflightSection::Kernels) + 3).min(room / 3)),
+        Constraint::Length((rows(PreflightSection::Modules) + 3).min(room / 2)),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let line = match &pane.preflight {
+        Some(p) => {
+            let count = |r: Readiness| pane.modules.iter().filter(|m| m.readiness == r).count();
+            let mut spans = vec![
+                Span::styled(format!(" {} ", p.name), app.theme.title()),
+                Span::styled(format!("kernel {}  ", p.kernel), app.theme.text()),
+                Span::styled(
+                    if p.push_built_image {
+                        "builds pushed  "
+                    } else {
+                        "builds not pushed  "
+                    },
+                    app.theme.muted(),
+                ),
+            ];
+            for readiness in [
+                Readiness::Ready,
+                Readiness::Buildable,
+                Readiness::Checking,
+                Readiness::NotReady,
+                Readiness::Waiting,
+            ] {
+                let n = count(readiness);
+                if n > 0 {
+                    spans.push(Span::styled(
+                        format!("{n} {}  ", readiness.label().to_lowercase()),
+                        health_style(app, readiness.health()),
+                    ));
+                }
+            }
+            Line::from(spans)
+        }
+        None => Line::from(Span::styled(
+            " No kernel validated yet: pick one below (enter), or type :preflight <kernel>",
+            app.theme.muted(),
+        )),
+    };
+    frame.render_widget(Paragraph::new(line), summary);
+    let focus = app.preflight.section;
+    ListTable {
+        title: "Kernels",
+        note: "enter validates every Module against the selected kernel",
+        columns: &[
+            Column::keep(" "),
+            Column::shrink("KERNEL"),
+            Column::shrink("KNOWN FROM"),
+        ],
+        list: ListId::Preflight(PreflightSection::Kernels),
+        focused: focus == PreflightSection::Kernels,
+        empty: "No kernel known: no node reports one",
+    }
+    .draw(frame, kernel_area, app, |index| {
+        let row = &pane.kernels[index];
+        TableRow::new()
+            .styled(if row.validated { "▶" } else { " " }, app.theme.accent())
+            .cell(row.kernel.as_str())
+            .cell(row.known_from.as_str())
+    });
+    let buildable = pane.modules.iter().filter(|m| m.can_build).count();
+    let module_note = if buildable > 0 {
+        format!("{buildable} can build: B builds and pushes")
+    } else {
+        String::new()
+    };
+    ListTable {
+        title: "Modules",
+        note: &module_note,
+        columns: &[
+            Column::shrink("NAMESPACE"),
+            Column::shrink("MODULE"),
+            Column::keep("VERDICT"),
+            Column::shrink("WHY"),
+        ],
+        list: ListId::Preflight(PreflightSection::Modules),
+        focused: focus == PreflightSection::Modules,
+        empty: if pane.preflight.is_some() {
+            "No Module loads a kernel module"
+        } else {
+            "Pick a kernel to validate every Module against it"
+        },
+    }
+    .draw(frame, module_area, app, |index| {
+        let row = &pane.modules[index];
+        TableRow::new()
+            .cell(row.namespace.as_str())
+            .cell(row.name.as_str())
+            .styled(
+                row.readiness.label(),
+                health_style(app, row.readiness.health()),
+            )
+            .cell(row.reason.as_str())
+    });
+    let losing = pane
+        .nodes
+        .iter()
+        .filter(|n| !n.device_plugins.is_empty())
+        .count();
+    let node_note = format!("{losing} lose a device plugin while their modules reload");
+    ListTable {
+        title: "Nodes moving to the kernel",
+        note: if pane.preflight.is_some() {
+            &node_note
+        } else {
+            ""
+        },
+        columns: &[
+            Column::shrink("NODE"),
+            Column::shrink("KERNEL NOW"),
+            Column::shrink("DEVICE PLUGINS LOST"),
+        ],
+        list: ListId::Preflight(PreflightSection::Nodes),
+        focused: focus == PreflightSection::Nodes,
+        empty: if pane.preflight.is_some() {
+            "Every node runs the kernel already"
+        } else {
+            "Pick a kernel to see which nodes move to it"
+        },
+    }
+    .draw(frame, node_area, app, |index| {
+        let row = &pane.nodes[index];
+        let row_cells = TableRow::new()
+            .cell(row.node.as_str())
+            .cell(row.kernel.as_str());
+        if row.device_plugins.is_empty() {
+            row_cells.styled("none", app.theme.muted())
+        } else {
+            row_cells.styled(row.device_plugins.join(", "), app.theme.warn())
+        }
+    });
+}
