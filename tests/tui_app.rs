@@ -1,7 +1,11 @@
 //! The console's behaviour, driven through `App::update` with key presses and data as the event loop delivers them:
-//! navigation, commands, filters, confirmations and what a write turns into.
+//! navigation, commands, filters, confirmations and what a write turns into; and the fleet view on several embedded
+//! clusters at once ([`fleet`]).
 
 use std::sync::Arc;
+
+#[path = "tui_app/fleet.rs"]
+mod fleet;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use kmm_tui::api::kmm::{Module, ModuleImagesConfig};

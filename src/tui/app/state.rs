@@ -5,6 +5,7 @@ use crate::tui::target::Target;
 use crate::tui::view::caches::CacheRow;
 use crate::tui::view::day0::Day0Row;
 use crate::tui::view::events::EventRow;
+use crate::tui::view::fleet::FleetRow;
 use crate::tui::view::images::ImageRow;
 use crate::tui::view::modules::ModuleRow;
 use crate::tui::view::nodes::NodeRow;
@@ -72,6 +73,8 @@ pub enum View {
     Day0Detail(Target),
     /// Who holds the engine Lease, where it runs, and who acts on each family.
     Engine,
+    /// Every cluster of the kubeconfig, one row each; `enter` opens one, `esc` comes back.
+    Fleet,
 }
 
 impl View {
@@ -106,6 +109,7 @@ impl View {
             View::Day0s => ListId::Day0s,
             View::Day0Detail(_) => ListId::Detail(section),
             View::Engine => ListId::Engine,
+            View::Fleet => ListId::Fleet,
         }
     }
 
@@ -176,6 +180,8 @@ pub enum ListId {
     Day0s,
     /// The candidates of the `:engine` view.
     Engine,
+    /// The clusters of the fleet view.
+    Fleet,
 }
 
 /// The selected row of a list and the first row shown.
@@ -255,6 +261,8 @@ pub enum Request {
     PodLog(Target),
     /// Hand this console's engine off, or take it over.
     Engine(EngineMove),
+    /// Start following every cluster of the fleet, if not yet.
+    OpenFleet,
 }
 
 /// Whether a command can run on the current selection.
@@ -283,4 +291,6 @@ pub struct Rows {
     pub caches: Vec<CacheRow>,
     /// Day-0 pane.
     pub day0s: Vec<Day0Row>,
+    /// Fleet view, most urgent first.
+    pub fleet: Vec<FleetRow>,
 }
