@@ -660,3 +660,60 @@ fn day0_pane_names_what_blocks_a_hand_over() {
         check("day0_hand_over_blocked_events", &app);
     }
 }
+
+/// A console opened on the sample fleet, at `size`.
+fn fleet_console(size: (u16, u16)) -> App {
+    let mut app = empty_console(size);
+    let contexts = sample::fleet::CONTEXTS.map(str::to_owned);
+    app.start_in_fleet(&contexts);
+    for (context, change) in sample::fleet::changes() {
+        app.update(Action::Fleet(context, change));
+    }
+    app
+}
+
+#[test]
+fn fleet_view() {
+    for size in SIZES {
+        check("fleet", &fleet_console(size));
+    }
+}
+
+#[test]
+fn the_fleet_puts_what_needs_a_person_first_and_enters_a_cluster() {
+    let mut app = fleet_console((120, 40));
+    let order: Vec<&str> = app.rows.fleet.iter().map(|r| r.context.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "edge-lab",
+            "prod-west",
+            "qa",
+            "prod-east",
+            "staging",
+            "ci",
+            "dev"
+        ],
+        "unreachable first, then degraded, then connecting, then fine"
+    );
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.requests,
+        [kmm_tui::tui::app::Request::SwitchContext(
+            "prod-east".to_owned()
+        )]
+    );
+    app.switch_context("prod-east");
+    assert_eq!(app.views, [View::Fleet, View::Modules]);
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(
+        app.views,
+        [View::Fleet, View::Images],
+        "tab keeps the fleet below"
+    );
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Fleet);
+}

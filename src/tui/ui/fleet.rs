@@ -6,7 +6,6 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Span;
 
-use super::header::{self, Form};
 use super::table::{Column, ListTable, TableRow};
 use super::{health_style, theme_health_style};
 use crate::tui::app::{App, ListId};
@@ -15,38 +14,42 @@ use crate::tui::view::Health;
 use crate::tui::view::fleet::{Attention, FleetRow};
 use crate::tui::view::summary::Tally;
 
-/// Draw every cluster.
+/// Draw every cluster. Cells are short, so the selected cluster's full detail (who acts, or why it cannot be
+/// reached) is repeated in the title. Narrow screens leave out the Shims, ImageCaches and ModuleDay0s; the
+/// approvals and degraded counts still count them.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
         &[
-            Column::shrink("CONTEXT"),
+            Column::keep("CONTEXT"),
             Column::keep("STATE"),
-            Column::keep("VERSION"),
             Column::keep("NODES"),
-            Column::shrink("MODULES"),
-            Column::shrink("SHIMS"),
-            Column::shrink("CACHES"),
-            Column::shrink("DAY-0"),
-            Column::keep("APPROVE"),
-            Column::keep("DEGRADED"),
+            Column::keep("MODULES"),
+            Column::keep("SHIMS"),
+            Column::keep("CACHES"),
+            Column::keep("DAY-0"),
+            Column::keep("APPR"),
+            Column::keep("DEGR"),
             Column::shrink("WHO ACTS / WHY"),
         ]
     } else {
         &[
-            Column::shrink("CONTEXT"),
+            Column::keep("CONTEXT"),
             Column::keep("STATE"),
             Column::keep("NODES"),
-            Column::shrink("MODULES"),
-            Column::shrink("SHIMS"),
+            Column::keep("MODULES"),
             Column::keep("APPR"),
             Column::keep("DEGR"),
             Column::shrink("WHO ACTS / WHY"),
         ]
     };
+    let note = app
+        .selected_cluster()
+        .map(|row| format!("{}: {}", row.context, row.detail))
+        .unwrap_or_default();
     ListTable {
         title: "Fleet",
-        note: "",
+        note: &note,
         columns,
         list: ListId::Fleet,
         focused: true,
@@ -62,33 +65,28 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
 fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
     let theme = &app.theme;
     let summary = &row.summary;
-    let marker = if row.current { "▸ " } else { "  " };
-    let state_style = health_style(app, row.attention.health());
+    let marker = if row.current { "▸" } else { " " };
     let [modules, shims, caches, day0s] = row.listed;
-    let counts = |listed: bool, spans: Vec<Span<'static>>, style: Style| {
+    let count = |listed: bool, cell: (String, Style)| {
         if listed {
-            (text(&spans, "0"), style)
+            cell
         } else {
             ("-".to_owned(), theme.muted())
         }
     };
-    let (module_text, module_style) = counts(
-        modules,
-        header::module_counts(summary, theme, Form::Short, false),
-        worst(theme, &summary.modules, |health| *health),
-    );
-    let (shim_text, shim_style) = counts(
-        shims,
-        header::shim_counts(summary, theme, Form::Short, false),
-        worst(theme, &summary.shims, |state| state.health()),
-    );
+    let (module_text, module_style) =
+        count(modules, glyphs(theme, &summary.modules, |health| *health));
+    let (shim_text, shim_style) =
+        count(shims, glyphs(theme, &summary.shims, |state| state.health()));
+    // A cluster that answers shows its version where others show why they do not.
+    let state = if row.state == "ok" {
+        format!("ok {}", row.version)
+    } else {
+        row.state.clone()
+    };
     let mut cells = TableRow::new()
         .cell(format!("{marker}{}", row.context))
-        .styled(row.state.as_str(), state_style);
-    if wide {
-        cells = cells.cell(row.version.as_str());
-    }
-    cells = cells
+        .styled(state, health_style(app, row.attention.health()))
         .styled(
             row.nodes.as_str(),
             if row.nodes_short {
@@ -97,20 +95,14 @@ fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
                 Style::default()
             },
         )
-        .styled(module_text, module_style)
-        .styled(shim_text, shim_style);
+        .styled(module_text, module_style);
     if wide {
-        let (cache_text, cache_style) = counts(
-            caches,
-            header::cache_counts(summary, theme, false, false),
-            worst(theme, &summary.caches, |health| *health),
-        );
-        let (day0_text, day0_style) = counts(
-            day0s,
-            header::day0_counts(summary, theme, false, false),
-            worst(theme, &summary.day0s, |state| state.health()),
-        );
+        let (cache_text, cache_style) =
+            count(caches, glyphs(theme, &summary.caches, |health| *health));
+        let (day0_text, day0_style) =
+            count(day0s, glyphs(theme, &summary.day0s, |state| state.health()));
         cells = cells
+            .styled(shim_text, shim_style)
             .styled(cache_text, cache_style)
             .styled(day0_text, day0_style);
     }
@@ -133,7 +125,7 @@ fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
         )
         .styled(
             row.detail.as_str(),
-            if matches!(row.attention, Attention::Unreachable) || row.state == "watch failing" {
+            if row.attention.health() == Health::Error && row.state != "ok" {
                 theme.error()
             } else {
                 theme.muted()
@@ -141,27 +133,40 @@ fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
         )
 }
 
-/// The spans' text on one line, or `empty` when there are none (a kind with no objects).
-fn text(spans: &[Span<'static>], empty: &str) -> String {
-    let joined: String = spans.iter().map(|span| span.content.as_ref()).collect();
-    let joined = joined.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.is_empty() {
-        empty.to_owned()
-    } else {
-        joined
+/// `12 ✗2 ·1 ◐3 ●6`: the total, then how many are failed, waiting, busy, fine and unknown, as the header's short
+/// form counts caches and ModuleDay0s; styled as the worst of them.
+fn glyphs<S: Ord + Copy>(
+    theme: &Theme,
+    tally: &Tally<S>,
+    health: impl Fn(&S) -> Health,
+) -> (String, Style) {
+    let mut text = tally.total.to_string();
+    let mut worst = None;
+    for (wanted, glyph) in [
+        (Health::Error, "✗"),
+        (Health::Warning, "·"),
+        (Health::Progressing, "◐"),
+        (Health::Ok, "●"),
+        (Health::Unknown, "?"),
+    ] {
+        let n: usize = tally
+            .by_state
+            .iter()
+            .filter(|(state, _)| health(state) == wanted)
+            .map(|(_, n)| n)
+            .sum();
+        if n > 0 {
+            text.push_str(&format!(" {glyph}{n}"));
+            worst = worst.or(Some(wanted));
+        }
     }
-}
-
-/// The style of the worst state counted: degraded before waiting before busy.
-fn worst<S: Ord + Copy>(theme: &Theme, tally: &Tally<S>, health: impl Fn(&S) -> Health) -> Style {
-    let healths: Vec<Health> = tally.by_state.keys().map(&health).collect();
-    let worst = [Health::Error, Health::Warning, Health::Progressing]
-        .into_iter()
-        .find(|wanted| healths.contains(wanted));
-    match worst {
-        Some(health) => theme_health_style(theme, health),
-        None => Style::default(),
-    }
+    let style = match worst {
+        Some(health @ (Health::Error | Health::Warning | Health::Progressing)) => {
+            theme_health_style(theme, health)
+        }
+        _ => Style::default(),
+    };
+    (text, style)
 }
 
 /// The header while the fleet is shown: how many clusters, and how many need a person for what.

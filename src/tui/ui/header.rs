@@ -16,7 +16,7 @@ use crate::tui::view::summary::Summary;
 
 /// How much the header spells out.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Form {
+enum Form {
     /// Every word.
     Long,
     /// Every piece, with the counts' labels abbreviated.
@@ -92,30 +92,24 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
         spans.push(Span::styled(" loading… ", theme.progress()));
     }
     let summary = app.summary();
-    spans.extend(module_counts(&summary, theme, form, true));
-    spans.extend(shim_counts(&summary, theme, form, true));
-    spans.extend(cache_counts(&summary, theme, wide, true));
-    spans.extend(day0_counts(&summary, theme, wide, true));
+    spans.extend(module_counts(&summary, theme, form));
+    spans.extend(shim_counts(&summary, theme, form));
+    spans.extend(cache_counts(&summary, theme, wide));
+    spans.extend(day0_counts(&summary, theme, wide));
     spans.push(node_count(&summary, theme, wide));
     spans
 }
 
-/// `Modules 12 9 ok 1 busy 2 degraded`, `Mod 12 9 ok 1 busy 2 degr` in short forms; without the kind's name when
-/// `named` is false (the fleet view has a column for it).
-pub(crate) fn module_counts(
-    summary: &Summary,
-    theme: &Theme,
-    form: Form,
-    named: bool,
-) -> Vec<Span<'static>> {
+/// `Modules 12 9 ok 1 busy 2 degraded`, `Mod 12 9 ok 1 busy 2 degr` in short forms.
+fn module_counts(summary: &Summary, theme: &Theme, form: Form) -> Vec<Span<'static>> {
     let wide = matches!(form, Form::Long | Form::Compact);
     let words = form == Form::Long;
     let total = summary.modules.total;
     let mut spans = vec![Span::styled(
-        match (named, wide) {
-            (true, true) => format!(" Modules {total} "),
-            (true, false) => format!(" Mod {total} "),
-            (false, _) => format!("{total} "),
+        if wide {
+            format!(" Modules {total} ")
+        } else {
+            format!(" Mod {total} ")
         },
         theme.text(),
     )];
@@ -136,12 +130,7 @@ pub(crate) fn module_counts(
 
 /// `Shims 3 1 complete 2 awaiting`, or nothing without Shims; the short form names only the states that want a
 /// person.
-pub(crate) fn shim_counts(
-    summary: &Summary,
-    theme: &Theme,
-    form: Form,
-    named: bool,
-) -> Vec<Span<'static>> {
+fn shim_counts(summary: &Summary, theme: &Theme, form: Form) -> Vec<Span<'static>> {
     let wide = matches!(form, Form::Long | Form::Compact);
     let words = form == Form::Long;
     let total = summary.shims.total;
@@ -149,10 +138,10 @@ pub(crate) fn shim_counts(
         return Vec::new();
     }
     let mut spans = vec![Span::styled(
-        match (named, wide) {
-            (true, true) => format!(" Shims {total} "),
-            (true, false) => format!(" Sh {total} "),
-            (false, _) => format!("{total} "),
+        if wide {
+            format!(" Shims {total} ")
+        } else {
+            format!(" Sh {total} ")
         },
         theme.text(),
     )];
@@ -175,7 +164,7 @@ pub(crate) fn shim_counts(
 }
 
 /// `Nodes 38/40 ready`, `Nodes 38/40` in short forms, warning-coloured when some are not ready.
-pub(crate) fn node_count(summary: &Summary, theme: &Theme, wide: bool) -> Span<'static> {
+fn node_count(summary: &Summary, theme: &Theme, wide: bool) -> Span<'static> {
     let (ready, total) = (summary.nodes_ready, summary.nodes_total);
     Span::styled(
         if wide {
@@ -192,22 +181,17 @@ pub(crate) fn node_count(summary: &Summary, theme: &Theme, wide: bool) -> Span<'
 }
 
 /// `Caches 3 1 ok 1 busy 1 degraded` in the long form, `IC 3 ✗1 ◐1 ●1` in the short one with the failures first,
-/// or nothing without ImageCaches; without the kind's name when `named` is false.
-pub(crate) fn cache_counts(
-    summary: &Summary,
-    theme: &Theme,
-    wide: bool,
-    named: bool,
-) -> Vec<Span<'static>> {
+/// or nothing without ImageCaches.
+fn cache_counts(summary: &Summary, theme: &Theme, wide: bool) -> Vec<Span<'static>> {
     let total = summary.caches.total;
     if total == 0 {
         return Vec::new();
     }
     let mut spans = vec![Span::styled(
-        match (named, wide) {
-            (true, true) => format!(" Caches {total} "),
-            (true, false) => format!(" IC {total} "),
-            (false, _) => format!("{total} "),
+        if wide {
+            format!(" Caches {total} ")
+        } else {
+            format!(" IC {total} ")
         },
         theme.text(),
     )];
@@ -237,22 +221,17 @@ pub(crate) fn cache_counts(
 }
 
 /// `Day-0 3 1 Available 1 Kept 1 Degraded` in the long form, `D0 3 ✗1 ·1 ●1` in the short one with the failures
-/// first, or nothing without ModuleDay0s; without the kind's name when `named` is false.
-pub(crate) fn day0_counts(
-    summary: &Summary,
-    theme: &Theme,
-    wide: bool,
-    named: bool,
-) -> Vec<Span<'static>> {
+/// first, or nothing without ModuleDay0s.
+fn day0_counts(summary: &Summary, theme: &Theme, wide: bool) -> Vec<Span<'static>> {
     let total = summary.day0s.total;
     if total == 0 {
         return Vec::new();
     }
     let mut spans = vec![Span::styled(
-        match (named, wide) {
-            (true, true) => format!(" Day-0 {total} "),
-            (true, false) => format!(" D0 {total} "),
-            (false, _) => format!("{total} "),
+        if wide {
+            format!(" Day-0 {total} ")
+        } else {
+            format!(" D0 {total} ")
         },
         theme.text(),
     )];
