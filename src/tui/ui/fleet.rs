@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::Span;
 
 use super::table::{Column, ListTable, TableRow};
-use super::{health_style, theme_health_style};
+use super::theme_health_style;
 use crate::tui::app::{App, ListId};
 use crate::tui::theme::Theme;
 use crate::tui::view::Health;
@@ -78,15 +78,16 @@ fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
         count(modules, glyphs(theme, &summary.modules, |health| *health));
     let (shim_text, shim_style) =
         count(shims, glyphs(theme, &summary.shims, |state| state.health()));
-    // A cluster that answers shows its version where others show why they do not.
-    let state = if row.state == "ok" {
-        format!("ok {}", row.version)
-    } else {
-        row.state.clone()
+    // A cluster that answers shows its version where others show why they do not. The state is coloured by
+    // whether the cluster answers; what its objects need shows in their counts and the order of the rows.
+    let (state, state_style) = match row.state.as_str() {
+        "ok" => (format!("ok {}", row.version), theme.ok()),
+        "connecting" | "loading" => (row.state.clone(), theme.progress()),
+        _ => (row.state.clone(), theme.error()),
     };
     let mut cells = TableRow::new()
         .cell(format!("{marker}{}", row.context))
-        .styled(state, health_style(app, row.attention.health()))
+        .styled(state, state_style)
         .styled(
             row.nodes.as_str(),
             if row.nodes_short {
@@ -125,7 +126,7 @@ fn cells(app: &App, row: &FleetRow, wide: bool) -> TableRow {
         )
         .styled(
             row.detail.as_str(),
-            if row.attention.health() == Health::Error && row.state != "ok" {
+            if !matches!(row.state.as_str(), "ok" | "connecting" | "loading") {
                 theme.error()
             } else {
                 theme.muted()

@@ -5,7 +5,6 @@
 use crate::tui::fleet::reach::Reach;
 use crate::tui::fleet::state::{Cluster, Fleet};
 
-use super::Health;
 use super::engine::{Place, family_label};
 use super::summary::Summary;
 use super::{age, matches_filter};
@@ -25,18 +24,6 @@ pub enum Attention {
     Connecting,
     /// All well.
     Fine,
-}
-
-impl Attention {
-    /// The colour of the row.
-    pub fn health(self) -> Health {
-        match self {
-            Attention::Unreachable | Attention::Degraded => Health::Error,
-            Attention::Approval | Attention::Waiting => Health::Warning,
-            Attention::Connecting => Health::Unknown,
-            Attention::Fine => Health::Ok,
-        }
-    }
 }
 
 /// One cluster as the fleet view shows it.
