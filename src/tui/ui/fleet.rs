@@ -177,7 +177,13 @@ pub fn header_spans(app: &App) -> Vec<Span<'static>> {
     let mut spans = vec![
         Span::styled(" kmm-tui ", theme.title()),
         Span::styled(" fleet ", theme.accent()),
-        Span::styled(format!(" {} clusters ", rows.len()), theme.text()),
+        Span::styled(
+            match rows.len() {
+                1 => " 1 cluster ".to_owned(),
+                n => format!(" {n} clusters "),
+            },
+            theme.text(),
+        ),
     ];
     let count = |attention: Attention| rows.iter().filter(|r| r.attention == attention).count();
     for (attention, label, style) in [

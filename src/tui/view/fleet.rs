@@ -135,11 +135,11 @@ impl FleetRow {
     }
 }
 
-/// `engine in cluster (pod x); shims: runtime-class-manager`, or `nobody acts`.
+/// `engine: in cluster (pod x); shims: runtime-class-manager`, or `nobody acts`.
 fn who_acts(cluster: &Cluster, own: Option<&str>, now: jiff::Timestamp) -> String {
     let mut parts = Vec::new();
     if let Some(holder) = cluster.data.engine_holder(now) {
-        parts.push(format!("engine {}", Place::of(holder, own).describe()));
+        parts.push(format!("engine: {}", Place::of(holder, own).describe()));
     }
     for (family, upstream) in &cluster.upstream {
         parts.push(format!("{}: {}", family_label(*family), upstream.operator));
