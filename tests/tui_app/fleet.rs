@@ -1,6 +1,7 @@
 //! The fleet view on several embedded clusters at once, each served over HTTPS on its own loopback port and named
 //! in one merged kubeconfig, followed by the real per-cluster tasks: rows appear with versions and nodes, counts
-//! follow changes, a cluster that stops is shown as refused, one that comes back with other credentials as
+//! follow changes, a cluster that never answers times out without holding up the others, one that stops is
+//! shown as refused, one that comes back with other credentials as
 //! unauthorized, and it returns once the kubeconfig is fixed. Then `enter` and `esc` between the fleet and a
 //! cluster's panes.
 
@@ -36,6 +37,7 @@ nodes:
 
 /// Fast retries, so a cluster that comes back is seen within a second or two.
 const QUICK: Timing = Timing {
+    probe_timeout: Duration::from_secs(1),
     probe_every: Duration::from_millis(500),
     retry_first: Duration::from_millis(100),
     retry_max: Duration::from_millis(400),
@@ -151,6 +153,22 @@ fn module(name: &str) -> Module {
     .expect("a Module")
 }
 
+/// Add a context `name` with the first cluster's credentials and a server on loopback `port`.
+fn add_elsewhere(kubeconfig: &mut Kubeconfig, name: &str, port: u16) {
+    let mut cluster = kubeconfig.clusters[0].clone();
+    cluster.name = name.to_owned();
+    if let Some(inner) = cluster.cluster.as_mut() {
+        inner.server = Some(format!("https://127.0.0.1:{port}"));
+    }
+    let mut context = kubeconfig.contexts[0].clone();
+    context.name = name.to_owned();
+    if let Some(inner) = context.context.as_mut() {
+        inner.cluster = name.to_owned();
+    }
+    kubeconfig.clusters.push(cluster);
+    kubeconfig.contexts.push(context);
+}
+
 /// A loopback port nothing listens on.
 fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
@@ -166,23 +184,18 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     let north = serve(None, Some(&north_state), 0).await;
     let north_port = north.address().expect("north serves").port();
     let mut kubeconfig = merged(&[("east", &east), ("west", &west), ("north", &north)]);
-    // A fourth context whose server is gone from the start.
-    let mut gone = kubeconfig.clusters[1].clone();
-    gone.name = "gone".to_owned();
-    if let Some(cluster) = gone.cluster.as_mut() {
-        cluster.server = Some(format!("https://127.0.0.1:{}", closed_port()));
-    }
-    let mut gone_context = kubeconfig.contexts[1].clone();
-    gone_context.name = "gone".to_owned();
-    if let Some(context) = gone_context.context.as_mut() {
-        context.cluster = "gone".to_owned();
-    }
-    kubeconfig.clusters.push(gone);
-    kubeconfig.contexts.push(gone_context);
+    // A context whose server is gone from the start, and one whose server accepts connections and never answers.
+    add_elsewhere(&mut kubeconfig, "gone", closed_port());
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener that never answers");
+    add_elsewhere(
+        &mut kubeconfig,
+        "hung",
+        hung.local_addr().expect("its address").port(),
+    );
     let path = dir.path().join("kubeconfig");
     write(&path, &kubeconfig);
 
-    let contexts: Vec<String> = ["east", "west", "north", "gone"]
+    let contexts: Vec<String> = ["east", "west", "north", "gone", "hung"]
         .map(str::to_owned)
         .to_vec();
     let members = contexts
@@ -199,7 +212,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     let mut app = console("east");
     app.start_in_fleet(&contexts);
     assert_eq!(app.view(), &View::Fleet);
-    assert_eq!(app.rows.fleet.len(), 4, "every context has a row at once");
+    assert_eq!(app.rows.fleet.len(), 5, "every context has a row at once");
     follow::start_with(members, QUICK, &sender, &cancel);
 
     until(
@@ -215,11 +228,17 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
         },
     )
     .await;
+    until(
+        &mut app,
+        &mut actions,
+        30,
+        "the silent cluster timed out",
+        |rows| row(rows, "hung").state == "timeout",
+    )
+    .await;
     let rows = &app.rows.fleet;
-    assert_eq!(
-        rows[0].context, "gone",
-        "the unreachable cluster comes first"
-    );
+    let first: Vec<&str> = rows[..2].iter().map(|r| r.context.as_str()).collect();
+    assert_eq!(first, ["gone", "hung"], "unreachable clusters come first");
     assert_eq!(rows[0].attention, Attention::Unreachable);
     assert!(
         row(rows, "east").version.starts_with('v'),
@@ -266,7 +285,11 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     )
     .await;
     let order: Vec<&str> = app.rows.fleet.iter().map(|r| r.context.as_str()).collect();
-    assert_eq!(&order[..2], ["gone", "west"], "what needs a person first");
+    assert_eq!(
+        &order[..3],
+        ["gone", "hung", "west"],
+        "what needs a person first"
+    );
 
     // North stops: refused, while the others keep answering.
     north.shutdown().await;
@@ -332,6 +355,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     assert_eq!(app.views, [View::Fleet, View::Modules]);
     press(&mut app, KeyCode::Esc);
     assert_eq!(app.view(), &View::Fleet);
+    drop(hung);
     north.shutdown().await;
     east.shutdown().await;
     west.shutdown().await;

@@ -74,6 +74,8 @@ pub enum Source {
 /// How often members are asked and retried.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
+    /// See [`PROBE_TIMEOUT`].
+    pub probe_timeout: Duration,
     /// See [`PROBE_EVERY`].
     pub probe_every: Duration,
     /// See [`RETRY_FIRST`].
@@ -85,6 +87,7 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
+            probe_timeout: PROBE_TIMEOUT,
             probe_every: PROBE_EVERY,
             retry_first: RETRY_FIRST,
             retry_max: RETRY_MAX,
@@ -121,7 +124,9 @@ async fn follow(
     let mut retry = timing.retry_first;
     loop {
         let answered = match connect(&member).await {
-            Ok(client) => probe(&client).await.map(|version| (client, version)),
+            Ok(client) => probe(&client, timing.probe_timeout)
+                .await
+                .map(|version| (client, version)),
             Err(why) => Err(why),
         };
         match answered {
@@ -130,8 +135,7 @@ async fn follow(
                     return;
                 }
                 retry = timing.retry_first;
-                let watched =
-                    watch_while_reachable(&client, &context, timing.probe_every, &sender, &cancel);
+                let watched = watch_while_reachable(&client, &context, timing, &sender, &cancel);
                 let Some(why) = watched.await else {
                     return;
                 };
@@ -176,10 +180,10 @@ async fn connect(member: &Member) -> Result<Client, Why> {
     }
 }
 
-/// The cluster's Kubernetes version, or why it did not say within [`PROBE_TIMEOUT`].
-async fn probe(client: &Client) -> Result<String, Why> {
-    match tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await {
-        Err(_) => Err(Why::timeout(PROBE_TIMEOUT)),
+/// The cluster's Kubernetes version, or why it did not say within `limit`.
+async fn probe(client: &Client, limit: Duration) -> Result<String, Why> {
+    match tokio::time::timeout(limit, client.apiserver_version()).await {
+        Err(_) => Err(Why::timeout(limit)),
         Ok(Err(error)) => Err(Why::of(&error)),
         Ok(Ok(info)) => Ok(info.git_version),
     }
@@ -190,7 +194,7 @@ async fn probe(client: &Client) -> Result<String, Why> {
 async fn watch_while_reachable(
     client: &Client,
     context: &str,
-    probe_every: Duration,
+    timing: Timing,
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) -> Option<Why> {
@@ -210,14 +214,14 @@ async fn watch_while_reachable(
         sender.clone(),
         watches.clone(),
     ));
-    let mut probes =
-        tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
+    let every = timing.probe_every;
+    let mut probes = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let action = tokio::select! {
             () = cancel.cancelled() => return None,
             _ = probes.tick() => {
-                if let Err(why) = probe(client).await {
+                if let Err(why) = probe(client, timing.probe_timeout).await {
                     return Some(why);
                 }
                 continue;
@@ -233,7 +237,7 @@ async fn watch_while_reachable(
             return None;
         }
         // A failing watch is either this cluster going away or a kind it refuses; `/version` tells which.
-        if failing && let Err(why) = probe(client).await {
+        if failing && let Err(why) = probe(client, timing.probe_timeout).await {
             return Some(why);
         }
     }

@@ -40,7 +40,7 @@ impl Why {
     pub fn timeout(limit: Duration) -> Why {
         Why {
             word: "timeout",
-            detail: format!("no answer within {}s", limit.as_secs()),
+            detail: format!("no answer within {limit:?}"),
         }
     }
 
