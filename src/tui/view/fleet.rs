@@ -166,3 +166,127 @@ pub fn rows(
     rows.sort_by(|a, b| (a.attention, &a.context).cmp(&(b.attention, &b.context)));
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::tui::data::{FeedState, Kind, KindSnapshot};
+    use crate::tui::fleet::reach::Why;
+    use crate::tui::fleet::state::FleetChange;
+
+    fn at(second: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + second).expect("a time")
+    }
+
+    /// A reachable cluster with every counted kind listed empty and `ready` of `total` nodes.
+    fn listed(fleet: &mut Fleet, context: &str, ready: usize, total: usize) {
+        let changes = [
+            FleetChange::Reach(Reach::Reachable {
+                version: "v1.31.0".to_owned(),
+            }),
+            FleetChange::Data(KindSnapshot::Modules(Vec::new())),
+            FleetChange::Data(KindSnapshot::Shims(Vec::new())),
+            FleetChange::Data(KindSnapshot::ImageCaches(Vec::new())),
+            FleetChange::Data(KindSnapshot::ModuleDay0s(Vec::new())),
+            FleetChange::Data(KindSnapshot::MachineConfigPools(Vec::new())),
+            FleetChange::Data(KindSnapshot::MachineConfigs(Vec::new())),
+            FleetChange::Nodes { ready, total },
+        ];
+        for change in changes {
+            fleet.apply(context, change, at(0));
+        }
+    }
+
+    fn row<'a>(rows: &'a [FleetRow], context: &str) -> &'a FleetRow {
+        rows.iter()
+            .find(|row| row.context == context)
+            .expect("a row")
+    }
+
+    #[test]
+    fn a_cluster_is_loading_until_every_kind_is_listed_and_its_nodes_counted() {
+        let mut fleet = Fleet::default();
+        fleet.add(&["a".to_owned()], at(0));
+        let first = rows(&fleet, "a", None, at(0));
+        assert_eq!(
+            (first[0].state.as_str(), first[0].attention),
+            ("connecting", Attention::Connecting)
+        );
+        fleet.apply(
+            "a",
+            FleetChange::Reach(Reach::Reachable {
+                version: "v1.31.0".to_owned(),
+            }),
+            at(0),
+        );
+        assert_eq!(rows_of(&fleet)[0].state, "loading");
+        listed(&mut fleet, "a", 3, 3);
+        let rows = rows_of(&fleet);
+        assert_eq!(
+            (rows[0].state.as_str(), rows[0].attention),
+            ("ok", Attention::Fine)
+        );
+        assert_eq!(rows[0].nodes, "3/3");
+        assert!(rows[0].current);
+    }
+
+    fn rows_of(fleet: &Fleet) -> Vec<FleetRow> {
+        rows(fleet, "a", None, at(0))
+    }
+
+    #[test]
+    fn nodes_not_ready_and_objects_nobody_acts_on_wait_for_a_person() {
+        let mut fleet = Fleet::default();
+        listed(&mut fleet, "a", 3, 3);
+        listed(&mut fleet, "short", 2, 3);
+        listed(&mut fleet, "idle", 1, 1);
+        let module = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+            "metadata": {"name": "m", "namespace": "ns"},
+            "spec": {"selector": {}, "moduleLoader": {"container": {
+                "modprobe": {"moduleName": "m"}, "kernelMappings": []}}}
+        }))
+        .expect("a Module");
+        fleet.apply(
+            "idle",
+            FleetChange::Data(KindSnapshot::Modules(vec![Arc::new(module)])),
+            at(0),
+        );
+        let rows = rows_of(&fleet);
+        assert_eq!(row(&rows, "short").attention, Attention::Waiting);
+        assert!(row(&rows, "short").nodes_short);
+        assert_eq!(row(&rows, "idle").attention, Attention::Waiting);
+        assert_eq!(row(&rows, "idle").detail, "nobody acts");
+        assert_eq!(row(&rows, "a").attention, Attention::Fine);
+        assert_eq!(rows.last().map(|r| r.context.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn a_refused_list_is_a_failing_watch_and_an_outage_keeps_its_start() {
+        let mut fleet = Fleet::default();
+        listed(&mut fleet, "a", 1, 1);
+        fleet.apply(
+            "a",
+            FleetChange::Feed(Kind::Shim, FeedState::Failing("HTTP 403".to_owned())),
+            at(0),
+        );
+        let failing = rows_of(&fleet);
+        assert_eq!(failing[0].state, "watch failing");
+        assert_eq!(failing[0].attention, Attention::Degraded);
+        assert_eq!(failing[0].detail, "Shim watch failing: HTTP 403");
+        let refused = || {
+            FleetChange::Reach(Reach::Unreachable(Why {
+                word: "refused",
+                detail: "Connection refused".to_owned(),
+            }))
+        };
+        fleet.apply("a", refused(), at(10));
+        fleet.apply("a", refused(), at(70));
+        let later = rows(&fleet, "a", None, at(130));
+        assert_eq!(later[0].state, "refused");
+        assert_eq!(later[0].attention, Attention::Unreachable);
+        assert_eq!(later[0].detail, "Connection refused (for 2m)");
+    }
+}
