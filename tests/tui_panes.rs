@@ -6,6 +6,8 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, DetailSection, EngineMode, ListId, Mode, Session, View};
 use kmm_tui::tui::data::{FeedState, Kind, KindSnapshot};
+use kmm_tui::tui::fleet::reach::{Reach, Why};
+use kmm_tui::tui::fleet::state::FleetChange;
 use kmm_tui::tui::keymap::Keymap;
 use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::theme::Theme;
@@ -699,6 +701,19 @@ fn the_fleet_puts_what_needs_a_person_first_and_enters_a_cluster() {
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Down);
+    // dev stops answering and moves to the top: the selection stays on prod-east.
+    app.update(Action::Fleet(
+        "dev".to_owned(),
+        FleetChange::Reach(Reach::Unreachable(Why {
+            word: "refused",
+            detail: "Connection refused".to_owned(),
+        })),
+    ));
+    assert_eq!(app.rows.fleet[0].context, "dev");
+    assert_eq!(
+        app.selected_cluster().map(|row| row.context.as_str()),
+        Some("prod-east")
+    );
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.requests,

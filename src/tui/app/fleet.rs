@@ -37,7 +37,9 @@ impl App {
     }
 
     /// Take in news about one cluster. Returns whether the screen changes: only the fleet view shows it, and a
-    /// Lease renewal that changes no row changes nothing.
+    /// Lease renewal that changes no row changes nothing. When rows move, a selection on the top row stays on top
+    /// (the cluster that most needs a person), and one the user moved down stays on its cluster, so `enter` opens
+    /// the cluster chosen.
     pub(super) fn on_fleet_change(&mut self, context: &str, change: FleetChange) -> bool {
         let now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
         let Some(fleet) = &mut self.fleet else {
@@ -49,8 +51,24 @@ impl App {
         if rows == self.rows.fleet {
             return false;
         }
+        let selected = (self.selection(ListId::Fleet).index > 0)
+            .then(|| self.selected_cluster().map(|row| row.context.clone()))
+            .flatten();
         self.rows.fleet = rows;
         self.refresh_visible();
+        if let Some(selected) = selected {
+            let visible = self.visible(ListId::Fleet);
+            let position = visible
+                .iter()
+                .position(|index| self.rows.fleet[*index].context == selected);
+            if let Some(position) = position {
+                let (len, height) = (visible.len(), self.page_height());
+                self.selections
+                    .entry(ListId::Fleet)
+                    .or_default()
+                    .set(position, len, height);
+            }
+        }
         self.view() == &View::Fleet
     }
 
