@@ -1,7 +1,7 @@
 //! The fleet view on several embedded clusters at once, each served over HTTPS on its own loopback port and named
 //! in one merged kubeconfig, followed by the real per-cluster tasks: rows appear with versions and nodes, counts
-//! follow changes, a cluster that never answers times out without holding up the others, one that stops is
-//! shown as refused, one that comes back with other credentials as
+//! follow changes, a cluster that never answers times out without holding up the others, a certificate from
+//! another CA is a TLS failure, one that stops is shown as refused, one that comes back with other credentials as
 //! unauthorized, and it returns once the kubeconfig is fixed. Then `enter` and `esc` between the fleet and a
 //! cluster's panes.
 
@@ -192,10 +192,16 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
         "hung",
         hung.local_addr().expect("its address").port(),
     );
+    // And one that reaches west with east's CA: a certificate it cannot trust.
+    add_elsewhere(
+        &mut kubeconfig,
+        "mixed",
+        west.address().expect("west serves").port(),
+    );
     let path = dir.path().join("kubeconfig");
     write(&path, &kubeconfig);
 
-    let contexts: Vec<String> = ["east", "west", "north", "gone", "hung"]
+    let contexts: Vec<String> = ["east", "west", "north", "gone", "hung", "mixed"]
         .map(str::to_owned)
         .to_vec();
     let members = contexts
@@ -212,7 +218,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     let mut app = console("east");
     app.start_in_fleet(&contexts);
     assert_eq!(app.view(), &View::Fleet);
-    assert_eq!(app.rows.fleet.len(), 5, "every context has a row at once");
+    assert_eq!(app.rows.fleet.len(), 6, "every context has a row at once");
     follow::start_with(members, QUICK, &sender, &cancel);
 
     until(
@@ -225,6 +231,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
                 .iter()
                 .all(|c| row(rows, c).state == "ok")
                 && row(rows, "gone").state == "refused"
+                && row(rows, "mixed").state == "TLS"
         },
     )
     .await;
@@ -237,8 +244,12 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     )
     .await;
     let rows = &app.rows.fleet;
-    let first: Vec<&str> = rows[..2].iter().map(|r| r.context.as_str()).collect();
-    assert_eq!(first, ["gone", "hung"], "unreachable clusters come first");
+    let first: Vec<&str> = rows[..3].iter().map(|r| r.context.as_str()).collect();
+    assert_eq!(
+        first,
+        ["gone", "hung", "mixed"],
+        "unreachable clusters come first"
+    );
     assert_eq!(rows[0].attention, Attention::Unreachable);
     assert!(
         row(rows, "east").version.starts_with('v'),
@@ -286,8 +297,8 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     .await;
     let order: Vec<&str> = app.rows.fleet.iter().map(|r| r.context.as_str()).collect();
     assert_eq!(
-        &order[..3],
-        ["gone", "hung", "west"],
+        &order[..4],
+        ["gone", "hung", "mixed", "west"],
         "what needs a person first"
     );
 
