@@ -1,6 +1,6 @@
 //! The fleet view on several embedded clusters at once, each served over HTTPS on its own loopback port and named
 //! in one merged kubeconfig, followed by the real per-cluster tasks: rows appear with versions and nodes, counts
-//! follow changes, a cluster that never answers times out without holding up the others, a certificate from
+//! follow changes, the read-only viewer sees what the administrator sees, a cluster that never answers times out without holding up the others, a certificate from
 //! another CA is a TLS failure, one that stops is shown as refused, one that comes back with other credentials as
 //! unauthorized, and it returns once the kubeconfig is fixed. Then `enter` and `esc` between the fleet and a
 //! cluster's panes.
@@ -154,6 +154,33 @@ fn module(name: &str) -> Module {
     .expect("a Module")
 }
 
+/// Add a context `name` for the read-only viewer of `cluster`, bound to the `view` ClusterRole.
+fn add_viewer(kubeconfig: &mut Kubeconfig, cluster: &EmbeddedCluster, name: &str) {
+    let text = cluster.kubeconfig().expect("the cluster serves HTTPS");
+    let one = Kubeconfig::from_yaml(text).expect("the cluster's kubeconfig parses");
+    let mut context = one
+        .contexts
+        .into_iter()
+        .find(|c| c.name == "viewer")
+        .expect("the viewer's context");
+    let inner = context.context.as_mut().expect("a context");
+    let user = inner.user.clone().expect("a user");
+    let mut auth = one
+        .auth_infos
+        .into_iter()
+        .find(|a| a.name == user)
+        .expect("the viewer");
+    let mut entry = one.clusters.into_iter().next().expect("the cluster");
+    entry.name = name.to_owned();
+    auth.name = name.to_owned();
+    inner.cluster = name.to_owned();
+    inner.user = Some(name.to_owned());
+    context.name = name.to_owned();
+    kubeconfig.clusters.push(entry);
+    kubeconfig.auth_infos.push(auth);
+    kubeconfig.contexts.push(context);
+}
+
 /// Add a context `name` with the first cluster's credentials and a server on loopback `port`.
 fn add_elsewhere(kubeconfig: &mut Kubeconfig, name: &str, port: u16) {
     let mut cluster = kubeconfig.clusters[0].clone();
@@ -199,12 +226,21 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
         "mixed",
         west.address().expect("west serves").port(),
     );
+    add_viewer(&mut kubeconfig, &east, "east-viewer");
     let path = dir.path().join("kubeconfig");
     write(&path, &kubeconfig);
 
-    let contexts: Vec<String> = ["east", "west", "north", "gone", "hung", "mixed"]
-        .map(str::to_owned)
-        .to_vec();
+    let contexts: Vec<String> = [
+        "east",
+        "west",
+        "north",
+        "gone",
+        "hung",
+        "mixed",
+        "east-viewer",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     let members = contexts
         .iter()
         .map(|context| Member {
@@ -219,7 +255,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     let mut app = console("east");
     app.start_in_fleet(&contexts);
     assert_eq!(app.view(), &View::Fleet);
-    assert_eq!(app.rows.fleet.len(), 6, "every context has a row at once");
+    assert_eq!(app.rows.fleet.len(), 7, "every context has a row at once");
     follow::start_with(members, QUICK, &sender, &cancel);
 
     until(
@@ -243,6 +279,11 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
         "the silent cluster timed out",
         |rows| row(rows, "hung").state == "timeout",
     )
+    .await;
+    // The read-only `view` role is enough for the fleet's watches.
+    until(&mut app, &mut actions, 30, "the viewer sees east", |rows| {
+        row(rows, "east-viewer").state == "ok" && row(rows, "east-viewer").nodes == "2/2"
+    })
     .await;
     let rows = &app.rows.fleet;
     let first: Vec<&str> = rows[..3].iter().map(|r| r.context.as_str()).collect();

@@ -26,7 +26,7 @@ use super::state::FleetChange;
 use crate::engine::operators::{self, Upstream};
 use crate::engine::{Family, nodes};
 use crate::tui::action::Action;
-use crate::tui::data::FeedState;
+use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
 
 /// How long a new connection may take before the cluster counts as unreachable.
@@ -243,7 +243,8 @@ async fn watch_while_reachable(
     }
 }
 
-/// Count the nodes and the ready ones, keeping a name and a flag per node rather than the objects.
+/// Count the nodes and the ready ones, keeping a name and a flag per node rather than the objects. A failing watch
+/// is reported like the other kinds' (a user who may not list nodes sees why the count never comes).
 async fn count_nodes(
     client: Client,
     context: String,
@@ -256,7 +257,9 @@ async fn count_nodes(
     let mut ready: HashMap<String, bool> = HashMap::new();
     let mut listing: Option<HashMap<String, bool>> = None;
     let mut pending = false;
+    let mut failing = false;
     let mut deadline = tokio::time::Instant::now();
+    let report = |change: FleetChange| sender.send(Action::Fleet(context.clone(), change)).is_ok();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -266,15 +269,28 @@ async fn count_nodes(
                     ready: ready.values().filter(|ready| **ready).count(),
                     total: ready.len(),
                 };
-                if sender.send(Action::Fleet(context.clone(), change)).is_err() {
+                if !report(change) {
                     return;
                 }
             }
             event = stream.next() => {
+                if failing && matches!(event, Some(Ok(_))) {
+                    failing = false;
+                    if !report(FleetChange::Feed(Kind::Node, FeedState::Live)) {
+                        return;
+                    }
+                }
                 let changed = match event {
                     None => return,
                     // The watch retries with backoff; whether the cluster answers is the probe's to judge.
-                    Some(Err(_)) => false,
+                    Some(Err(error)) => {
+                        failing = true;
+                        let state = FeedState::Failing(error.to_string());
+                        if !report(FleetChange::Feed(Kind::Node, state)) {
+                            return;
+                        }
+                        false
+                    }
                     Some(Ok(watcher::Event::Init)) => {
                         listing = Some(HashMap::new());
                         false

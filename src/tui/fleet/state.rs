@@ -106,6 +106,7 @@ impl Cluster {
                 self.summary.nodes_ready = ready;
                 self.summary.nodes_total = total;
                 self.nodes_counted = true;
+                self.data.set_feed(Kind::Node, FeedState::Live);
             }
             FleetChange::EngineLease(lease) => self.data.engine_lease = lease,
             FleetChange::Upstream(found) => self.upstream = found,
