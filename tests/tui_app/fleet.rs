@@ -1,9 +1,9 @@
 //! The fleet view on several embedded clusters at once, each served over HTTPS on its own loopback port and named
 //! in one merged kubeconfig, followed by the real per-cluster tasks: rows appear with versions and nodes, counts
-//! follow changes, the read-only viewer sees what the administrator sees, a cluster that never answers times out without holding up the others, a certificate from
-//! another CA is a TLS failure, one that stops is shown as refused, one that comes back with other credentials as
-//! unauthorized, and it returns once the kubeconfig is fixed. Then `enter` and `esc` between the fleet and a
-//! cluster's panes.
+//! follow changes, the read-only viewer sees what the administrator sees, a cluster that never answers times out
+//! without holding up the others, a certificate from another CA is a TLS failure, one that stops is shown as
+//! refused, one that comes back with other credentials as unauthorized, and it returns once the kubeconfig is
+//! fixed. Then `enter` and `esc` between the fleet and a cluster's panes.
 
 use std::path::Path;
 use std::time::Duration;
