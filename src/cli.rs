@@ -60,6 +60,14 @@ pub(crate) struct ConsoleArgs {
     /// Keymap file that rebinds keys by command name (see `?` in the console for the names).
     #[arg(long, value_name = "PATH")]
     pub(crate) keymap: Option<PathBuf>,
+    /// Open on the fleet view: one row per context of the kubeconfig, each followed cheaply; `enter` opens a
+    /// cluster's panes and `esc` comes back (`:fleet` opens it from any pane).
+    #[arg(long)]
+    pub(crate) fleet: bool,
+    /// The contexts the fleet view follows, comma-separated, instead of every context of the kubeconfig.
+    /// Implies --fleet.
+    #[arg(long, value_name = "A,B,C", value_delimiter = ',', conflicts_with_all = ["embedded", "scenario", "kubeconfig_out"])]
+    pub(crate) contexts: Option<Vec<String>>,
     #[command(flatten)]
     pub(crate) images: ImageArgs,
     #[command(flatten)]
@@ -100,6 +108,8 @@ impl ConsoleArgs {
             keymap: self.keymap,
             images: self.images.pod_images(),
             settings: self.engine_settings.settings(),
+            fleet: self.fleet || self.contexts.is_some(),
+            contexts: self.contexts,
         }
     }
 }

@@ -1,7 +1,11 @@
 //! The console's behaviour, driven through `App::update` with key presses and data as the event loop delivers them:
-//! navigation, commands, filters, confirmations and what a write turns into.
+//! navigation, commands, filters, confirmations and what a write turns into; and the fleet view on several embedded
+//! clusters at once ([`fleet`]).
 
 use std::sync::Arc;
+
+#[path = "tui_app/fleet.rs"]
+mod fleet;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use kmm_tui::api::kmm::{Module, ModuleImagesConfig};
@@ -1006,4 +1010,54 @@ fn rebuild_of_a_day0_image_asks_first_and_is_dimmed_without_image_work() {
         app.availability(Command::Rebuild),
         Availability::Unavailable(why) if why.contains("not permitted")
     ));
+}
+
+#[test]
+fn fleet_opens_once_and_keeps_the_fleet_beneath_the_panes() {
+    let mut app = app(false);
+    typed(&mut app, ":fleet");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.views, [View::Fleet]);
+    assert_eq!(
+        app.requests,
+        [Request::OpenFleet],
+        "the fleet's tasks start"
+    );
+    app.requests.clear();
+    typed(&mut app, ":modules");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.views,
+        [View::Fleet, View::Modules],
+        "esc leads back to the fleet"
+    );
+    typed(&mut app, ":fleet");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.requests.is_empty(), "started once: {:?}", app.requests);
+    assert_eq!(app.views, [View::Fleet]);
+    app.fleet_contexts(&["test".to_owned(), "other".to_owned()]);
+    assert_eq!(app.rows.fleet.len(), 2);
+    // The console watches its context in full already: entering it needs no switch.
+    let current = app
+        .rows
+        .fleet
+        .iter()
+        .position(|row| row.context == "test")
+        .expect("a row for the open context");
+    for _ in 0..current {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert!(app.requests.is_empty(), "{:?}", app.requests);
+    assert_eq!(app.views, [View::Fleet, View::Modules]);
+    assert!(
+        app.applies(Command::Rebuild),
+        "the panes' commands are back"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Fleet);
+    assert!(
+        !app.applies(Command::Rebuild),
+        "no object commands on the fleet"
+    );
 }

@@ -6,6 +6,8 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, DetailSection, EngineMode, ListId, Mode, Session, View};
 use kmm_tui::tui::data::{FeedState, Kind, KindSnapshot};
+use kmm_tui::tui::fleet::reach::{Reach, Why};
+use kmm_tui::tui::fleet::state::FleetChange;
 use kmm_tui::tui::keymap::Keymap;
 use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::theme::Theme;
@@ -710,4 +712,74 @@ fn preflight_pane_without_a_validation_offers_the_clusters_kernels() {
         ]
     );
     check("preflight_empty", &app);
+}
+
+/// A console opened on the sample fleet, at `size`.
+fn fleet_console(size: (u16, u16)) -> App {
+    let mut app = empty_console(size);
+    let contexts = sample::fleet::CONTEXTS.map(str::to_owned);
+    app.start_in_fleet(&contexts);
+    for (context, change) in sample::fleet::changes() {
+        app.update(Action::Fleet(context, change));
+    }
+    app
+}
+
+#[test]
+fn fleet_view() {
+    for size in SIZES {
+        check("fleet", &fleet_console(size));
+    }
+}
+
+#[test]
+fn the_fleet_puts_what_needs_a_person_first_and_enters_a_cluster() {
+    let mut app = fleet_console((120, 40));
+    let order: Vec<&str> = app.rows.fleet.iter().map(|r| r.context.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "edge-lab",
+            "prod-west",
+            "qa",
+            "prod-east",
+            "staging",
+            "ci",
+            "dev"
+        ],
+        "unreachable first, then degraded, then connecting, then fine"
+    );
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    // dev stops answering and moves to the top: the selection stays on prod-east.
+    app.update(Action::Fleet(
+        "dev".to_owned(),
+        FleetChange::Reach(Reach::Unreachable(Why {
+            word: "refused",
+            detail: "Connection refused".to_owned(),
+        })),
+    ));
+    assert_eq!(app.rows.fleet[0].context, "dev");
+    assert_eq!(
+        app.selected_cluster().map(|row| row.context.as_str()),
+        Some("prod-east")
+    );
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.requests,
+        [kmm_tui::tui::app::Request::SwitchContext(
+            "prod-east".to_owned()
+        )]
+    );
+    app.switch_context("prod-east");
+    assert_eq!(app.views, [View::Fleet, View::Modules]);
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(
+        app.views,
+        [View::Fleet, View::Images],
+        "tab keeps the fleet below"
+    );
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.view(), &View::Fleet);
 }

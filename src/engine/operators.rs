@@ -61,6 +61,12 @@ const KNOWN: [Known; 3] = [
     },
 ];
 
+/// The names of the leader-election Leases the recognised operators hold, so a look that cannot afford every
+/// Lease of a cluster (the fleet view's) can ask for these alone.
+pub fn lease_names() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().filter_map(|known| known.lease)
+}
+
 /// Which families an upstream operator acts on, judged from every Lease and Deployment at `now`.
 pub fn detect(
     leases: &[Arc<Lease>],

@@ -27,4 +27,6 @@ pub enum Action {
     Engine(super::app::EngineEvent),
     /// A pod's log arrived: its lines, or why it could not be read.
     PodLog(Target, Result<Vec<String>, String>),
+    /// News about one cluster of the fleet, by context name.
+    Fleet(String, super::fleet::state::FleetChange),
 }

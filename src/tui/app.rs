@@ -6,6 +6,7 @@ mod caches;
 mod cluster_writes;
 mod day0;
 mod engine;
+mod fleet;
 mod input;
 mod navigation;
 mod preflight;
@@ -20,6 +21,7 @@ use super::access::AccessReport;
 use super::action::Action;
 use super::data::{ClusterData, Kind};
 use super::editor::EditorState;
+use super::fleet::state::Fleet;
 use super::keymap::{Keymap, Scope};
 use super::theme::Theme;
 use super::view::day0::{self as day0_rows};
@@ -30,6 +32,7 @@ use super::view::images::{self};
 use super::view::modules::{self};
 use super::view::nodes::{self};
 use super::view::shims::{self as shim_rows};
+use super::view::summary::Summary;
 use super::yaml;
 
 pub use caches::CacheViews;
@@ -68,6 +71,11 @@ pub struct App {
     pub engine: EnginePane,
     /// The Preflight pane's tables and focused table.
     pub preflight: PreflightState,
+    /// Every cluster of the fleet, once the fleet view was opened.
+    pub fleet: Option<Fleet>,
+    /// Whether the watches of `session.context` run: in a console opened on the fleet they start with the first
+    /// cluster entered.
+    pub watching: bool,
     /// Views, root first; the last one is shown.
     pub views: Vec<View>,
     /// What keys go to.
@@ -122,6 +130,8 @@ impl App {
             day0: None,
             engine: EnginePane::default(),
             preflight: PreflightState::default(),
+            fleet: None,
+            watching: true,
             views: vec![View::Modules],
             mode: Mode::Normal,
             editor: None,
@@ -178,7 +188,13 @@ impl App {
         self.session.context = context.to_owned();
         self.data = ClusterData::default();
         self.access = self.reviews.get(context).cloned().unwrap_or_default();
-        self.views.truncate(1);
+        self.watching = true;
+        if self.views.first() == Some(&View::Fleet) {
+            // Entered from the fleet: the cluster's panes, with the fleet one `esc` away.
+            self.views = vec![View::Fleet, View::Modules];
+        } else {
+            self.views.truncate(1);
+        }
         self.editor = None;
         self.set_status(Severity::Info, format!("Context {context}"));
         self.refresh();
@@ -241,6 +257,7 @@ impl App {
                 self.on_pod_log(&pod, log);
                 true
             }
+            Action::Fleet(context, change) => self.on_fleet_change(&context, change),
         }
     }
 
@@ -309,6 +326,7 @@ impl App {
             shims: shim_rows::rows(&self.data),
             caches: super::view::caches::rows(&self.data),
             day0s: day0_rows::rows(&self.data),
+            fleet: self.fleet_rows(),
         };
         self.refresh_open_view();
         self.refresh_visible();
@@ -429,6 +447,8 @@ impl App {
         self.day0_visible(&mut visible);
         self.preflight_visible(&mut visible);
         self.engine_visible(&mut visible);
+        let f = filter(ListId::Fleet);
+        visible.insert(ListId::Fleet, indices(&self.rows.fleet, |r| r.matches(&f)));
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {
@@ -436,6 +456,18 @@ impl App {
             let index = selection.index;
             selection.set(index, rows.len(), height);
         }
+    }
+
+    /// The header's counts of the open cluster.
+    pub fn summary(&self) -> Summary {
+        let ready = self.rows.nodes.iter().filter(|n| n.ready).count();
+        Summary::of(
+            &self.rows.modules,
+            &self.rows.shims,
+            &self.rows.caches,
+            &self.rows.day0s,
+        )
+        .with_nodes(ready, self.rows.nodes.len())
     }
 
     /// What the header and footer show of the engine Lease: who acts, in both lengths, and the footer's message.

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::app::{App, EngineEvent, EngineMode, EngineMove, Request, Session};
+use super::fleet::follow::{self, Member, Source};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
@@ -65,6 +66,10 @@ pub struct ConsoleOptions {
     pub images: PodImages,
     /// Which families the foreground engine runs, and their options.
     pub settings: crate::engine::Settings,
+    /// Open on the fleet view rather than one cluster's panes.
+    pub fleet: bool,
+    /// The contexts the fleet follows; every context of the kubeconfig when None.
+    pub contexts: Option<Vec<String>>,
 }
 
 /// A connected cluster and what runs against it.
@@ -225,8 +230,14 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     .with_context(|| format!("reading kubeconfig {}", path.display()))?,
                 None => Kubeconfig::read().context("reading the kubeconfig")?,
             };
+            let fleet_first = options
+                .fleet
+                .then(|| fleet_contexts(&kubeconfig, options.contexts.as_deref()))
+                .transpose()?
+                .and_then(|contexts| contexts.into_iter().next());
             let context = context
                 .or_else(|| kubeconfig.current_context.clone())
+                .or(fleet_first)
                 .context("the kubeconfig names no current context; pass --context")?;
             let client = client_for(&kubeconfig, &context).await?;
             Ok(Connection {
@@ -244,6 +255,64 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
             })
         }
     }
+}
+
+/// The contexts the fleet follows: those chosen (each must be in the kubeconfig), else every one.
+fn fleet_contexts(
+    kubeconfig: &Kubeconfig,
+    chosen: Option<&[String]>,
+) -> anyhow::Result<Vec<String>> {
+    let all: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
+    match chosen {
+        None => Ok(all),
+        Some(chosen) => {
+            if let Some(missing) = chosen.iter().find(|name| !all.contains(name)) {
+                anyhow::bail!(
+                    "the kubeconfig has no context named {missing} (it has: {})",
+                    all.join(", ")
+                );
+            }
+            Ok(chosen.to_vec())
+        }
+    }
+}
+
+/// The clusters the fleet follows: the chosen contexts of the kubeconfig, or the embedded cluster alone.
+fn fleet_members(
+    kubeconfig: Option<&Kubeconfig>,
+    options: &ConsoleOptions,
+    client: &Client,
+    context: &str,
+) -> anyhow::Result<Vec<Member>> {
+    let path = match &options.cluster {
+        ClusterChoice::Kubeconfig { path, .. } => path.clone(),
+        ClusterChoice::Embedded { .. } => None,
+    };
+    match kubeconfig {
+        Some(kubeconfig) => Ok(fleet_contexts(kubeconfig, options.contexts.as_deref())?
+            .into_iter()
+            .map(|context| Member {
+                context,
+                source: Source::Kubeconfig(path.clone()),
+            })
+            .collect()),
+        None => Ok(vec![Member {
+            context: context.to_owned(),
+            source: Source::Client(client.clone()),
+        }]),
+    }
+}
+
+/// Start following the fleet's clusters and show them; the tasks stop with `cancel`.
+fn start_fleet(
+    app: &mut App,
+    members: Vec<Member>,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
+    app.fleet_contexts(&contexts);
+    follow::start(members, sender, cancel);
 }
 
 /// The identity the console's engine holds the engine Lease under.
@@ -369,13 +438,26 @@ async fn event_loop(
     crossterm::execute!(std::io::stdout(), EnableBracketedPaste).ok();
     let size = terminal.size()?;
     app.size = (size.width, size.height);
-    let mut session = start_session(
-        &client,
-        &app.session.context,
-        options.namespace.as_deref(),
-        true,
-        &sender,
-    );
+    let fleet = CancellationToken::new();
+    let _stop_fleet = fleet.clone().drop_guard();
+    let mut fleet_started = false;
+    // A console opened on the fleet watches no cluster in full until one is entered.
+    let mut session = if options.fleet {
+        let members = fleet_members(kubeconfig.as_ref(), options, &client, &app.session.context)?;
+        let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
+        app.start_in_fleet(&contexts);
+        follow::start(members, &sender, &fleet);
+        fleet_started = true;
+        None
+    } else {
+        Some(start_session(
+            &client,
+            &app.session.context,
+            options.namespace.as_deref(),
+            true,
+            &sender,
+        ))
+    };
     let input = sender.clone();
     tokio::spawn(async move {
         let mut events = EventStream::new();
@@ -420,22 +502,39 @@ async fn event_loop(
                 Request::Engine(movement) => {
                     move_engine(movement, participate, &client, app, &sender);
                 }
+                Request::OpenFleet if !fleet_started => {
+                    match fleet_members(kubeconfig.as_ref(), options, &client, &app.session.context)
+                    {
+                        Ok(members) => {
+                            start_fleet(app, members, &sender, &fleet);
+                            fleet_started = true;
+                        }
+                        Err(error) => app.fail(format!("{error:#}")),
+                    }
+                    changed = true;
+                }
+                Request::OpenFleet => {}
                 Request::SwitchContext(context) => {
-                    let Some(kubeconfig) = &kubeconfig else {
-                        continue;
+                    let new_client = match &kubeconfig {
+                        Some(kubeconfig) => client_for(kubeconfig, &context).await,
+                        // The embedded cluster, entered from the fleet: its watches start now.
+                        None if context == app.session.context => Ok(client.clone()),
+                        None => continue,
                     };
-                    match client_for(kubeconfig, &context).await {
+                    match new_client {
                         Ok(new_client) => {
-                            session.cancel();
+                            if let Some(session) = session.take() {
+                                session.cancel();
+                            }
                             client = new_client;
                             app.switch_context(&context);
-                            session = start_session(
+                            session = Some(start_session(
                                 &client,
                                 &context,
                                 options.namespace.as_deref(),
                                 !app.reviewed(&context),
                                 &sender,
-                            );
+                            ));
                         }
                         Err(error) => app.fail(format!("{error:#}")),
                     }
@@ -450,7 +549,9 @@ async fn event_loop(
             terminal.draw(|frame| ui::draw(frame, app))?;
         }
     }
-    session.cancel();
+    if let Some(session) = session {
+        session.cancel();
+    }
     Ok(())
 }
 

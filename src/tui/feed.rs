@@ -167,6 +167,63 @@ pub fn start(
     watch_upstream_operators(client, sender, cancel);
 }
 
+/// The few watches the fleet view keeps on each cluster: the custom resources the header counts (Modules, Shims,
+/// ImageCaches, ModuleDay0s with their pools and kmm-managed MachineConfigs) and the engine Lease. Never pods,
+/// events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty clusters stays cheap.
+pub fn start_counted(
+    client: &Client,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let all = watcher::Config::default;
+    spawn(
+        Kind::Module,
+        vec![(Api::<Module>::all(client.clone()), all())],
+        KindSnapshot::Modules,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::Shim,
+        vec![(Api::<Shim>::all(client.clone()), all())],
+        KindSnapshot::Shims,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ImageCache,
+        vec![(Api::<ImageCache>::all(client.clone()), all())],
+        KindSnapshot::ImageCaches,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::ModuleDay0,
+        vec![(Api::<ModuleDay0>::all(client.clone()), all())],
+        KindSnapshot::ModuleDay0s,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::MachineConfigPool,
+        vec![(Api::<MachineConfigPool>::all(client.clone()), all())],
+        KindSnapshot::MachineConfigPools,
+        sender,
+        cancel,
+    );
+    spawn(
+        Kind::MachineConfig,
+        vec![(
+            Api::<MachineConfig>::all(client.clone()),
+            all().labels(&format!("{KMM_MANAGED_LABEL}=true")),
+        )],
+        KindSnapshot::MachineConfigs,
+        sender,
+        cancel,
+    );
+    watch_engine_lease(client, sender, cancel);
+}
+
 /// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine
 /// does, so the header and `:engine` say who acts.
 fn watch_upstream_operators(

@@ -1,6 +1,6 @@
 //! `kmm-tui screenshots`: run the demo on the embedded cluster with the engine acting, let it converge, then draw
-//! each pane exactly as the console draws it and save the rendered buffer as a PNG. The README's pictures come from
-//! here, so anyone can regenerate them.
+//! each pane exactly as the console draws it and save the rendered buffer as a PNG; then the fleet view of the
+//! sample fleet the same way. The README's pictures come from here, so anyone can regenerate them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use super::action::Action;
 use super::app::{App, EngineMode, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
-use super::{feed, screenshot, ui};
+use super::{feed, sample, screenshot, ui};
 use crate::cluster::sim::scenario::Scenario;
 use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
 use crate::engine::{EngineConfig, LeaseConfig, PodImages};
@@ -141,11 +141,40 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
     while let Ok(action) = receiver.try_recv() {
         app.update(action);
     }
-    let written = write_panes(&mut app, &options.out, options.size);
+    let mut written = write_panes(&mut app, &options.out, options.size);
+    if let Ok(files) = &mut written {
+        files.push(write_fleet(app.theme.clone(), &options.out, options.size)?);
+    }
     cancel.cancel();
     let _ = engine.await;
     cluster.shutdown().await;
     written
+}
+
+/// Draw the fleet view of the sample fleet ([`sample::fleet`]) and write it as `<out>/fleet.png`: a picture of many
+/// clusters needs more than the one embedded cluster, so its rows are the sample's, drawn as the console draws them.
+fn write_fleet(theme: Theme, out: &Path, size: (u16, u16)) -> anyhow::Result<PathBuf> {
+    let session = Session {
+        context: "prod-east".to_owned(),
+        contexts: sample::fleet::CONTEXTS.map(str::to_owned).to_vec(),
+        embedded: false,
+        engine: EngineMode::Off,
+        readonly: false,
+        engine_identity: None,
+    };
+    let mut app = App::new(session, theme, Keymap::default(), None);
+    app.pin_clock(sample::now());
+    app.update(Action::Terminal(Event::Resize(size.0, size.1)));
+    app.start_in_fleet(&sample::fleet::CONTEXTS.map(str::to_owned));
+    for (context, change) in sample::fleet::changes() {
+        app.update(Action::Fleet(context, change));
+    }
+    let mut terminal = Terminal::new(TestBackend::new(size.0, size.1))?;
+    terminal.draw(|frame| ui::draw(frame, &app))?;
+    let png = screenshot::buffer_to_png(terminal.backend().buffer())?;
+    let path = out.join("fleet.png");
+    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// Draw each pane of [`PANES`] and write it as `<out>/<name>.png`.

@@ -4,6 +4,7 @@
 //! - [`view`] turns them into the rows each pane shows; [`ui`] draws them.
 //! - [`app`] owns the state and turns every [`action::Action`] into state changes and [`app::Request`]s.
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
+//! - [`fleet`] follows every cluster of the kubeconfig at little cost, for the fleet view.
 //! - [`screenshot`] turns a rendered frame into a PNG, for the screenshots the README shows.
 pub mod access;
 pub mod action;
@@ -12,6 +13,7 @@ pub mod console;
 pub mod data;
 pub mod editor;
 pub mod feed;
+pub mod fleet;
 pub mod gallery;
 pub mod keymap;
 pub mod logs;

@@ -4,7 +4,7 @@
 //! every rollout state with its installer pods, node labels and events, and three ImageCaches (complete, pulling,
 //! degraded; see [`caches`]), all timed against the fixed [`now`]. ModuleDay0s and their pools come only with
 //! [`day0::add`], so the other panes' pictures stay as they are. The same arguments always give the same data, so
-//! pictures of it never drift.
+//! pictures of it never drift. [`fleet`] makes a fleet of such clusters.
 
 mod shims;
 
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 mod caches;
 pub mod day0;
 pub mod preflight;
+pub mod fleet;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};

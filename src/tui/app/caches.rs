@@ -47,6 +47,7 @@ impl App {
             && self.day0_applies(command)
             && self.engine_applies(command)
             && self.preflight_applies(command)
+            && self.fleet_applies(command)
     }
 
     /// Whether `command` means something here as far as caches go: purge only in the cache views, rebuild

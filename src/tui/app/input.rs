@@ -152,7 +152,7 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx", "engine", "preflight"].map(str::to_owned))
+            .chain(["help", "q", "quit", "ns", "ctx", "engine", "preflight", "fleet"].map(str::to_owned))
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
@@ -211,7 +211,7 @@ impl App {
             .iter()
             .find(|(name, _)| *name == word || (word.len() >= 2 && name.starts_with(word)))
         {
-            self.views = vec![view.clone()];
+            self.set_root(view.clone());
             self.refresh_open_view();
             self.refresh_visible();
             return;
@@ -219,8 +219,9 @@ impl App {
         match word {
             "q" | "q!" | "quit" => self.quit = true,
             "help" => self.open(View::Help),
+            "fleet" => self.show_fleet(),
             "engine" => {
-                self.views = vec![View::Engine];
+                self.set_root(View::Engine);
                 self.refresh_visible();
             }
             "ns" => {
@@ -255,7 +256,7 @@ impl App {
             "" => {}
             other => self.set_status(
                 Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :preflight, :engine, :ns, :ctx, :q)"),
+                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :preflight, :engine, :fleet, :ns, :ctx, :q)"),
             ),
         }
     }

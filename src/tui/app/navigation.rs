@@ -110,6 +110,9 @@ impl App {
             };
             return;
         }
+        if self.view() == &View::Fleet {
+            return;
+        }
         let roots: Vec<View> = View::ROOTS.iter().map(|(_, v)| v.clone()).collect();
         let position = roots.iter().position(|v| v == self.view()).unwrap_or(0);
         let next = if forward {
@@ -117,7 +120,7 @@ impl App {
         } else {
             (position + roots.len() - 1) % roots.len()
         };
-        self.views = vec![roots[next].clone()];
+        self.set_root(roots[next].clone());
         self.refresh_open_view();
         self.refresh_visible();
     }
@@ -180,7 +183,7 @@ impl App {
                 _ => Some(target.clone()),
             },
             View::Yaml(target) => Some(target.clone()),
-            View::Help | View::Engine => None,
+            View::Help | View::Engine | View::Fleet => None,
             View::Shims | View::ShimDetail(_) | View::Logs(_) => self.selected_shim_object(),
             View::Day0s | View::Day0Detail(_) => self.selected_day0_object(),
             View::Preflight => self.selected_preflight_object(),
@@ -203,6 +206,7 @@ impl App {
             View::Caches => self.open_cache(),
             View::Day0s => self.open_day0(),
             View::Preflight => self.enter_preflight(),
+            View::Fleet => self.enter_cluster(),
             View::Nodes
             | View::Detail(_)
             | View::ShimDetail(_)

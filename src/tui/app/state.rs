@@ -5,6 +5,7 @@ use crate::tui::target::Target;
 use crate::tui::view::caches::CacheRow;
 use crate::tui::view::day0::Day0Row;
 use crate::tui::view::events::EventRow;
+use crate::tui::view::fleet::FleetRow;
 use crate::tui::view::images::ImageRow;
 use crate::tui::view::modules::ModuleRow;
 use crate::tui::view::nodes::NodeRow;
@@ -76,6 +77,8 @@ pub enum View {
     /// Planning a kernel upgrade: kernels to validate against, every Module's verdict, device plugins lost. Opened
     /// with `:preflight`, outside the `tab` cycle of the lists, since `tab` moves between its tables.
     Preflight,
+    /// Every cluster of the kubeconfig, one row each; `enter` opens one, `esc` comes back.
+    Fleet,
 }
 
 impl View {
@@ -111,6 +114,7 @@ impl View {
             View::Day0Detail(_) => ListId::Detail(section),
             View::Engine => ListId::Engine,
             View::Preflight => ListId::Preflight(PreflightSection::Kernels),
+            View::Fleet => ListId::Fleet,
         }
     }
 
@@ -183,6 +187,8 @@ pub enum ListId {
     Engine,
     /// A table of the Preflight pane.
     Preflight(PreflightSection),
+    /// The clusters of the fleet view.
+    Fleet,
 }
 
 /// The selected row of a list and the first row shown.
@@ -262,6 +268,8 @@ pub enum Request {
     PodLog(Target),
     /// Hand this console's engine off, or take it over.
     Engine(EngineMove),
+    /// Start following every cluster of the fleet, if not yet.
+    OpenFleet,
 }
 
 /// Whether a command can run on the current selection.
@@ -290,4 +298,6 @@ pub struct Rows {
     pub caches: Vec<CacheRow>,
     /// Day-0 pane.
     pub day0s: Vec<Day0Row>,
+    /// Fleet view, most urgent first.
+    pub fleet: Vec<FleetRow>,
 }

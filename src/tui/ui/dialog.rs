@@ -1,5 +1,5 @@
-//! The confirmation dialog every write opens: it names what the write will do, to which nodes or images (see
-//! [`consequences`]), and the keys that answer it.
+//! The confirmation dialog every write opens: it names the context it acts on, what the write will do, to which
+//! nodes or images (see [`consequences`]), and the keys that answer it.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -73,7 +73,10 @@ fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, detail
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(app.theme.warn())
-                .title(Span::styled(" Confirm ", app.theme.title())),
+                .title(Span::styled(
+                    format!(" Confirm on {} ", app.session.context),
+                    app.theme.title(),
+                )),
         ),
         popup,
     );

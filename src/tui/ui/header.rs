@@ -6,11 +6,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::health_style;
+use super::theme_health_style;
 use crate::tui::app::App;
+use crate::tui::theme::Theme;
 use crate::tui::view::Health;
 use crate::tui::view::day0::Day0State;
 use crate::tui::view::shims::ShimState;
+use crate::tui::view::summary::Summary;
 
 /// How much the header spells out.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,11 @@ enum Form {
 
 /// Draw the header line in the longest form the screen has room for.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    if app.view() == &crate::tui::app::View::Fleet {
+        let line = Line::from(super::fleet::header_spans(app));
+        frame.render_widget(Paragraph::new(line).style(app.theme.text()), area);
+        return;
+    }
     let forms: &[Form] = if area.width >= 110 {
         if app.engine_elsewhere() {
             &[Form::Long, Form::Compact, Form::Tight, Form::Short]
@@ -49,7 +56,6 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// The header's pieces in `form`.
 fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
     let wide = matches!(form, Form::Long | Form::Compact);
-    let words = form == Form::Long;
     let full_engine = form != Form::Short;
     let theme = &app.theme;
     let mut spans = Vec::new();
@@ -85,90 +91,107 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
     } else if !app.data.loaded() {
         spans.push(Span::styled(" loading… ", theme.progress()));
     }
-    let count = |health: Health| {
-        app.rows
-            .modules
-            .iter()
-            .filter(|r| r.health == health)
-            .count()
-    };
-    spans.push(Span::styled(
+    let summary = app.summary();
+    spans.extend(module_counts(&summary, theme, form));
+    spans.extend(shim_counts(&summary, theme, form));
+    spans.extend(cache_counts(&summary, theme, wide));
+    spans.extend(day0_counts(&summary, theme, wide));
+    spans.push(node_count(&summary, theme, wide));
+    spans
+}
+
+/// `Modules 12 9 ok 1 busy 2 degraded`, `Mod 12 9 ok 1 busy 2 degr` in short forms.
+fn module_counts(summary: &Summary, theme: &Theme, form: Form) -> Vec<Span<'static>> {
+    let wide = matches!(form, Form::Long | Form::Compact);
+    let words = form == Form::Long;
+    let total = summary.modules.total;
+    let mut spans = vec![Span::styled(
         if wide {
-            format!(" Modules {} ", app.rows.modules.len())
+            format!(" Modules {total} ")
         } else {
-            format!(" Mod {} ", app.rows.modules.len())
+            format!(" Mod {total} ")
         },
         theme.text(),
-    ));
+    )];
     for (health, label, short, style) in [
         (Health::Ok, "ok", "ok", theme.ok()),
         (Health::Progressing, "busy", "busy", theme.progress()),
         (Health::Warning, "waiting", "wait", theme.warn()),
         (Health::Error, "degraded", "degr", theme.error()),
     ] {
-        let n = count(health);
+        let n = summary.modules.get(health);
         if n > 0 {
             let label = if words { label } else { short };
             spans.push(Span::styled(format!("{n} {label} "), style));
         }
     }
-    if !app.rows.shims.is_empty() {
-        spans.push(Span::styled(
-            if wide {
-                format!(" Shims {} ", app.rows.shims.len())
-            } else {
-                format!(" Sh {} ", app.rows.shims.len())
-            },
-            theme.text(),
-        ));
-        for state in ShimState::ALL {
-            let n = app.rows.shims.iter().filter(|r| r.state == state).count();
-            // The short form names only the states that want a person.
-            let shown = wide || matches!(state.health(), Health::Warning | Health::Error);
-            if n > 0 && shown {
-                let label = if words {
-                    state.label()
-                } else {
-                    state.short_label()
-                };
-                spans.push(Span::styled(
-                    format!("{n} {label} "),
-                    health_style(app, state.health()),
-                ));
-            }
-        }
-    }
-    spans.extend(cache_counts(app, wide));
-    spans.extend(day0_counts(app, wide));
-    let ready = app.rows.nodes.iter().filter(|n| n.ready).count();
-    spans.push(Span::styled(
-        if wide {
-            format!(" Nodes {ready}/{} ready ", app.rows.nodes.len())
-        } else {
-            format!(" Nodes {ready}/{} ", app.rows.nodes.len())
-        },
-        if ready == app.rows.nodes.len() {
-            theme.text()
-        } else {
-            theme.warn()
-        },
-    ));
     spans
 }
 
-/// `Caches 3 1 ok 1 busy 1 degraded` in the long form, `IC 3 ✗1 ◐1 ●1` in the short one with the failures first,
-/// or nothing without ImageCaches.
-fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
-    let theme = &app.theme;
-    let rows = &app.rows.caches;
-    if rows.is_empty() {
+/// `Shims 3 1 complete 2 awaiting`, or nothing without Shims; the short form names only the states that want a
+/// person.
+fn shim_counts(summary: &Summary, theme: &Theme, form: Form) -> Vec<Span<'static>> {
+    let wide = matches!(form, Form::Long | Form::Compact);
+    let words = form == Form::Long;
+    let total = summary.shims.total;
+    if total == 0 {
         return Vec::new();
     }
     let mut spans = vec![Span::styled(
         if wide {
-            format!(" Caches {} ", rows.len())
+            format!(" Shims {total} ")
         } else {
-            format!(" IC {} ", rows.len())
+            format!(" Sh {total} ")
+        },
+        theme.text(),
+    )];
+    for state in ShimState::ALL {
+        let n = summary.shims.get(state);
+        let shown = wide || matches!(state.health(), Health::Warning | Health::Error);
+        if n > 0 && shown {
+            let label = if words {
+                state.label()
+            } else {
+                state.short_label()
+            };
+            spans.push(Span::styled(
+                format!("{n} {label} "),
+                theme_health_style(theme, state.health()),
+            ));
+        }
+    }
+    spans
+}
+
+/// `Nodes 38/40 ready`, `Nodes 38/40` in short forms, warning-coloured when some are not ready.
+fn node_count(summary: &Summary, theme: &Theme, wide: bool) -> Span<'static> {
+    let (ready, total) = (summary.nodes_ready, summary.nodes_total);
+    Span::styled(
+        if wide {
+            format!(" Nodes {ready}/{total} ready ")
+        } else {
+            format!(" Nodes {ready}/{total} ")
+        },
+        if ready == total {
+            theme.text()
+        } else {
+            theme.warn()
+        },
+    )
+}
+
+/// `Caches 3 1 ok 1 busy 1 degraded` in the long form, `IC 3 ✗1 ◐1 ●1` in the short one with the failures first,
+/// or nothing without ImageCaches.
+fn cache_counts(summary: &Summary, theme: &Theme, wide: bool) -> Vec<Span<'static>> {
+    let total = summary.caches.total;
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut spans = vec![Span::styled(
+        if wide {
+            format!(" Caches {total} ")
+        } else {
+            format!(" IC {total} ")
         },
         theme.text(),
     )];
@@ -182,7 +205,7 @@ fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
         states.reverse();
     }
     for (health, label, glyph, style) in states {
-        let n = rows.iter().filter(|r| r.health == health).count();
+        let n = summary.caches.get(health);
         if n > 0 {
             spans.push(Span::styled(
                 if wide {
@@ -199,25 +222,25 @@ fn cache_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
 
 /// `Day-0 3 1 Available 1 Kept 1 Degraded` in the long form, `D0 3 ✗1 ·1 ●1` in the short one with the failures
 /// first, or nothing without ModuleDay0s.
-fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
-    let rows = &app.rows.day0s;
-    if rows.is_empty() {
+fn day0_counts(summary: &Summary, theme: &Theme, wide: bool) -> Vec<Span<'static>> {
+    let total = summary.day0s.total;
+    if total == 0 {
         return Vec::new();
     }
     let mut spans = vec![Span::styled(
         if wide {
-            format!(" Day-0 {} ", rows.len())
+            format!(" Day-0 {total} ")
         } else {
-            format!(" D0 {} ", rows.len())
+            format!(" D0 {total} ")
         },
-        app.theme.text(),
+        theme.text(),
     )];
     let mut states = Day0State::ALL;
     if !wide {
         states.reverse();
     }
     for state in states {
-        let n = rows.iter().filter(|r| r.state == state).count();
+        let n = summary.day0s.get(state);
         if n > 0 {
             spans.push(Span::styled(
                 if wide {
@@ -225,7 +248,7 @@ fn day0_counts(app: &App, wide: bool) -> Vec<Span<'static>> {
                 } else {
                     format!("{}{n} ", state.glyph())
                 },
-                health_style(app, state.health()),
+                theme_health_style(theme, state.health()),
             ));
         }
     }

@@ -21,7 +21,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         lines.push(Line::default());
     }
     lines.push(Line::from(Span::styled(
-        "Commands: :modules :images :nodes :events :ns NAME|all :ctx NAME :help :q   (tab completes)",
+        "Commands: :modules :images :nodes :events :fleet :ns NAME|all :ctx NAME :help :q   (tab completes)",
         app.theme.muted(),
     )));
     let selection = app.selection(ListId::Help);

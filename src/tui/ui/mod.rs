@@ -10,6 +10,7 @@ mod dialog;
 mod editor;
 mod engine;
 mod events;
+mod fleet;
 mod footer;
 mod header;
 mod help;
@@ -27,6 +28,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 
 use super::app::{App, Mode, View};
+use super::theme::Theme;
 use super::view::Health;
 
 /// Draw the whole console.
@@ -58,6 +60,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Day0Detail(target) => day0_detail::draw(frame, body, app, target),
             View::Engine => engine::draw(frame, body, app),
             View::Preflight => preflight::draw(frame, body, app),
+            View::Fleet => fleet::draw(frame, body, app),
         }
     }
     footer::draw(frame, footer_area, app);
@@ -70,11 +73,16 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
 
 /// The theme style of a health.
 pub(crate) fn health_style(app: &App, health: Health) -> ratatui::style::Style {
+    theme_health_style(&app.theme, health)
+}
+
+/// The style of a health in `theme`.
+pub(crate) fn theme_health_style(theme: &Theme, health: Health) -> ratatui::style::Style {
     match health {
-        Health::Ok => app.theme.ok(),
-        Health::Progressing => app.theme.progress(),
-        Health::Warning => app.theme.warn(),
-        Health::Error => app.theme.error(),
-        Health::Unknown => app.theme.muted(),
+        Health::Ok => theme.ok(),
+        Health::Progressing => theme.progress(),
+        Health::Warning => theme.warn(),
+        Health::Error => theme.error(),
+        Health::Unknown => theme.muted(),
     }
 }

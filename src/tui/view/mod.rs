@@ -10,12 +10,14 @@ pub mod day0_detail;
 pub mod detail;
 pub mod engine;
 pub mod events;
+pub mod fleet;
 pub mod images;
 pub mod modules;
 pub mod nodes;
 pub mod preflight;
 pub mod shim_detail;
 pub mod shims;
+pub mod summary;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 

@@ -1,0 +1,120 @@
+//! A fleet of seven clusters in every state the fleet view explains: reachable with work waiting for a person,
+//! unreachable for TLS, refused and unauthorized, acted on by an upstream operator, idle, and still connecting.
+//! For the fleet view's snapshots and screenshot.
+
+use std::collections::BTreeMap;
+
+use super::{day0, engine_lease, sample, snapshots};
+use crate::engine::Family;
+use crate::engine::operators::Upstream;
+use crate::tui::data::KindSnapshot;
+use crate::tui::fleet::reach::{Reach, Why};
+use crate::tui::fleet::state::FleetChange;
+
+/// The counted kinds of a sample cluster, as the fleet's watches deliver them.
+fn counted(modules: usize, nodes: usize, with_day0: bool) -> Vec<FleetChange> {
+    let mut data = sample(modules, nodes);
+    if with_day0 {
+        day0::add(&mut data);
+    }
+    snapshots(&data)
+        .into_iter()
+        .filter(|snapshot| {
+            matches!(
+                snapshot,
+                KindSnapshot::Modules(_)
+                    | KindSnapshot::Shims(_)
+                    | KindSnapshot::ImageCaches(_)
+                    | KindSnapshot::ModuleDay0s(_)
+                    | KindSnapshot::MachineConfigPools(_)
+                    | KindSnapshot::MachineConfigs(_)
+            )
+        })
+        .map(FleetChange::Data)
+        .collect()
+}
+
+fn reachable(version: &str) -> FleetChange {
+    FleetChange::Reach(Reach::Reachable {
+        version: version.to_owned(),
+    })
+}
+
+fn unreachable(word: &'static str, detail: &str) -> FleetChange {
+    FleetChange::Reach(Reach::Unreachable(Why {
+        word,
+        detail: detail.to_owned(),
+    }))
+}
+
+/// The contexts of the sample fleet, in kubeconfig order.
+pub const CONTEXTS: [&str; 7] = [
+    "ci",
+    "dev",
+    "edge-lab",
+    "prod-east",
+    "prod-west",
+    "qa",
+    "staging",
+];
+
+/// What the fleet's tasks would report of the sample fleet: `(context, change)` in arrival order.
+pub fn changes() -> Vec<(String, FleetChange)> {
+    let mut changes: Vec<(&str, FleetChange)> = Vec::new();
+    changes.push(("prod-east", reachable("v1.31.4")));
+    changes.extend(counted(12, 40, true).into_iter().map(|c| ("prod-east", c)));
+    changes.push((
+        "prod-east",
+        FleetChange::Nodes {
+            ready: 38,
+            total: 40,
+        },
+    ));
+    changes.push((
+        "prod-east",
+        FleetChange::EngineLease(Some(engine_lease("kmm-tui-controller-6d4b9-x7k2p"))),
+    ));
+    changes.push((
+        "prod-west",
+        unreachable("TLS", "invalid peer certificate: UnknownIssuer"),
+    ));
+    changes.push(("staging", reachable("v1.30.6")));
+    changes.extend(counted(3, 6, false).into_iter().map(|c| ("staging", c)));
+    changes.push(("staging", FleetChange::Nodes { ready: 6, total: 6 }));
+    changes.push((
+        "staging",
+        FleetChange::Upstream(BTreeMap::from([(
+            Family::Kmm,
+            Upstream {
+                operator: "upstream KMM operator",
+                evidence: "Lease openshift-kmm/kmm.sigs.x-k8s.io held by kmm-operator-7c9f"
+                    .to_owned(),
+            },
+        )])),
+    ));
+    changes.push((
+        "edge-lab",
+        unreachable(
+            "refused",
+            "tcp connect error: Connection refused (os error 111)",
+        ),
+    ));
+    changes.push(("dev", reachable("v1.31.0")));
+    changes.extend(
+        [
+            KindSnapshot::Modules(Vec::new()),
+            KindSnapshot::Shims(Vec::new()),
+            KindSnapshot::ImageCaches(Vec::new()),
+            KindSnapshot::ModuleDay0s(Vec::new()),
+            KindSnapshot::MachineConfigPools(Vec::new()),
+            KindSnapshot::MachineConfigs(Vec::new()),
+        ]
+        .map(|empty| ("dev", FleetChange::Data(empty))),
+    );
+    changes.push(("dev", FleetChange::Nodes { ready: 1, total: 1 }));
+    changes.push(("qa", unreachable("unauthorized", "HTTP 401: Unauthorized")));
+    changes
+        .into_iter()
+        .map(|(context, change)| (context.to_owned(), change))
+        .collect()
+}
