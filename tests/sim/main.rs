@@ -3,6 +3,7 @@
 mod common_control;
 mod common_kubelet;
 mod control;
+mod daemon_sets;
 mod effects;
 mod endpoint_slices;
 mod exec;
