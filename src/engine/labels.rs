@@ -43,6 +43,14 @@ pub const VERSION_WORKER_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version
 /// Node label the engine keeps: the module version whose device plugin may run on the node.
 pub const VERSION_SCHEDULE_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-schedule-pod.";
 
+/// Label on the DaemonSets the engine runs for a Module, and on their pods: which of the Module's workloads it is.
+pub const DAEMONSET_ROLE: &str = "kmm.node.kubernetes.io/role";
+/// [`DAEMONSET_ROLE`] of a device plugin DaemonSet.
+pub const DEVICE_PLUGIN_ROLE: &str = "device-plugin";
+/// Annotation on device plugin DaemonSets: hash of the spec the engine wrote, so a pass rewrites it only when the
+/// Module asks for something else (the API server's defaults never read as a change).
+pub const DEVICE_PLUGIN_HASH: &str = "kmm.node.kubernetes.io/device-plugin-hash";
+
 /// NMC label: the Module has an entry in this NMC's spec.
 pub fn module_configured(namespace: &str, name: &str) -> String {
     format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-configured")
@@ -56,6 +64,22 @@ pub fn module_in_use(namespace: &str, name: &str) -> String {
 /// Node label: the module is loaded on this node.
 pub fn node_ready(namespace: &str, name: &str) -> String {
     format!("kmm.node.kubernetes.io/{namespace}.{name}.ready")
+}
+
+/// Node label: the node is schedulable for the Module's device plugin (selected, and no taint keeps the Module's
+/// pods out), so the plugin leaves a node as soon as it is cordoned for a drain.
+pub fn device_plugin_target_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-target")
+}
+
+/// Node label: the Module's device plugin runs and is ready on this node.
+pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
+}
+
+/// `generateName` of a Module's device plugin DaemonSets (one per module version during an ordered upgrade).
+pub fn device_plugin_generate_name(module: &str) -> String {
+    format!("{module}-device-plugin-")
 }
 
 /// Node label: the version of the module loaded on this node.

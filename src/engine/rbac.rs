@@ -107,6 +107,13 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
+    // Device plugin DaemonSets, one per Module and module version: followed from a watch cache, created, replaced
+    // when the Module changes, deleted with it.
+    (
+        "apps",
+        &["daemonsets"],
+        &["list", "watch", "create", "update", "delete"],
+    ),
 ];
 
 /// What the shim family does cluster-wide.
