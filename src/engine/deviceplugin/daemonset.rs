@@ -231,7 +231,7 @@ mod tests {
     fn the_plugin_waits_for_the_loaded_module_on_target_nodes() {
         let module = module(true, None);
         let desired = desired_of(&module);
-        let pod = desired.spec.template.spec.expect("a pod spec");
+        let pod = desired.spec.template.spec.clone().expect("a pod spec");
         assert_eq!(
             pod.node_selector,
             Some(BTreeMap::from([
