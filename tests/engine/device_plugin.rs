@@ -203,3 +203,89 @@ async fn a_device_plugin_follows_its_module_to_ready_nodes_and_leaves_with_it() 
     }
     harness.shutdown().await;
 }
+
+/// The module version each of the plugin DaemonSets runs for, with the nodes its pods are on.
+async fn plugins_by_version(harness: &Harness) -> Vec<(String, BTreeSet<String>)> {
+    let version_label = labels::version_schedule_pod("acme", "gpu");
+    let pods = plugin_pods(harness).await;
+    let mut versions: Vec<(String, BTreeSet<String>)> = plugin_daemon_sets(harness)
+        .await
+        .iter()
+        .map(|ds| {
+            let version = ds.labels().get(&version_label).cloned().unwrap_or_default();
+            let uid = ds.uid().unwrap_or_default();
+            let nodes = pods
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| p.owner_references().iter().any(|o| o.uid == uid))
+                .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+                .collect();
+            (version, nodes)
+        })
+        .collect();
+    versions.sort();
+    versions
+}
+
+async fn ask_for_version(harness: &Harness, node: &str, version: &str) {
+    Api::<Node>::all(harness.client())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {labels::version_module("acme", "gpu"): version}}}),
+            ),
+        )
+        .await
+        .expect("labelling the node with a module version");
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|n| n.to_string()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ordered_upgrade_runs_one_plugin_daemon_set_per_module_version() {
+    let mut harness = Harness::start("device-plugin.yaml").await;
+    harness.start_engine();
+    for node in GPU_NODES {
+        ask_for_version(&harness, node, "v1").await;
+    }
+    let mut spec = spec("quay.io/acme/gpu-device-plugin:1.0");
+    spec["moduleLoader"]["container"]["version"] = json!("v1");
+    create_module(&harness, "gpu", spec).await;
+    eventually(600, "the v1 plugin runs on both nodes", || async {
+        plugins_by_version(&harness).await == vec![("v1".to_owned(), gpu_nodes())]
+    })
+    .await;
+
+    // The Module moves to v2 and one node follows: that node's plugin comes from a second DaemonSet.
+    Api::<Module>::namespaced(harness.client(), "acme")
+        .patch(
+            "gpu",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"moduleLoader": {"container": {"version": "v2"}}}})),
+        )
+        .await
+        .expect("the Module moves to v2");
+    ask_for_version(&harness, "gpu-0", "v2").await;
+    eventually(600, "gpu-0 runs the v2 plugin, gpu-1 still v1", || async {
+        plugins_by_version(&harness).await
+            == vec![
+                ("v1".to_owned(), names(&["gpu-1"])),
+                ("v2".to_owned(), names(&["gpu-0"])),
+            ]
+            && plugin_counts(&harness).await == Some((2, 2, 2))
+    })
+    .await;
+
+    // Once the last node has moved, the v1 DaemonSet runs nowhere and is deleted.
+    ask_for_version(&harness, "gpu-1", "v2").await;
+    eventually(
+        600,
+        "only the v2 DaemonSet is left, on both nodes",
+        || async { plugins_by_version(&harness).await == vec![("v2".to_owned(), gpu_nodes())] },
+    )
+    .await;
+    harness.shutdown().await;
+}
