@@ -33,7 +33,12 @@ pub async fn reconcile(
     let name = module.name_any();
     let plugin = module.spec.device_plugin.as_ref();
     if module.metadata.deletion_timestamp.is_some() || plugin.is_none() {
-        let pods_left = cleanup::remove(&engine.client, &namespace, &name).await?;
+        // Most Modules never had a plugin: the caches say whether there is anything to take away.
+        let pods_left = if has_leftovers(&context, &module, &namespace, &name) {
+            cleanup::remove(&engine.client, &namespace, &name).await?
+        } else {
+            false
+        };
         if module.metadata.deletion_timestamp.is_none() {
             write_status(&context, &module, None).await?;
         }
@@ -103,6 +108,26 @@ pub async fn reconcile(
     };
     write_status(&context, &module, Some(counts)).await?;
     Ok(engine.resync())
+}
+
+/// Whether the caches show a DaemonSet, plugin pod or node label of the Module's device plugin.
+fn has_leftovers(
+    context: &DevicePluginContext,
+    module: &Module,
+    namespace: &str,
+    name: &str,
+) -> bool {
+    let target = labels::device_plugin_target_label(namespace, name);
+    let ready = labels::device_plugin_ready_label(namespace, name);
+    !owned_daemon_sets(context, module, namespace).is_empty()
+        || context.pods.state().iter().any(|pod| {
+            pod.namespace().as_deref() == Some(namespace)
+                && pod.labels().get(labels::MODULE_NAME).map(String::as_str) == Some(name)
+        })
+        || context.nodes.state().iter().any(|node| {
+            let labels = node.labels();
+            labels.contains_key(&target) || labels.contains_key(&ready)
+        })
 }
 
 /// The engine's retry policy: the Module's next backoff step.

@@ -534,6 +534,60 @@ mod tests {
     }
 
     #[test]
+    fn extended_resources_fit_only_where_enough_devices_are_free() {
+        let pod = pod(json!({
+            "initContainers": [{"name": "i", "resources": {"limits": {"example.com/gpu": "3"}}}],
+            "containers": [
+                {"name": "a", "resources": {"requests": {"example.com/gpu": "1", "cpu": "1"}}},
+                {"name": "b", "resources": {"limits": {"example.com/gpu": "1", "kubernetes.io/x": "1"}}}
+            ]
+        }));
+        let wanted = requested_devices(&pod);
+        assert_eq!(wanted, Devices::from([("example.com/gpu".to_owned(), 3)]));
+        let with_gpus = |count: &str| {
+            node(
+                json!({"metadata": {"name": "n"}, "status": {"allocatable": {"example.com/gpu": count}}}),
+            )
+        };
+        assert_eq!(check_devices(&wanted, &with_gpus("4"), None), Ok(()));
+        let used = Devices::from([("example.com/gpu".to_owned(), 2)]);
+        assert_eq!(
+            check_devices(&wanted, &with_gpus("4"), Some(&used)),
+            Err(Unfit::Insufficient("example.com/gpu".into()))
+        );
+        let none = node(json!({"metadata": {"name": "n"}}));
+        let reason = check_devices(&wanted, &none, None).expect_err("no devices");
+        assert_eq!(reason.to_string(), "Insufficient example.com/gpu");
+        assert_eq!(check_devices(&Devices::new(), &none, None), Ok(()));
+    }
+
+    #[test]
+    fn daemon_pods_stay_through_no_schedule_but_not_no_execute() {
+        let daemon = pod(json!({"nodeSelector": {"gpu": "yes"}, "containers": []}));
+        let labelled = |taints: serde_json::Value| {
+            node(
+                json!({"metadata": {"name": "n", "labels": {"gpu": "yes"}}, "spec": {"taints": taints}}),
+            )
+        };
+        assert_eq!(
+            daemon_placement(&daemon, &labelled(json!([]))),
+            DaemonPlacement::Run
+        );
+        let no_schedule = labelled(json!([{"key": "k", "effect": "NoSchedule"}]));
+        assert_eq!(
+            daemon_placement(&daemon, &no_schedule),
+            DaemonPlacement::Keep
+        );
+        let no_execute = labelled(json!([{"key": "k", "effect": "NoExecute"}]));
+        assert_eq!(
+            daemon_placement(&daemon, &no_execute),
+            DaemonPlacement::None
+        );
+        let other = node(json!({"metadata": {"name": "n", "labels": {"gpu": "no"}}}));
+        assert_eq!(daemon_placement(&daemon, &other), DaemonPlacement::None);
+    }
+
+    #[test]
     fn messages_read_like_kube_scheduler() {
         let reasons = BTreeMap::from([
             (
