@@ -8,6 +8,7 @@ mod effects;
 mod endpoint_slices;
 mod exec;
 mod inject;
+mod jobs;
 mod kubelet;
 mod scenarios;
 mod workloads;

@@ -1,6 +1,6 @@
-//! The Deployment, ReplicaSet, ReplicationController and DaemonSet controllers of the simulated cluster, as
-//! kube-controller-manager runs them, so a Deployment, ReplicationController or DaemonSet applied with kubectl gets
-//! its pods.
+//! The Deployment, ReplicaSet, ReplicationController, DaemonSet and Job controllers of the simulated cluster, as
+//! kube-controller-manager runs them, so a Deployment, ReplicationController, DaemonSet or Job applied with kubectl
+//! gets its pods.
 //!
 //! - A Deployment owns one ReplicaSet per pod template: named `<deployment>-<pod-template-hash>`, the hash also
 //!   added to its selector, its template's labels and its own labels (label `pod-template-hash`). The ReplicaSet of
@@ -12,6 +12,7 @@
 //!   same ([`replicas`]).
 //! - A DaemonSet keeps one pod on every node its template fits, and rolls a new template out node by node
 //!   ([`daemons`]).
+//! - A Job runs pods to completion, within its parallelism and backoff limit ([`jobs`]).
 //! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
 //!   `SuccessfulDelete` on the ReplicaSet or ReplicationController.
 //! - All write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
@@ -24,6 +25,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -38,6 +40,7 @@ use super::scheduler::events::{Recorder, Severity};
 use super::{MANAGER, World, forget_managed_fields};
 
 pub mod daemons;
+pub mod jobs;
 pub(crate) mod replicas;
 
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
@@ -53,6 +56,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             reflector::store::<ReplicationController>();
         let (daemon_sets, daemon_set_writer) = reflector::store::<DaemonSet>();
         let (nodes, node_writer) = reflector::store::<Node>();
+        let (jobs, job_writer) = reflector::store::<Job>();
         let (pods, pod_writer) = reflector::store::<Pod>();
         // What about a node decides DaemonSet placement (labels, taints, cordon), by node: a node status heartbeat
         // or image list change wakes nobody.
@@ -94,6 +98,14 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .map(|_| true)
             .boxed(),
             reflector::reflector(
+                job_writer,
+                watcher(Api::<Job>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(|_| true)
+            .boxed(),
+            reflector::reflector(
                 node_writer,
                 watcher(Api::<Node>::all(client.clone()), Default::default())
                     .modify(forget_managed_fields),
@@ -118,6 +130,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                 Ok(watcher::Event::Apply(pod) | watcher::Event::Delete(pod)) => {
                     replicas::has_replicating_controller(&pod)
                         || daemons::has_daemon_controller(&pod)
+                        || jobs::has_job_controller(&pod)
                 }
                 _ => true,
             })
@@ -130,6 +143,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             replication_controllers,
             daemon_sets,
             nodes,
+            jobs,
             pods,
         };
         let recorders = Recorders {
@@ -137,10 +151,11 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
             replication_controllers: Recorder::new(client.clone(), "replication-controller"),
             daemon_sets: Recorder::new(client.clone(), "daemonset-controller"),
+            jobs: Recorder::new(client.clone(), "job-controller"),
         };
-        let mut expectations = daemons::Expectations::default();
+        let mut expectations = Expectations::default();
         // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet,
-        // ReplicationController or DaemonSet controls them: the kernel module workers and build pods of a large
+        // ReplicationController, DaemonSet or Job controls them: the kernel module workers and build pods of a large
         // rollout wake nobody here.
         let mut due = true;
         loop {
@@ -169,6 +184,7 @@ struct Stores {
     replication_controllers: Store<ReplicationController>,
     daemon_sets: Store<DaemonSet>,
     nodes: Store<Node>,
+    jobs: Store<Job>,
     pods: Store<Pod>,
 }
 
@@ -187,8 +203,16 @@ impl Stores {
                 .is_some()
             && self.daemon_sets.wait_until_ready().now_or_never().is_some()
             && self.nodes.wait_until_ready().now_or_never().is_some()
+            && self.jobs.wait_until_ready().now_or_never().is_some()
             && self.pods.wait_until_ready().now_or_never().is_some()
     }
+}
+
+/// Pods the DaemonSet and Job controllers created that the pod cache may not show yet.
+#[derive(Default)]
+struct Expectations {
+    daemon_sets: daemons::Expectations,
+    jobs: jobs::Created,
 }
 
 /// The events each controller records.
@@ -197,6 +221,7 @@ struct Recorders {
     replica_sets: Recorder,
     replication_controllers: Recorder,
     daemon_sets: Recorder,
+    jobs: Recorder,
 }
 
 /// Record an event; one that cannot be written is not worth failing a pass for.
@@ -214,14 +239,14 @@ async fn record<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController and DaemonSet;
-/// returns whether every write succeeded.
+/// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController, Job and
+/// DaemonSet; returns whether every write succeeded.
 /// Failed writes are logged; the next event brings another pass.
 async fn pass(
     client: &kube::Client,
     stores: &Stores,
     recorders: &Recorders,
-    expectations: &mut daemons::Expectations,
+    expectations: &mut Expectations,
 ) -> bool {
     let mut succeeded = true;
     let replica_sets = stores.replica_sets.state();
@@ -258,8 +283,24 @@ async fn pass(
             tracing::debug!(replicationcontroller = %controller.name_any(), %error, "syncing replicationcontroller");
         }
     }
+    let all_jobs = stores.jobs.state();
+    expectations
+        .jobs
+        .retain(&all_jobs.iter().filter_map(|job| job.uid()).collect());
+    for job in all_jobs {
+        if job.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        let created = &mut expectations.jobs;
+        if let Err(error) = jobs::sync(client, &recorders.jobs, created, &job, &pods).await {
+            succeeded = false;
+            tracing::debug!(job = %job.name_any(), %error, "syncing job");
+        }
+    }
     let daemon_sets = stores.daemon_sets.state();
-    expectations.retain(&daemon_sets.iter().filter_map(|ds| ds.uid()).collect());
+    expectations
+        .daemon_sets
+        .retain(&daemon_sets.iter().filter_map(|ds| ds.uid()).collect());
     if daemon_sets.is_empty() {
         return succeeded;
     }
@@ -269,8 +310,15 @@ async fn pass(
             continue;
         }
         let recorder = &recorders.daemon_sets;
-        if let Err(error) =
-            daemons::sync(client, recorder, expectations, &daemon_set, &nodes, &pods).await
+        if let Err(error) = daemons::sync(
+            client,
+            recorder,
+            &mut expectations.daemon_sets,
+            &daemon_set,
+            &nodes,
+            &pods,
+        )
+        .await
         {
             succeeded = false;
             tracing::debug!(daemonset = %daemon_set.name_any(), %error, "syncing daemonset");
