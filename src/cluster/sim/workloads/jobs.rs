@@ -173,7 +173,7 @@ pub async fn sync(
     } else {
         let wanted = parallelism.min(completions.saturating_sub(succeeded));
         active_count += created.unseen(&uid, &owned);
-        for _ in active_count..wanted {
+        while active_count < wanted {
             let pod = api.create(&params(), &new_pod(job, &uid)).await?;
             let message = format!("Created pod: {}", pod.name_any());
             record(recorder, job, "SuccessfulCreate", &message).await;
