@@ -224,6 +224,9 @@ fn device_plugin_readiness_in_the_modules_and_nodes_panes() {
         check("device_plugin_modules", &app);
         command(&mut app, "nodes");
         check("device_plugin_nodes", &app);
+        let mut app = with_device_plugin(size);
+        open_detail(&mut app, "acme-accel");
+        check("device_plugin_detail", &app);
     }
 }
 
