@@ -38,7 +38,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use super::shared::{SharedStore, SharedWatches};
-use super::{Context, labels, nodes, stopping};
+use super::{Context, labels, module, nodes, stopping};
 use crate::api::kmm::Module;
 
 /// What a device plugin pass reads besides the API.
@@ -84,7 +84,7 @@ async fn reconcile_plugins<N>(
     .default_backoff()
     .reflect(module_writer)
     .applied_objects()
-    .predicate_filter(module_fingerprint, Default::default());
+    .predicate_filter(module::module_fingerprint, Default::default());
     let (daemon_sets, daemon_set_writer) = reflector::store();
     let daemon_set_changes = watcher(
         Api::<DaemonSet>::all(client.clone()),
@@ -137,20 +137,6 @@ async fn reconcile_plugins<N>(
             }
         });
     stopping::until_stopped(passes, &own_store, &stop).await;
-}
-
-/// What about a Module starts a pass: its spec (through the generation), finalizers and deletion, not its status.
-fn module_fingerprint(module: &Module) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    module.metadata.generation.hash(&mut hasher);
-    module.metadata.finalizers.hash(&mut hasher);
-    module
-        .metadata
-        .deletion_timestamp
-        .is_some()
-        .hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 /// What about a node decides where plugins run: labels, taints, cordon and readiness.

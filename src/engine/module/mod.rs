@@ -195,8 +195,9 @@ fn pod_placement(pod: &Pod) -> Option<u64> {
 
 /// What about a Module starts a pass: its spec (through the generation), its finalizers and its deletion. The
 /// status is left out: it is this reconciler's own output, and a pass over thousands of nodes after each status
-/// write would never let a busy Module rest.
-fn module_fingerprint(module: &Module) -> Option<u64> {
+/// write would never let a busy Module rest. The device plugin reconciler, which writes the status too, follows the
+/// same fields.
+pub(crate) fn module_fingerprint(module: &Module) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     module.metadata.generation.hash(&mut hasher);
