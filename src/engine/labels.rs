@@ -77,9 +77,12 @@ pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
     format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
 }
 
-/// `generateName` of a Module's device plugin DaemonSets (one per module version during an ordered upgrade).
-pub fn device_plugin_generate_name(module: &str) -> String {
-    format!("{module}-device-plugin-")
+/// Name of a Module's device plugin DaemonSet for a module version (empty without an ordered upgrade): shaped as
+/// upstream's generated names (`<module>-device-plugin-` and five characters), but derived from the version, so
+/// that a pass that runs before its cache shows the DaemonSet it just made cannot make a second one.
+pub fn device_plugin_daemon_set_name(module: &str, version: &str) -> String {
+    let digest = crate::engine::digest::sha256_hex(version.as_bytes());
+    format!("{module}-device-plugin-{}", &digest[..5])
 }
 
 /// Node label: the version of the module loaded on this node.

@@ -1,4 +1,5 @@
-//! The device plugin DaemonSet a Module asks for, shaped as upstream KMM shapes it: named `<module>-device-plugin-…`,
+//! The device plugin DaemonSet a Module asks for, shaped as upstream KMM shapes it: named `<module>-device-plugin-…`
+//! (one per module version),
 //! labelled with the Module's name, the `device-plugin` role and (during an ordered upgrade) the module version, and
 //! scheduled only on nodes where the module is loaded and which are targets of the plugin.
 
@@ -163,7 +164,10 @@ pub fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> D
 pub fn new_object(module: &Module, namespace: &str, desired: &Desired) -> DaemonSet {
     DaemonSet {
         metadata: ObjectMeta {
-            generate_name: Some(labels::device_plugin_generate_name(&module.name_any())),
+            name: Some(labels::device_plugin_daemon_set_name(
+                &module.name_any(),
+                module_version(module),
+            )),
             namespace: Some(namespace.to_owned()),
             labels: Some(desired.labels.clone()),
             annotations: Some(BTreeMap::from([(
@@ -229,6 +233,7 @@ mod tests {
 
     #[test]
     fn the_plugin_waits_for_the_loaded_module_on_target_nodes() {
+        let module_v2 = module(true, Some("v2"));
         let module = module(true, None);
         let desired = desired_of(&module);
         let pod = desired.spec.template.spec.clone().expect("a pod spec");
@@ -268,10 +273,14 @@ mod tests {
         assert_eq!(pod.image_pull_secrets.map(|s| s.len()), Some(1));
         assert_eq!(pod.tolerations.map(|t| t.len()), Some(1));
         let object = new_object(&module, "acme", &desired);
-        assert_eq!(
-            object.metadata.generate_name.as_deref(),
-            Some("gpu-device-plugin-")
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let prefix = "gpu-device-plugin-";
+        assert!(
+            name.starts_with(prefix) && name.len() == prefix.len() + 5,
+            "{name}"
         );
+        let versioned = new_object(&module_v2, "acme", &desired);
+        assert_ne!(versioned.metadata.name, object.metadata.name);
         assert_eq!(object.owner_references()[0].uid, "u1");
     }
 

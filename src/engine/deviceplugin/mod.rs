@@ -6,8 +6,8 @@
 //!   and the module's `…ready` label (and, during an ordered upgrade, the `version-schedule-pod` label of its
 //!   version), so a plugin starts only where its driver is loaded and leaves a node cordoned for a drain. A Module
 //!   without a loader places its plugin by its own selector.
-//! - One DaemonSet per module version (`<module>-device-plugin-<random>`, labelled `kmm.node.kubernetes.io/role=
-//!   device-plugin` and with the Module's name); the DaemonSet of an earlier version is deleted once it places its
+//! - One DaemonSet per module version (`<module>-device-plugin-<five characters from the version>`, labelled
+//!   `kmm.node.kubernetes.io/role=device-plugin` and with the Module's name); the DaemonSet of an earlier version is deleted once it places its
 //!   plugin on no node.
 //! - Nodes where a plugin pod is ready carry `…device-plugin-ready`.
 //! - `status.devicePlugin`: `nodesMatchingSelectorNumber` and `desiredNumber` count the target nodes,

@@ -172,12 +172,16 @@ async fn ensure_daemon_set(
     let api: Api<DaemonSet> = Api::namespaced(context.engine.client.clone(), namespace);
     let Some(current) = current else {
         let object = daemonset::new_object(module, namespace, desired);
-        let created = api.create(&post_params(), &object).await.doing(|| {
-            format!(
-                "creating the device plugin DaemonSet of Module {namespace}/{}",
-                module.name_any()
-            )
-        })?;
+        let created = match api.create(&post_params(), &object).await {
+            // Made by an earlier pass the cache does not show yet: the next pass, on the cached object, decides.
+            Err(error) if is_conflict(&error) => return Ok(()),
+            result => result.doing(|| {
+                format!(
+                    "creating the device plugin DaemonSet of Module {namespace}/{}",
+                    module.name_any()
+                )
+            })?,
+        };
         context
             .engine
             .event(
