@@ -154,6 +154,84 @@ fn nodes_pane() {
     }
 }
 
+/// The standard console with its first Module running a device plugin: meant for the uncordoned nodes that loaded
+/// the module, and ready on all of them but the first, where it is still starting.
+fn with_device_plugin(size: (u16, u16)) -> App {
+    let mut data = sample(12, 40);
+    let module = std::sync::Arc::make_mut(&mut data.modules[0]);
+    let (namespace, name) = (
+        module.metadata.namespace.clone().unwrap_or_default(),
+        module.metadata.name.clone().unwrap_or_default(),
+    );
+    module.spec.device_plugin = Some(
+        serde_json::from_value(serde_json::json!({"container": {"image": "quay.io/acme/dp:1.0"}}))
+            .expect("a device plugin"),
+    );
+    let loaded_on: Vec<String> = data
+        .nmcs
+        .iter()
+        .filter(|nmc| {
+            nmc.status.as_ref().is_some_and(|s| {
+                s.modules
+                    .iter()
+                    .any(|m| m.name == name && m.namespace == namespace)
+            })
+        })
+        .filter_map(|nmc| nmc.metadata.name.clone())
+        .collect();
+    assert!(loaded_on.len() > 1, "the module is loaded on several nodes");
+    let mut targets = 0;
+    for node in data.nodes.iter_mut() {
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+        if cordoned || !loaded_on.contains(&node_name) {
+            continue;
+        }
+        let labels = std::sync::Arc::make_mut(node)
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default);
+        labels.insert(
+            kmm_tui::engine::labels::device_plugin_target_label(&namespace, &name),
+            String::new(),
+        );
+        if targets > 0 {
+            labels.insert(
+                kmm_tui::engine::labels::device_plugin_ready_label(&namespace, &name),
+                String::new(),
+            );
+        }
+        targets += 1;
+    }
+    let module = std::sync::Arc::make_mut(&mut data.modules[0]);
+    module
+        .status
+        .get_or_insert_with(Default::default)
+        .device_plugin = Some(kmm_tui::api::kmm::DaemonSetCounts {
+        nodes_matching_selector_number: targets,
+        desired_number: targets,
+        available_number: targets - 1,
+    });
+    let mut app = empty_console(size);
+    for snapshot in snapshots(&data) {
+        app.update(Action::Data(snapshot));
+    }
+    app
+}
+
+#[test]
+fn device_plugin_readiness_in_the_modules_and_nodes_panes() {
+    for size in SIZES {
+        let mut app = with_device_plugin(size);
+        check("device_plugin_modules", &app);
+        command(&mut app, "nodes");
+        check("device_plugin_nodes", &app);
+        let mut app = with_device_plugin(size);
+        open_detail(&mut app, "acme-accel");
+        check("device_plugin_detail", &app);
+    }
+}
+
 #[test]
 fn events_pane() {
     for size in SIZES {

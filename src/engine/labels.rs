@@ -43,6 +43,14 @@ pub const VERSION_WORKER_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version
 /// Node label the engine keeps: the module version whose device plugin may run on the node.
 pub const VERSION_SCHEDULE_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-schedule-pod.";
 
+/// Label on the DaemonSets the engine runs for a Module, and on their pods: which of the Module's workloads it is.
+pub const DAEMONSET_ROLE: &str = "kmm.node.kubernetes.io/role";
+/// [`DAEMONSET_ROLE`] of a device plugin DaemonSet.
+pub const DEVICE_PLUGIN_ROLE: &str = "device-plugin";
+/// Annotation on device plugin DaemonSets: hash of the spec the engine wrote, so a pass rewrites it only when the
+/// Module asks for something else (the API server's defaults never read as a change).
+pub const DEVICE_PLUGIN_HASH: &str = "kmm.node.kubernetes.io/device-plugin-hash";
+
 /// NMC label: the Module has an entry in this NMC's spec.
 pub fn module_configured(namespace: &str, name: &str) -> String {
     format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-configured")
@@ -58,14 +66,28 @@ pub fn node_ready(namespace: &str, name: &str) -> String {
     format!("kmm.node.kubernetes.io/{namespace}.{name}.ready")
 }
 
+/// Node label: the node is schedulable for the Module's device plugin (selected, and no taint keeps the Module's
+/// pods out), so the plugin leaves a node as soon as it is cordoned for a drain.
+pub fn device_plugin_target_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-target")
+}
+
+/// Node label: the Module's device plugin runs and is ready on this node.
+pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
+}
+
+/// Name of a Module's device plugin DaemonSet for a module version (empty without an ordered upgrade): shaped as
+/// upstream's generated names (`<module>-device-plugin-` and five characters), but derived from the version, so
+/// that a pass that runs before its cache shows the DaemonSet it just made cannot make a second one.
+pub fn device_plugin_daemon_set_name(module: &str, version: &str) -> String {
+    let digest = crate::engine::digest::sha256_hex(version.as_bytes());
+    format!("{module}-device-plugin-{}", &digest[..5])
+}
+
 /// Node label: the version of the module loaded on this node.
 pub fn node_version_ready(namespace: &str, name: &str) -> String {
     format!("kmm.node.kubernetes.io/{namespace}.{name}.version.ready")
-}
-
-/// Node label: the module's device plugin runs on this node.
-pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
-    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
 }
 
 /// Node label (user-set) asking for a module version on this node.

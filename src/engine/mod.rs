@@ -2,7 +2,8 @@
 //!
 //! `Module` → [`module`] → one `ModuleImagesConfig` per Module and one `NodeModulesConfig` entry per node whose
 //! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
-//! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node.
+//! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node
+//! → [`deviceplugin`] runs the Module's device plugin DaemonSet on the nodes where the module is loaded.
 //!
 //! `PreflightValidation` → [`preflight`] checks every Module against the kernel of a planned upgrade, through a
 //! ModuleImagesConfig per Module on the same image pipeline.
@@ -20,6 +21,7 @@ pub mod attention;
 pub mod backoff;
 pub mod context;
 pub mod day0;
+pub mod deviceplugin;
 pub mod digest;
 pub mod events;
 pub mod failures;
@@ -169,10 +171,10 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     tokio::join!(watches, futures::future::join_all(running));
 }
 
-/// The KMM family: Module, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and PreflightValidation
-/// reconcilers, the Module and NodeModulesConfig ones subscribed to the shared node watch now. Preflight belongs
-/// here as in upstream's operator: its checks run on the same image pipeline, and an upstream KMM operator found
-/// acting runs its own.
+/// The KMM family: Module, device plugin, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and
+/// PreflightValidation reconcilers, the Module, device plugin and NodeModulesConfig ones subscribed to the shared
+/// node watch now. Preflight belongs here as in upstream's operator: its checks run on the same image pipeline, and
+/// an upstream KMM operator found acting runs its own.
 fn run_kmm(
     context: Arc<Context>,
     shared: &shared::SharedWatches,
@@ -180,9 +182,11 @@ fn run_kmm(
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     let modules = module::run(context.clone(), shared, stop.clone());
     let nmcs = nmc::run(context.clone(), shared, stop.clone());
+    let plugins = deviceplugin::run(context.clone(), shared, stop.clone());
     async move {
         tokio::join!(
             modules,
+            plugins,
             mic::run(context.clone(), stop.clone()),
             mbsc::run(context.clone(), stop.clone()),
             preflight::run(context, stop),

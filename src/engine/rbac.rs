@@ -111,6 +111,13 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
+    // Device plugin DaemonSets, one per Module and module version: followed from a watch cache, created, replaced
+    // when the Module changes, deleted with it.
+    (
+        "apps",
+        &["daemonsets"],
+        &["list", "watch", "create", "update", "delete"],
+    ),
 ];
 
 /// What the shim family does cluster-wide.
@@ -443,6 +450,11 @@ mod tests {
         ("coordination.k8s.io", "leases", "watch", true),
         ("apps", "deployments", "list", true),
         ("apps", "deployments", "watch", true),
+        ("apps", "daemonsets", "list", true),
+        ("apps", "daemonsets", "watch", true),
+        ("apps", "daemonsets", "create", true),
+        ("apps", "daemonsets", "update", true),
+        ("apps", "daemonsets", "delete", true),
         (SHIM_GROUP, "shims", "get", true),
         (SHIM_GROUP, "shims", "list", true),
         (SHIM_GROUP, "shims", "watch", true),

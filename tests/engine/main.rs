@@ -2,6 +2,7 @@
 
 mod common;
 mod day0;
+mod device_plugin;
 mod events;
 mod handoff;
 mod handoff_install;

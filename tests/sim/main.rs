@@ -3,10 +3,12 @@
 mod common_control;
 mod common_kubelet;
 mod control;
+mod daemon_sets;
 mod effects;
 mod endpoint_slices;
 mod exec;
 mod inject;
+mod jobs;
 mod kubelet;
 mod scenarios;
 mod workloads;

@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::apiserver::ApiServer;
 use clock::SimClock;
+use effects::device_plugin::DevicePlugins;
 use faults::Faults;
 use machine::Machines;
 use registry::SimRegistry;
@@ -64,6 +65,8 @@ pub struct World {
     pub registry_recorded: tokio::sync::Mutex<u64>,
     /// Injected faults.
     pub faults: Faults,
+    /// The devices running device plugins advertise, per node (what each kubelet's device manager knows).
+    pub device_plugins: DevicePlugins,
     /// The scenario the simulation runs.
     pub scenario: Scenario,
     /// Announces (by node name) that a machine changed underneath its node — a reboot, a fault, an effect — so
@@ -87,6 +90,7 @@ impl World {
             registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
             registry_recorded: tokio::sync::Mutex::new(0),
             faults: Faults::new(scenario.faults.clone()),
+            device_plugins: DevicePlugins::default(),
             scenario,
             machine_changed: broadcast::channel(4096).0,
             stop: CancellationToken::new(),

@@ -1,5 +1,6 @@
-//! Deleting a Module: its entries leave every NMC, and the finalizer holds the Module until every node has
-//! unloaded it (no NMC is still labelled in use), so a Module never disappears while its module is loaded.
+//! Deleting a Module: its device plugin goes first, then its entries leave every NMC, and the finalizer holds the
+//! Module until every node has unloaded it (no NMC is still labelled in use), so a Module never disappears while
+//! its module is loaded.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use super::ModuleContext;
 use super::entries::write_entry;
 use crate::api::kmm::{Module, NodeModulesConfig};
 use crate::engine::context::{Error, KubeResultExt, patch_params};
-use crate::engine::labels;
+use crate::engine::{deviceplugin, labels};
 
 /// How often a deleting Module looks again for nodes still unloading it (removing an in-use label triggers nothing
 /// that names the Module).
@@ -29,6 +30,11 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
         .any(|f| f == labels::MODULE_FINALIZER)
     {
         return Ok(Action::await_change());
+    }
+    // The device plugin goes first: no plugin may hold a device whose driver is being unloaded.
+    if deviceplugin::cleanup::remove(&engine.client, &namespace, &name).await? {
+        tracing::debug!(module = %name, "waiting for the device plugin pods to go");
+        return Ok(Action::requeue(UNLOAD_POLL));
     }
     let nmcs: Api<NodeModulesConfig> = Api::all(engine.client.clone());
     let configured = nmcs

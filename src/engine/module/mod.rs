@@ -2,8 +2,9 @@
 //! and one `NodeModulesConfig` entry per targeted node whose image exists, with a status that says why the module
 //! is, or is not, on each node.
 //!
-//! Triggers: the Module, its MIC, the NMCs that carry it (by their labels), its pull and worker pods, and nodes whose
-//! labels, taints, kernel, boot or readiness change (any of those can change which nodes it targets).
+//! Triggers: the Module, its MIC, the NMCs that carry it (by their labels), its pull, worker and device plugin pods,
+//! and nodes whose labels, taints, kernel, boot or readiness change (any of those can change which nodes it
+//! targets).
 //!
 //! A pass reads nodes, NMCs and pods from caches the watches keep, never by listing them: one pass covers every
 //! node, and passes follow each other closely while a rollout runs. The Module's own status writes start no pass
@@ -46,6 +47,8 @@ pub struct ModuleContext {
     pub pull_pods: Store<Pod>,
     /// Every worker pod.
     pub worker_pods: SharedStore<Pod>,
+    /// Every device plugin pod (an ordered upgrade waits for them to leave a node).
+    pub plugin_pods: Store<Pod>,
 }
 
 /// The Module reconciler, subscribed to the engine's shared node, NodeModulesConfig and worker pod watches now
@@ -98,6 +101,8 @@ async fn reconcile_modules<N, C, W>(
     .predicate_filter(module_fingerprint, Default::default());
     let (pull_pods, pull_writer) = reflector::store();
     let pull_changes = pull_pod_changes(&client, pull_writer);
+    let (plugin_pods, plugin_writer) = reflector::store();
+    let plugin_changes = plugin_pod_changes(&client, plugin_writer);
     let controller = Controller::for_stream(module_changes, modules);
     let modules = controller.store();
     let own_store = modules.clone();
@@ -107,6 +112,7 @@ async fn reconcile_modules<N, C, W>(
         nmcs: watched.nmcs,
         pull_pods,
         worker_pods: watched.worker_pods,
+        plugin_pods,
     });
     let passes = controller
         .owns(
@@ -127,6 +133,9 @@ async fn reconcile_modules<N, C, W>(
             module_of_pod(&pod, labels::IMAGE_OWNER)
         })
         .watches_shared_stream(watched.worker_changes, |pod: Arc<Pod>| {
+            module_of_pod(&pod, labels::MODULE_NAME)
+        })
+        .watches_stream(plugin_changes, |pod: Pod| {
             module_of_pod(&pod, labels::MODULE_NAME)
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -155,10 +164,40 @@ fn pull_pod_changes(
     .applied_objects()
 }
 
+/// Changes of the Modules' device plugin pods (only their coming and going matters here), mirrored into `writer`.
+fn plugin_pod_changes(
+    client: &kube::Client,
+    writer: reflector::store::Writer<Pod>,
+) -> impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static {
+    let role = format!("{}={}", labels::DAEMONSET_ROLE, labels::DEVICE_PLUGIN_ROLE);
+    watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().labels(&role),
+    )
+    .modify(|pod: &mut Pod| pod.meta_mut().managed_fields = None)
+    .default_backoff()
+    .reflect(writer)
+    .touched_objects()
+    .predicate_filter(pod_placement, Default::default())
+}
+
+/// What about a device plugin pod matters to its Module: the node it is on, and whether it is going.
+fn pod_placement(pod: &Pod) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .hash(&mut hasher);
+    pod.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 /// What about a Module starts a pass: its spec (through the generation), its finalizers and its deletion. The
 /// status is left out: it is this reconciler's own output, and a pass over thousands of nodes after each status
-/// write would never let a busy Module rest.
-fn module_fingerprint(module: &Module) -> Option<u64> {
+/// write would never let a busy Module rest. The device plugin reconciler, which writes the status too, follows the
+/// same fields.
+pub(crate) fn module_fingerprint(module: &Module) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     module.metadata.generation.hash(&mut hasher);

@@ -64,8 +64,20 @@ pub struct Plan {
     pub version_labels: BTreeMap<String, BTreeMap<String, Option<String>>>,
 }
 
-/// Compute the plan of `module` over `all_nodes`.
+/// Compute the plan of `module` over `all_nodes`, as if no device plugin pod of it ran anywhere (what the console
+/// explains a node by).
 pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &[&Node]) -> Plan {
+    plan_with_plugins(module, container, all_nodes, &BTreeSet::new())
+}
+
+/// Compute the plan of `module` over `all_nodes`, where `plugin_nodes` still have a device plugin pod of the
+/// module: their worker label stays until the plugin is gone, so the old module is never unloaded under it.
+pub fn plan_with_plugins(
+    module: &Module,
+    container: &ModuleLoaderContainerSpec,
+    all_nodes: &[&Node],
+    plugin_nodes: &BTreeSet<String>,
+) -> Plan {
     let namespace = module.metadata.namespace.as_deref().unwrap_or_default();
     let name = module.metadata.name.as_deref().unwrap_or_default();
     let tolerations = nodes::with_internal_tolerations(&module.spec.tolerations);
@@ -81,7 +93,7 @@ pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &
         }
         let node_name = node.metadata.name.clone().unwrap_or_default();
         plan.version_labels.extend(
-            version_label_change(node, namespace, name)
+            version_label_change(node, namespace, name, plugin_nodes.contains(&node_name))
                 .map(|(key, change)| (node_name.clone(), BTreeMap::from([(key, change)]))),
         );
         if let Some(taint) = nodes::blocking_taint(node, &tolerations) {
@@ -169,12 +181,13 @@ fn node_label<'n>(node: &'n Node, key: &str) -> Option<&'n str> {
 /// The ordered-upgrade step for one node, as upstream's version labels move: the worker label follows the user's
 /// version label, but only moves to a new version once the old module is unloaded (the node's `ready` label is
 /// gone); the schedule label (which places the version's device plugin) follows the worker label once it is set,
-/// and goes first when the worker label is to move or go, so nothing of the old version is scheduled while it is
-/// unloaded.
+/// and goes first when the worker label is to move or go, and the worker label moves only once the device plugin
+/// pod has left the node, so nothing of the old version runs while it is unloaded.
 fn version_label_change(
     node: &Node,
     namespace: &str,
     name: &str,
+    plugin_running: bool,
 ) -> Option<(String, Option<String>)> {
     let wanted = node_label(node, &labels::version_module(namespace, name));
     let worker_key = labels::version_worker_pod(namespace, name);
@@ -185,7 +198,11 @@ fn version_label_change(
     match (wanted, worker, schedule) {
         // The worker label is to move or go: its schedule label goes first, then the worker label.
         (wanted, Some(worker), Some(_)) if wanted != Some(worker) => Some((schedule_key, None)),
-        (wanted, Some(worker), None) if wanted != Some(worker) => Some((worker_key, None)),
+        // The old version's device plugin must be gone before its module may be unloaded.
+        (wanted, Some(worker), None) if wanted != Some(worker) && !plugin_running => {
+            Some((worker_key, None))
+        }
+        (wanted, Some(worker), None) if wanted != Some(worker) => None,
         // The worker is on the wanted version: the schedule label follows it.
         (_, Some(worker), schedule) if schedule != Some(worker) => {
             Some((schedule_key, Some(worker.to_owned())))
@@ -363,5 +380,19 @@ mod tests {
         assert!(plan.skipped.iter().any(
             |s| s.node == "unlabelled" && s.reason == SkipReason::AwaitingVersion("v2".into())
         ));
+        // While the old version's device plugin pod is still on the node, its worker label stays.
+        let plugin_on_old = BTreeSet::from(["old".to_owned()]);
+        let held = plan_with_plugins(
+            &module(Some("v2")),
+            &module(Some("v2"))
+                .spec
+                .module_loader
+                .expect("a loader")
+                .container,
+            &nodes.iter().collect::<Vec<_>>(),
+            &plugin_on_old,
+        );
+        assert!(!held.version_labels.contains_key("old"));
+        assert!(held.version_labels.contains_key("fresh"));
     }
 }

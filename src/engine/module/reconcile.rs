@@ -1,7 +1,7 @@
 //! One pass over one Module: finalizer and namespace label, the plan, the MIC, the NMC entries, ordered-upgrade
 //! labels, then the status with its reasons.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -78,7 +78,8 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let all_nodes = context.nodes.state();
     let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
-    let plan = plan::plan(&module, &loader.container, &node_refs);
+    let plugin_nodes = plugin_nodes(&context, &namespace, &module.name_any());
+    let plan = plan::plan_with_plugins(&module, &loader.container, &node_refs, &plugin_nodes);
     apply_version_labels(&context, &plan).await?;
     let mic = images::ensure_mic(&context.engine, &module, &loader.container, &plan).await?;
     let image_states: BTreeMap<String, _> = mic
@@ -155,6 +156,18 @@ async fn add_finalizer(
             )
         })?;
     Ok(())
+}
+
+/// The nodes where a device plugin pod of the Module still is (running or going).
+fn plugin_nodes(context: &ModuleContext, namespace: &str, name: &str) -> BTreeSet<String> {
+    context
+        .plugin_pods
+        .state()
+        .iter()
+        .filter(|pod| pod.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|pod| pod.labels().get(labels::MODULE_NAME).map(String::as_str) == Some(name))
+        .filter_map(|pod| pod.spec.as_ref()?.node_name.clone())
+        .collect()
 }
 
 /// Move the ordered-upgrade worker and schedule labels one step.

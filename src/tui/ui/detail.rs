@@ -35,7 +35,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     .areas(area);
     let row = &detail.summary;
     let wide = area.width >= 110;
-    let counts = if wide {
+    let mut counts = if wide {
         format!(
             " nodes {}/{}/{} (targeted/desired/available)  images {}/{} existing ",
             row.targeted, row.desired, row.available, row.images_existing, row.images_total
@@ -46,6 +46,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             row.targeted, row.desired, row.available, row.images_existing, row.images_total
         )
     };
+    if let Some(plugin) = row.plugin {
+        let noun = if wide { "device plugin" } else { "plugin" };
+        counts.push_str(&format!(" {noun} {}/{} ", plugin.available, plugin.desired));
+    }
     let line = vec![
         Span::styled(
             format!(" {}/{} ", row.namespace, row.name),

@@ -7,30 +7,35 @@ use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 
-/// Draw every Module: where it is loaded, its images, and why it is not available.
+/// Draw every Module: where it is loaded, its images, its device plugin (when any Module has one), and why it is
+/// not available.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
-    let columns: &[Column<'_>] = if wide {
-        &[
+    // The plugin column appears once some Module has a device plugin: a cluster without any reads as before.
+    let plugins = app.rows.modules.iter().any(|row| row.plugin.is_some());
+    let mut columns: Vec<Column<'_>> = if wide {
+        vec![
             Column::shrink("NAMESPACE"),
             Column::shrink("NAME"),
             Column::keep("KERNELS"),
             Column::keep("NODES TGT/DES/AV"),
             Column::keep("IMAGES"),
-            Column::shrink("REASON"),
         ]
     } else {
-        &[
+        vec![
             Column::shrink("NAMESPACE/NAME"),
             Column::keep("TGT/DES/AV"),
             Column::keep("IMGS"),
-            Column::shrink("REASON"),
         ]
     };
+    if plugins {
+        columns.push(Column::keep(if wide { "PLUGIN AV/DES" } else { "PLUG" }));
+    }
+    columns.push(Column::shrink("REASON"));
     ListTable {
         title: "Modules",
         note: "",
-        columns,
+        columns: &columns,
         list: ListId::Modules,
         focused: true,
         empty: "No Modules. Create one with kubectl apply -f module.yaml",
@@ -41,20 +46,31 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         let nodes = format!("{}/{}/{}", row.targeted, row.desired, row.available);
         let images = format!("{}/{}", row.images_existing, row.images_total);
         let reason = row.reason.clone().unwrap_or_else(|| "Available".to_owned());
-        if wide {
+        let cells = if wide {
             TableRow::new()
                 .cell(row.namespace.as_str())
                 .cell(row.name.as_str())
                 .cell(row.kernels.to_string())
                 .cell(nodes)
                 .cell(images)
-                .styled(reason, style)
         } else {
             TableRow::new()
                 .cell(format!("{}/{}", row.namespace, row.name))
                 .cell(nodes)
                 .cell(images)
-                .styled(reason, style)
-        }
+        };
+        let cells = match (plugins, row.plugin) {
+            (false, _) => cells,
+            (true, None) => cells.cell("-"),
+            (true, Some(plugin)) => cells.styled(
+                format!("{}/{}", plugin.available, plugin.desired),
+                if plugin.complete() {
+                    app.theme.text()
+                } else {
+                    app.theme.warn()
+                },
+            ),
+        };
+        cells.styled(reason, style)
     });
 }

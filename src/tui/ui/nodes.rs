@@ -7,33 +7,42 @@ use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 
-/// Draw every node: readiness, kernel, OS image, modules loaded, caches complete of those wanted, taints.
+/// Draw every node: readiness, kernel, OS image, modules loaded, device plugins ready of those meant to run there
+/// (when any node has one), caches complete of those wanted, taints.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
-    let columns: &[Column<'_>] = if wide {
-        &[
+    // The plugin column appears once some node is meant to run a device plugin: a cluster without any reads as
+    // before.
+    let plugins = app
+        .rows
+        .nodes
+        .iter()
+        .any(|row| row.plugins_target > 0 || row.plugins_ready > 0);
+    let mut columns: Vec<Column<'_>> = if wide {
+        vec![
             Column::shrink("NAME"),
             Column::keep("STATUS"),
             Column::shrink("KERNEL"),
             Column::shrink("OS IMAGE"),
             Column::keep("MODULES"),
-            Column::keep("CACHES"),
-            Column::shrink("TAINTS"),
         ]
     } else {
-        &[
+        vec![
             Column::shrink("NAME"),
             Column::keep("STATUS"),
             Column::shrink("KERNEL"),
             Column::keep("LOADED"),
-            Column::keep("CACHES"),
-            Column::shrink("TAINTS"),
         ]
     };
+    if plugins {
+        columns.push(Column::keep(if wide { "PLUGINS RDY/TGT" } else { "PLUG" }));
+    }
+    columns.push(Column::keep("CACHES"));
+    columns.push(Column::shrink("TAINTS"));
     ListTable {
         title: "Nodes",
         note: "",
-        columns,
+        columns: &columns,
         list: ListId::Nodes,
         focused: true,
         empty: "No nodes",
@@ -73,6 +82,20 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             cells = cells.cell(row.os_image.as_str());
         }
         let cells = cells.cell(modules);
+        let cells = if !plugins {
+            cells
+        } else if row.plugins_target == 0 && row.plugins_ready == 0 {
+            cells.cell("-")
+        } else {
+            cells.styled(
+                format!("{}/{}", row.plugins_ready, row.plugins_target),
+                if row.plugins_ready >= row.plugins_target {
+                    app.theme.text()
+                } else {
+                    app.theme.warn()
+                },
+            )
+        };
         let caches = if row.caches_wanted == 0 {
             cells.cell("-")
         } else {

@@ -1,4 +1,5 @@
-//! Rows of the Modules pane: one per Module, with where it is loaded, its images, and why it is not available.
+//! Rows of the Modules pane: one per Module, with where it is loaded, its images, its device plugin, and why it is
+//! not available.
 
 use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
 use crate::api::kmm::Module;
@@ -29,6 +30,24 @@ pub struct ModuleRow {
     pub health: Health,
     /// `Reason: message` of the condition that explains a Module not available.
     pub reason: Option<String>,
+    /// Its device plugin's nodes, when it has one.
+    pub plugin: Option<PluginCounts>,
+}
+
+/// Where a Module's device plugin should run and where it is available, from `status.devicePlugin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PluginCounts {
+    /// Nodes that should run the plugin.
+    pub desired: i32,
+    /// Nodes where it runs and is available.
+    pub available: i32,
+}
+
+impl PluginCounts {
+    /// Whether the plugin is available everywhere it should run.
+    pub fn complete(&self) -> bool {
+        self.available >= self.desired
+    }
 }
 
 impl ModuleRow {
@@ -45,7 +64,17 @@ impl ModuleRow {
             .mic(&namespace, &name)
             .and_then(|mic| mic.status.as_ref());
         let (health, reason) = judge(conditions, module.metadata.deletion_timestamp.is_some());
+        let plugin = module.spec.device_plugin.as_ref().map(|_| {
+            let counts = status
+                .and_then(|s| s.device_plugin.clone())
+                .unwrap_or_default();
+            PluginCounts {
+                desired: counts.desired_number,
+                available: counts.available_number,
+            }
+        });
         ModuleRow {
+            plugin,
             kernels: status.map_or(0, |s| s.kernels.len()),
             targeted: counts.nodes_matching_selector_number,
             desired: counts.desired_number,

@@ -1,5 +1,5 @@
-//! Rows of the Nodes pane: readiness, kernel, OS image, the KMM modules loaded there, the image caches complete
-//! there, and taints.
+//! Rows of the Nodes pane: readiness, kernel, OS image, the KMM modules loaded there, the device plugins ready there,
+//! the image caches complete there, and taints.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +34,10 @@ pub struct NodeRow {
     pub caches_wanted: usize,
     /// Of those, caches whose every image meant for the node is there.
     pub caches_complete: usize,
+    /// Device plugins meant to run on the node (its `…device-plugin-target` labels).
+    pub plugins_target: usize,
+    /// Device plugins running and ready on the node (its `…device-plugin-ready` labels).
+    pub plugins_ready: usize,
     /// Taints as `key=value:Effect`.
     pub taints: Vec<String>,
     /// Overall state.
@@ -80,7 +84,19 @@ impl NodeRow {
             Health::Ok
         };
         let (caches_wanted, caches_complete) = cache_coverage(node, caches);
+        let plugin_labels = |suffix: &str| {
+            node.metadata
+                .labels
+                .iter()
+                .flatten()
+                .filter(|(key, _)| {
+                    key.starts_with("kmm.node.kubernetes.io/") && key.ends_with(suffix)
+                })
+                .count()
+        };
         NodeRow {
+            plugins_target: plugin_labels(".device-plugin-target"),
+            plugins_ready: plugin_labels(".device-plugin-ready"),
             ready,
             caches_wanted,
             caches_complete,

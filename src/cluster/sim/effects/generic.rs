@@ -18,8 +18,13 @@ const COMMAND_TIME: Duration = Duration::from_secs(1);
 /// The run time: the annotation's, else a second for a command, else until deleted (a server). An annotation that
 /// is not a duration is ignored.
 pub fn run_time(run: &ContainerRun) -> Option<Duration> {
-    let requested = annotation(run.pod, RUN_FOR_ANNOTATION).and_then(parse_duration);
-    requested.or_else(|| (!command_line(run.container).is_empty()).then_some(COMMAND_TIME))
+    requested_run_time(run)
+        .or_else(|| (!command_line(run.container).is_empty()).then_some(COMMAND_TIME))
+}
+
+/// The run time the pod's annotation asks for, if any (a server runs until deleted without one).
+pub fn requested_run_time(run: &ContainerRun) -> Option<Duration> {
+    annotation(run.pod, RUN_FOR_ANNOTATION).and_then(parse_duration)
 }
 
 /// The exit: the annotation's code (0 when absent or not an integer); an `echo` prints its words.

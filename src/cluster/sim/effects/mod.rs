@@ -62,7 +62,11 @@
 //!    Lease, identity and families of its args (`$(VAR)` expanded from its env and the downward API), and its log
 //!    lines as the container's log. Deleting the pod drops the engine without releasing its Lease (see
 //!    [`controller`]). The kubelet starts it through [`in_process`] instead of [`plan`] and [`finish`].
-//! 7. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
+//! 7. **Device plugin.** A container whose env `DEVICE_PLUGIN_RESOURCE` names an extended resource
+//!    (`example.com/gpu`, or `example.com/gpu=4` for four devices) is a server: it runs until the pod is deleted
+//!    (or for the `sim.kmm-tui.io/run-for` annotation's time), args or not, and while it runs its node offers the
+//!    devices in `status.capacity` and `status.allocatable` (see [`device_plugin`]).
+//! 8. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
 //!    0 a second after it starts; an `echo` prints its text. A container without command and args is a server: it
 //!    runs until the pod is deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
 //!    `sim.kmm-tui.io/exit-code` override the run time and exit code of these containers (also of servers).
@@ -76,6 +80,7 @@
 mod build;
 mod containerd_config;
 pub mod controller;
+pub mod device_plugin;
 mod generic;
 mod images;
 mod kmod;
@@ -161,6 +166,8 @@ enum Effect {
     ShimInstaller(shim::Operation),
     /// `crictl rmi`.
     RemoveImages(Vec<String>),
+    /// A device plugin, which serves until its pod goes.
+    DevicePlugin,
     /// Anything else.
     Generic,
 }
@@ -182,6 +189,9 @@ fn recognise(run: &ContainerRun) -> Effect {
     if let Some(images) = images::rmi_targets(run.container) {
         return Effect::RemoveImages(images);
     }
+    if !run.init && device_plugin::advertised(run.container).is_some() {
+        return Effect::DevicePlugin;
+    }
     Effect::Generic
 }
 
@@ -193,6 +203,7 @@ pub fn plan(world: &World, run: &ContainerRun) -> Plan {
         Effect::ShimDownload => Some(shim::download_time(world)),
         Effect::ShimInstaller(operation) => Some(shim::installer_time(world, run, &operation)),
         Effect::RemoveImages(_) => Some(images::RUN_TIME),
+        Effect::DevicePlugin => generic::requested_run_time(run),
         Effect::Generic => generic::run_time(run),
     };
     Plan { runs_for }
@@ -206,7 +217,7 @@ pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
         Effect::ShimDownload => shim::download(world, run),
         Effect::ShimInstaller(operation) => shim::run_installer(world, run, &operation),
         Effect::RemoveImages(images) => images::remove(world, run, &images),
-        Effect::Generic => generic::finish(run),
+        Effect::DevicePlugin | Effect::Generic => generic::finish(run),
     }
 }
 

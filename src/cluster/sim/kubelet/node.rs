@@ -1,5 +1,6 @@
 //! Node objects and node status as a kubelet reports them: labels, taints and pod CIDR at registration; then
-//! conditions, addresses, capacity, nodeInfo and the image list, rewritten only when something in them changes.
+//! conditions, addresses, capacity (with the devices of running device plugins), nodeInfo and the image list,
+//! rewritten only when something in them changes.
 
 use std::collections::BTreeMap;
 
@@ -110,6 +111,7 @@ pub fn status(
             .and_then(|b| b.iter().find(|p| p.type_ == c.type_))
             .filter(|p| p.status == c.status && p.reason == c.reason && p.message == c.message)
     };
+    let devices = world.device_plugins.offered(&machine.name);
     let conditions = fresh
         .into_iter()
         .map(|mut c| {
@@ -137,8 +139,8 @@ pub fn status(
                 address: machine.name.clone(),
             },
         ]),
-        capacity: Some(capacity(machine)),
-        allocatable: Some(allocatable(machine)),
+        capacity: Some(with_devices(capacity(machine), &devices)),
+        allocatable: Some(with_devices(allocatable(machine), &devices)),
         daemon_endpoints: Some(NodeDaemonEndpoints {
             kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
         }),
@@ -265,6 +267,18 @@ fn allocatable(machine: &Machine) -> BTreeMap<String, Quantity> {
         ("memory", format!("{}Ki", MEMORY_KIB - RESERVED_MEMORY_KIB)),
         ("pods", MAX_PODS.to_string()),
     ])
+}
+
+/// The node's own resources plus the devices its running device plugins advertise (all allocatable: the
+/// simulated kubelet reserves none of them).
+fn with_devices(
+    mut resources: BTreeMap<String, Quantity>,
+    devices: &BTreeMap<String, u64>,
+) -> BTreeMap<String, Quantity> {
+    for (resource, count) in devices {
+        resources.insert(resource.clone(), Quantity(count.to_string()));
+    }
+    resources
 }
 
 fn node_info(machine: &Machine) -> NodeSystemInfo {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, NodeStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use rand::{Rng, RngCore};
 use serde_json::json;
 
-use super::{ids, node, record};
+use super::{ids, node, publish, record};
 use crate::cluster::sim::machine::{Containerd, ImageStore, Machine};
 use crate::cluster::sim::scenario::NodeGroup;
 use crate::cluster::sim::{SIM_NAMESPACE, World};
@@ -73,7 +73,12 @@ pub async fn register(world: &Arc<World>) -> anyhow::Result<()> {
                 Some(existing) => {
                     let previous = existing.status.unwrap_or_default();
                     let status = node::status(world, &machine, index, Some(&previous));
-                    (status != previous).then(|| Registration::Refresh(Box::new(status)))
+                    (status != previous).then(|| {
+                        Registration::Refresh(Box::new(publish::status_patch(
+                            &status,
+                            Some(&previous),
+                        )))
+                    })
                 }
             };
             if node.is_some() || !adopted {
@@ -95,7 +100,7 @@ pub async fn register(world: &Arc<World>) -> anyhow::Result<()> {
                         .patch_status(
                             &name,
                             &PatchParams::default(),
-                            &Patch::Merge(json!({ "status": status })),
+                            &Patch::Merge(json!({ "status": *status })),
                         )
                         .await
                         .map(drop),
@@ -124,8 +129,8 @@ pub async fn register(world: &Arc<World>) -> anyhow::Result<()> {
 enum Registration {
     /// A new Node object.
     Create(Box<Node>),
-    /// The status of a Node that exists, where it differs from what the machine shows now.
-    Refresh(Box<NodeStatus>),
+    /// The status patch of a Node that exists, where it differs from what the machine shows now.
+    Refresh(Box<serde_json::Value>),
 }
 
 /// Create an object; one that exists already (another writer was first) is fine.

@@ -97,6 +97,30 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 404)
 }
 
+/// The merge patch that takes the stored status to `status`: the status itself, with the resources `previous`
+/// listed and `status` does not (a device plugin that went) written as null, since a merge patch keeps what it does
+/// not name.
+pub(super) fn status_patch(
+    status: &NodeStatus,
+    previous: Option<&NodeStatus>,
+) -> serde_json::Value {
+    let mut patch = serde_json::to_value(status).unwrap_or_default();
+    let Some(previous) = previous else {
+        return patch;
+    };
+    for (field, before, now) in [
+        ("capacity", &previous.capacity, &status.capacity),
+        ("allocatable", &previous.allocatable, &status.allocatable),
+    ] {
+        for gone in before.iter().flatten().map(|(name, _)| name) {
+            if !now.as_ref().is_some_and(|now| now.contains_key(gone)) {
+                patch[field][gone] = serde_json::Value::Null;
+            }
+        }
+    }
+    patch
+}
+
 async fn publish(kubelet: &Kubelet, published: &Published, name: &str) {
     let world = &kubelet.world;
     let (Some(handle), Some(machine)) = (kubelet.nodes.get(name), world.machines.get(name)) else {
@@ -111,7 +135,7 @@ async fn publish(kubelet: &Kubelet, published: &Published, name: &str) {
             .patch_status(
                 name,
                 &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
+                &Patch::Merge(json!({ "status": status_patch(&status, previous.as_ref()) })),
             )
             .await
         {

@@ -15,7 +15,7 @@ use super::events::{Kind, PodEvents, container_field};
 use super::pod_run::PodRun;
 use super::status::{self, PodState, RestartPolicy, Which};
 use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, pulls};
-use crate::cluster::sim::effects::{self, ContainerRun};
+use crate::cluster::sim::effects::{self, ContainerRun, device_plugin};
 use crate::cluster::sim::registry::normalise;
 use crate::cluster::sim::registry_record;
 
@@ -109,6 +109,10 @@ impl PodRun {
             init: which.init,
             images_in_use: &in_use,
         };
+        // A device plugin's devices are on the node for as long as its container runs.
+        let _devices = (!which.init)
+            .then(|| device_plugin::register(world, &self.node, &self.uid, container))
+            .flatten();
         let outcome = match effects::in_process(world, &run) {
             Some(engine) => engine.run().await,
             None => self.run_planned(which, container, &run).await,

@@ -1,5 +1,6 @@
 //! Which nodes can run a pod, and why the others cannot: the filters of kube-scheduler that matter for the
-//! simulated cluster (node unschedulable, taints and tolerations, node selector and required node affinity), run
+//! simulated cluster (node unschedulable, taints and tolerations, node selector and required node affinity, and
+//! free devices of the extended resources device plugins advertise), run
 //! in kube-scheduler's order and worded as it words them, so `kubectl describe pod` reads as on a real cluster.
 //!
 //! Node readiness is seen the way kube-scheduler sees it: a node whose Ready condition is not `True` carries the
@@ -11,8 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
+    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
 };
+
+use crate::cluster::sim::effects::device_plugin::is_extended_resource;
 
 /// Taint key of nodes marked unschedulable (cordoned).
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
@@ -37,6 +40,8 @@ pub enum Unfit {
     },
     /// The pod's node selector or required node affinity excludes the node.
     Affinity,
+    /// The node has too few free devices of an extended resource the pod requests.
+    Insufficient(String),
 }
 
 impl fmt::Display for Unfit {
@@ -47,6 +52,7 @@ impl fmt::Display for Unfit {
                 write!(f, "node(s) had untolerated taint {{{key}: {value}}}")
             }
             Unfit::Affinity => f.write_str("node(s) didn't match Pod's node affinity/selector"),
+            Unfit::Insufficient(resource) => write!(f, "Insufficient {resource}"),
         }
     }
 }
@@ -82,6 +88,142 @@ pub fn check(pod: &Pod, node: &Node) -> Result<(), Unfit> {
         return Err(Unfit::Affinity);
     }
     Ok(())
+}
+
+/// The node a pod's required node affinity pins it to: a single term whose only requirement is
+/// `metadata.name In [<node>]`, as the DaemonSet controller writes.
+pub fn pinned_node(pod: &Pod) -> Option<&str> {
+    let terms = &pod
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let [term] = terms.as_slice() else {
+        return None;
+    };
+    let [field] = term.match_fields.as_deref()? else {
+        return None;
+    };
+    if term
+        .match_expressions
+        .as_ref()
+        .is_some_and(|e| !e.is_empty())
+        || field.key != "metadata.name"
+        || field.operator != "In"
+    {
+        return None;
+    }
+    match field.values.as_deref()? {
+        [name] => Some(name.as_str()),
+        _ => None,
+    }
+}
+
+/// Extended resources (devices of device plugins) by name, with counts.
+pub type Devices = BTreeMap<String, u64>;
+
+/// The devices a pod asks for: per extended resource, the sum over its containers (a request, or the limit when
+/// there is no request, as the API server defaults it), or the largest init container's if that is more.
+pub fn requested_devices(pod: &Pod) -> Devices {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Devices::new();
+    };
+    let of = |container: &Container| -> Devices {
+        let resources = container.resources.as_ref();
+        let requests = resources.and_then(|r| r.requests.as_ref());
+        let limits = resources.and_then(|r| r.limits.as_ref());
+        requests
+            .into_iter()
+            .chain(limits)
+            .flatten()
+            .filter(|(name, _)| is_extended_resource(name))
+            .filter_map(|(name, quantity)| Some((name.clone(), quantity.0.trim().parse().ok()?)))
+            .fold(Devices::new(), |mut devices, (name, count)| {
+                devices.entry(name).or_insert(count);
+                devices
+            })
+    };
+    let mut wanted = Devices::new();
+    for container in &spec.containers {
+        for (name, count) in of(container) {
+            *wanted.entry(name).or_default() += count;
+        }
+    }
+    for container in spec.init_containers.iter().flatten() {
+        for (name, count) in of(container) {
+            let entry = wanted.entry(name).or_default();
+            *entry = (*entry).max(count);
+        }
+    }
+    wanted
+}
+
+/// Whether the node has the devices `wanted` free, given what its pods already use (`used`), or the first resource
+/// it lacks (kube-scheduler's NodeResourcesFit, for the extended resources the simulation accounts).
+pub fn check_devices(wanted: &Devices, node: &Node, used: Option<&Devices>) -> Result<(), Unfit> {
+    let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    for (resource, count) in wanted.iter().filter(|(_, count)| **count > 0) {
+        let offered: u64 = allocatable
+            .and_then(|a| a.get(resource))
+            .and_then(|q| q.0.trim().parse().ok())
+            .unwrap_or(0);
+        let taken = used.and_then(|u| u.get(resource)).copied().unwrap_or(0);
+        if offered < taken.saturating_add(*count) {
+            return Err(Unfit::Insufficient(resource.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Where a DaemonSet wants its pod, judged as the DaemonSet controller judges a node with the pod its template
+/// makes (the node's readiness is left to the scheduler, as the controller leaves it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonPlacement {
+    /// The node should run a pod.
+    Run,
+    /// No new pod, but one already there may stay: a NoSchedule taint it does not tolerate.
+    Keep,
+    /// No pod here: the selector or affinity excludes the node, or a NoExecute taint would evict the pod.
+    None,
+}
+
+/// Where a DaemonSet's pod `pod` (its template, with the DaemonSet tolerations) belongs relative to `node`.
+pub fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
+    if !matches_affinity(pod, node) {
+        return DaemonPlacement::None;
+    }
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default();
+    let mut taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+        taints.push(taint(UNSCHEDULABLE_TAINT, "NoSchedule"));
+    }
+    let untolerated = |effect: &str| {
+        taints.iter().filter(|t| t.effect == effect).any(|t| {
+            !tolerations
+                .iter()
+                .any(|toleration| tolerates(toleration, t))
+        })
+    };
+    if untolerated("NoExecute") {
+        DaemonPlacement::None
+    } else if untolerated("NoSchedule") {
+        DaemonPlacement::Keep
+    } else {
+        DaemonPlacement::Run
+    }
 }
 
 /// The message of a pod no node can run, from the number of nodes and why each was rejected.
@@ -389,6 +531,60 @@ mod tests {
         }
         let selector = pod(json!({"containers": [], "nodeSelector": {"zone": "b"}}));
         assert_eq!(check(&selector, &n), Err(Unfit::Affinity));
+    }
+
+    #[test]
+    fn extended_resources_fit_only_where_enough_devices_are_free() {
+        let pod = pod(json!({
+            "initContainers": [{"name": "i", "resources": {"limits": {"example.com/gpu": "3"}}}],
+            "containers": [
+                {"name": "a", "resources": {"requests": {"example.com/gpu": "1", "cpu": "1"}}},
+                {"name": "b", "resources": {"limits": {"example.com/gpu": "1", "kubernetes.io/x": "1"}}}
+            ]
+        }));
+        let wanted = requested_devices(&pod);
+        assert_eq!(wanted, Devices::from([("example.com/gpu".to_owned(), 3)]));
+        let with_gpus = |count: &str| {
+            node(
+                json!({"metadata": {"name": "n"}, "status": {"allocatable": {"example.com/gpu": count}}}),
+            )
+        };
+        assert_eq!(check_devices(&wanted, &with_gpus("4"), None), Ok(()));
+        let used = Devices::from([("example.com/gpu".to_owned(), 2)]);
+        assert_eq!(
+            check_devices(&wanted, &with_gpus("4"), Some(&used)),
+            Err(Unfit::Insufficient("example.com/gpu".into()))
+        );
+        let none = node(json!({"metadata": {"name": "n"}}));
+        let reason = check_devices(&wanted, &none, None).expect_err("no devices");
+        assert_eq!(reason.to_string(), "Insufficient example.com/gpu");
+        assert_eq!(check_devices(&Devices::new(), &none, None), Ok(()));
+    }
+
+    #[test]
+    fn daemon_pods_stay_through_no_schedule_but_not_no_execute() {
+        let daemon = pod(json!({"nodeSelector": {"gpu": "yes"}, "containers": []}));
+        let labelled = |taints: serde_json::Value| {
+            node(
+                json!({"metadata": {"name": "n", "labels": {"gpu": "yes"}}, "spec": {"taints": taints}}),
+            )
+        };
+        assert_eq!(
+            daemon_placement(&daemon, &labelled(json!([]))),
+            DaemonPlacement::Run
+        );
+        let no_schedule = labelled(json!([{"key": "k", "effect": "NoSchedule"}]));
+        assert_eq!(
+            daemon_placement(&daemon, &no_schedule),
+            DaemonPlacement::Keep
+        );
+        let no_execute = labelled(json!([{"key": "k", "effect": "NoExecute"}]));
+        assert_eq!(
+            daemon_placement(&daemon, &no_execute),
+            DaemonPlacement::None
+        );
+        let other = node(json!({"metadata": {"name": "n", "labels": {"gpu": "no"}}}));
+        assert_eq!(daemon_placement(&daemon, &other), DaemonPlacement::None);
     }
 
     #[test]

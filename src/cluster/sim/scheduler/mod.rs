@@ -4,13 +4,13 @@
 //!
 //! It serves pods whose `schedulerName` is `default-scheduler` (or empty) and whose `spec.nodeName` is empty.
 //! A node qualifies when it passes the filters of [`filter`] (cordon, taints and tolerations, readiness, node
-//! selector and required node affinity); among qualifying nodes the one running the fewest pods wins, ties broken
+//! selector and required node affinity, free devices of extended resources); among qualifying nodes the one running the fewest pods wins, ties broken
 //! by the scenario's seed. A pod no node can run stays Pending with `PodScheduled=False`, reason `Unschedulable`
 //! and kube-scheduler's message, plus a `FailedScheduling` event whenever that message changes; it is tried again
 //! whenever nodes or pods change. Everything it decides from is in the API, so a restart loses nothing.
 
 pub mod events;
-mod filter;
+pub(crate) mod filter;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -147,17 +147,19 @@ impl Scheduler {
         let mut nodes = nodes.state();
         nodes.sort_by_cached_key(|n| n.name_any());
         let hosts = Hosts::of(&nodes);
-        let mut load: HashMap<String, usize> = HashMap::new();
+        let mut placed = Placed::default();
         for pod in pods.iter().filter(|p| !is_terminal(p)) {
-            if let Some(node) = node_name(pod) {
-                *load.entry(node.to_string()).or_default() += 1;
+            let node = node_name(pod).or_else(|| {
+                pod.uid()
+                    .and_then(|uid| self.bound.get(&uid))
+                    .map(String::as_str)
+            });
+            if let Some(node) = node {
+                placed.add(node, pod);
             }
         }
-        for node in self.bound.values() {
-            *load.entry(node.clone()).or_default() += 1;
-        }
         for pod in pending {
-            self.schedule(pod, &nodes, &hosts, &mut load).await;
+            self.schedule(pod, &nodes, &hosts, &mut placed).await;
         }
         ours
     }
@@ -167,19 +169,30 @@ impl Scheduler {
         pod: &Pod,
         nodes: &[Arc<Node>],
         hosts: &Hosts<'_>,
-        load: &mut HashMap<String, usize>,
+        placed: &mut Placed,
     ) {
-        // Only the nodes a pod's hostname selector names can fit it; every node is looked at (for the reasons
-        // the others do not fit) only when none does.
+        let wanted = filter::requested_devices(pod);
+        let fits = |node: &Node| {
+            filter::check(pod, node).and_then(|()| {
+                let used = node
+                    .metadata
+                    .name
+                    .as_ref()
+                    .and_then(|n| placed.devices.get(n));
+                filter::check_devices(&wanted, node, used)
+            })
+        };
+        // Only the nodes a pod's hostname selector (or pinning node affinity) names can fit it; every node is
+        // looked at (for the reasons the others do not fit) only when none does.
         let mut fitting: Vec<String> = hosts
             .candidates(pod, nodes)
-            .filter(|node| filter::check(pod, node).is_ok())
+            .filter(|node| fits(node).is_ok())
             .map(|node| node.name_any())
             .collect();
         let mut reasons = BTreeMap::new();
         if fitting.is_empty() {
             for node in nodes {
-                match filter::check(pod, node) {
+                match fits(node) {
                     Ok(()) => fitting.push(node.name_any()),
                     Err(reason) => *reasons.entry(reason).or_insert(0) += 1,
                 }
@@ -187,7 +200,7 @@ impl Scheduler {
         }
         let least = fitting
             .iter()
-            .map(|n| load.get(n).copied().unwrap_or(0))
+            .map(|n| placed.load.get(n).copied().unwrap_or(0))
             .min();
         let Some(least) = least else {
             let message = filter::unschedulable_message(nodes.len(), &reasons);
@@ -196,11 +209,11 @@ impl Scheduler {
         };
         let ties: Vec<&String> = fitting
             .iter()
-            .filter(|n| load.get(*n).copied().unwrap_or(0) == least)
+            .filter(|n| placed.load.get(*n).copied().unwrap_or(0) == least)
             .collect();
         let chosen = ties[self.rng.random_range(0..ties.len())].clone();
         if self.bind(pod, &chosen).await {
-            *load.entry(chosen.clone()).or_default() += 1;
+            placed.add(&chosen, pod);
             if let Some(uid) = pod.uid() {
                 self.bound.insert(uid, chosen);
             }
@@ -312,24 +325,34 @@ impl Scheduler {
 /// The label kubelets set to their hostname, which pods pinned to one node select (kube-fledged's pull pods do).
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
-/// The nodes of a pass by their [`HOSTNAME_LABEL`], in the pass's order, so a pod pinned to one host is checked
-/// against its node alone rather than against thousands.
+/// The nodes of a pass by their [`HOSTNAME_LABEL`] and by name, in the pass's order, so a pod pinned to one host
+/// (by that label, or by the node-name affinity DaemonSet pods carry) is checked against its node alone rather than
+/// against thousands.
 struct Hosts<'a> {
     by_hostname: HashMap<&'a str, Vec<&'a Arc<Node>>>,
+    by_name: HashMap<&'a str, &'a Arc<Node>>,
 }
 
 impl<'a> Hosts<'a> {
     fn of(nodes: &'a [Arc<Node>]) -> Self {
         let mut by_hostname: HashMap<&str, Vec<&Arc<Node>>> = HashMap::new();
+        let mut by_name = HashMap::new();
         for node in nodes {
             if let Some(host) = node.labels().get(HOSTNAME_LABEL) {
                 by_hostname.entry(host.as_str()).or_default().push(node);
             }
+            if let Some(name) = node.metadata.name.as_deref() {
+                by_name.insert(name, node);
+            }
         }
-        Self { by_hostname }
+        Self {
+            by_hostname,
+            by_name,
+        }
     }
 
-    /// The nodes that may fit `pod`: those carrying the hostname its node selector names, or every node.
+    /// The nodes that may fit `pod`: those carrying the hostname its node selector names, the one node its
+    /// required affinity pins it to, or every node.
     fn candidates<'s>(
         &'s self,
         pod: &Pod,
@@ -340,15 +363,39 @@ impl<'a> Hosts<'a> {
             .as_ref()
             .and_then(|s| s.node_selector.as_ref())
             .and_then(|selector| selector.get(HOSTNAME_LABEL));
-        match host {
-            Some(host) => Box::new(
+        if let Some(host) = host {
+            return Box::new(
                 self.by_hostname
                     .get(host.as_str())
                     .into_iter()
                     .flatten()
                     .copied(),
-            ),
+            );
+        }
+        match filter::pinned_node(pod) {
+            Some(name) => Box::new(self.by_name.get(name).into_iter().copied()),
             None => Box::new(nodes.iter()),
+        }
+    }
+}
+
+/// What the pods already on each node (or bound this pass) take: how many there are, which spreads the load, and
+/// the devices they use.
+#[derive(Default)]
+struct Placed {
+    load: HashMap<String, usize>,
+    devices: HashMap<String, filter::Devices>,
+}
+
+impl Placed {
+    fn add(&mut self, node: &str, pod: &Pod) {
+        *self.load.entry(node.to_owned()).or_default() += 1;
+        let wanted = filter::requested_devices(pod);
+        if !wanted.is_empty() {
+            let used = self.devices.entry(node.to_owned()).or_default();
+            for (resource, count) in wanted {
+                *used.entry(resource).or_default() += count;
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The Deployment, ReplicaSet and ReplicationController controllers of the simulated cluster, as
-//! kube-controller-manager runs them, so a Deployment or ReplicationController applied with kubectl gets its pods.
+//! The Deployment, ReplicaSet, ReplicationController, DaemonSet and Job controllers of the simulated cluster, as
+//! kube-controller-manager runs them, so a Deployment, ReplicationController, DaemonSet or Job applied with kubectl
+//! gets its pods.
 //!
 //! - A Deployment owns one ReplicaSet per pod template: named `<deployment>-<pod-template-hash>`, the hash also
 //!   added to its selector, its template's labels and its own labels (label `pod-template-hash`). The ReplicaSet of
@@ -9,6 +10,9 @@
 //!   it creates the missing ones (`generateName: <replicaset>-`, owned by it) and deletes the excess, unscheduled
 //!   and not ready pods first, then the newest. A deleted pod is replaced at once. A ReplicationController does the
 //!   same ([`replicas`]).
+//! - A DaemonSet keeps one pod on every node its template fits, and rolls a new template out node by node
+//!   ([`daemons`]).
+//! - A Job runs pods to completion, within its parallelism and backoff limit ([`jobs`]).
 //! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
 //!   `SuccessfulDelete` on the ReplicaSet or ReplicationController.
 //! - All write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
@@ -16,12 +20,13 @@
 //!
 //! Everything is decided from the API on every pass, so a restart of the cluster loses nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, ReplicationController};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
@@ -34,6 +39,8 @@ use tokio::task::JoinHandle;
 use super::scheduler::events::{Recorder, Severity};
 use super::{MANAGER, World, forget_managed_fields};
 
+pub mod daemons;
+pub mod jobs;
 pub(crate) mod replicas;
 
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
@@ -47,7 +54,13 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let (replica_sets, replica_set_writer) = reflector::store::<ReplicaSet>();
         let (replication_controllers, replication_controller_writer) =
             reflector::store::<ReplicationController>();
+        let (daemon_sets, daemon_set_writer) = reflector::store::<DaemonSet>();
+        let (nodes, node_writer) = reflector::store::<Node>();
+        let (jobs, job_writer) = reflector::store::<Job>();
         let (pods, pod_writer) = reflector::store::<Pod>();
+        // What about a node decides DaemonSet placement (labels, taints, cordon), by node: a node status heartbeat
+        // or image list change wakes nobody.
+        let mut placements: HashMap<String, u64> = HashMap::new();
         let streams = [
             reflector::reflector(
                 deployment_writer,
@@ -77,6 +90,37 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .map(|_| true)
             .boxed(),
             reflector::reflector(
+                daemon_set_writer,
+                watcher(Api::<DaemonSet>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(|_| true)
+            .boxed(),
+            reflector::reflector(
+                job_writer,
+                watcher(Api::<Job>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(|_| true)
+            .boxed(),
+            reflector::reflector(
+                node_writer,
+                watcher(Api::<Node>::all(client.clone()), Default::default())
+                    .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(move |event| match event {
+                Ok(watcher::Event::Apply(node)) => {
+                    let fingerprint = placement_fingerprint(&node);
+                    placements.insert(node.name_any(), fingerprint) != Some(fingerprint)
+                }
+                Ok(watcher::Event::Delete(node)) => placements.remove(&node.name_any()).is_some(),
+                _ => true,
+            })
+            .boxed(),
+            reflector::reflector(
                 pod_writer,
                 watcher(Api::<Pod>::all(client.clone()), Default::default())
                     .modify(forget_managed_fields),
@@ -85,6 +129,8 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .map(|event| match event {
                 Ok(watcher::Event::Apply(pod) | watcher::Event::Delete(pod)) => {
                     replicas::has_replicating_controller(&pod)
+                        || daemons::has_daemon_controller(&pod)
+                        || jobs::has_job_controller(&pod)
                 }
                 _ => true,
             })
@@ -95,16 +141,22 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             deployments,
             replica_sets,
             replication_controllers,
+            daemon_sets,
+            nodes,
+            jobs,
             pods,
         };
         let recorders = Recorders {
             deployments: Recorder::new(client.clone(), "deployment-controller"),
             replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
             replication_controllers: Recorder::new(client.clone(), "replication-controller"),
+            daemon_sets: Recorder::new(client.clone(), "daemonset-controller"),
+            jobs: Recorder::new(client.clone(), "job-controller"),
         };
-        // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet or
-        // ReplicationController controls them: the kernel module workers and build pods of a large rollout wake
-        // nobody here.
+        let mut expectations = Expectations::default();
+        // Whether something a pass decides from changed since the last pass. Pods matter only when a ReplicaSet,
+        // ReplicationController, DaemonSet or Job controls them: the kernel module workers and build pods of a large
+        // rollout wake nobody here.
         let mut due = true;
         loop {
             tokio::select! {
@@ -120,7 +172,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             if !due || !stores.ready() {
                 continue;
             }
-            due = !pass(&client, &stores, &recorders).await;
+            due = !pass(&client, &stores, &recorders, &mut expectations).await;
         }
     })
 }
@@ -130,6 +182,9 @@ struct Stores {
     deployments: Store<Deployment>,
     replica_sets: Store<ReplicaSet>,
     replication_controllers: Store<ReplicationController>,
+    daemon_sets: Store<DaemonSet>,
+    nodes: Store<Node>,
+    jobs: Store<Job>,
     pods: Store<Pod>,
 }
 
@@ -146,8 +201,18 @@ impl Stores {
                 .wait_until_ready()
                 .now_or_never()
                 .is_some()
+            && self.daemon_sets.wait_until_ready().now_or_never().is_some()
+            && self.nodes.wait_until_ready().now_or_never().is_some()
+            && self.jobs.wait_until_ready().now_or_never().is_some()
             && self.pods.wait_until_ready().now_or_never().is_some()
     }
+}
+
+/// Pods the DaemonSet and Job controllers created that the pod cache may not show yet.
+#[derive(Default)]
+struct Expectations {
+    daemon_sets: daemons::Expectations,
+    jobs: jobs::Created,
 }
 
 /// The events each controller records.
@@ -155,6 +220,8 @@ struct Recorders {
     deployments: Recorder,
     replica_sets: Recorder,
     replication_controllers: Recorder,
+    daemon_sets: Recorder,
+    jobs: Recorder,
 }
 
 /// Record an event; one that cannot be written is not worth failing a pass for.
@@ -172,10 +239,15 @@ async fn record<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// One level-triggered pass over every Deployment, then every ReplicaSet and ReplicationController; returns whether
-/// every write succeeded.
+/// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController, Job and
+/// DaemonSet; returns whether every write succeeded.
 /// Failed writes are logged; the next event brings another pass.
-async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) -> bool {
+async fn pass(
+    client: &kube::Client,
+    stores: &Stores,
+    recorders: &Recorders,
+    expectations: &mut Expectations,
+) -> bool {
     let mut succeeded = true;
     let replica_sets = stores.replica_sets.state();
     let pods = stores.pods.state();
@@ -211,7 +283,62 @@ async fn pass(client: &kube::Client, stores: &Stores, recorders: &Recorders) -> 
             tracing::debug!(replicationcontroller = %controller.name_any(), %error, "syncing replicationcontroller");
         }
     }
+    let all_jobs = stores.jobs.state();
+    expectations
+        .jobs
+        .retain(&all_jobs.iter().filter_map(|job| job.uid()).collect());
+    for job in all_jobs {
+        if job.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        let created = &mut expectations.jobs;
+        if let Err(error) = jobs::sync(client, &recorders.jobs, created, &job, &pods).await {
+            succeeded = false;
+            tracing::debug!(job = %job.name_any(), %error, "syncing job");
+        }
+    }
+    let daemon_sets = stores.daemon_sets.state();
+    expectations
+        .daemon_sets
+        .retain(&daemon_sets.iter().filter_map(|ds| ds.uid()).collect());
+    if daemon_sets.is_empty() {
+        return succeeded;
+    }
+    let nodes = stores.nodes.state();
+    for daemon_set in daemon_sets {
+        if daemon_set.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        let recorder = &recorders.daemon_sets;
+        if let Err(error) = daemons::sync(
+            client,
+            recorder,
+            &mut expectations.daemon_sets,
+            &daemon_set,
+            &nodes,
+            &pods,
+        )
+        .await
+        {
+            succeeded = false;
+            tracing::debug!(daemonset = %daemon_set.name_any(), %error, "syncing daemonset");
+        }
+    }
     succeeded
+}
+
+/// What about a node decides where DaemonSets place pods: its labels, taints and cordon.
+fn placement_fingerprint(node: &Node) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.labels.hash(&mut hasher);
+    if let Some(spec) = &node.spec {
+        spec.unschedulable.hash(&mut hasher);
+        for taint in spec.taints.iter().flatten() {
+            (&taint.key, &taint.value, &taint.effect).hash(&mut hasher);
+        }
+    }
+    hasher.finish()
 }
 
 fn params() -> PostParams {
