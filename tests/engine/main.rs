@@ -8,6 +8,7 @@ mod handoff_install;
 mod imagecache;
 mod images;
 mod kmm;
+mod metrics;
 mod module;
 mod nmc;
 mod rbac;
