@@ -58,8 +58,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         }
         lines.push(Line::from(Span::styled(
             format!(
-                " {:<14}{:>8}  {:>6}  {:>7}  {}",
-                "", "per min", "errors", "waiting", "oldest waiting"
+                " {:<14}{:>14}  {:>6}  {:>7}  {}",
+                "", "reconciles/min", "errors", "waiting", "oldest waiting"
             ),
             theme.muted(),
         )));
@@ -71,7 +71,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             };
             lines.push(Line::from(vec![
                 Span::styled(format!(" {:<14}", row.family), theme.muted()),
-                Span::styled(format!("{:>8}  ", row.per_minute), theme.text()),
+                Span::styled(format!("{:>14}  ", row.per_minute), theme.text()),
                 Span::styled(format!("{:>6}  ", row.errors), errors),
                 Span::styled(format!("{:>7}  ", row.waiting), theme.text()),
                 Span::styled(row.oldest.clone(), theme.text()),
