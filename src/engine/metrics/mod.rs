@@ -408,8 +408,10 @@ impl EngineMetrics {
                 failed.saturating_sub(failed_before),
             )
         };
-        for (family, reconciler) in lock(&self.reconcilers).iter().map(|(_, r)| (r.family, r)) {
-            let entry = families.entry(family.as_str().to_owned()).or_default();
+        for reconciler in lock(&self.reconcilers).values() {
+            let entry = families
+                .entry(reconciler.family.as_str().to_owned())
+                .or_default();
             entry.waiting += reconciler.queue.depth() as u64;
             entry.oldest_waiting_seconds = entry
                 .oldest_waiting_seconds
@@ -476,7 +478,7 @@ impl EngineMetrics {
         );
         registry.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes.",
+            "How long in seconds processing an item from workqueue takes",
             self.work_duration.clone(),
         );
         let depth = LabelFamily::<QueueLabels, Gauge>::default();
@@ -513,19 +515,19 @@ impl EngineMetrics {
         registry.register("workqueue_depth", "Current depth of workqueue", depth);
         registry.register(
             "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
+            "How many seconds has the longest running processor for workqueue been running",
             longest,
         );
         registry.register(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been observed by \
-             work_duration. Large values indicate stuck threads.",
+             work_duration. Large values indicate stuck threads",
             unfinished,
         );
         registry.register(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 \
-             indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+             indicates master. 'name' is the string used to identify the lease. Please make sure to group by name",
             self.leading.clone(),
         );
         registry.register(
