@@ -279,7 +279,8 @@ impl EngineMetrics {
         lock(&self.reconcilers).clear();
     }
 
-    /// Record whether this engine holds the Lease `lease_name`. A new term starts the activity window afresh.
+    /// Record whether this engine holds the Lease `lease_name`. A new term starts the activity window afresh, from
+    /// the counts at its start.
     pub fn set_leading(&self, lease_name: &str, leading: bool) {
         self.leading
             .get_or_create(&LeaseLabels {
@@ -288,7 +289,13 @@ impl EngineMetrics {
             .set(i64::from(leading));
         self.is_leading.store(leading, Ordering::SeqCst);
         if leading {
-            lock(&self.history).clear();
+            let start = Totals {
+                at: Instant::now(),
+                per_family: lock(&self.totals).clone(),
+            };
+            let mut history = lock(&self.history);
+            history.clear();
+            history.push_back(start);
         }
     }
 
@@ -574,5 +581,93 @@ fn object_key<K: kube::Resource>(object: &K) -> String {
     match meta.namespace.as_deref() {
         Some(namespace) => format!("{namespace}/{name}"),
         None => name.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::kmm::NodeModulesConfig;
+    use kube::runtime::controller::Action;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the pass failed")]
+    struct Failed;
+
+    fn nmc(name: &str) -> Arc<NodeModulesConfig> {
+        let mut nmc = NodeModulesConfig::new(name, Default::default());
+        nmc.metadata.generation = Some(1);
+        Arc::new(nmc)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn passes_are_counted_by_result_and_the_activity_covers_the_window() {
+        let metrics = Arc::new(EngineMetrics::default());
+        let (store, _writer) = kube::runtime::reflector::store::<NodeModulesConfig>();
+        let resync = Duration::from_secs(600);
+        let meter = metrics.meter(
+            "nodemodulesconfig",
+            Family::Kmm,
+            64,
+            (store, Listed::default()),
+            resync,
+        );
+        metrics.set_leading("kmm-tui-engine", true);
+        let mut reconcile =
+            meter.reconciler(|_: Arc<NodeModulesConfig>, soon: Arc<bool>| async move {
+                if *soon {
+                    Ok(requeue(Duration::from_secs(5)))
+                } else {
+                    Ok::<_, Failed>(requeue(resync))
+                }
+            });
+        assert!(reconcile(nmc("a"), Arc::new(false)).await.is_ok());
+        assert!(reconcile(nmc("b"), Arc::new(true)).await.is_ok());
+        let mut failing = meter
+            .reconciler(|_: Arc<NodeModulesConfig>, _: Arc<()>| async { Err::<Action, _>(Failed) });
+        assert!(failing(nmc("c"), Arc::new(())).await.is_err());
+        let policy = meter.error_policy(|_: Arc<NodeModulesConfig>, _: &Failed, _: Arc<()>| {
+            requeue(Duration::from_secs(1))
+        });
+        policy(nmc("c"), &Failed, Arc::new(()));
+
+        let text = metrics.encode();
+        for (result, count) in [
+            ("success", 1),
+            ("requeue_after", 1),
+            ("error", 1),
+            ("requeue", 0),
+        ] {
+            let series = format!(
+                r#"controller_runtime_reconcile_total{{controller="nodemodulesconfig",result="{result}"}} {count}"#
+            );
+            assert!(text.contains(&series), "{series}\n{text}");
+        }
+        assert!(text.contains(
+            r#"controller_runtime_reconcile_errors_total{controller="nodemodulesconfig"} 1"#
+        ));
+        assert!(text.contains(
+            r#"workqueue_retries_total{name="nodemodulesconfig",controller="nodemodulesconfig"} 1"#
+        ));
+        assert!(text.contains(r#"leader_election_master_status{name="kmm-tui-engine"} 1"#));
+        assert!(text.contains(
+            r#"controller_runtime_max_concurrent_reconciles{controller="nodemodulesconfig"} 64"#
+        ));
+
+        let activity = metrics.activity();
+        let kmm = &activity.families["kmm"];
+        assert_eq!((kmm.reconciles, kmm.errors, kmm.last_minute), (3, 1, 3));
+        // Two minutes on, the last minute is quiet while the window still holds the passes.
+        tokio::time::advance(Duration::from_secs(120)).await;
+        let activity = metrics.activity();
+        let kmm = &activity.families["kmm"];
+        assert_eq!((kmm.reconciles, kmm.last_minute), (3, 0));
+        assert_eq!(activity.window_seconds, 120);
+        // Past the window, nothing is left of them.
+        tokio::time::advance(WINDOW).await;
+        metrics.activity();
+        let activity = metrics.activity();
+        assert_eq!(activity.families["kmm"].reconciles, 0);
+        assert_eq!(activity.window_seconds, WINDOW.as_secs());
     }
 }
