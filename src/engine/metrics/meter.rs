@@ -60,38 +60,36 @@ impl Meter {
             let key = object_key(object.as_ref());
             let generation = object.meta().generation;
             let id = uuid::Uuid::new_v4().to_string();
-            let span = tracing::info_span!(
-                "reconcile",
-                controller = meter.controller,
-                family = meter.family.as_str(),
-                namespace = object.meta().namespace.as_deref().unwrap_or(""),
-                name = object.meta().name.as_deref().unwrap_or(""),
-                reconcile_id = %id,
-            );
-            let pass = span.in_scope(|| reconcile(object, context));
+            // The span is made when the pass is first polled, not here: entered and left under the dispatcher
+            // that polls it (a tracing registry closes a span through whichever dispatcher is the default).
+            let (namespace, name) = (object.meta().namespace.clone(), object.meta().name.clone());
+            let pass = reconcile(object, context);
             let meter = meter.clone();
-            let in_span = span.clone();
             async move {
-                let running = meter.started(&id, &key, generation);
-                let (outcome, asked) = look_again::noted(pass).await;
-                let result = match &outcome {
-                    Ok(action) => meter.result_of(action, asked),
-                    Err(error) => {
-                        tracing::debug!(error = %cause_chain(error), "reconcile failed");
-                        lock(&meter.metrics.reconcilers)
-                            .get_mut(meter.controller)
-                            .map(|r| r.failed.insert(key.clone(), in_span));
-                        "error"
-                    }
-                };
-                let look_again = match &outcome {
-                    Ok(action) if *action != Action::await_change() => asked,
-                    _ => None,
-                };
-                running.ended(result, look_again);
-                outcome
+                let span = meter.span(namespace.as_deref(), name.as_deref(), &id);
+                async {
+                    let running = meter.started(&id, &key, generation);
+                    let (outcome, asked) = look_again::noted(pass).await;
+                    let result = match &outcome {
+                        Ok(action) => meter.result_of(action, asked),
+                        Err(error) => {
+                            tracing::debug!(error = %cause_chain(error), "reconcile failed");
+                            lock(&meter.metrics.reconcilers)
+                                .get_mut(meter.controller)
+                                .map(|r| r.failed.insert(key.clone(), id.clone()));
+                            "error"
+                        }
+                    };
+                    let look_again = match &outcome {
+                        Ok(action) if *action != Action::await_change() => asked,
+                        _ => None,
+                    };
+                    running.ended(result, look_again);
+                    outcome
+                }
+                .instrument(span)
+                .await
             }
-            .instrument(span)
             .boxed()
         }
     }
@@ -108,10 +106,15 @@ impl Meter {
         let meter = self.clone();
         move |object: Arc<K>, error: &E, context: Arc<C>| {
             let key = object_key(object.as_ref());
-            let span = lock(&meter.metrics.reconcilers)
+            let id = lock(&meter.metrics.reconcilers)
                 .get_mut(meter.controller)
                 .and_then(|r| r.failed.remove(&key))
-                .unwrap_or_else(tracing::Span::none);
+                .unwrap_or_default();
+            let span = meter.span(
+                object.meta().namespace.as_deref(),
+                object.meta().name.as_deref(),
+                &id,
+            );
             let (action, asked) =
                 span.in_scope(|| look_again::noted_sync(|| policy(object, error, context)));
             meter
@@ -124,6 +127,18 @@ impl Meter {
             }
             action
         }
+    }
+
+    /// The span of pass `id` over `object`: what groups its log lines.
+    fn span(&self, namespace: Option<&str>, name: Option<&str>, id: &str) -> tracing::Span {
+        tracing::info_span!(
+            "reconcile",
+            controller = self.controller,
+            family = self.family.as_str(),
+            namespace = namespace.unwrap_or(""),
+            name = name.unwrap_or(""),
+            reconcile_id = id,
+        )
     }
 
     fn queue_labels(&self) -> QueueLabels {

@@ -143,8 +143,8 @@ struct Reconciler {
     listing: Box<dyn Fn() -> Listing + Send + Sync>,
     listed: Listed,
     queue: Queue,
-    /// The span of each object's last failed pass, for its error policy to log in.
-    failed: std::collections::HashMap<String, tracing::Span>,
+    /// The reconcile id of each object's last failed pass, for its error policy to log under.
+    failed: std::collections::HashMap<String, String>,
 }
 
 /// Passes ended and failed per family since the process started, at one moment: what windows are measured from.
