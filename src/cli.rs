@@ -54,6 +54,10 @@ pub(crate) struct ConsoleArgs {
     /// Refuse every write: browse only.
     #[arg(long)]
     pub(crate) readonly: bool,
+    /// Serve the foreground engine's Prometheus metrics (`/metrics`, with `/healthz` and `/readyz`) here, e.g.
+    /// `127.0.0.1:9090`.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Colour theme: dark, light, high-contrast, or a theme file. NO_COLOR turns colours off.
     #[arg(long, value_name = "NAME|FILE")]
     pub(crate) theme: Option<String>,
@@ -104,6 +108,7 @@ impl ConsoleArgs {
                 EngineArg::Off => EngineMode::Off,
             }),
             readonly: self.readonly,
+            metrics_listen: self.metrics_listen,
             theme: self.theme,
             keymap: self.keymap,
             images: self.images.pod_images(),
@@ -183,6 +188,10 @@ pub(crate) struct ServeArgs {
     /// the same leader election as `kmm-tui controller` processes pointed at this cluster.
     #[arg(long)]
     pub(crate) with_engine: bool,
+    /// With `--with-engine`: serve the engine's Prometheus metrics (`/metrics`) and probes (`/healthz`, `/readyz`)
+    /// here, e.g. `127.0.0.1:9090`.
+    #[arg(long, value_name = "ADDR", requires = "with_engine")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub(crate) images: ImageArgs,
     #[command(flatten)]
@@ -213,10 +222,13 @@ pub(crate) struct ControllerArgs {
     pub(crate) images: ImageArgs,
     #[command(flatten)]
     pub(crate) engine: EngineArgs,
-    /// Serve the health endpoint for probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API
-    /// server), e.g. `0.0.0.0:8081`.
+    /// Serve the probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API server and, when
+    /// acting, its caches have listed), e.g. `0.0.0.0:8081`. The same endpoint serves `/metrics`.
     #[arg(long, value_name = "ADDR")]
     pub(crate) health_listen: Option<SocketAddr>,
+    /// Serve the engine's Prometheus metrics (`/metrics`, with the probes beside it) here, e.g. `0.0.0.0:8080`.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
     /// bindings) as YAML, and exit.
     #[arg(long)]
@@ -265,9 +277,13 @@ pub(crate) struct InstallArgs {
     /// Controller pods: one acts, the others stand by.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) replicas: u16,
-    /// Apply the objects (server-side, field manager `kmm-tui-install`) instead of printing them.
+    /// Apply the objects (server-side, field manager `kmm-tui-install`) instead of printing them. A
+    /// ServiceMonitor is applied too when the cluster serves `monitoring.coreos.com`.
     #[arg(long)]
     pub(crate) apply: bool,
+    /// Print a ServiceMonitor for the Prometheus Operator as well (applying checks the cluster instead).
+    #[arg(long)]
+    pub(crate) service_monitor: bool,
     #[command(flatten)]
     pub(crate) target: TargetArgs,
 }
@@ -308,6 +324,7 @@ impl PlacementArgs {
                 lease_duration,
             ),
             replicas,
+            service_monitor: false,
         }
     }
 }

@@ -10,7 +10,9 @@ use anyhow::Context;
 use clap::Parser;
 use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_tui::engine::endpoint::{self, Reported};
 use kmm_tui::engine::health::{self, Health};
+use kmm_tui::engine::leader::Candidacy;
 use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::EngineRbac;
 use kmm_tui::engine::{EngineConfig, Family, LeaseConfig};
@@ -159,17 +161,20 @@ async fn install(args: InstallArgs) -> anyhow::Result<()> {
             .filter(|f| args.families.contains(f))
             .collect()
     };
-    let options = args.placement.options(
+    let mut options = args.placement.options(
         args.image,
         families,
         Duration::from_secs(args.lease_duration),
         i32::from(args.replicas),
     );
-    let objects = kmm_tui::install::manifests(&options);
     if !args.apply {
+        options.service_monitor = args.service_monitor;
+        let objects = kmm_tui::install::manifests(&options);
         return print_out(&kmm_tui::install::to_yaml(&objects), "the manifests");
     }
     let client = connect(args.target.kubeconfig.as_deref(), args.target.context).await?;
+    options.service_monitor = kmm_tui::install::serves_service_monitors(&client).await;
+    let objects = kmm_tui::install::manifests(&options);
     for line in kmm_tui::install::apply(&client, &objects).await? {
         println!("{line}");
     }
@@ -178,13 +183,12 @@ async fn install(args: InstallArgs) -> anyhow::Result<()> {
 
 /// Print what install made, or delete it; refuse to remove CRDs holding objects unless forced.
 async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
-    let options = args.placement.options(
+    let mut options = args.placement.options(
         kmm_tui::install::default_image(),
         Family::ALL.to_vec(),
         Duration::from_secs(15),
         1,
     );
-    let objects = kmm_tui::install::removals(&options, args.include_crds);
     let mut client = None;
     if args.apply || (args.include_crds && !args.force) {
         let connected = connect(args.target.kubeconfig.as_deref(), args.target.context).await;
@@ -196,6 +200,10 @@ async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
             )?
         });
     }
+    if let Some(client) = &client {
+        options.service_monitor = kmm_tui::install::serves_service_monitors(client).await;
+    }
+    let objects = kmm_tui::install::removals(&options, args.include_crds);
     if let (Some(client), true, false) = (&client, args.include_crds, args.force) {
         let held = kmm_tui::install::crd_contents(client).await?;
         if !held.is_empty() {
@@ -291,8 +299,24 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             lease,
             settings: args.engine.settings(),
         };
-        let engine = kmm_tui::engine::run(cluster.client(), config, shutdown.clone());
-        stopped_within(engine, &shutdown, limit).await
+        let candidacy = Candidacy::default();
+        let reported = Reported {
+            health: Arc::new(Health::default()),
+            metrics: candidacy.metrics.clone(),
+        };
+        if let Some(address) = args.metrics_listen {
+            endpoint::start(
+                [address],
+                cluster.client(),
+                reported.clone(),
+                shutdown.clone(),
+            )
+            .await?;
+            println!("kmm-tui: engine metrics on http://{address}/metrics");
+        }
+        let engine =
+            kmm_tui::engine::run_steered(cluster.client(), config, candidacy, shutdown.clone());
+        health::track(&reported.health, stopped_within(engine, &shutdown, limit)).await
     } else {
         shutdown.cancelled().await;
         Ok(())
@@ -329,19 +353,20 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         settings,
     };
     let limit = config.lease.shutdown_limit() + SHUTDOWN_GRACE;
-    let health = Arc::new(Health::default());
-    if let Some(address) = args.health_listen {
-        let listener = health::bind(address)
-            .await
-            .with_context(|| format!("serving the health endpoint on {address}"))?;
-        tokio::spawn(health::serve(listener, health.clone(), shutdown.clone()));
-        tokio::spawn(health::check_api(
-            client.clone(),
-            health.clone(),
-            shutdown.clone(),
-        ));
-    }
-    let engine = kmm_tui::engine::run(client, config, shutdown.clone());
+    let candidacy = Candidacy::default();
+    let reported = Reported {
+        health: Arc::new(Health::default()),
+        metrics: candidacy.metrics.clone(),
+    };
+    endpoint::start(
+        args.health_listen.into_iter().chain(args.metrics_listen),
+        client.clone(),
+        reported.clone(),
+        shutdown.clone(),
+    )
+    .await?;
+    let health = reported.health;
+    let engine = kmm_tui::engine::run_steered(client, config, candidacy, shutdown.clone());
     health::track(&health, stopped_within(engine, &shutdown, limit)).await?;
     tracing::info!("engine stopped");
     Ok(())

@@ -298,3 +298,64 @@ fn the_header_names_upstream_operators_that_act_on_a_family() {
         kmm.acts
     );
 }
+
+/// `lease(holder)` carrying the activity `families` published by its holder over `window` seconds.
+fn lease_with_activity(holder: &str, window: u64, families: serde_json::Value) -> Arc<Lease> {
+    let mut lease = Arc::unwrap_or_clone(lease(Some(holder), 3, None));
+    let activity = json!({"windowSeconds": window, "families": families}).to_string();
+    lease
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            kmm_tui::engine::metrics::activity::ACTIVITY_ANNOTATION.to_owned(),
+            activity,
+        );
+    Arc::new(lease)
+}
+
+#[test]
+fn the_engine_view_shows_what_the_acting_engine_did_lately_and_a_stall() {
+    let mut app = console((120, 40), EngineMode::Off);
+    app.update(Action::EngineLease(Some(lease_with_activity(
+        POD,
+        300,
+        json!({
+            "kmm": {"lastMinute": 42, "reconciles": 180, "errors": 3, "waiting": 2, "oldestWaitingSeconds": 4},
+            "shims": {"lastMinute": 6, "reconciles": 20, "errors": 0, "waiting": 0, "oldestWaitingSeconds": 0},
+        }),
+    ))));
+    command(&mut app, "engine");
+    let view = app.engine_view();
+    let activity = view.activity.expect("the holder's activity");
+    assert_eq!(activity.window, "last 5 min");
+    assert_eq!(activity.stalled, None);
+    assert_eq!(
+        activity
+            .rows
+            .iter()
+            .map(|r| (r.family, r.per_minute.as_str(), r.oldest.as_str()))
+            .collect::<Vec<_>>(),
+        [("KMM", "42", "4s"), ("shims", "6", "-")]
+    );
+    check("engine_activity", &app);
+
+    // Holding the Lease, nothing done over five minutes, objects waiting: stalled.
+    app.update(Action::EngineLease(Some(lease_with_activity(
+        POD,
+        300,
+        json!({
+            "kmm": {"lastMinute": 0, "reconciles": 0, "errors": 0, "waiting": 4, "oldestWaitingSeconds": 290},
+        }),
+    ))));
+    let activity = app.engine_view().activity.expect("the holder's activity");
+    assert_eq!(
+        activity.stalled.as_deref(),
+        Some("stalled: 0 reconciles in 5 min, 4 objects waiting")
+    );
+    check("engine_stalled", &app);
+
+    // A released Lease shows no activity: it belonged to the engine that held it.
+    app.update(Action::EngineLease(Some(lease(None, 3, None))));
+    assert_eq!(app.engine_view().activity, None);
+}

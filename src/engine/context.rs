@@ -11,6 +11,8 @@ use kube::{Client, Resource};
 use super::backoff::Failure;
 use super::events::{Record, Recorder};
 use super::failures::{Failures, ObjectKey};
+use super::metrics::{EngineMetrics, Listed, Meter};
+use kube::runtime::reflector::Store;
 
 /// Images of the pods the engine creates. The defaults are the upstream projects' published images, so the engine
 /// works on a real cluster as it is.
@@ -121,6 +123,8 @@ pub struct Context {
     pub settings: Settings,
     /// The objects whose passes keep failing: how long their retries wait, and what was said about them.
     pub failures: Arc<Failures>,
+    /// What the reconcilers do, for the metrics endpoint and the Lease.
+    pub metrics: Arc<EngineMetrics>,
 }
 
 /// Name the engine reports events and field ownership under.
@@ -135,7 +139,31 @@ impl Context {
             images,
             settings: Settings::default(),
             failures: Arc::default(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The same context reporting to `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<EngineMetrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Meter the reconciler of `controller` (the reconciled kind in lower case) of `family`, running at most
+    /// `concurrency` passes at once over the objects of `cache`: its store and what tells its first list (see
+    /// [`EngineMetrics::meter`]).
+    pub fn meter<K>(
+        &self,
+        controller: &'static str,
+        family: Family,
+        concurrency: u16,
+        cache: (Store<K>, Listed),
+    ) -> Meter
+    where
+        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    {
+        self.metrics
+            .meter(controller, family, concurrency, cache, self.settings.resync)
     }
 
     /// The same context running `settings`' families with their options.
@@ -182,6 +210,21 @@ impl Context {
             tracing::debug!(%error, reason, "event not published");
         }
     }
+}
+
+/// `error` and its causes on one line, each cause once: many errors repeat their cause's message in their own.
+pub fn cause_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let message = next.to_string();
+        if !line.contains(&message) {
+            line.push_str(": ");
+            line.push_str(&message);
+        }
+        cause = next.source();
+    }
+    line
 }
 
 /// Why a reconcile pass failed; the controller retries it with back-off.
@@ -325,7 +368,9 @@ pub fn retry_on_error<K: Resource<DynamicType = ()>>(
     };
     let retry = ctx.failures.failed(&key, failure, &error.to_string());
     let retry_in = format!("{:.1?}", retry.after);
-    match (retry.warn, error.attention()) {
+    let attention = error.attention();
+    let error = cause_chain(error);
+    match (retry.warn, attention) {
         (true, Some(attention)) => tracing::warn!(
             object = %key, reason = attention.reason, %error, %retry_in,
             "pass failed; a person must act"
@@ -338,7 +383,7 @@ pub fn retry_on_error<K: Resource<DynamicType = ()>>(
             tracing::debug!(object = %key, %error, %retry_in, "pass failed again; retrying")
         }
     }
-    Action::requeue(retry.after)
+    super::metrics::requeue(retry.after)
 }
 
 /// Create/replace parameters that record the engine as the writer.

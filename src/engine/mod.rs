@@ -23,6 +23,7 @@ pub mod context;
 pub mod day0;
 pub mod deviceplugin;
 pub mod digest;
+pub mod endpoint;
 pub mod events;
 pub mod failures;
 pub mod health;
@@ -31,6 +32,7 @@ pub mod kernel;
 pub mod labels;
 pub mod leader;
 pub mod mbsc;
+pub mod metrics;
 pub mod mic;
 pub mod module;
 pub mod nmc;
@@ -89,8 +91,10 @@ pub async fn run_steered(
             config.images.clone(),
             Some(config.lease.identity.clone()),
         )
-        .with_settings(config.settings.clone()),
+        .with_settings(config.settings.clone())
+        .with_metrics(candidacy.metrics.clone()),
     );
+    candidacy.metrics.count_fenced(&candidacy.fence);
     leader::run_candidate(client, config.lease, candidacy, shutdown, move |leading| {
         run_reconcilers(context.clone(), leading)
     })
@@ -149,7 +153,8 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
 async fn run_families(context: Arc<Context>, families: &[Family], stop: CancellationToken) {
     let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     tracing::info!(families = %names.join(","), "engine acting: reconcilers started");
-    let shared = shared::SharedWatches::new();
+    context.metrics.reconcilers_stopped();
+    let shared = shared::SharedWatches::new().reporting_to(context.metrics.clone());
     let mut running: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
     for family in families {
         match family {
@@ -168,7 +173,9 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());
-    tokio::join!(watches, futures::future::join_all(running));
+    let sampling = context.metrics.clone().sample_until(stop.clone());
+    tokio::join!(watches, sampling, futures::future::join_all(running));
+    context.metrics.reconcilers_stopped();
 }
 
 /// The KMM family: Module, device plugin, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and

@@ -22,11 +22,11 @@ pub const DEFAULT_PERIOD: Duration = Duration::from_secs(600);
 
 /// What a pass that ended without failing returns: look again after about `period`.
 pub fn after(period: Duration) -> Action {
-    Action::requeue(jittered(period))
+    super::metrics::requeue(jittered(period))
 }
 
 /// What a pass that needs to look again within `soon` returns (a pull's deadline, a backoff it keeps itself): the
 /// sooner of that and the resync.
 pub fn within(period: Duration, soon: Duration) -> Action {
-    Action::requeue(jittered(period).min(soon))
+    super::metrics::requeue(jittered(period).min(soon))
 }

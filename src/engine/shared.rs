@@ -37,6 +37,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::labels;
+use super::metrics::EngineMetrics;
 use crate::api::kmm::NodeModulesConfig;
 
 /// Changes queued per subscriber before the shared reflector waits for it: a whole initial list of a large cluster
@@ -52,6 +53,8 @@ pub struct SharedWatches {
     node_images: AtomicBool,
     nmcs: SharedKind<NodeModulesConfig>,
     workers: SharedKind<Pod>,
+    /// Where watch restarts are counted.
+    metrics: Arc<EngineMetrics>,
 }
 
 impl Default for SharedWatches {
@@ -68,7 +71,14 @@ impl SharedWatches {
             node_images: AtomicBool::new(false),
             nmcs: SharedKind::new(),
             workers: SharedKind::new(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The same watches, counting their restarts in `metrics`.
+    pub fn reporting_to(mut self, metrics: Arc<EngineMetrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Every node, as the shared watch last saw it, without what no reconciler reads (see [`slim_node`]). Empty
@@ -124,16 +134,19 @@ impl SharedWatches {
     ) -> impl Future<Output = ()> + Send + 'static {
         let keep_images = self.node_images.load(Ordering::Relaxed);
         let nodes = Box::pin(self.nodes.run(
+            self.metrics.clone(),
             Api::all(client.clone()),
             watcher::Config::default(),
             move |node| slim_node(node, keep_images),
         ));
         let nmcs = Box::pin(self.nmcs.run(
+            self.metrics.clone(),
             Api::all(client.clone()),
             watcher::Config::default(),
             |nmc| nmc.meta_mut().managed_fields = None,
         ));
         let workers = Box::pin(self.workers.run(
+            self.metrics,
             Api::all(client),
             watcher::Config::default().labels(labels::WORKER_ACTION),
             slim_worker,
@@ -233,6 +246,7 @@ where
     /// The watch, slimming every object with `slim` before it enters the store; nothing when nobody uses the kind.
     fn run(
         self,
+        metrics: Arc<EngineMetrics>,
         api: Api<K>,
         config: watcher::Config,
         slim: impl FnMut(&mut K) + Send + 'static,
@@ -249,6 +263,7 @@ where
             if !used {
                 return;
             }
+            metrics.watch_started(&K::kind(&()));
             // Boxed: a watch's state is large, and the engine's futures nest deeply.
             let mut events = Box::pin(
                 watcher(api, config)
@@ -270,6 +285,7 @@ where
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => Vec::new(),
                     Err(error) => {
                         tracing::warn!(%error, kind = %K::kind(&()), "shared watch failed; retrying");
+                        metrics.watch_restarted(&K::kind(&()));
                         Vec::new()
                     }
                 };

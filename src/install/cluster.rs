@@ -7,6 +7,12 @@ use kube::core::GroupVersionKind;
 use kube::discovery::{ApiResource, Scope};
 use serde_json::Value;
 
+/// Whether the cluster serves the Prometheus Operator's ServiceMonitor (`monitoring.coreos.com/v1`).
+pub async fn serves_service_monitors(client: &kube::Client) -> bool {
+    let gvk = GroupVersionKind::gvk("monitoring.coreos.com", "v1", "ServiceMonitor");
+    kube::discovery::pinned_kind(client, &gvk).await.is_ok()
+}
+
 /// Field manager of what `kmm-tui install --apply` writes.
 pub const FIELD_MANAGER: &str = "kmm-tui-install";
 

@@ -1,7 +1,8 @@
 //! Everything the in-cluster controller needs, as the objects `kmm-tui install` prints or applies and
 //! `kmm-tui uninstall` removes: the CRDs, a Namespace, the engine's ServiceAccount with its least-privilege RBAC,
-//! and a Deployment of `kmm-tui controller` whose replicas elect the acting engine on the same Lease the console's
-//! foreground engine uses.
+//! a Deployment of `kmm-tui controller` whose replicas elect the acting engine on the same Lease the console's
+//! foreground engine uses, the Service in front of their metrics endpoints and, on clusters running the Prometheus
+//! Operator, a ServiceMonitor that has Prometheus scrape them.
 
 mod cluster;
 
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use crate::engine::rbac::{ENGINE_ACCOUNT, EngineRbac};
 use crate::engine::{Family, LeaseConfig};
 
-pub use cluster::{FIELD_MANAGER, apply, crd_contents, delete};
+pub use cluster::{FIELD_MANAGER, apply, crd_contents, delete, serves_service_monitors};
 
 /// Repository of kmm-tui's published image, which the `Containerfile` builds.
 pub const IMAGE_REPOSITORY: &str = "ghcr.io/kmm-tui/kmm-tui";
@@ -24,6 +25,12 @@ pub const DEPLOYMENT_NAME: &str = "kmm-tui-controller";
 
 /// Port of the controller's health endpoint in its pods.
 pub const HEALTH_PORT: u16 = 8081;
+
+/// Port of the controller's metrics endpoint in its pods and on the metrics Service.
+pub const METRICS_PORT: u16 = 8080;
+
+/// Name of the Service in front of the controller pods' metrics endpoints.
+pub const METRICS_SERVICE: &str = "kmm-tui-controller-metrics";
 
 /// Labels of the controller's Deployment and pods: `app.kubernetes.io/name=kmm-tui`,
 /// `app.kubernetes.io/component=controller`.
@@ -53,6 +60,8 @@ pub struct InstallOptions {
     pub lease: LeaseConfig,
     /// Controller pods: one acts, the others stand by.
     pub replicas: i32,
+    /// Also a ServiceMonitor for the Prometheus Operator: set when the cluster serves `monitoring.coreos.com`.
+    pub service_monitor: bool,
 }
 
 /// Every object, in the order they can be applied: CRDs, Namespace, RBAC, Deployment.
@@ -86,7 +95,46 @@ pub fn manifests(options: &InstallOptions) -> Vec<Value> {
         ),
     ]);
     objects.push(deployment(options));
+    objects.push(metrics_service(options));
+    if options.service_monitor {
+        objects.push(service_monitor(options));
+    }
     objects
+}
+
+/// The Service in front of every controller pod's metrics endpoint, standby ones too: a standby reports
+/// `leader_election_master_status 0`, which is how an alert tells a missing leader from a quiet one.
+fn metrics_service(options: &InstallOptions) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": METRICS_SERVICE,
+            "namespace": options.namespace,
+            "labels": labels(),
+        },
+        "spec": {
+            "selector": labels(),
+            "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics", "protocol": "TCP"}],
+        },
+    })
+}
+
+/// The Prometheus Operator's ServiceMonitor for [`metrics_service`].
+fn service_monitor(options: &InstallOptions) -> Value {
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": METRICS_SERVICE,
+            "namespace": options.namespace,
+            "labels": labels(),
+        },
+        "spec": {
+            "selector": {"matchLabels": labels()},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+        },
+    })
 }
 
 /// The objects as multi-document YAML, for `kubectl apply -f -`.
@@ -159,6 +207,7 @@ fn deployment(options: &InstallOptions) -> Value {
         format!("--lease-duration={}", lease.lease_duration.as_secs().max(1)),
         format!("--families={}", families.join(",")),
         format!("--health-listen=0.0.0.0:{HEALTH_PORT}"),
+        format!("--metrics-listen=0.0.0.0:{METRICS_PORT}"),
     ];
     let probe = |path: &str, period: u32, failures: u32| {
         json!({
@@ -196,7 +245,10 @@ fn deployment(options: &InstallOptions) -> Value {
                             "name": "POD_NAME",
                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
                         }],
-                        "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
+                        "ports": [
+                            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+                            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                        ],
                         "livenessProbe": probe("/healthz", 10, 3),
                         "readinessProbe": probe("/readyz", 5, 3),
                         "resources": {
@@ -235,6 +287,7 @@ mod tests {
                 Duration::from_secs(15),
             ),
             replicas: 2,
+            service_monitor: false,
         }
     }
 
@@ -263,14 +316,15 @@ mod tests {
                 "ClusterRoleBinding",
                 "Role",
                 "RoleBinding",
-                "Deployment"
+                "Deployment",
+                "Service"
             ]
         );
         let binding = &objects[crds + 3];
         assert_eq!(binding["subjects"][0]["namespace"], DEFAULT_NAMESPACE);
         let role = &objects[crds + 4];
         assert_eq!(role["metadata"]["namespace"], DEFAULT_LEASE_NAMESPACE);
-        let deployment = objects.last().expect("a deployment");
+        let deployment = &objects[objects.len() - 2];
         let pod = &deployment["spec"]["template"]["spec"];
         assert_eq!(deployment["spec"]["replicas"], 2);
         assert_eq!(pod["serviceAccountName"], ENGINE_ACCOUNT);
@@ -292,6 +346,28 @@ mod tests {
         assert!(args.contains(&"--families=kmm,shims,caches,day0"));
         assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert!(args.contains(&"--metrics-listen=0.0.0.0:8080"));
+        let service = objects.last().expect("a service");
+        assert_eq!(service["spec"]["selector"], labels());
+        assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
+        assert_eq!(container["ports"][1]["name"], "metrics");
+    }
+
+    #[test]
+    fn a_service_monitor_follows_the_service_when_the_cluster_runs_the_prometheus_operator() {
+        let mut with_operator = options(DEFAULT_NAMESPACE);
+        with_operator.service_monitor = true;
+        let objects = manifests(&with_operator);
+        let monitor = objects.last().expect("a service monitor");
+        assert_eq!(monitor["kind"], "ServiceMonitor");
+        assert_eq!(monitor["spec"]["selector"]["matchLabels"], labels());
+        assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
+        assert_eq!(
+            kinds(&removals(&with_operator, false))
+                .first()
+                .map(String::as_str),
+            Some("ServiceMonitor")
+        );
     }
 
     #[test]
@@ -299,10 +375,7 @@ mod tests {
         let objects = manifests(&options("kube-system"));
         assert!(!kinds(&objects).contains(&"Namespace".to_owned()));
         let removed = removals(&options("kube-system"), false);
-        assert_eq!(
-            kinds(&removed).first().map(String::as_str),
-            Some("Deployment")
-        );
+        assert_eq!(kinds(&removed).first().map(String::as_str), Some("Service"));
         assert!(!kinds(&removed).contains(&"Namespace".to_owned()));
         assert!(!kinds(&removed).contains(&"CustomResourceDefinition".to_owned()));
     }

@@ -3,6 +3,7 @@
 //! The terminal is restored on every exit path: return, error, panic (ratatui's hook) and SIGTERM/SIGHUP.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, EventStream};
@@ -21,6 +22,8 @@ use super::view::engine::CONSOLE_PREFIX;
 use super::{access, feed, logs, ui, writes};
 use crate::cluster::sim::scenario::Scenario;
 use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
+use crate::engine::endpoint::{self, Reported};
+use crate::engine::health::{self, Health};
 use crate::engine::leader::handoff::request_handoff;
 use crate::engine::leader::{Candidacy, Participate, Participation};
 use crate::engine::{EngineConfig, LeaseConfig, PodImages};
@@ -58,6 +61,8 @@ pub struct ConsoleOptions {
     pub engine: Option<EngineMode>,
     /// Refuse every write.
     pub readonly: bool,
+    /// Where the foreground engine serves its metrics and probes, if anywhere.
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Theme name or file.
     pub theme: Option<String>,
     /// Keymap file.
@@ -96,6 +101,20 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     let (sender, receiver) = mpsc::unbounded_channel();
     let engine_cancel = CancellationToken::new();
     let candidacy = Candidacy::default();
+    let health = Arc::new(Health::default());
+    if connection.session.engine == EngineMode::Foreground {
+        let reported = Reported {
+            health: health.clone(),
+            metrics: candidacy.metrics.clone(),
+        };
+        endpoint::start(
+            options.metrics_listen,
+            connection.client.clone(),
+            reported,
+            engine_cancel.clone(),
+        )
+        .await?;
+    }
     let engine = (connection.session.engine == EngineMode::Foreground).then(|| {
         let config = EngineConfig {
             images: options.images.clone(),
@@ -114,9 +133,10 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         let client = connection.client.clone();
         let cancel = engine_cancel.clone();
         let candidacy = candidacy.clone();
+        let health = health.clone();
         tokio::spawn(async move {
-            if let Err(error) = crate::engine::run_steered(client, config, candidacy, cancel).await
-            {
+            let engine = crate::engine::run_steered(client, config, candidacy, cancel);
+            if let Err(error) = health::track(&health, engine).await {
                 tracing::error!(%error, "engine stopped");
             }
         })

@@ -66,6 +66,7 @@ fn install_options() -> InstallOptions {
             Duration::from_secs(LEASE_SECS),
         ),
         replicas: 2,
+        service_monitor: false,
     }
 }
 

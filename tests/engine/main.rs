@@ -9,6 +9,7 @@ mod handoff_install;
 mod imagecache;
 mod images;
 mod kmm;
+mod metrics;
 mod module;
 mod nmc;
 mod preflight;

@@ -94,7 +94,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         engine
             .event(config, true, "NoMachineConfigPool", note)
             .await;
-        return Ok(Action::requeue(RETRY));
+        return Ok(crate::engine::metrics::requeue(RETRY));
     };
     let Some(selector) = pool
         .spec
@@ -120,7 +120,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
             pool.name_any()
         );
         engine.event(config, true, "NoNodes", note).await;
-        return Ok(Action::requeue(RETRY));
+        return Ok(crate::engine::metrics::requeue(RETRY));
     };
     let day0 = ModuleDay0 {
         metadata: ObjectMeta {

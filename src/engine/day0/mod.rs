@@ -19,6 +19,8 @@ pub mod release;
 pub mod report;
 pub mod target;
 
+use crate::engine::metrics::Listed;
+use kube::runtime::WatchStreamExt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -51,11 +53,17 @@ pub fn run(
     let day0_node_changes = shared.node_changes(node_fingerprint);
     async move {
         let client = context.client.clone();
-        let controller = Controller::new(
-            Api::<ModuleDay0>::all(client.clone()),
-            watcher::Config::default(),
-        );
-        let day0s = controller.store();
+        let (day0s, writer) = kube::runtime::reflector::store();
+        let listed = Listed::default();
+        let changes = listed
+            .watching(watcher(
+                Api::<ModuleDay0>::all(client.clone()),
+                watcher::Config::default(),
+            ))
+            .reflect(writer)
+            .applied_objects();
+        let controller = Controller::for_stream(changes, day0s.clone());
+        let meter = context.meter("moduleday0", Family::Day0, 0, (day0s.clone(), listed));
         let shared_context = Arc::new(Day0Context {
             engine: context.clone(),
             nodes,
@@ -95,8 +103,8 @@ pub fn run(
             .reconcile_all_on(day0_node_changes.map(drop))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
             .run(
-                reconcile::reconcile,
-                reconcile::error_policy,
+                meter.reconciler(reconcile::reconcile),
+                meter.error_policy(reconcile::error_policy),
                 shared_context.clone(),
             )
             .for_each(|result| async move {
@@ -105,8 +113,15 @@ pub fn run(
                 }
             });
         let day0_controller = stopping::until_stopped(day0_passes, &day0s, &stop);
-        let handover = Controller::new(Api::<MachineConfig>::all(client.clone()), config());
-        let configs = handover.store();
+        let (configs, writer) = kube::runtime::reflector::store();
+        let listed = Listed::default();
+        let changes = listed
+            .watching(watcher(Api::<MachineConfig>::all(client.clone()), config()))
+            .reflect(writer)
+            .applied_objects();
+        let handover = Controller::for_stream(changes, configs.clone());
+        let handover_meter =
+            context.meter("machineconfig", Family::Day0, 0, (configs.clone(), listed));
         let handover_passes = handover
             .watches(
                 Api::<MachineConfigPool>::all(client.clone()),
@@ -124,7 +139,11 @@ pub fn run(
                 },
             )
             .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(handover::reconcile, reconcile::error_policy, shared_context)
+            .run(
+                handover_meter.reconciler(handover::reconcile),
+                handover_meter.error_policy(reconcile::error_policy),
+                shared_context,
+            )
             .for_each(|result| async move {
                 if let Err(error) = result {
                     tracing::debug!(%error, "MachineConfig hand-over pass did not complete");

@@ -28,6 +28,7 @@ mod reference;
 mod report;
 mod wanted;
 
+use crate::engine::metrics::Listed;
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -82,17 +83,27 @@ pub fn run(
     async move {
         let client = context.client.clone();
         let (caches, cache_writer) = reflector::store();
-        let cache_changes = watcher(
-            Api::<ImageCache>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff()
-        .reflect(cache_writer)
-        .applied_objects()
-        .predicate_filter(cache_fingerprint, Default::default());
+        let listed = Listed::default();
+        let cache_changes = listed
+            .watching(
+                watcher(
+                    Api::<ImageCache>::all(client.clone()),
+                    watcher::Config::default(),
+                )
+                .default_backoff(),
+            )
+            .reflect(cache_writer)
+            .applied_objects()
+            .predicate_filter(cache_fingerprint, Default::default());
         let controller = Controller::for_stream(cache_changes, caches);
         let store = controller.store();
         let own_store = store.clone();
+        let meter = context.meter(
+            "imagecache",
+            crate::engine::Family::Caches,
+            1,
+            (own_store.clone(), listed),
+        );
         let cache_context = Arc::new(CacheContext {
             engine: context.clone(),
             nodes,
@@ -117,7 +128,11 @@ pub fn run(
             // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
             .with_config(controller::Config::default().concurrency(1))
             .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile, error_policy, cache_context)
+            .run(
+                meter.reconciler(reconcile),
+                meter.error_policy(error_policy),
+                cache_context,
+            )
             .for_each(|result| async move {
                 if let Err(error) = result {
                     tracing::debug!(%error, "ImageCache pass did not complete");
@@ -300,11 +315,14 @@ async fn announce(
         ImageCacheActionStatus::Processing => {
             (false, status.reason.as_str(), status.message.clone())
         }
-        ImageCacheActionStatus::Failed => (
-            true,
-            degraded.map_or("PullFailed", |c| c.reason.as_str()),
-            degraded.map_or_else(|| status.message.clone(), |c| c.message.clone()),
-        ),
+        ImageCacheActionStatus::Failed => {
+            context.metrics.pull_failed(crate::engine::Family::Caches);
+            (
+                true,
+                degraded.map_or("PullFailed", |c| c.reason.as_str()),
+                degraded.map_or_else(|| status.message.clone(), |c| c.message.clone()),
+            )
+        }
         ImageCacheActionStatus::Succeeded if status.reason == plan::PURGE_REASON => {
             (false, "ImagesDeleted", status.message.clone())
         }

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -20,6 +21,7 @@ use super::record::{
     Claim, Observation, assess, claimed, handed, holder_of, now_micro, observe, released, renewed,
 };
 use crate::engine::context::{is_conflict, is_not_found, post_params};
+use crate::engine::metrics::{EngineMetrics, activity};
 
 /// How a term of leadership ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +69,7 @@ pub(super) struct Election {
     pub(super) config: LeaseConfig,
     pub(super) observer: watch::Sender<Option<Observation>>,
     pub(super) fence: Fence,
+    pub(super) metrics: Arc<EngineMetrics>,
 }
 
 impl Election {
@@ -190,6 +193,7 @@ impl Election {
         let mut last_renewal = acquired.sent;
         self.fence
             .open_until(last_renewal + self.config.renew_deadline());
+        self.metrics.set_leading(&self.config.name, true);
         let term = CancellationToken::new();
         let working = work(term.clone());
         tokio::pin!(working);
@@ -209,6 +213,7 @@ impl Election {
                 .await
         };
         self.fence.close();
+        self.metrics.set_leading(&self.config.name, false);
         if !stopped {
             tracing::warn!(
                 lease = %self.config.lease_key(),
@@ -355,14 +360,20 @@ impl Election {
     /// edited its labels, or a renewal we gave up on landed after all) → renew over the new version; someone
     /// else's → `Superseded`.
     async fn renew(&self, held: &Lease) -> Result<Lease, WriteError> {
-        match self.write(&renewed(held, &self.config, now_micro())).await {
+        match self.write(&self.renewed(held)).await {
             Err(WriteError::Superseded) => {
                 let current = self.still_ours().await?;
-                self.write(&renewed(&current, &self.config, now_micro()))
-                    .await
+                self.write(&self.renewed(&current)).await
             }
             result => result,
         }
+    }
+
+    /// `held` renewed now, carrying what the engine did lately.
+    fn renewed(&self, held: &Lease) -> Lease {
+        let mut lease = renewed(held, &self.config, now_micro());
+        activity::annotate(&mut lease, &self.metrics.activity());
+        lease
     }
 
     /// The Lease as it is now, if we still hold it.

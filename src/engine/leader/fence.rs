@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use http::{Method, Request, Uri};
 use kube::client::Body;
+use prometheus_client::metrics::counter::Counter;
 use tokio::time::Instant;
 
 use crate::engine::context::MANAGER;
@@ -21,6 +22,7 @@ use crate::engine::context::MANAGER;
 #[derive(Clone, Debug, Default)]
 pub struct Fence {
     open_until: Arc<Mutex<Option<Instant>>>,
+    refused: Counter,
 }
 
 /// A write refused because the engine does not hold the Lease.
@@ -52,6 +54,11 @@ impl Fence {
         self.lock().is_some_and(|until| Instant::now() < until)
     }
 
+    /// The writes refused so far, counting on: what the engine's metrics report.
+    pub fn refused(&self) -> Counter {
+        self.refused.clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
         self.open_until
             .lock()
@@ -73,6 +80,7 @@ impl Fence {
             async move {
                 if writes(request.method()) {
                     if !fence.is_open() {
+                        fence.refused.inc();
                         return Err(kube::Error::Service(Box::new(Fenced { identity })));
                     }
                     if let Some(uri) = with_field_manager(request.uri(), &manager) {

@@ -43,13 +43,17 @@ pub const DEFAULT_LEASE_NAMESPACE: &str = "kube-system";
 /// Name of the engine's Lease unless configured otherwise.
 pub const DEFAULT_LEASE_NAME: &str = "kmm-tui-engine";
 
-/// How a candidate is steered from outside the election: the fence its writes go through, and whether it competes.
+/// How a candidate is steered and watched from outside the election: the fence its writes go through, whether it
+/// competes, and the metrics it reports (and publishes on the Lease while it holds it).
 #[derive(Clone, Debug, Default)]
 pub struct Candidacy {
     /// Opened while this candidate leads; give the work a client from [`Fence::client`].
     pub fence: Fence,
     /// Stand aside (hand off) or compete (take over).
     pub participate: Participate,
+    /// What the engine does; its [`Activity`](crate::engine::metrics::activity::Activity) is written on the Lease
+    /// at every renewal.
+    pub metrics: std::sync::Arc<crate::engine::metrics::EngineMetrics>,
 }
 
 /// Run `work` while holding the lease, until `shutdown` is cancelled, always competing.
@@ -105,6 +109,7 @@ where
         config,
         observer,
         fence: candidacy.fence,
+        metrics: candidacy.metrics,
     };
     loop {
         if *participation.borrow_and_update() == Participation::StandAside {

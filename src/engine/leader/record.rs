@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::LeaseConfig;
 use super::handoff::{self, clear_request};
+use crate::engine::metrics::activity;
 
 /// The Lease as this candidate last saw it change, and when: the local instant expiry is judged from.
 #[derive(Clone, Debug)]
@@ -170,6 +171,7 @@ pub(super) fn renewed(held: &Lease, config: &LeaseConfig, now: MicroTime) -> Lea
 pub(super) fn released(held: &Lease, now: MicroTime) -> Lease {
     let mut lease = held.clone();
     clear_request(&mut lease);
+    activity::clear(&mut lease);
     let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
     spec.holder_identity = None;
     spec.lease_duration_seconds = Some(1);
@@ -182,6 +184,7 @@ pub(super) fn released(held: &Lease, now: MicroTime) -> Lease {
 pub(super) fn handed(held: &Lease, to: &str, config: &LeaseConfig, now: MicroTime) -> Lease {
     let mut lease = held.clone();
     clear_request(&mut lease);
+    activity::clear(&mut lease);
     let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
     spec.holder_identity = Some(to.to_owned());
     spec.acquire_time = Some(now.clone());

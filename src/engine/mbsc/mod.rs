@@ -11,6 +11,8 @@ pub(crate) mod outcomes;
 pub mod recipe;
 mod sign_pod;
 
+use crate::engine::metrics::Listed;
+use kube::runtime::WatchStreamExt;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,18 +51,33 @@ pub(crate) fn entry_generation(entry: &ModuleBuildSignImage) -> i64 {
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    let controller = Controller::new(
-        Api::<ModuleBuildSignConfig>::all(client.clone()),
-        watcher::Config::default(),
+    let (store, writer) = kube::runtime::reflector::store();
+    let listed = Listed::default();
+    let changes = listed
+        .watching(watcher(
+            Api::<ModuleBuildSignConfig>::all(client.clone()),
+            watcher::Config::default(),
+        ))
+        .reflect(writer)
+        .applied_objects();
+    let controller = Controller::for_stream(changes, store.clone());
+    let meter = context.meter(
+        "modulebuildsignconfig",
+        crate::engine::Family::Kmm,
+        0,
+        (store.clone(), listed),
     );
-    let store = controller.store();
     let passes = controller
         .owns(
             Api::<Pod>::all(client),
             watcher::Config::default().labels(labels::RESOURCE_TYPE),
         )
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile, retry_on_error, context)
+        .run(
+            meter.reconciler(reconcile),
+            meter.error_policy(retry_on_error),
+            context,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "ModuleBuildSignConfig pass did not complete");

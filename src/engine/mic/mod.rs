@@ -17,6 +17,8 @@ mod wanted;
 
 pub use cluster::{put_mic, read_mic};
 
+use crate::engine::metrics::Listed;
+use kube::runtime::WatchStreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -46,11 +48,22 @@ pub use self::ready::IMAGE_MISSING;
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    let controller = Controller::new(
-        Api::<ModuleImagesConfig>::all(client.clone()),
-        watcher::Config::default(),
+    let (store, writer) = kube::runtime::reflector::store();
+    let listed = Listed::default();
+    let changes = listed
+        .watching(watcher(
+            Api::<ModuleImagesConfig>::all(client.clone()),
+            watcher::Config::default(),
+        ))
+        .reflect(writer)
+        .applied_objects();
+    let controller = Controller::for_stream(changes, store.clone());
+    let meter = context.meter(
+        "moduleimagesconfig",
+        crate::engine::Family::Kmm,
+        0,
+        (store.clone(), listed),
     );
-    let store = controller.store();
     let passes = controller
         .owns(
             Api::<Pod>::all(client.clone()),
@@ -66,7 +79,11 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             mic_of_build_pod,
         )
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile, retry_on_error, context)
+        .run(
+            meter.reconciler(reconcile),
+            meter.error_policy(retry_on_error),
+            context,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "ModuleImagesConfig pass did not complete");
@@ -280,6 +297,9 @@ async fn announce(
             format!("image {image} needs signing for kernel {kernel}"),
         ),
     };
+    if state == ImageState::DoesNotExist {
+        context.metrics.pull_failed(crate::engine::Family::Kmm);
+    }
     context.event(mic, warning, reason, note).await;
 }
 

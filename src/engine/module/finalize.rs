@@ -51,7 +51,7 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
         .doing(|| format!("listing the nodes still using Module {namespace}/{name}"))?;
     if !in_use.items.is_empty() {
         tracing::debug!(module = %name, nodes = in_use.items.len(), "waiting for nodes to unload");
-        return Ok(Action::requeue(UNLOAD_POLL));
+        return Ok(crate::engine::metrics::requeue(UNLOAD_POLL));
     }
     release_namespace_label(module, context).await?;
     let finalizers: Vec<String> = module

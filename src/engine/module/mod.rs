@@ -17,6 +17,7 @@ pub mod plan;
 mod reconcile;
 pub mod report;
 
+use crate::engine::metrics::Listed;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -90,15 +91,19 @@ async fn reconcile_modules<N, C, W>(
 {
     let client = context.client.clone();
     let (modules, module_writer) = reflector::store();
-    let module_changes = watcher(
-        Api::<Module>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-    .default_backoff()
-    .reflect(module_writer)
-    .applied_objects()
-    .predicate_filter(module_fingerprint, Default::default());
+    let listed = Listed::default();
+    let module_changes = listed
+        .watching(
+            watcher(
+                Api::<Module>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
+            .default_backoff(),
+        )
+        .reflect(module_writer)
+        .applied_objects()
+        .predicate_filter(module_fingerprint, Default::default());
     let (pull_pods, pull_writer) = reflector::store();
     let pull_changes = pull_pod_changes(&client, pull_writer);
     let (plugin_pods, plugin_writer) = reflector::store();
@@ -106,6 +111,12 @@ async fn reconcile_modules<N, C, W>(
     let controller = Controller::for_stream(module_changes, modules);
     let modules = controller.store();
     let own_store = modules.clone();
+    let meter = context.meter(
+        "module",
+        crate::engine::Family::Kmm,
+        0,
+        (own_store.clone(), listed),
+    );
     let module_context = Arc::new(ModuleContext {
         engine: context,
         nodes: watched.nodes,
@@ -139,7 +150,11 @@ async fn reconcile_modules<N, C, W>(
             module_of_pod(&pod, labels::MODULE_NAME)
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile::paced, reconcile::error_policy, module_context)
+        .run(
+            meter.reconciler(reconcile::paced),
+            meter.error_policy(reconcile::error_policy),
+            module_context,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "module reconcile");

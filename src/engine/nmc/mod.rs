@@ -17,6 +17,7 @@ mod template;
 mod testing;
 mod workers;
 
+use crate::engine::metrics::Listed;
 use std::fmt;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -52,6 +53,10 @@ pub fn run(
 ) -> impl Future<Output = ()> + Send + 'static {
     let node_changes = shared.node_changes(fingerprint);
     let nmcs = shared.nmcs();
+    let listed = {
+        let nmcs = nmcs.clone();
+        Listed::after(async move { nmcs.listed().await })
+    };
     let nmc_changes = shared.nmc_changes();
     let worker_changes = shared.worker_changes();
     let controller = Controller::for_shared_stream(nmc_changes, nmcs.controller_store())
@@ -59,19 +64,30 @@ pub fn run(
         .watches_shared_stream(node_changes, move |node: Arc<Node>| {
             nmc_of_node(&nmcs, &node)
         });
-    reconcile_nmcs(context, controller, stop)
+    reconcile_nmcs(context, controller, listed, stop)
 }
 
 async fn reconcile_nmcs(
     context: Arc<Context>,
     controller: Controller<NodeModulesConfig>,
+    listed: Listed,
     stop: CancellationToken,
 ) {
     let own_store = controller.store();
+    let meter = context.meter(
+        "nodemodulesconfig",
+        crate::engine::Family::Kmm,
+        CONCURRENT_PASSES,
+        (own_store.clone(), listed),
+    );
     let passes = controller
         .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile, retry_on_error, context.clone())
+        .run(
+            meter.reconciler(reconcile),
+            meter.error_policy(retry_on_error),
+            context.clone(),
+        )
         .for_each(|result| {
             let context = context.clone();
             async move {

@@ -45,6 +45,7 @@ mod reconcile;
 mod report;
 mod runtime_class;
 
+use crate::engine::metrics::Listed;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -88,8 +89,12 @@ pub fn run(
     async move {
         let client = context.client.clone();
         let (shims, shim_writer) = reflector::store();
-        let shim_changes = watcher(Api::<Shim>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
+        let listed = Listed::default();
+        let shim_changes = listed
+            .watching(
+                watcher(Api::<Shim>::all(client.clone()), watcher::Config::default())
+                    .default_backoff(),
+            )
             .reflect(shim_writer)
             .applied_objects()
             .predicate_filter(shim_fingerprint, Default::default());
@@ -103,6 +108,12 @@ pub fn run(
         let controller = Controller::for_stream(shim_changes, shims);
         let all_shims = controller.store();
         let own_store = all_shims.clone();
+        let meter = context.meter(
+            "shim",
+            crate::engine::Family::Shims,
+            0,
+            (own_store.clone(), listed),
+        );
         let shim_context = Arc::new(ShimContext {
             engine: context.clone(),
             nodes,
@@ -126,7 +137,11 @@ pub fn run(
                 },
             )
             .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(reconcile::reconcile, error_policy, shim_context)
+            .run(
+                meter.reconciler(reconcile::reconcile),
+                meter.error_policy(error_policy),
+                shim_context,
+            )
             .for_each(|result| async move {
                 if let Err(error) = result {
                     tracing::debug!(%error, "shim reconcile");

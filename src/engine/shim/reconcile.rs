@@ -87,6 +87,11 @@ async fn reconcile_shim(object: &Shim, context: &ShimContext) -> Result<Action, 
         runtime_class::ensure(engine, &shim).await?;
     }
     for notice in &plan.notices {
+        if notice.reason == "BatchStarted" {
+            engine
+                .metrics
+                .rollout_batch_started(crate::engine::Family::Shims);
+        }
         engine
             .event(&shim, notice.warning, notice.reason, notice.note.clone())
             .await;

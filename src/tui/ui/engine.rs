@@ -1,5 +1,5 @@
 //! The `:engine` view: the engine Lease's holder and where it runs, since when, the last renewal, transitions, a
-//! hand-off waiting, who acts on each family, and every engine identity seen.
+//! hand-off waiting, who acts on each family, what the acting engine did lately, and every engine identity seen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -43,6 +43,40 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     lines.push(Line::from(Span::styled(" Who acts", theme.title())));
     for family in &view.families {
         lines.push(field(family.family, family.acts.clone(), theme.text()));
+    }
+    if let Some(activity) = &view.activity {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            format!(" Activity of the acting engine ({})", activity.window),
+            theme.title(),
+        )));
+        if let Some(stalled) = &activity.stalled {
+            lines.push(Line::from(Span::styled(
+                format!(" {stalled}"),
+                theme.error(),
+            )));
+        }
+        lines.push(Line::from(Span::styled(
+            format!(
+                " {:<14}{:>14}  {:>6}  {:>7}  {}",
+                "", "reconciles/min", "errors", "waiting", "oldest waiting"
+            ),
+            theme.muted(),
+        )));
+        for row in &activity.rows {
+            let errors = if row.errors == "0" {
+                theme.text()
+            } else {
+                theme.warn()
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {:<14}", row.family), theme.muted()),
+                Span::styled(format!("{:>14}  ", row.per_minute), theme.text()),
+                Span::styled(format!("{:>6}  ", row.errors), errors),
+                Span::styled(format!("{:>7}  ", row.waiting), theme.text()),
+                Span::styled(row.oldest.clone(), theme.text()),
+            ]));
+        }
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(

@@ -1,5 +1,7 @@
 //! The `:engine` view model: who holds the engine Lease and where that engine runs, since when, the last renewal,
-//! the candidates seen, a hand-off in progress, and who acts on each family (kmm-tui or an upstream operator).
+//! the candidates seen, a hand-off in progress, who acts on each family (kmm-tui or an upstream operator), and what
+//! the acting engine did lately, read from the activity it publishes on the Lease (see
+//! [`crate::engine::metrics::activity`]) — so it shows wherever that engine runs.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +9,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 
 use crate::engine::Family;
 use crate::engine::leader::handoff::{ANYONE, HANDOFF_ANNOTATION};
+use crate::engine::metrics::activity::Activity;
 use crate::engine::operators::Upstream;
 
 use super::age;
@@ -77,6 +80,32 @@ pub struct FamilyRow {
     pub acts: String,
 }
 
+/// What the acting engine did lately for one family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActivityRow {
+    /// The family's name.
+    pub family: &'static str,
+    /// Passes that ended in the last minute.
+    pub per_minute: String,
+    /// Passes that failed over the window.
+    pub errors: String,
+    /// Objects waiting for a pass.
+    pub waiting: String,
+    /// How long the object waiting longest has waited (`-` when none waits).
+    pub oldest: String,
+}
+
+/// What the acting engine did lately.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActivityView {
+    /// What the counts cover: `last 5m`, `last 40s`.
+    pub window: String,
+    /// One row per family the engine runs.
+    pub rows: Vec<ActivityRow>,
+    /// The engine holds the Lease yet finished no pass over the whole window while objects wait.
+    pub stalled: Option<String>,
+}
+
 /// Everything the `:engine` view shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineView {
@@ -102,6 +131,8 @@ pub struct EngineView {
     pub candidates: Vec<CandidateRow>,
     /// Who acts on each family.
     pub families: Vec<FamilyRow>,
+    /// What the holder did lately, when it publishes that.
+    pub activity: Option<ActivityView>,
 }
 
 /// What the view model is made from: the console's engine state and the cluster's.
@@ -182,6 +213,53 @@ pub fn engine_view(facts: &EngineFacts<'_>) -> EngineView {
         notice: facts.notice.clone(),
         candidates,
         families,
+        activity: facts
+            .holder
+            .and(facts.lease)
+            .and_then(Activity::of)
+            .map(|activity| activity_view(&activity)),
+    }
+}
+
+/// The rows of `activity`, in the order the engine starts its families.
+fn activity_view(activity: &Activity) -> ActivityView {
+    let rows = Family::ALL
+        .iter()
+        .filter_map(|family| {
+            let counts = activity.families.get(family.as_str())?;
+            Some(ActivityRow {
+                family: family_label(*family),
+                per_minute: counts.last_minute.to_string(),
+                errors: counts.errors.to_string(),
+                waiting: counts.waiting.to_string(),
+                oldest: if counts.waiting == 0 {
+                    "-".to_owned()
+                } else {
+                    seconds(counts.oldest_waiting_seconds)
+                },
+            })
+        })
+        .collect();
+    let stalled = activity.stalled().map(|waiting| {
+        let objects = if waiting == 1 { "object" } else { "objects" };
+        format!(
+            "stalled: 0 reconciles in {}, {waiting} {objects} waiting",
+            seconds(activity.window_seconds)
+        )
+    });
+    ActivityView {
+        window: format!("last {}", seconds(activity.window_seconds)),
+        rows,
+        stalled,
+    }
+}
+
+/// `45s`, `5 min`, `2h`.
+fn seconds(seconds: u64) -> String {
+    match seconds {
+        0..120 => format!("{seconds}s"),
+        120..7200 => format!("{} min", seconds / 60),
+        _ => format!("{}h", seconds / 3600),
     }
 }
 

@@ -1,0 +1,128 @@
+//! The engine's HTTP endpoint, for Prometheus and the kubelet's probes: `/metrics` (see [`super::metrics`]),
+//! `/healthz` (also `/livez`) and `/readyz` (see [`super::health`]). Plain HTTP/1.1 served by hyper; it carries no
+//! secrets, so it is meant for the pod network, behind the metrics Service `kmm-tui install` creates.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::health::{Health, Readiness};
+use super::metrics::{CONTENT_TYPE, EngineMetrics};
+
+/// How long a client may take to send its request's headers.
+const HEADER_LIMIT: Duration = Duration::from_secs(5);
+
+/// What the endpoint reports on.
+#[derive(Clone)]
+pub struct Reported {
+    /// Whether the engine runs and reaches the API server.
+    pub health: Arc<Health>,
+    /// What the engine does.
+    pub metrics: Arc<EngineMetrics>,
+}
+
+/// Serve the endpoint on each of `addresses` (once per distinct address) until `stop`, and check the API server
+/// through `client` for readiness meanwhile. Fails when an address cannot be bound.
+pub async fn start(
+    addresses: impl IntoIterator<Item = SocketAddr>,
+    client: kube::Client,
+    reported: Reported,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut distinct: Vec<SocketAddr> = addresses.into_iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.is_empty() {
+        return Ok(());
+    }
+    for address in distinct {
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|error| anyhow::anyhow!("serving metrics and probes on {address}: {error}"))?;
+        tokio::spawn(serve(listener, reported.clone(), stop.clone()));
+    }
+    tokio::spawn(super::health::check_api(client, reported.health, stop));
+    Ok(())
+}
+
+/// Answer on `listener` until `stop`.
+pub async fn serve(listener: TcpListener, reported: Reported, stop: CancellationToken) {
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let reported = reported.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                        let response = respond(request.method(), request.uri().path(), &reported);
+                        async move { Ok::<_, Infallible>(response) }
+                    });
+                    let connection = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_LIMIT)
+                        .serve_connection(TokioIo::new(stream), service);
+                    tokio::select! {
+                        result = connection => {
+                            if let Err(error) = result {
+                                tracing::debug!(%error, "metrics connection ended");
+                            }
+                        }
+                        () = stop.cancelled() => {}
+                    }
+                });
+            }
+            Err(error) => tracing::warn!(%error, "accepting a metrics or probe connection"),
+        }
+    }
+}
+
+/// The response to `method path`.
+fn respond(method: &Method, path: &str, reported: &Reported) -> Response<Full<Bytes>> {
+    if method != Method::GET && method != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".to_owned());
+    }
+    match path {
+        "/metrics" => Response::builder()
+            .header(header::CONTENT_TYPE, CONTENT_TYPE)
+            .body(Full::new(Bytes::from(reported.metrics.encode())))
+            .unwrap_or_default(),
+        "/healthz" | "/livez" => {
+            if reported.health.live() {
+                text(StatusCode::OK, "ok\n".to_owned())
+            } else {
+                text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "not ok: the engine stopped\n".to_owned(),
+                )
+            }
+        }
+        "/readyz" => match reported.health.readiness(&reported.metrics) {
+            Readiness::Ready(how) => text(StatusCode::OK, format!("ok: {how}\n")),
+            Readiness::NotReady(why) => {
+                text(StatusCode::SERVICE_UNAVAILABLE, format!("not ok: {why}\n"))
+            }
+        },
+        _ => text(StatusCode::NOT_FOUND, "not found\n".to_owned()),
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_default()
+}
