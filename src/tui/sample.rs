@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 mod caches;
 pub mod day0;
-pub mod preflight;
 pub mod fleet;
+pub mod preflight;
 
 use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use super::shared::{SharedStore, SharedWatches};
 use super::{Context, labels, module, nodes, stopping};
 use crate::api::kmm::Module;
+use crate::engine::metrics::Listed;
 
 /// What a device plugin pass reads besides the API.
 pub struct DevicePluginContext {
@@ -76,15 +77,17 @@ async fn reconcile_plugins<N>(
     let client = context.client.clone();
     let role = format!("{}={}", labels::DAEMONSET_ROLE, labels::DEVICE_PLUGIN_ROLE);
     let (modules, module_writer) = reflector::store();
-    let module_changes = watcher(
-        Api::<Module>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-    .default_backoff()
-    .reflect(module_writer)
-    .applied_objects()
-    .predicate_filter(module::module_fingerprint, Default::default());
+    let listed = Listed::default();
+    let module_changes = listed
+        .watching(watcher(
+            Api::<Module>::all(client.clone()),
+            watcher::Config::default(),
+        ))
+        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
+        .default_backoff()
+        .reflect(module_writer)
+        .applied_objects()
+        .predicate_filter(module::module_fingerprint, Default::default());
     let (daemon_sets, daemon_set_writer) = reflector::store();
     let daemon_set_changes = watcher(
         Api::<DaemonSet>::all(client.clone()),
@@ -103,8 +106,13 @@ async fn reconcile_plugins<N>(
     .default_backoff()
     .reflect(pod_writer)
     .touched_objects();
-    let controller = Controller::for_stream(module_changes, modules);
-    let modules = controller.store();
+    let controller = Controller::for_stream(module_changes, modules.clone());
+    let meter = context.meter(
+        "deviceplugin",
+        crate::engine::Family::Kmm,
+        0,
+        (modules.clone(), listed),
+    );
     let own_store = modules.clone();
     let plugin_context = Arc::new(DevicePluginContext {
         engine: context,
@@ -127,8 +135,8 @@ async fn reconcile_plugins<N>(
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
-            reconcile::reconcile,
-            reconcile::error_policy,
+            meter.reconciler(reconcile::reconcile),
+            meter.error_policy(reconcile::error_policy),
             plugin_context,
         )
         .for_each(|result| async move {

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{Context, retry_on_error};
 use super::stopping;
 use crate::api::kmm::{Module, ModuleImagesConfig, PreflightValidation};
+use crate::engine::metrics::Listed;
 
 /// What a pass reads besides the API: every Module, kept by a watch.
 pub struct PreflightContext {
@@ -52,9 +53,22 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     .reflect(module_writer)
     .applied_objects()
     .predicate_filter(module_fingerprint, Default::default());
-    let controller = Controller::new(
-        Api::<PreflightValidation>::all(client.clone()),
-        watcher::Config::default(),
+    let (preflight_store, preflight_writer) = reflector::store();
+    let listed = Listed::default();
+    let preflight_changes = listed
+        .watching(watcher(
+            Api::<PreflightValidation>::all(client.clone()),
+            watcher::Config::default(),
+        ))
+        .default_backoff()
+        .reflect(preflight_writer)
+        .applied_objects();
+    let controller = Controller::for_stream(preflight_changes, preflight_store.clone());
+    let meter = context.meter(
+        "preflightvalidation",
+        crate::engine::Family::Kmm,
+        0,
+        (preflight_store, listed),
     );
     let preflights = controller.store();
     let every_preflight = preflights.clone();
@@ -76,7 +90,11 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
                 .collect::<Vec<_>>()
         })
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile::reconcile, error_policy, preflight_context)
+        .run(
+            meter.reconciler(reconcile::reconcile),
+            meter.error_policy(error_policy),
+            preflight_context,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "PreflightValidation pass did not complete");

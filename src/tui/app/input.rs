@@ -152,7 +152,19 @@ impl App {
         let mut words: Vec<String> = View::ROOTS
             .iter()
             .map(|(name, _)| (*name).to_owned())
-            .chain(["help", "q", "quit", "ns", "ctx", "engine", "preflight", "fleet"].map(str::to_owned))
+            .chain(
+                [
+                    "help",
+                    "q",
+                    "quit",
+                    "ns",
+                    "ctx",
+                    "engine",
+                    "preflight",
+                    "fleet",
+                ]
+                .map(str::to_owned),
+            )
             .collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
