@@ -67,13 +67,6 @@ pub fn start(
     };
     let all = watcher::Config::default;
     spawn(
-        Kind::Module,
-        vec![(modules, all())],
-        KindSnapshot::Modules,
-        sender,
-        cancel,
-    );
-    spawn(
         Kind::ModuleImagesConfig,
         vec![(mics, all())],
         KindSnapshot::ModuleImagesConfigs,
@@ -117,6 +110,54 @@ pub fn start(
         sender,
         cancel,
     );
+    spawn_counted_kinds(client, modules, caches, sender, cancel);
+    spawn(
+        Kind::PreflightValidation,
+        vec![(Api::<PreflightValidation>::all(client.clone()), all())],
+        KindSnapshot::PreflightValidations,
+        sender,
+        cancel,
+    );
+    watch_engine_lease(client, sender, cancel);
+    watch_upstream_operators(client, sender, cancel);
+}
+
+/// The few watches the fleet view keeps on each cluster: the custom resources the header counts (Modules, Shims,
+/// ImageCaches, ModuleDay0s with their pools and kmm-managed MachineConfigs) and the engine Lease. Never pods,
+/// events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty clusters stays cheap.
+pub fn start_counted(
+    client: &Client,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    spawn_counted_kinds(
+        client,
+        Api::all(client.clone()),
+        Api::all(client.clone()),
+        sender,
+        cancel,
+    );
+    watch_engine_lease(client, sender, cancel);
+}
+
+/// The kinds the header counts and the fleet view follows on every cluster: Modules and ImageCaches (from `modules`
+/// and `caches`, which the console scopes to its namespace), Shims, ModuleDay0s with their pools, and the
+/// MachineConfigs handed to kmm-tui.
+fn spawn_counted_kinds(
+    client: &Client,
+    modules: Api<Module>,
+    caches: Api<ImageCache>,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let all = watcher::Config::default;
+    spawn(
+        Kind::Module,
+        vec![(modules, all())],
+        KindSnapshot::Modules,
+        sender,
+        cancel,
+    );
     spawn(
         Kind::Shim,
         vec![(Api::<Shim>::all(client.clone()), all())],
@@ -156,72 +197,6 @@ pub fn start(
         sender,
         cancel,
     );
-    spawn(
-        Kind::PreflightValidation,
-        vec![(Api::<PreflightValidation>::all(client.clone()), all())],
-        KindSnapshot::PreflightValidations,
-        sender,
-        cancel,
-    );
-    watch_engine_lease(client, sender, cancel);
-    watch_upstream_operators(client, sender, cancel);
-}
-
-/// The few watches the fleet view keeps on each cluster: the custom resources the header counts (Modules, Shims,
-/// ImageCaches, ModuleDay0s with their pools and kmm-managed MachineConfigs) and the engine Lease. Never pods,
-/// events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty clusters stays cheap.
-pub fn start_counted(
-    client: &Client,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
-) {
-    let all = watcher::Config::default;
-    spawn(
-        Kind::Module,
-        vec![(Api::<Module>::all(client.clone()), all())],
-        KindSnapshot::Modules,
-        sender,
-        cancel,
-    );
-    spawn(
-        Kind::Shim,
-        vec![(Api::<Shim>::all(client.clone()), all())],
-        KindSnapshot::Shims,
-        sender,
-        cancel,
-    );
-    spawn(
-        Kind::ImageCache,
-        vec![(Api::<ImageCache>::all(client.clone()), all())],
-        KindSnapshot::ImageCaches,
-        sender,
-        cancel,
-    );
-    spawn(
-        Kind::ModuleDay0,
-        vec![(Api::<ModuleDay0>::all(client.clone()), all())],
-        KindSnapshot::ModuleDay0s,
-        sender,
-        cancel,
-    );
-    spawn(
-        Kind::MachineConfigPool,
-        vec![(Api::<MachineConfigPool>::all(client.clone()), all())],
-        KindSnapshot::MachineConfigPools,
-        sender,
-        cancel,
-    );
-    spawn(
-        Kind::MachineConfig,
-        vec![(
-            Api::<MachineConfig>::all(client.clone()),
-            all().labels(&format!("{KMM_MANAGED_LABEL}=true")),
-        )],
-        KindSnapshot::MachineConfigs,
-        sender,
-        cancel,
-    );
-    watch_engine_lease(client, sender, cancel);
 }
 
 /// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine

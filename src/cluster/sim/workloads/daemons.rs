@@ -27,12 +27,14 @@ use k8s_openapi::api::core::v1::{
     Toleration,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, DeleteParams, Patch};
+use kube::api::{Api, DeleteParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::replicas::is_ready;
-use super::{controlled_by, controller_ref, params, patch_params, record, template_hash};
+use super::{
+    controlled_by, controller_ref, params, patch_status_if_changed, record, template_hash,
+};
 use crate::cluster::sim::scheduler::events::Recorder;
 use crate::cluster::sim::scheduler::filter::{self, DaemonPlacement};
 
@@ -361,20 +363,7 @@ pub async fn sync(
         "observedGeneration": daemon_set.meta().generation,
     });
     let old = serde_json::to_value(&daemon_set.status).unwrap_or(Value::Null);
-    let unchanged = status.as_object().is_some_and(|fields| {
-        fields
-            .iter()
-            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
-    });
-    if unchanged {
-        return Ok(());
-    }
-    Api::<DaemonSet>::namespaced(client.clone(), &namespace)
-        .patch_status(
-            &daemon_set.name_any(),
-            &patch_params(),
-            &Patch::Merge(json!({ "status": status })),
-        )
+    patch_status_if_changed(client, daemon_set, &old, status)
         .await
         .map(drop)
 }

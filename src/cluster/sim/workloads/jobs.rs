@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch};
+use kube::api::{Api, DeleteParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::replicas::is_ready;
-use super::{controlled_by, controller_ref, params, patch_params, record};
+use super::{controlled_by, controller_ref, params, patch_status_if_changed, record};
 use crate::cluster::sim::scheduler::events::Recorder;
 
 /// How long a created pod may take to show in the pod cache before the controller stops counting it.
@@ -206,21 +206,9 @@ pub async fn sync(
             status["completionTime"] = json!(now);
         }
     }
-    let unchanged = status.as_object().is_some_and(|fields| {
-        fields
-            .iter()
-            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
-    });
-    if unchanged {
+    if !patch_status_if_changed(client, job, &old, status).await? {
         return Ok(());
     }
-    Api::<Job>::namespaced(client.clone(), &namespace)
-        .patch_status(
-            &job.name_any(),
-            &patch_params(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await?;
     if finished.is_some() {
         record(recorder, job, reason, &message).await;
     }

@@ -356,6 +356,40 @@ fn patch_params() -> PatchParams {
 }
 
 /// Whether the object of `meta` names the owner of `owner_uid` as its controller.
+/// Write `status` to the owner's status unless every field it names already holds that value (a missing field
+/// counting as 0, as the counts these controllers write read when absent): a pass over an unchanged workload
+/// writes nothing. Whether it wrote.
+async fn patch_status_if_changed<K>(
+    client: &kube::Client,
+    owner: &K,
+    old: &Value,
+    status: Value,
+) -> kube::Result<bool>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let unchanged = status.as_object().is_some_and(|fields| {
+        fields
+            .iter()
+            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
+    });
+    if unchanged {
+        return Ok(false);
+    }
+    let namespace = owner.namespace().unwrap_or_default();
+    Api::<K>::namespaced(client.clone(), &namespace)
+        .patch_status(
+            &owner.name_any(),
+            &patch_params(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    Ok(true)
+}
+
 fn controlled_by(meta: &kube::api::ObjectMeta, owner_uid: &str) -> bool {
     meta.owner_references
         .iter()

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec, ReplicationController};
-use kube::api::{Api, DeleteParams, Patch};
+use kube::api::{Api, DeleteParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::{controlled_by, controller_ref, params, patch_params, record};
+use super::{controlled_by, controller_ref, params, record};
 use crate::cluster::sim::scheduler::events::Recorder;
 
 /// A kind that keeps `replicas` pods of a template, and reports on them in its status.
@@ -136,20 +136,7 @@ pub async fn sync<K: Replicated>(
         "observedGeneration": owner.meta().generation,
     });
     let old = owner.status_value();
-    let unchanged = status.as_object().is_some_and(|fields| {
-        fields
-            .iter()
-            .all(|(key, value)| old.get(key).unwrap_or(&json!(0)) == value)
-    });
-    if unchanged {
-        return Ok(());
-    }
-    Api::<K>::namespaced(client.clone(), &namespace)
-        .patch_status(
-            &owner.name_any(),
-            &patch_params(),
-            &Patch::Merge(json!({ "status": status })),
-        )
+    super::patch_status_if_changed(client, owner, &old, status)
         .await
         .map(drop)
 }
