@@ -115,3 +115,13 @@ impl World {
 pub(crate) fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
+
+/// What the simulation's placement caches (the scheduler's, the DaemonSet controller's) keep of a node: no managed
+/// fields and no image list. Nothing there places pods by the images a node holds, and on a cluster whose nodes hold
+/// many images the lists were most of each cached node, written anew at every pull.
+pub(crate) fn node_for_placement(node: &mut k8s_openapi::api::core::v1::Node) {
+    forget_managed_fields(node);
+    if let Some(status) = node.status.as_mut() {
+        status.images = None;
+    }
+}

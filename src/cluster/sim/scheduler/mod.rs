@@ -68,7 +68,7 @@ impl Scheduler {
         let node_events = reflector::reflector(
             node_writer,
             watcher(Api::<Node>::all(client), watcher::Config::default())
-                .modify(forget_managed_fields),
+                .modify(super::node_for_placement),
         )
         .default_backoff();
         let pod_events = pod_events.map(|event| match event {

@@ -108,7 +108,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             reflector::reflector(
                 node_writer,
                 watcher(Api::<Node>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
+                    .modify(super::node_for_placement),
             )
             .default_backoff()
             .map(move |event| match event {
