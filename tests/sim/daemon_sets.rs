@@ -6,9 +6,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::sim::workloads::daemons::CONTROLLER_REVISION_HASH;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -74,12 +72,7 @@ fn names(list: &[&str]) -> BTreeSet<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_daemon_set_runs_one_pod_per_fitting_node_and_rolls_out_within_its_budget() {
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
-        ..Default::default()
-    })
-    .await
-    .expect("the cluster starts");
+    let cluster = super::cluster_on(SCENARIO).await;
     let client = cluster.client();
     let api = Api::<DaemonSet>::namespaced(client.clone(), "default");
     let manifest: DaemonSet = serde_json::from_value(json!({

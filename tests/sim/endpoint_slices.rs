@@ -6,8 +6,6 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -48,12 +46,7 @@ async fn pod_ips(client: &kube::Client) -> BTreeSet<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_service_gets_a_slice_of_its_ready_pods() {
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
-        ..Default::default()
-    })
-    .await
-    .expect("the cluster starts");
+    let cluster = super::cluster_on(SCENARIO).await;
     let client = cluster.client();
     let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
     let deployment: Deployment = serde_json::from_value(json!({

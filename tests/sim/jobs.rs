@@ -3,8 +3,6 @@
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
@@ -50,12 +48,7 @@ async fn state(api: &Api<Job>, name: &str) -> Option<(i32, i32, i32, Option<(Str
 
 #[tokio::test(start_paused = true)]
 async fn jobs_complete_after_their_completions_and_fail_past_their_backoff_limit() {
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
-        ..Default::default()
-    })
-    .await
-    .expect("the cluster starts");
+    let cluster = super::cluster_on(SCENARIO).await;
     let client = cluster.client();
     let api = Api::<Job>::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &job("batch", 3, 2, 0))

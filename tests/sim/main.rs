@@ -12,3 +12,16 @@ mod jobs;
 mod kubelet;
 mod scenarios;
 mod workloads;
+
+use kmm_tui::cluster::sim::scenario::Scenario;
+use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+
+/// An embedded cluster simulating `scenario` (YAML), for the tests that run workloads on its nodes.
+async fn cluster_on(scenario: &str) -> EmbeddedCluster {
+    EmbeddedCluster::start(EmbeddedOptions {
+        scenario: Some(Scenario::parse(scenario, "test", None).expect("the scenario parses")),
+        ..Default::default()
+    })
+    .await
+    .expect("the cluster starts")
+}

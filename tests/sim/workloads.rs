@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController};
-use kmm_tui::cluster::sim::scenario::Scenario;
 use kmm_tui::cluster::sim::workloads::POD_TEMPLATE_HASH;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -68,12 +66,7 @@ async fn available(client: &kube::Client) -> Option<i32> {
 
 #[tokio::test(start_paused = true)]
 async fn a_deployment_keeps_its_pods_through_deletion_scaling_and_a_new_template() {
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
-        ..Default::default()
-    })
-    .await
-    .expect("the cluster starts");
+    let cluster = super::cluster_on(SCENARIO).await;
     let client = cluster.client();
     let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
     let deployment: Deployment = serde_json::from_value(json!({
@@ -203,12 +196,7 @@ pub async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<Pod> {
 
 #[tokio::test(start_paused = true)]
 async fn a_replication_controller_keeps_its_pods_and_reports_them() {
-    let cluster = EmbeddedCluster::start(EmbeddedOptions {
-        scenario: Some(Scenario::parse(SCENARIO, "test", None).expect("the scenario parses")),
-        ..Default::default()
-    })
-    .await
-    .expect("the cluster starts");
+    let cluster = super::cluster_on(SCENARIO).await;
     let client = cluster.client();
     let controllers = Api::<ReplicationController>::namespaced(client.clone(), "default");
     let controller: ReplicationController = serde_json::from_value(json!({
