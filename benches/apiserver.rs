@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent,
     WatchParams,

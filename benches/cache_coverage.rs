@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kmm_tui::api::imagecache::ImageCache;
-use kmm_tui::cluster::sim::scenario::{ImageSpec, Scenario};
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::{self, Context, Family, PodImages, Settings};
+use kmm_api::imagecache::ImageCache;
+use kmm_cluster::sim::scenario::{ImageSpec, Scenario};
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::{Context, Family, PodImages, Settings};
 use kube::api::{Api, ListParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
@@ -117,7 +117,7 @@ async fn main() {
         .with_settings(settings),
     );
     let stop = CancellationToken::new();
-    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let engine = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));
 
     let cache: ImageCache = serde_json::from_value(serde_json::json!({
         "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",

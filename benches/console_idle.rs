@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kmm_tui::api::kmm::Module;
+use kmm_api::kmm::Module;
 use kube::Api;
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -63,7 +63,7 @@ const ROLLOUT_LIMIT: Duration = Duration::from_secs(600);
 /// Node counts measured by default: `large` itself, and a tenth of it, where a rollout converges quickly.
 const NODE_COUNTS: [usize; 2] = [5000, 500];
 /// The `large` scenario, whose node count and registry the runs adjust.
-const LARGE: &str = include_str!("../src/cluster/sim/scenarios/large.yaml");
+const LARGE: &str = include_str!("../crates/cluster/src/sim/scenarios/large.yaml");
 /// The Module's image in the registry, for `large`'s kernel, and the namespace the Module lives in.
 const REGISTRY_AND_NAMESPACE: &str = "
 registry:

@@ -74,7 +74,7 @@
 //!   (5.1 to 6.2 engine writes per reloaded node and Module over three runs) come from the Module reconciler
 //!   removing a node's entry while the image for its new kernel is being checked, then adding it back.
 //!
-//! [`Store::write_counts`]: kmm_tui::cluster::store::Store::write_counts
+//! [`Store::write_counts`]: kmm_cluster::store::Store::write_counts
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,12 +83,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::api::day0::MachineConfigPool;
-use kmm_tui::api::kmm::{Module, NodeModulesConfig};
-use kmm_tui::cluster::apiserver::ApiServer;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::{self, Context, PodImages, labels};
+use kmm_api::day0::MachineConfigPool;
+use kmm_api::kmm::{Module, NodeModulesConfig};
+use kmm_cluster::apiserver::ApiServer;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::{Context, PodImages, labels};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
@@ -538,7 +538,7 @@ async fn main() {
     let engine_client = kube::Client::new(named, "default");
     let stop = CancellationToken::new();
     let context = Arc::new(Context::new(engine_client, PodImages::default(), None));
-    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let engine = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));
     let modules: Api<Module> = Api::namespaced(client.clone(), "bench");
 
     roll_out(

@@ -23,9 +23,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kmm_tui::cluster::apiserver::ApiServer;
-use kmm_tui::cluster::apiserver::registry::ResourceKey;
-use kmm_tui::cluster::store::{DEFAULT_HISTORY, Store};
+use kmm_cluster::apiserver::ApiServer;
+use kmm_cluster::apiserver::registry::ResourceKey;
+use kmm_cluster::store::{DEFAULT_HISTORY, Store};
 use serde_json::{Value, json};
 
 const UNRELATED: usize = 45_000;

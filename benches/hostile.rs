@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;

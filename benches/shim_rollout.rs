@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kmm_tui::api::shim::Shim;
-use kmm_tui::cluster::apiserver::ApiServer;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::shim::INSTALLER_NAMESPACE;
-use kmm_tui::engine::{self, Context, Family, PodImages, Settings};
+use kmm_api::shim::Shim;
+use kmm_cluster::apiserver::ApiServer;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::shim::INSTALLER_NAMESPACE;
+use kmm_engine::{Context, Family, PodImages, Settings};
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,7 @@ const ARCHIVE: &str = "https://shims.example.com/spin-v2.tar.gz";
 fn scenario() -> Scenario {
     let text = format!(
         "{}\nregistry:\n  shims:\n    - {{url: \"{ARCHIVE}\", binary: containerd-shim-spin-v2}}\n",
-        include_str!("../src/cluster/sim/scenarios/large.yaml")
+        include_str!("../crates/cluster/src/sim/scenarios/large.yaml")
     );
     Scenario::parse(&text, "large", None).expect("the scenario parses")
 }
@@ -147,7 +147,7 @@ async fn main() {
         .with_settings(settings),
     );
     let stop = CancellationToken::new();
-    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let engine = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));
     let shim: Shim = serde_json::from_value(serde_json::json!({
         "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
         "metadata": {"name": "spin-v2"},

@@ -10,7 +10,7 @@ mod soak;
 
 use std::time::Duration;
 
-use kmm_tui::engine::imagecache;
+use kmm_engine::imagecache;
 
 fn main() {
     let config = soak::Config {

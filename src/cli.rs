@@ -1,8 +1,9 @@
 //! The command line: every subcommand and option, as clap parses them; what each command does is in `main.rs`.
 
 use clap::{Args, Parser, Subcommand};
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::{Family, LeaseConfig, PodImages, Settings};
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::{Family, LeaseConfig};
+use kmm_tui::controller::{ControllerArgs, EngineArgs, ImageArgs, parse_duration};
 use kmm_tui::tui::app::EngineMode;
 use kmm_tui::tui::console::{ClusterChoice, ConsoleOptions};
 use std::net::SocketAddr;
@@ -198,43 +199,6 @@ pub(crate) struct ServeArgs {
     pub(crate) engine: EngineArgs,
 }
 
-#[derive(Args)]
-pub(crate) struct ControllerArgs {
-    /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) kubeconfig: Option<PathBuf>,
-    /// Context of the kubeconfig to use instead of its current one.
-    #[arg(long, value_name = "NAME")]
-    pub(crate) context: Option<String>,
-    /// Namespace of the Lease that elects the acting engine.
-    #[arg(long, value_name = "NS", default_value = DEFAULT_LEASE_NAMESPACE)]
-    pub(crate) lease_namespace: String,
-    /// Name of the Lease that elects the acting engine.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
-    pub(crate) lease_name: String,
-    /// This engine's name in the Lease; must differ between engines. Defaults to `<hostname>-<pid>`.
-    #[arg(long, value_name = "ID")]
-    pub(crate) identity: Option<String>,
-    /// Seconds a leader's Lease holds without renewal: how long a standby waits after the leader dies.
-    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) lease_duration: u64,
-    #[command(flatten)]
-    pub(crate) images: ImageArgs,
-    #[command(flatten)]
-    pub(crate) engine: EngineArgs,
-    /// Serve the probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API server and, when
-    /// acting, its caches have listed), e.g. `0.0.0.0:8081`. The same endpoint serves `/metrics`.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) health_listen: Option<SocketAddr>,
-    /// Serve the engine's Prometheus metrics (`/metrics`, with the probes beside it) here, e.g. `0.0.0.0:8080`.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) metrics_listen: Option<SocketAddr>,
-    /// Print the least-privilege RBAC the engine needs (ServiceAccount, ClusterRole, Role for the Lease and their
-    /// bindings) as YAML, and exit.
-    #[arg(long)]
-    pub(crate) print_rbac: bool,
-}
-
 /// The cluster `install` and `uninstall --apply` talk to.
 #[derive(Args)]
 pub(crate) struct TargetArgs {
@@ -327,102 +291,4 @@ impl PlacementArgs {
             service_monitor: false,
         }
     }
-}
-
-/// Images of the pods the engine creates; each defaults to the upstream project's published image.
-#[derive(Args)]
-pub(crate) struct ImageArgs {
-    /// Image of the worker pods that load and unload kernel modules on nodes.
-    #[arg(long, value_name = "IMG")]
-    pub(crate) worker_image: Option<String>,
-    /// Image of the pods that build kernel module images.
-    #[arg(long, value_name = "IMG")]
-    pub(crate) build_image: Option<String>,
-    /// Image holding `sign-file`, for the pods that sign kernel modules.
-    #[arg(long, value_name = "IMG")]
-    pub(crate) sign_image: Option<String>,
-    /// Image of the init container that downloads a shim archive (runtime-class-manager's shim-downloader).
-    #[arg(long, value_name = "IMG")]
-    pub(crate) shim_downloader_image: Option<String>,
-    /// Image of the container that installs a shim on its node (runtime-class-manager's node-installer).
-    #[arg(long, value_name = "IMG")]
-    pub(crate) shim_installer_image: Option<String>,
-    /// Image whose `echo` the image cache's pull pods run (kube-fledged's busybox).
-    #[arg(long, value_name = "IMG")]
-    pub(crate) cache_busybox_image: Option<String>,
-    /// Image with `crictl`, for the pods that purge cached images (kube-fledged's cri-client).
-    #[arg(long, value_name = "IMG")]
-    pub(crate) cache_cri_client_image: Option<String>,
-}
-
-impl ImageArgs {
-    pub(crate) fn pod_images(self) -> PodImages {
-        let defaults = PodImages::default();
-        PodImages {
-            worker: self.worker_image.unwrap_or(defaults.worker),
-            build: self.build_image.unwrap_or(defaults.build),
-            sign: self.sign_image.unwrap_or(defaults.sign),
-            shim_downloader: self
-                .shim_downloader_image
-                .unwrap_or(defaults.shim_downloader),
-            shim_installer: self.shim_installer_image.unwrap_or(defaults.shim_installer),
-            cache_busybox: self.cache_busybox_image.unwrap_or(defaults.cache_busybox),
-            cache_cri_client: self
-                .cache_cri_client_image
-                .unwrap_or(defaults.cache_cri_client),
-        }
-    }
-}
-
-/// What the engine runs, beyond its images.
-#[derive(Args)]
-pub(crate) struct EngineArgs {
-    /// The families of reconcilers to run (comma-separated): kmm (kernel modules), shims (containerd shims),
-    /// caches (pre-pulled images), day0 (kernel modules in the OS image). All by default.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
-    pub(crate) families: Vec<Family>,
-    /// Re-pull every cached image this often even when nothing changed (e.g. `30m`, `6h`), for registries whose
-    /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub(crate) cache_refresh: Option<Duration>,
-    /// Retry a failed pull of a cached image this long after it failed (e.g. `30s`, `2m`), doubling per attempt up
-    /// to twenty times this.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub(crate) cache_retry: Duration,
-    /// How often every reconciler looks again at each object it owns when nothing it watches changed (e.g. `10m`,
-    /// `1h`), so a change no watch delivers heals within it. Each object's period is jittered by a fifth either way.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
-    pub(crate) resync_period: Duration,
-}
-
-impl EngineArgs {
-    pub(crate) fn settings(&self) -> Settings {
-        let defaults = Settings::default();
-        Settings {
-            families: if self.families.is_empty() {
-                defaults.families
-            } else {
-                self.families.iter().copied().collect()
-            },
-            cache_refresh: self.cache_refresh,
-            cache_retry: self.cache_retry,
-            resync: self.resync_period,
-        }
-    }
-}
-
-/// A positive duration in seconds (`90`) or with units (`90s`, `30m`, `6h`, `1h30m`).
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let parsed = match text.parse::<u64>() {
-        Ok(seconds) => Some(Duration::from_secs(seconds)),
-        Err(_) => text
-            .parse::<jiff::SignedDuration>()
-            .ok()
-            .filter(|d| !d.is_negative())
-            .map(|d| d.unsigned_abs()),
-    };
-    parsed
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("`{text}` is not a positive duration like 90s, 30m or 6h"))
 }

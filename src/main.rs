@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::endpoint::{self, Reported};
-use kmm_tui::engine::health::{self, Health};
-use kmm_tui::engine::leader::Candidacy;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::rbac::EngineRbac;
-use kmm_tui::engine::{EngineConfig, Family, LeaseConfig};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::endpoint::{self, Reported};
+use kmm_engine::health::{self, Health};
+use kmm_engine::leader::Candidacy;
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::rbac::EngineRbac;
+use kmm_engine::{EngineConfig, Family, LeaseConfig};
 use kmm_tui::tui::console::{self};
 use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 mod cli;
 
 use cli::*;
+use kmm_tui::controller::ControllerArgs;
 
 /// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
 const EMBEDDED_IDENTITY: &str = "embedded";
@@ -118,10 +119,9 @@ fn run_command(cli: Cli, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()
     match cli.command {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
         Some(Command::Controller(args)) => runtime.block_on(controller(args)),
-        Some(Command::Crds) => print_out(
-            &kmm_tui::api::crds::to_yaml(&kmm_tui::api::crds::all()),
-            "the CRDs",
-        ),
+        Some(Command::Crds) => {
+            print_out(&kmm_api::crds::to_yaml(&kmm_api::crds::all()), "the CRDs")
+        }
         Some(Command::Install(args)) => runtime.block_on(install(args)),
         Some(Command::Uninstall(args)) => runtime.block_on(uninstall(args)),
         Some(Command::Screenshots(args)) => {
@@ -253,6 +253,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         event_ttl: args.event_ttl,
         scenario: Some(scenario),
         connection_limits: None,
+        own_image: Some(kmm_tui::controller::own_image()),
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
@@ -271,12 +272,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     println!(
         "kmm-tui: read-only: KUBECONFIG={} kubectl --context {} get namespaces",
         kubeconfig_out.display(),
-        kmm_tui::cluster::kubeconfig::VIEWER_CONTEXT
+        kmm_cluster::kubeconfig::VIEWER_CONTEXT
     );
-    if let Some(warning) = cluster
-        .address()
-        .and_then(kmm_tui::cluster::exposure_warning)
-    {
+    if let Some(warning) = cluster.address().and_then(kmm_cluster::exposure_warning) {
         eprintln!("kmm-tui: warning: {warning}");
     }
     match &args.state_dir {
@@ -314,8 +312,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await?;
             println!("kmm-tui: engine metrics on http://{address}/metrics");
         }
-        let engine =
-            kmm_tui::engine::run_steered(cluster.client(), config, candidacy, shutdown.clone());
+        let engine = kmm_engine::run_steered(cluster.client(), config, candidacy, shutdown.clone());
         health::track(&reported.health, stopped_within(engine, &shutdown, limit)).await
     } else {
         shutdown.cancelled().await;
@@ -327,13 +324,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Run the engine against the cluster the arguments point at, until a signal stops it.
 async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
-    let identity = args.identity.unwrap_or_else(default_identity);
-    let lease = LeaseConfig::new(
-        args.lease_namespace,
-        args.lease_name,
-        identity,
-        Duration::from_secs(args.lease_duration),
-    );
+    let lease = args.lease(default_identity);
     let settings = args.engine.settings();
     if args.print_rbac {
         let families: Vec<Family> = settings.families.iter().copied().collect();
@@ -366,7 +357,7 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     )
     .await?;
     let health = reported.health;
-    let engine = kmm_tui::engine::run_steered(client, config, candidacy, shutdown.clone());
+    let engine = kmm_engine::run_steered(client, config, candidacy, shutdown.clone());
     health::track(&health, stopped_within(engine, &shutdown, limit)).await?;
     tracing::info!("engine stopped");
     Ok(())

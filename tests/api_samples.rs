@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
-use kmm_tui::api::{crds, day0, imagecache, kmm, shim, validation};
+use kmm_api::{crds, day0, imagecache, kmm, shim, validation};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
-use kmm_tui::api::crds;
+use kmm_api::crds;
 use serde_json::Value;
 
 /// Upstream CRD files, relative to `../shared/reference`.
@@ -465,7 +465,7 @@ fn reason_columns_read_the_ready_condition() {
                     reason_columns += 1;
                     let expected = format!(
                         ".status.conditions[?(@.type==\"{}\")].reason",
-                        kmm_tui::api::conditions::READY
+                        kmm_api::conditions::READY
                     );
                     assert_eq!(column.json_path, expected, "{:?}", crd.metadata.name);
                 }

@@ -1,7 +1,7 @@
 //! One table per admission rule: inputs that must be admitted and inputs that must be rejected,
 //! with the field the rejection names and a fragment of its message.
 
-use kmm_tui::api::validation::{self, FieldViolation};
+use kmm_api::validation::{self, FieldViolation};
 use serde_json::{Value, json};
 
 /// One input: a JSON merge patch applied to the table's valid base object, and the expectation.

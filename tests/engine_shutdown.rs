@@ -12,9 +12,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::LeaseConfig;
-use kmm_tui::engine::leader::run_as_leader;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::LeaseConfig;
+use kmm_engine::leader::run_as_leader;
 use support::ServeProcess;
 use tokio_util::sync::CancellationToken;
 

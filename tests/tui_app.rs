@@ -8,7 +8,7 @@ use std::sync::Arc;
 mod fleet;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use kmm_tui::api::kmm::{Module, ModuleImagesConfig};
+use kmm_api::kmm::{Module, ModuleImagesConfig};
 use kmm_tui::tui::access::{AccessReport, Capability};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, View};
@@ -409,7 +409,7 @@ fn a_lease_renewal_redraws_only_where_it_shows() {
 #[test]
 fn node_rows_follow_every_node_and_nodemodulesconfig_change() {
     use k8s_openapi::api::core::v1::Node;
-    use kmm_tui::api::kmm::NodeModulesConfig;
+    use kmm_api::kmm::NodeModulesConfig;
     let node = |name: &str, cordoned: bool| {
         Arc::new(
             serde_json::from_value::<Node>(json!({
@@ -532,7 +532,7 @@ fn access_reviews_are_kept_per_context() {
 }
 
 /// An ImageCache `a/warm` with two lists: `nginx:1.27` on every node, `ghcr.io/acme/tool:2` on `gpu=true` nodes.
-fn cache(failures: serde_json::Value) -> Arc<kmm_tui::api::imagecache::ImageCache> {
+fn cache(failures: serde_json::Value) -> Arc<kmm_api::imagecache::ImageCache> {
     Arc::new(
         serde_json::from_value(json!({
             "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use k8s_openapi::api::coordination::v1::Lease;
-use kmm_tui::engine::Family;
-use kmm_tui::engine::operators::Upstream;
+use kmm_engine::Family;
+use kmm_engine::operators::Upstream;
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{
     App, Availability, EngineEvent, EngineMode, EngineMove, Mode, Request, Session, View,
@@ -308,7 +308,7 @@ fn lease_with_activity(holder: &str, window: u64, families: serde_json::Value) -
         .annotations
         .get_or_insert_with(Default::default)
         .insert(
-            kmm_tui::engine::metrics::activity::ACTIVITY_ANNOTATION.to_owned(),
+            kmm_engine::metrics::activity::ACTIVITY_ANNOTATION.to_owned(),
             activity,
         );
     Arc::new(lease)

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kmm_tui::api::kmm::Module;
+use kmm_api::kmm::Module;
 use kmm_tui::install::{DEFAULT_NAMESPACE, DEPLOYMENT_NAME};
 use kube::Api;
 use kube::api::PostParams;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::api::shim::Shim;
+use kmm_api::shim::Shim;
 use kube::Api;
 use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::api::shim::Shim;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_api::shim::Shim;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::data::Kind;
 use kmm_tui::tui::target::Target;

@@ -10,12 +10,12 @@ use crossterm::event::{Event as TerminalEvent, KeyCode, KeyEvent, KeyModifiers};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kmm_tui::api::kmm::{
+use kmm_api::kmm::{
     ImageState, Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation,
 };
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::{self, Context, PodImages, labels, mic};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::{Context, PodImages, labels, mic};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, Severity};
@@ -479,7 +479,7 @@ async fn recheck_makes_the_engine_pull_the_image_again() {
         PodImages::default(),
         Some("tui-writes".to_owned()),
     ));
-    let engine = tokio::spawn(engine::run_reconcilers(context, stop.clone()));
+    let engine = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));
     let pulls = PullPods::watch(&client, EXISTING);
     create_mic(&client, &[EXISTING]).await;
     eventually(120, "the image is proved to exist", || async {
@@ -943,7 +943,7 @@ async fn a_second_esc_discards_an_edit() {
 
 /// The annotations of the ImageCache `acme/warm`.
 async fn cache_annotations(client: &Client) -> std::collections::BTreeMap<String, String> {
-    let caches: Api<kmm_tui::api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
+    let caches: Api<kmm_api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
     caches
         .get("warm")
         .await
@@ -955,11 +955,11 @@ async fn cache_annotations(client: &Client) -> std::collections::BTreeMap<String
 
 #[tokio::test]
 async fn cache_work_is_asked_for_with_annotations_once() {
-    use kmm_tui::api::imagecache::REPULL_ANNOTATION;
-    use kmm_tui::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION};
+    use kmm_api::imagecache::REPULL_ANNOTATION;
+    use kmm_api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION};
     let cluster = start_cluster().await;
     let client = cluster.client();
-    let caches: Api<kmm_tui::api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
+    let caches: Api<kmm_api::imagecache::ImageCache> = Api::namespaced(client.clone(), NS);
     let cache = serde_json::from_value(json!({
         "apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache",
         "metadata": {"name": "warm", "namespace": NS},

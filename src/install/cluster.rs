@@ -85,7 +85,7 @@ pub async fn delete(client: &kube::Client, objects: &[Value]) -> anyhow::Result<
 /// objects of it exist. CRDs the cluster does not serve hold nothing.
 pub async fn crd_contents(client: &kube::Client) -> anyhow::Result<Vec<(String, usize)>> {
     let mut held = Vec::new();
-    for crd in crate::api::crds::all() {
+    for crd in kmm_api::crds::all() {
         let spec = &crd.spec;
         let Some(version) = spec
             .versions

@@ -9,13 +9,12 @@ mod cluster;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::rbac::{ENGINE_ACCOUNT, EngineRbac};
-use crate::engine::{Family, LeaseConfig};
+use kmm_engine::rbac::{ENGINE_ACCOUNT, EngineRbac};
+use kmm_engine::{Family, LeaseConfig};
 
 pub use cluster::{FIELD_MANAGER, apply, crd_contents, delete, serves_service_monitors};
 
-/// Repository of kmm-tui's published image, which the `Containerfile` builds.
-pub const IMAGE_REPOSITORY: &str = "ghcr.io/kmm-tui/kmm-tui";
+pub use kmm_api::IMAGE_REPOSITORY;
 
 /// Namespace the controller is installed in unless told otherwise.
 pub const DEFAULT_NAMESPACE: &str = "kmm-tui-system";
@@ -66,7 +65,7 @@ pub struct InstallOptions {
 
 /// Every object, in the order they can be applied: CRDs, Namespace, RBAC, Deployment.
 pub fn manifests(options: &InstallOptions) -> Vec<Value> {
-    let mut objects: Vec<Value> = crate::api::crds::all().iter().map(to_value).collect();
+    let mut objects: Vec<Value> = kmm_api::crds::all().iter().map(to_value).collect();
     if !CLUSTER_NAMESPACES.contains(&options.namespace.as_str()) {
         objects.push(json!({
             "apiVersion": "v1",
@@ -152,7 +151,7 @@ pub fn to_yaml(objects: &[Value]) -> String {
 /// and only with `include_crds`. Each is reduced to what identifies it.
 pub fn removals(options: &InstallOptions, include_crds: bool) -> Vec<Value> {
     let all = manifests(options);
-    let crds = crate::api::crds::all().len();
+    let crds = kmm_api::crds::all().len();
     let (definitions, rest) = all.split_at(crds);
     let mut objects: Vec<Value> = rest.iter().rev().map(identity).collect();
     if include_crds {
@@ -273,7 +272,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+    use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 
     fn options(namespace: &str) -> InstallOptions {
         InstallOptions {
@@ -301,7 +300,7 @@ mod tests {
     #[test]
     fn the_manifest_holds_crds_namespace_rbac_and_a_hardened_deployment() {
         let objects = manifests(&options(DEFAULT_NAMESPACE));
-        let crds = crate::api::crds::all().len();
+        let crds = kmm_api::crds::all().len();
         assert!(
             kinds(&objects[..crds])
                 .iter()

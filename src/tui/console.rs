@@ -20,13 +20,13 @@ use super::keymap::Keymap;
 use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
 use super::{access, feed, logs, ui, writes};
-use crate::cluster::sim::scenario::Scenario;
-use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
-use crate::engine::endpoint::{self, Reported};
-use crate::engine::health::{self, Health};
-use crate::engine::leader::handoff::request_handoff;
-use crate::engine::leader::{Candidacy, Participate, Participation};
-use crate::engine::{EngineConfig, LeaseConfig, PodImages};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::endpoint::{self, Reported};
+use kmm_engine::health::{self, Health};
+use kmm_engine::leader::handoff::request_handoff;
+use kmm_engine::leader::{Candidacy, Participate, Participation};
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages};
 
 /// The context name the embedded cluster goes by.
 pub const EMBEDDED_CONTEXT: &str = "embedded";
@@ -70,7 +70,7 @@ pub struct ConsoleOptions {
     /// Images of the pods the engine creates.
     pub images: PodImages,
     /// Which families the foreground engine runs, and their options.
-    pub settings: crate::engine::Settings,
+    pub settings: kmm_engine::Settings,
     /// Open on the fleet view rather than one cluster's panes.
     pub fleet: bool,
     /// The contexts the fleet follows; every context of the kubeconfig when None.
@@ -119,8 +119,8 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         let config = EngineConfig {
             images: options.images.clone(),
             lease: LeaseConfig::new(
-                crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
-                crate::engine::leader::DEFAULT_LEASE_NAME,
+                kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
+                kmm_engine::leader::DEFAULT_LEASE_NAME,
                 connection
                     .session
                     .engine_identity
@@ -135,7 +135,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         let candidacy = candidacy.clone();
         let health = health.clone();
         tokio::spawn(async move {
-            let engine = crate::engine::run_steered(client, config, candidacy, cancel);
+            let engine = kmm_engine::run_steered(client, config, candidacy, cancel);
             if let Err(error) = health::track(&health, engine).await {
                 tracing::error!(%error, "engine stopped");
             }
@@ -228,6 +228,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 event_ttl: None,
                 scenario: Some(scenario),
                 connection_limits: None,
+                own_image: Some(crate::controller::own_image()),
             })
             .await?;
             Ok(Connection {
@@ -375,14 +376,14 @@ fn move_engine(
                 tokio::spawn(async move {
                     let asked = request_handoff(
                         client,
-                        crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
-                        crate::engine::leader::DEFAULT_LEASE_NAME,
+                        kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
+                        kmm_engine::leader::DEFAULT_LEASE_NAME,
                         Some(&own),
                         writes::FIELD_MANAGER,
                     )
                     .await;
                     if let Err(error) = asked {
-                        let message = crate::engine::context::describe(&error);
+                        let message = kmm_engine::context::describe(&error);
                         let _ = sender.send(Action::Engine(EngineEvent::RequestFailed(message)));
                     }
                 });

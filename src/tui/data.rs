@@ -10,10 +10,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
-use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
-use crate::api::shim::Shim;
+use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
+use kmm_api::shim::Shim;
 
 /// The kinds the console watches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

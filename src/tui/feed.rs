@@ -20,13 +20,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
-use crate::api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
-use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
-use crate::api::shim::Shim;
-use crate::engine::labels;
-use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
+use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
+use kmm_api::shim::Shim;
+use kmm_engine::labels;
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -206,7 +206,7 @@ fn watch_upstream_operators(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
-    let mut upstream = crate::engine::operators::follow(client.clone(), cancel.clone());
+    let mut upstream = kmm_engine::operators::follow(client.clone(), cancel.clone());
     let sender = sender.clone();
     tokio::spawn(async move {
         while upstream.changed().await.is_ok() {

@@ -17,9 +17,9 @@ use super::app::{App, EngineMode, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::{feed, sample, screenshot, ui};
-use crate::cluster::sim::scenario::Scenario;
-use crate::cluster::{EmbeddedCluster, EmbeddedOptions};
-use crate::engine::{EngineConfig, LeaseConfig, PodImages};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages};
 
 /// What to capture and where.
 #[derive(Clone, Debug)]
@@ -101,21 +101,22 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         event_ttl: None,
         scenario: Some(scenario),
         connection_limits: None,
+        own_image: Some(crate::controller::own_image()),
     })
     .await?;
     let cancel = CancellationToken::new();
     let identity = "kmm-tui-screenshots".to_owned();
-    let engine = tokio::spawn(crate::engine::run(
+    let engine = tokio::spawn(kmm_engine::run(
         cluster.client(),
         EngineConfig {
             images: PodImages::default(),
             lease: LeaseConfig::new(
-                crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
-                crate::engine::leader::DEFAULT_LEASE_NAME,
+                kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
+                kmm_engine::leader::DEFAULT_LEASE_NAME,
                 identity.clone(),
                 Duration::from_secs(15),
             ),
-            settings: crate::engine::Settings::default(),
+            settings: kmm_engine::Settings::default(),
         },
         cancel.clone(),
     ));

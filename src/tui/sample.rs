@@ -19,8 +19,8 @@ pub mod day0;
 pub mod fleet;
 pub mod preflight;
 
-use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
+use kmm_engine::{kernel, labels};
 
 /// The kernels of the sample's nodes: two with a mapping in every Module, one with none.
 const KERNELS: [(&str, &str); 3] = [
@@ -367,8 +367,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
 pub fn engine_lease(holder: &str) -> Arc<k8s_openapi::api::coordination::v1::Lease> {
     object(json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": crate::engine::leader::DEFAULT_LEASE_NAME,
-                     "namespace": crate::engine::leader::DEFAULT_LEASE_NAMESPACE},
+        "metadata": {"name": kmm_engine::leader::DEFAULT_LEASE_NAME,
+                     "namespace": kmm_engine::leader::DEFAULT_LEASE_NAMESPACE},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": now().to_string()},
     }))
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 
 /// Start an in-memory embedded cluster.
 pub async fn cluster() -> EmbeddedCluster {

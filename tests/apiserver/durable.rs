@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kmm_tui::cluster::EmbeddedOptions;
+use kmm_cluster::EmbeddedOptions;
 use kube::api::{Api, PostParams};
 
 use super::common::cluster_with;

@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
-use kmm_tui::cluster::EmbeddedCluster;
+use kmm_cluster::EmbeddedCluster;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Error};
 use serde_json::{Value, json};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::events::v1::Event as NewEvent;
-use kmm_tui::cluster::EmbeddedOptions;
+use kmm_cluster::EmbeddedOptions;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
-use kmm_tui::cluster::EmbeddedOptions;
+use kmm_cluster::EmbeddedOptions;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};

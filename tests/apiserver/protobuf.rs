@@ -2,7 +2,7 @@
 //! of the same object, for creates, updates, delete options and access reviews; responses stay JSON, and a client
 //! that accepts only protobuf is told so with 406.
 
-use kmm_tui::cluster::apiserver::protobuf::{self, MEDIA_TYPE};
+use kmm_cluster::apiserver::protobuf::{self, MEDIA_TYPE};
 use serde_json::{Value, json};
 
 use super::common::cluster;

@@ -10,9 +10,9 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
-use kmm_tui::cluster::EmbeddedCluster;
-use kmm_tui::cluster::apiserver::Authenticated;
-use kmm_tui::cluster::apiserver::auth::identity::UserInfo;
+use kmm_cluster::EmbeddedCluster;
+use kmm_cluster::apiserver::Authenticated;
+use kmm_cluster::apiserver::auth::identity::UserInfo;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, Error};
 use serde_json::json;
@@ -489,7 +489,7 @@ async fn in_process_code_can_act_as_a_service_account() {
         .auth()
         .issue_token(server.store(), "default", "controller", 600, Vec::new())
         .expect("a token");
-    let client = kmm_tui::cluster::client_with_token(server, &issued.token).expect("a client");
+    let client = kmm_cluster::client_with_token(server, &issued.token).expect("a client");
     assert_eq!(
         status_of_whoami(&client).await,
         "system:serviceaccount:default:controller"
@@ -504,7 +504,7 @@ async fn in_process_code_can_act_as_a_service_account() {
             vec!["https://vault.example".to_owned()],
         )
         .expect("a token for another audience");
-    let client = kmm_tui::cluster::client_with_token(server, &elsewhere.token).expect("a client");
+    let client = kmm_cluster::client_with_token(server, &elsewhere.token).expect("a client");
     assert_eq!(
         status(client.list_api_groups().await).0,
         401,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kmm_tui::api::crds;
+use kmm_api::crds;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -47,10 +47,7 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Apply each document of our kinds; check acceptance against what is expected of it.
-async fn apply_all(
-    cluster: &kmm_tui::cluster::EmbeddedCluster,
-    docs: Vec<(String, Value)>,
-) -> usize {
+async fn apply_all(cluster: &kmm_cluster::EmbeddedCluster, docs: Vec<(String, Value)>) -> usize {
     let definitions = crds::all();
     let client = cluster.client();
     let mut applied = 0;
@@ -143,7 +140,7 @@ async fn apply_all(
 }
 
 /// Apply the `kmm-tui crds` output as `kubectl apply -f -` would see it.
-async fn apply_crds_yaml(cluster: &kmm_tui::cluster::EmbeddedCluster) {
+async fn apply_crds_yaml(cluster: &kmm_cluster::EmbeddedCluster) {
     let yaml = crds::to_yaml(&crds::all());
     let docs: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&yaml).unwrap();
     assert_eq!(docs.len(), crds::all().len());

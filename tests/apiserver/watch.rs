@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kmm_tui::cluster::EmbeddedOptions;
+use kmm_cluster::EmbeddedOptions;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::json;

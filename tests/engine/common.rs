@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_tui::engine::{self, Context, PodImages};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_engine::{Context, PodImages};
 use tokio::task::JoinHandle;
 
 #[path = "../support/wait.rs"]
@@ -42,6 +42,7 @@ impl Harness {
         let scenario = Scenario::load(&source).expect("the scenario loads");
         let cluster = EmbeddedCluster::start(EmbeddedOptions {
             scenario: Some(scenario),
+            own_image: Some(kmm_tui::controller::own_image()),
             ..Default::default()
         })
         .await
@@ -59,6 +60,7 @@ impl Harness {
             Scenario::load(&scenario_path(scenario).to_string_lossy()).expect("the scenario loads");
         let cluster = EmbeddedCluster::start(EmbeddedOptions {
             scenario: Some(scenario),
+            own_image: Some(kmm_tui::controller::own_image()),
             listen: Some(([127, 0, 0, 1], 0).into()),
             kubeconfig_out: Some(kubeconfig.to_path_buf()),
             ..Default::default()
@@ -89,7 +91,7 @@ impl Harness {
     pub fn start_engine(&mut self) {
         assert!(self.engine.is_none(), "the engine is already running");
         let stop = CancellationToken::new();
-        let task = tokio::spawn(engine::run_reconcilers(self.context(), stop.clone()));
+        let task = tokio::spawn(kmm_engine::run_reconcilers(self.context(), stop.clone()));
         self.engine = Some((stop, task));
     }
 
@@ -98,7 +100,7 @@ impl Harness {
     pub fn start_context(&mut self, context: Context) {
         assert!(self.engine.is_none(), "the engine is already running");
         let stop = CancellationToken::new();
-        let task = tokio::spawn(engine::run_reconcilers(Arc::new(context), stop.clone()));
+        let task = tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
         self.engine = Some((stop, task));
     }
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kmm_tui::api::day0::{ClusterVersion, MachineConfig, ModuleDay0};
-use kmm_tui::api::kmm::ModuleImagesConfig;
-use kmm_tui::engine::day0::handover::NAMESPACE;
-use kmm_tui::engine::day0::images::mic_name;
-use kmm_tui::engine::{self, Family, Settings, labels};
+use kmm_api::day0::{ClusterVersion, MachineConfig, ModuleDay0};
+use kmm_api::kmm::ModuleImagesConfig;
+use kmm_engine::day0::handover::NAMESPACE;
+use kmm_engine::day0::images::mic_name;
+use kmm_engine::{Family, Settings, labels};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -46,7 +46,7 @@ fn start_day0(harness: &mut Harness) {
             families: [Family::Day0].into(),
             ..Settings::default()
         };
-        engine::run_reconcilers(Arc::new((*ctx).clone().with_settings(settings)), stop)
+        kmm_engine::run_reconcilers(Arc::new((*ctx).clone().with_settings(settings)), stop)
     });
 }
 

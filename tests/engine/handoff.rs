@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kmm_tui::engine::leader::fence::field_manager;
-use kmm_tui::engine::leader::handoff::request_handoff;
-use kmm_tui::engine::leader::{
+use kmm_engine::leader::fence::field_manager;
+use kmm_engine::leader::handoff::request_handoff;
+use kmm_engine::leader::{
     Candidacy, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Fence, Participation,
 };
-use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
+use kmm_engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
@@ -46,7 +46,7 @@ struct SteeredEngine {
 }
 
 /// The KMM family's engine under `identity`, on the default Lease with the tests' short lease duration.
-fn kmm_engine(identity: &str) -> EngineConfig {
+fn kmm_family_engine(identity: &str) -> EngineConfig {
     EngineConfig {
         images: PodImages::default(),
         lease: LeaseConfig::new(
@@ -66,8 +66,8 @@ impl SteeredEngine {
     fn start(client: kube::Client, identity: &str) -> Self {
         let candidacy = Candidacy::default();
         let shutdown = CancellationToken::new();
-        let config = kmm_engine(identity);
-        let task = tokio::spawn(engine::run_steered(
+        let config = kmm_family_engine(identity);
+        let task = tokio::spawn(kmm_engine::run_steered(
             client,
             config,
             candidacy.clone(),
@@ -461,8 +461,8 @@ async fn a_fenced_client_writes_only_while_its_engine_holds_the_lease() {
         ..Candidacy::default()
     };
     let shutdown = CancellationToken::new();
-    let config = kmm_engine(CONSOLE);
-    let task = tokio::spawn(engine::run_steered(
+    let config = kmm_family_engine(CONSOLE);
+    let task = tokio::spawn(kmm_engine::run_steered(
         client.clone(),
         config,
         candidacy.clone(),
@@ -479,7 +479,7 @@ async fn a_fenced_client_writes_only_while_its_engine_holds_the_lease() {
     };
     let api = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(fenced.clone(), "acme");
     let params = PostParams {
-        field_manager: Some(kmm_tui::engine::context::MANAGER.to_owned()),
+        field_manager: Some(kmm_engine::context::MANAGER.to_owned()),
         ..PostParams::default()
     };
     let written = api

@@ -12,9 +12,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::rbac::ENGINE_ACCOUNT;
-use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::rbac::ENGINE_ACCOUNT;
+use kmm_engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
 use serde_json::json;
@@ -311,7 +311,7 @@ async fn installed_controllers_elect_one_engine_and_the_standby_takes_over_when_
     .await;
 
     // An engine elected like the console's foreground engine (the default Lease) stands by while a pod leads.
-    let console_engine = tokio::spawn(engine::run(
+    let console_engine = tokio::spawn(kmm_engine::run(
         harness.client(),
         EngineConfig {
             images: PodImages::default(),

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kmm_tui::api::imagecache::{
+use kmm_api::imagecache::{
     ImageCache, ImageCacheActionStatus, PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION,
 };
-use kmm_tui::engine::{self, Family, Settings, imagecache};
+use kmm_engine::{Family, Settings, imagecache};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -53,7 +53,7 @@ fn start_caches_with(harness: &mut Harness, settings: Settings) {
         ..settings
     };
     harness.start_with(move |context, stop| {
-        engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
+        kmm_engine::run_reconcilers(Arc::new((*context).clone().with_settings(settings)), stop)
     });
 }
 

@@ -9,12 +9,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::coordination::v1::Lease;
-use kmm_tui::api::shim::Shim;
-use kmm_tui::engine::endpoint::{self, Reported};
-use kmm_tui::engine::health::{self, Health};
-use kmm_tui::engine::leader::Candidacy;
-use kmm_tui::engine::metrics::activity::Activity;
-use kmm_tui::engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
+use kmm_api::shim::Shim;
+use kmm_engine::endpoint::{self, Reported};
+use kmm_engine::health::{self, Health};
+use kmm_engine::leader::Candidacy;
+use kmm_engine::metrics::activity::Activity;
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -115,7 +115,7 @@ async fn a_scrape_during_a_rollout_shows_controller_runtime_metrics_moving() {
         tokio::spawn(async move {
             health::track(
                 &health,
-                engine::run_steered(client, config, candidacy, stop),
+                kmm_engine::run_steered(client, config, candidacy, stop),
             )
             .await
         })

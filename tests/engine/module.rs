@@ -2,8 +2,8 @@
 //! and explain themselves when they cannot.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kmm_tui::api::kmm::{ImageState, ModuleImagesConfig};
-use kmm_tui::engine::labels;
+use kmm_api::kmm::{ImageState, ModuleImagesConfig};
+use kmm_engine::labels;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;

@@ -6,12 +6,12 @@
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use kmm_tui::api::kmm::preflight::v1beta1;
-use kmm_tui::api::kmm::{
+use kmm_api::kmm::preflight::v1beta1;
+use kmm_api::kmm::{
     Module, ModuleImagesConfig, PreflightModuleStatus, PreflightValidation, VerificationStage,
     VerificationStatus,
 };
-use kmm_tui::engine::{mbsc, mic, preflight};
+use kmm_engine::{mbsc, mic, preflight};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -217,7 +217,7 @@ async fn every_module_gets_a_verdict_and_the_checks_go_with_the_preflight() {
         VerificationStatus::Success,
         "{builds:?}"
     );
-    let mbsc = Api::<kmm_tui::api::kmm::ModuleBuildSignConfig>::namespaced(client.clone(), NS)
+    let mbsc = Api::<kmm_api::kmm::ModuleBuildSignConfig>::namespaced(client.clone(), NS)
         .get("builds-preflight")
         .await
         .expect("the build went through the check's ModuleBuildSignConfig");

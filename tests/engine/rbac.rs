@@ -10,9 +10,9 @@ use std::time::Duration;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::rbac::EngineRbac;
-use kmm_tui::engine::{EngineConfig, LeaseConfig, PodImages, Settings};
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::rbac::EngineRbac;
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde::Serialize;
 use serde_json::json;
@@ -137,7 +137,7 @@ fn run_engine(harness: &Harness, token: &str) -> (CancellationToken, tokio::task
     let stop = CancellationToken::new();
     let running = stop.clone();
     let task = tokio::spawn(async move {
-        if let Err(e) = kmm_tui::engine::run(client, config, running).await {
+        if let Err(e) = kmm_engine::run(client, config, running).await {
             tracing::error!("the engine stopped: {e:#}");
         }
     });
@@ -222,7 +222,7 @@ async fn the_printed_rbac_is_enough_and_a_missing_rule_is_a_clear_403() {
     create_module(&harness, "acme-kmod-2", module_spec()).await;
     let refusal = format!(
         "is forbidden: User \"system:serviceaccount:{DEFAULT_LEASE_NAMESPACE}:{}\" cannot patch resource \"modules/status\" in API group \"kmm.sigs.x-k8s.io\" in the namespace \"acme\"",
-        kmm_tui::engine::rbac::ENGINE_ACCOUNT
+        kmm_engine::rbac::ENGINE_ACCOUNT
     );
     // Where a person looks: an Event on the Module (its status is what the engine may not write).
     eventually(60, "the engine reports the 403 on the Module", || async {

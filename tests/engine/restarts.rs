@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use kmm_tui::api::kmm::ImageState;
-use kmm_tui::engine::labels;
+use kmm_api::kmm::ImageState;
+use kmm_engine::labels;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 

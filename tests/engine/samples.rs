@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use kmm_tui::api::kmm::Module;
+use kmm_api::kmm::Module;
 use kube::api::{Api, PostParams};
 use kube::core::DynamicObject;
 use kube::discovery::ApiResource;

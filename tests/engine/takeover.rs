@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use kmm_tui::api::kmm::Module;
-use kmm_tui::engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
+use kmm_api::kmm::Module;
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, PostParams};
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -108,7 +108,7 @@ fn start_engine(client: kube::Client, identity: String) -> JoinHandle<()> {
         settings: Settings::default(),
     };
     tokio::spawn(async move {
-        engine::run(client, config, CancellationToken::new())
+        kmm_engine::run(client, config, CancellationToken::new())
             .await
             .expect("the engine runs");
     })

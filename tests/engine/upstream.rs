@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use kmm_tui::engine::Family;
-use kmm_tui::engine::operators;
+use kmm_engine::Family;
+use kmm_engine::operators;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kmm_tui::cluster::EmbeddedCluster;
+use kmm_cluster::EmbeddedCluster;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

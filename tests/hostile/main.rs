@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kmm_tui::cluster::https::ConnectionLimits;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::https::ConnectionLimits;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -146,7 +146,7 @@ async fn slow_and_idle_connections_are_closed() {
 async fn floods_leave_descriptors_bounded_and_honest_clients_served() {
     let (cluster, _turn) = serving().await;
     let raw = Raw::new(&cluster);
-    let honest = https_client(&cluster, kmm_tui::cluster::kubeconfig::CONTEXT).await;
+    let honest = https_client(&cluster, kmm_cluster::kubeconfig::CONTEXT).await;
     let configmaps = Api::<ConfigMap>::namespaced(honest, "default");
     configmaps
         .list(&ListParams::default())

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
-use kmm_tui::cluster::sim::World;
-use kmm_tui::cluster::sim::machine::{Containerd, ImageStore, Machine};
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::World;
+use kmm_cluster::sim::machine::{Containerd, ImageStore, Machine};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -29,7 +29,7 @@ impl Sim {
             .await
             .expect("the embedded cluster starts");
         let scenario = Scenario::parse(scenario, "test", None).expect("the scenario parses");
-        let world = World::new(cluster.server().clone(), cluster.client(), scenario);
+        let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
         Self { cluster, world }
     }
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ContainerStatus, Event, Node, Pod};
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::sim::{SIM_NAMESPACE, World, kubelet};
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::sim::{SIM_NAMESPACE, World, kubelet};
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 
@@ -28,7 +28,7 @@ pub async fn start_with(scenario: &str, options: EmbeddedOptions) -> Sim {
         .await
         .expect("the embedded cluster starts");
     let scenario = Scenario::parse(scenario, "test.yaml", None).expect("a valid scenario");
-    let world = World::new(cluster.server().clone(), cluster.client(), scenario);
+    let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
     kubelet::register(&world).await.expect("nodes register");
     kubelet::spawn(world.clone());
     Sim { cluster, world }

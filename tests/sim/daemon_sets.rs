@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kmm_tui::cluster::sim::workloads::daemons::CONTROLLER_REVISION_HASH;
+use kmm_cluster::sim::workloads::daemons::CONTROLLER_REVISION_HASH;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;

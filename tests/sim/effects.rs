@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod};
-use kmm_tui::cluster::sim::World;
-use kmm_tui::cluster::sim::effects::{self, ContainerRun, Outcome};
-use kmm_tui::cluster::sim::machine::{Containerd, ImageStore, Machine};
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::World;
+use kmm_cluster::sim::effects::{self, ContainerRun, Outcome};
+use kmm_cluster::sim::machine::{Containerd, ImageStore, Machine};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, PostParams};
 
 const KERNEL: &str = "5.14.0-284.el9.x86_64";
@@ -34,7 +34,7 @@ async fn world() -> (EmbeddedCluster, Arc<World>) {
         .await
         .expect("the embedded cluster starts");
     let scenario = Scenario::parse(SCENARIO, "effects", None).expect("the scenario parses");
-    let world = World::new(cluster.server().clone(), cluster.client(), scenario);
+    let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
     world.machines.lock().insert(
         "worker-0".into(),
         Machine {

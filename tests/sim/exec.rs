@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kmm_tui::cluster::EmbeddedOptions;
+use kmm_cluster::EmbeddedOptions;
 use kube::api::{Api, AttachParams};
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::json;

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
-use kmm_tui::cluster::sim::SIM_NAMESPACE;
-use kmm_tui::cluster::sim::inject::FAULTS_CONFIG_MAP;
-use kmm_tui::cluster::sim::registry_record;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::SIM_NAMESPACE;
+use kmm_cluster::sim::inject::FAULTS_CONFIG_MAP;
+use kmm_cluster::sim::registry_record;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use serde_json::{Value, json};
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
-use kmm_tui::cluster::EmbeddedOptions;
-use kmm_tui::cluster::sim::SIM_NAMESPACE;
+use kmm_cluster::EmbeddedOptions;
+use kmm_cluster::sim::SIM_NAMESPACE;
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
 use kube::runtime::watcher;
 use serde_json::json;

@@ -13,8 +13,8 @@ mod kubelet;
 mod scenarios;
 mod workloads;
 
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 
 /// An embedded cluster simulating `scenario` (YAML), for the tests that run workloads on its nodes.
 async fn cluster_on(scenario: &str) -> EmbeddedCluster {

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kmm_tui::cluster::sim::run::Simulation;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_cluster::sim::run::Simulation;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -98,7 +98,7 @@ objects:
           kernelMappings: []
 "#;
     let scenario = Scenario::parse(text, "bad.yaml", None).unwrap();
-    let err = Simulation::start(cluster.server().clone(), cluster.client(), scenario)
+    let err = Simulation::start(cluster.server().clone(), cluster.client(), scenario, None)
         .await
         .err()
         .expect("the scenario is refused");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod, ReplicationController};
-use kmm_tui::cluster::sim::workloads::POD_TEMPLATE_HASH;
+use kmm_cluster::sim::workloads::POD_TEMPLATE_HASH;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;

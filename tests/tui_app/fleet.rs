@@ -9,9 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use kmm_tui::api::kmm::Module;
-use kmm_tui::cluster::sim::scenario::Scenario;
-use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
+use kmm_api::kmm::Module;
+use kmm_cluster::sim::scenario::Scenario;
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, EngineMode, Request, Session, View};
 use kmm_tui::tui::fleet::follow::{self, Member, Source, Timing};

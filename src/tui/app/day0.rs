@@ -2,7 +2,6 @@
 //! image turned into a confirmed [`WriteRequest`]. `App` calls in here; nothing here does I/O.
 
 use super::{App, Availability, DetailSection, ListId, Selection, View, indices};
-use crate::engine::day0::images::mic_name;
 use crate::tui::access::Capability;
 use crate::tui::data::Kind;
 use crate::tui::keymap::Command;
@@ -10,6 +9,7 @@ use crate::tui::target::Target;
 use crate::tui::view::day0::Day0Row;
 use crate::tui::view::day0_detail::{self, Day0NodeRow, Day0PodRow};
 use crate::tui::writes::WriteRequest;
+use kmm_engine::day0::images::mic_name;
 
 impl App {
     /// Rebuild the open ModuleDay0's detail.

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use crossterm::event::KeyEvent;
 
 use super::{App, Availability, EngineMode, ListId, Mode, Request, Severity, View};
-use crate::engine::Family;
-use crate::engine::operators::Upstream;
 use crate::tui::keymap::{Command, Scope};
 use crate::tui::view::engine::{EngineFacts, EngineView, Place, engine_view, family_label};
+use kmm_engine::Family;
+use kmm_engine::operators::Upstream;
 
 /// A move of the engine the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,10 +150,8 @@ impl App {
         let requested = lease
             .as_ref()
             .and_then(|l| l.metadata.annotations.as_ref())
-            .and_then(|a| a.get(crate::engine::leader::handoff::HANDOFF_ANNOTATION))
-            .filter(|t| {
-                !t.trim().is_empty() && t.as_str() != crate::engine::leader::handoff::ANYONE
-            })
+            .and_then(|a| a.get(kmm_engine::leader::handoff::HANDOFF_ANNOTATION))
+            .filter(|t| !t.trim().is_empty() && t.as_str() != kmm_engine::leader::handoff::ANYONE)
             .cloned();
         let holder = self.data.engine_holder(now).map(str::to_owned);
         for identity in holder.iter().chain(requested.iter()) {

@@ -23,11 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::reach::{Reach, Why};
 use super::state::FleetChange;
-use crate::engine::operators::{self, Upstream};
-use crate::engine::{Family, nodes};
 use crate::tui::action::Action;
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
+use kmm_engine::operators::{self, Upstream};
+use kmm_engine::{Family, nodes};
 
 /// How long a new connection may take before the cluster counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::reach::Reach;
-use crate::engine::Family;
-use crate::engine::operators::Upstream;
 use crate::tui::action::Action;
 use crate::tui::app::EngineEvent;
 use crate::tui::data::{ClusterData, FeedState, Kind, KindSnapshot};
 use crate::tui::view::summary::{Summary, Tally};
 use crate::tui::view::{caches, day0, modules, shims};
+use kmm_engine::Family;
+use kmm_engine::operators::Upstream;
 
 /// One piece of news about one cluster of the fleet.
 #[derive(Clone, Debug)]

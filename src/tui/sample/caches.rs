@@ -17,7 +17,7 @@ use k8s_openapi::api::events::v1::Event;
 use serde_json::{Value, json};
 
 use super::{SampleNode, ago, event, object, pool};
-use crate::api::imagecache::ImageCache;
+use kmm_api::imagecache::ImageCache;
 
 /// The node label the GPU-only list of `warm-ml` selects.
 pub(super) const GPU_LABEL: &str = "kmm.sample/gpu";

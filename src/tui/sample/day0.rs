@@ -14,10 +14,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{KERNELS, ago, event, object, pool};
-use crate::api::day0::KMM_MANAGED_LABEL;
-use crate::engine::day0::images::mic_name;
-use crate::engine::{kernel, labels};
 use crate::tui::data::{ClusterData, KindSnapshot};
+use kmm_api::day0::KMM_MANAGED_LABEL;
+use kmm_engine::day0::images::mic_name;
+use kmm_engine::{kernel, labels};
 
 /// Namespace of every sample ModuleDay0.
 const NAMESPACE: &str = "openshift-kmm";

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 
 use super::{day0, engine_lease, sample, snapshots};
-use crate::engine::Family;
-use crate::engine::operators::Upstream;
 use crate::tui::data::KindSnapshot;
 use crate::tui::fleet::reach::{Reach, Why};
 use crate::tui::fleet::state::FleetChange;
+use kmm_engine::Family;
+use kmm_engine::operators::Upstream;
 
 /// The counted kinds of a sample cluster, as the fleet's watches deliver them.
 fn counted(modules: usize, nodes: usize, with_day0: bool) -> Vec<FleetChange> {

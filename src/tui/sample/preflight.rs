@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{KERNELS, ago, object};
-use crate::api::kmm::{Build, DevicePluginSpec, Module};
 use crate::tui::data::{ClusterData, KindSnapshot};
+use kmm_api::kmm::{Build, DevicePluginSpec, Module};
 
 /// Add the upgrade plan to `data`.
 pub fn add(data: &mut ClusterData) {

@@ -10,8 +10,8 @@ use k8s_openapi::api::events::v1::Event;
 use serde_json::{Value, json};
 
 use super::{POOL_LABEL, SampleNode, ago, event, object, pool};
-use crate::api::shim::Shim;
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
+use kmm_api::shim::Shim;
 
 /// The namespace installer pods run in.
 const INSTALLER_NAMESPACE: &str = "kube-system";

@@ -247,7 +247,7 @@ type Failures<'a> = HashMap<&'a str, Vec<(usize, String)>>;
 
 /// `Reason: message` per node and image index from the cache's status.
 fn recorded_failures<'a>(
-    cache: &'a crate::api::imagecache::ImageCache,
+    cache: &'a kmm_api::imagecache::ImageCache,
     images: &CacheImages,
 ) -> Failures<'a> {
     let mut failures: Failures<'a> = HashMap::new();

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::api::imagecache::ImageCache;
-use crate::engine::imagecache::{
+use kmm_api::imagecache::ImageCache;
+use kmm_engine::imagecache::{
     CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL, canonical,
 };
-use crate::engine::nodes;
+use kmm_engine::nodes;
 
 /// The node label kube-fledged pins puller pods with.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";

@@ -3,9 +3,9 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
-use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
 use crate::tui::data::ClusterData;
+use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
+use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus};
 
 use super::cache_images::CacheImages;
 use super::{Health, condition, matches_filter};
@@ -69,7 +69,7 @@ fn judge(cache: &ImageCache, conditions: &[Condition]) -> (&'static str, Health,
     let is_true = |type_| condition(conditions, type_).filter(|c| c.status == "True");
     let annotations = cache.metadata.annotations.as_ref();
     let asked = |key: &str| annotations.is_some_and(|a| a.contains_key(key));
-    if asked(crate::api::imagecache::PURGE_ANNOTATION) {
+    if asked(kmm_api::imagecache::PURGE_ANNOTATION) {
         return (
             "Purging",
             Health::Progressing,

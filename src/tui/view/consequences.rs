@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use crate::api::shim::{Shim, ShimNodeState};
-use crate::engine::day0::images::mic_name;
-use crate::engine::shim::node_batch_annotation;
 use crate::tui::data::ClusterData;
 use crate::tui::writes::WriteRequest;
+use kmm_api::shim::{Shim, ShimNodeState};
+use kmm_engine::day0::images::mic_name;
+use kmm_engine::shim::node_batch_annotation;
 
 use super::cache_detail;
 use super::shim_detail::POD_BATCH;
@@ -77,7 +77,7 @@ fn validation(data: &ClusterData, kernel: &str) -> Vec<String> {
     let moving = data
         .nodes
         .iter()
-        .filter(|n| crate::engine::kernel::node_kernel(n).is_some_and(|k| k != kernel))
+        .filter(|n| kmm_engine::kernel::node_kernel(n).is_some_and(|k| k != kernel))
         .count();
     vec![
         "Each Module's image is checked with a pull pod; missing images with a build or sign section are built, \

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
-use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use crate::engine::day0::handover::{MACHINE_CONFIG_LABEL, NAMESPACE};
-use crate::engine::day0::pools::{pool_fed_by, pool_for_selector};
-use crate::engine::day0::report::LAYERED_IMAGE_KEPT;
 use crate::tui::data::ClusterData;
+use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_engine::day0::handover::{MACHINE_CONFIG_LABEL, NAMESPACE};
+use kmm_engine::day0::pools::{pool_fed_by, pool_for_selector};
+use kmm_engine::day0::report::LAYERED_IMAGE_KEPT;
 
 use super::{Health, condition, matches_filter};
 
@@ -94,7 +94,7 @@ impl Rollout {
     /// The counts of `pool`'s status (zero where it says nothing).
     pub fn of(pool: &MachineConfigPool) -> Rollout {
         let status = pool.status.as_ref();
-        let count = |field: fn(&crate::api::day0::MachineConfigPoolStatus) -> Option<i32>| {
+        let count = |field: fn(&kmm_api::day0::MachineConfigPoolStatus) -> Option<i32>| {
             status.and_then(field).unwrap_or(0).max(0)
         };
         Rollout {

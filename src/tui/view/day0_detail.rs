@@ -7,12 +7,12 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::api::day0::ModuleDay0;
-use crate::engine::day0::images::{self, ImageStage};
-use crate::engine::day0::pools;
-use crate::engine::labels;
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
+use kmm_api::day0::ModuleDay0;
+use kmm_engine::day0::images::{self, ImageStage};
+use kmm_engine::day0::pools;
+use kmm_engine::labels;
 
 use super::day0::{Day0Row, pool_list};
 use super::events::EventRow;

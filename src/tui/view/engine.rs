@@ -1,16 +1,16 @@
 //! The `:engine` view model: who holds the engine Lease and where that engine runs, since when, the last renewal,
 //! the candidates seen, a hand-off in progress, who acts on each family (kmm-tui or an upstream operator), and what
 //! the acting engine did lately, read from the activity it publishes on the Lease (see
-//! [`crate::engine::metrics::activity`]) — so it shows wherever that engine runs.
+//! [`kmm_engine::metrics::activity`]) — so it shows wherever that engine runs.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::Lease;
 
-use crate::engine::Family;
-use crate::engine::leader::handoff::{ANYONE, HANDOFF_ANNOTATION};
-use crate::engine::metrics::activity::Activity;
-use crate::engine::operators::Upstream;
+use kmm_engine::Family;
+use kmm_engine::leader::handoff::{ANYONE, HANDOFF_ANNOTATION};
+use kmm_engine::metrics::activity::Activity;
+use kmm_engine::operators::Upstream;
 
 use super::age;
 

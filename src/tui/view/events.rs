@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::events::v1::Event;
 
-use crate::engine::labels;
 use crate::tui::data::{ClusterData, event_time};
+use kmm_engine::labels;
 
 use super::{Health, age, matches_filter};
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::api::kmm::{ImageState, ModuleImagesConfig};
-use crate::engine::{kernel, labels};
 use crate::tui::data::ClusterData;
+use kmm_api::kmm::{ImageState, ModuleImagesConfig};
+use kmm_engine::{kernel, labels};
 
 use super::{Health, age, matches_filter};
 

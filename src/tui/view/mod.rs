@@ -21,7 +21,7 @@ pub mod summary;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::api::age::human_duration;
+use kmm_api::age::human_duration;
 
 /// How healthy a row is; panes colour rows by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,9 +1,9 @@
 //! Rows of the Modules pane: one per Module, with where it is loaded, its images, its device plugin, and why it is
 //! not available.
 
-use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
-use crate::api::kmm::Module;
 use crate::tui::data::ClusterData;
+use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use kmm_api::kmm::Module;
 
 use super::{Health, condition, matches_filter};
 

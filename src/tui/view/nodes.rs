@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::api::kmm::NodeModulesConfig;
-use crate::engine::{kernel, nodes};
 use crate::tui::data::ClusterData;
+use kmm_api::kmm::NodeModulesConfig;
+use kmm_engine::{kernel, nodes};
 
 use super::cache_images::CacheImages;
 use super::{Health, matches_filter};

@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::api::kmm::{Module, PreflightValidation, VerificationStatus};
-use crate::engine::{kernel, labels};
 use crate::tui::data::ClusterData;
+use kmm_api::kmm::{Module, PreflightValidation, VerificationStatus};
+use kmm_engine::{kernel, labels};
 
 use super::{Health, matches_filter};
 

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::api::shim::{PlatformArch, PlatformArtifact, Shim, ShimNodeState, ShimNodeStatus};
-use crate::engine::shim::node_batch_annotation;
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
+use kmm_api::shim::{PlatformArch, PlatformArtifact, Shim, ShimNodeState, ShimNodeStatus};
+use kmm_engine::shim::node_batch_annotation;
 
 use super::events::EventRow;
 use super::shims::{INSTALLER_SHIM_LABEL, ShimRow};

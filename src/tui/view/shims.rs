@@ -6,9 +6,9 @@ use std::fmt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::api::conditions::{DEGRADED, PROGRESSING, READY};
-use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
 use crate::tui::data::ClusterData;
+use kmm_api::conditions::{DEGRADED, PROGRESSING, READY};
+use kmm_api::shim::{Approval, RolloutType, Shim, ShimNodeState};
 
 use super::{Health, condition, matches_filter};
 

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::errors::from_kube;
 use super::resources::{api_resource, dynamic_api};
 use super::{FIELD_MANAGER, FieldError, WriteError};
-use crate::api::validation::validate_object;
 use crate::tui::target::Target;
+use kmm_api::validation::validate_object;
 
 /// A YAML syntax error and where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]

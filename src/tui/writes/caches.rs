@@ -17,8 +17,8 @@ use serde_json::json;
 use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
 use super::{WriteError, errors::is_not_found};
-use crate::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION};
 use crate::tui::target::Target;
+use kmm_api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION};
 
 /// The [`REPULL_ANNOTATION`] entry of `image` on `node`, or on every node.
 pub fn repull_entry(image: &str, node: Option<&str>) -> String {

@@ -6,9 +6,9 @@ use kube::Client;
 
 use super::WriteError;
 use super::images::bump_image_generations;
-use crate::engine::day0::images::mic_name;
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
+use kmm_engine::day0::images::mic_name;
 
 /// Ask for a rebuild of the OS image of the ModuleDay0 `day0`.
 pub async fn rebuild(client: &Client, day0: &Target) -> Result<String, WriteError> {

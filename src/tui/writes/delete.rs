@@ -7,9 +7,9 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use super::WriteError;
 use super::errors::from_kube;
 use super::resources::dynamic_api;
-use crate::api::kmm::NodeModulesConfig;
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
+use kmm_api::kmm::NodeModulesConfig;
 
 /// Delete `target`.
 pub async fn delete(client: &Client, target: &Target) -> Result<String, WriteError> {

@@ -16,8 +16,8 @@ use super::FIELD_MANAGER;
 use super::WriteError;
 use super::errors::{from_kube, is_not_found};
 use super::images::{Attempt, params, retrying};
-use crate::api::kmm::{PreflightValidation, PreflightValidationSpec};
 use crate::tui::target::Target;
+use kmm_api::kmm::{PreflightValidation, PreflightValidationSpec};
 
 /// Validate every Module against `kernel` through `preflight`, creating it when `create` says it is missing.
 pub async fn validate(

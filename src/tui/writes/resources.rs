@@ -5,12 +5,12 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use crate::api::imagecache::ImageCache;
-use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
-use crate::api::shim::Shim;
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
+use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
+use kmm_api::shim::Shim;
 
 /// Group, version and plural of `kind`.
 pub fn api_resource(kind: Kind) -> ApiResource {

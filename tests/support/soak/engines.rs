@@ -1,4 +1,4 @@
-//! The engines competing for the Lease: each one `kmm_tui::engine::run` on a runtime of its own, in a thread of its
+//! The engines competing for the Lease: each one `kmm_engine::run` on a runtime of its own, in a thread of its
 //! own, with its own identity, client and CancellationToken.
 //!
 //! A runtime per engine makes `kill -9` faithful: killing drops the runtime with everything the engine spawned on it
@@ -9,8 +9,8 @@
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_tui::engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -85,7 +85,7 @@ impl Engine {
                 let ended = runtime.block_on(async move {
                     let client = link.client(ENGINE_AGENT);
                     tokio::select! {
-                        result = engine::run(client, config, token) => Ended::Returned(result),
+                        result = kmm_engine::run(client, config, token) => Ended::Returned(result),
                         _ = killed => Ended::Killed,
                     }
                 });

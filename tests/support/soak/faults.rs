@@ -2,7 +2,7 @@
 //!
 //! Faults of the simulation (registry outages, nodes NotReady, reboots, failing pulls and containerd restarts,
 //! closed watches) are entries of the ConfigMap `kmm-tui-sim/faults`, which the simulation takes in at once (see
-//! `kmm_tui::cluster::sim::inject`); engines and the API server are killed, stopped and started here; the
+//! `kmm_cluster::sim::inject`); engines and the API server are killed, stopped and started here; the
 //! changes a user makes (kernel upgrades, a new day-0 image, a new shim version, a cache's images) are written as a
 //! user writes them. A kind that cannot happen now (the API server is down, the pool is still rolling, the node is
 //! busy with another fault) is drawn again, and counted as skipped.
@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use kmm_tui::api::day0::{MachineConfigPool, ModuleDay0};
-use kmm_tui::cluster::sim::SIM_NAMESPACE;
-use kmm_tui::cluster::sim::inject::FAULTS_CONFIG_MAP;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::day0::{MachineConfigPool, ModuleDay0};
+use kmm_cluster::sim::SIM_NAMESPACE;
+use kmm_cluster::sim::inject::FAULTS_CONFIG_MAP;
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};

@@ -3,7 +3,7 @@
 //!
 //! What runs: `kmm-tui serve` (the real binary) on a durable state directory, simulating nodes in three groups with
 //! all four families at work (a Module whose images for new kernels are built, a rolling Shim whose batches are
-//! approved by hand, an ImageCache, a day-0 pool), and two engines (`kmm_tui::engine::run`, every family) with
+//! approved by hand, an ImageCache, a day-0 pool), and two engines (`kmm_engine::run`, every family) with
 //! their own identities competing for the Lease. Everything talks to the server over HTTPS with `kube::Client`.
 //!
 //! What happens: faults and changes drawn from a seeded ChaCha RNG at exponential intervals (see [`faults`]) —
@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::engine::{Settings, imagecache};
+use kmm_engine::{Settings, imagecache};
 use kube::api::{Api, ListParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

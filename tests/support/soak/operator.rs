@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kmm_tui::api::kmm::{BuildSignOutcome, ModuleBuildSignConfig};
-use kmm_tui::api::shim::Shim;
+use kmm_api::kmm::{BuildSignOutcome, ModuleBuildSignConfig};
+use kmm_api::shim::Shim;
 use kmm_tui::tui::data::Kind;
 use kmm_tui::tui::target::Target;
 use kmm_tui::tui::writes::{self, WriteRequest};

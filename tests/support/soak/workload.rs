@@ -16,10 +16,10 @@
 
 use std::time::Duration;
 
-use kmm_tui::api::day0::{MachineConfig, ModuleDay0};
-use kmm_tui::api::imagecache::ImageCache;
-use kmm_tui::api::kmm::Module;
-use kmm_tui::api::shim::Shim;
+use kmm_api::day0::{MachineConfig, ModuleDay0};
+use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::Module;
+use kmm_api::shim::Shim;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use serde_json::{Value, json};

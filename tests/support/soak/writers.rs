@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use kmm_tui::api::day0::{MachineConfig, ModuleDay0};
-use kmm_tui::api::imagecache::ImageCache;
-use kmm_tui::api::kmm::{Module, NodeModulesConfig};
-use kmm_tui::api::shim::Shim;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::day0::{MachineConfig, ModuleDay0};
+use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::{Module, NodeModulesConfig};
+use kmm_api::shim::Shim;
+use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use rand::{Rng, SeedableRng};

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::engine::{imagecache, labels};
+use kmm_engine::{imagecache, labels};
 
 use super::Violations;
 

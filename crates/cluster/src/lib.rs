@@ -1,0 +1,228 @@
+//! The embedded cluster: a Kubernetes-compatible API server with a durable store, usable in-process through an
+//! ordinary `kube::Client` and over HTTPS by kubectl. It is what runs when there is no cluster at hand, and what
+//! every test runs against.
+
+pub mod apiserver;
+mod bootstrap;
+pub mod https;
+pub mod kubeconfig;
+pub mod room;
+pub mod sim;
+pub mod store;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use apiserver::ApiServer;
+use store::Store;
+
+/// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
+/// Without a limit the Events of a long run only pile up.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How to start an embedded cluster.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Keep the store (and TLS material) here so everything survives restarts; in memory when None.
+    pub state_dir: Option<PathBuf>,
+    /// Also serve HTTPS on this address (port 0 picks a free port), meant to be loopback: another address is
+    /// served with a warning ([`exposure_warning`]); in-process only when None.
+    pub listen: Option<SocketAddr>,
+    /// Write the kubeconfig for the HTTPS endpoint here (mode 0600).
+    pub kubeconfig_out: Option<PathBuf>,
+    /// How many events the store keeps for watches to resume from; the default when None.
+    pub history: Option<usize>,
+    /// How long an Event lives after its last write before it is deleted, as kube-apiserver's `--event-ttl`;
+    /// [`DEFAULT_EVENT_TTL`] when None.
+    pub event_ttl: Option<Duration>,
+    /// Simulate the nodes, registry and faults of this scenario; no nodes at all when None.
+    pub scenario: Option<sim::scenario::Scenario>,
+    /// Deadlines and the connection cap of the HTTPS listener; kube-apiserver-like defaults when None.
+    pub connection_limits: Option<https::ConnectionLimits>,
+    /// What containers of the cluster's own image run in-process (the binary registers its `controller` command);
+    /// such containers run as any other image's when None.
+    pub own_image: Option<sim::OwnImagePrograms>,
+}
+
+/// A running embedded cluster.
+pub struct EmbeddedCluster {
+    server: ApiServer,
+    simulation: Option<sim::run::Simulation>,
+    client: kube::Client,
+    address: Option<SocketAddr>,
+    kubeconfig: Option<String>,
+    stop: CancellationToken,
+}
+
+impl EmbeddedCluster {
+    /// Open the store, start the API server and its controllers, install the namespaces every cluster has (each
+    /// with its `default` ServiceAccount and root CA ConfigMap) and the project's CRDs, and (with `listen`) serve
+    /// HTTPS and write the kubeconfig.
+    pub async fn start(options: EmbeddedOptions) -> anyhow::Result<Self> {
+        let history = options.history.unwrap_or(store::DEFAULT_HISTORY);
+        let store = match &options.state_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating the state directory {}", dir.display()))?;
+                room::ensure(dir)?;
+                Store::open(dir, history)
+                    .with_context(|| format!("opening the store in {}", dir.display()))?
+            }
+            None => Store::in_memory(history),
+        };
+        let store = store
+            .with_ttl(
+                apiserver::events::stored_events(),
+                options.event_ttl.unwrap_or(DEFAULT_EVENT_TTL),
+            )
+            .context("reading when the stored Events were written")?;
+        let server = ApiServer::new(Arc::new(store));
+        server.start_controllers();
+        // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
+        let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
+        apiserver::controllers::namespace_basics::spawn(server.clone(), tls.ca_pem.clone());
+        let client = kube::Client::new(server.clone(), "default");
+        bootstrap::run(&client)
+            .await
+            .context("installing the cluster's namespaces and CRDs")?;
+        apiserver::controllers::namespace_basics::provisioned(
+            &client,
+            bootstrap::NAMESPACES,
+            Duration::from_secs(10),
+        )
+        .await;
+        let simulation = match options.scenario {
+            Some(scenario) => Some(
+                sim::run::Simulation::start(
+                    server.clone(),
+                    client.clone(),
+                    scenario,
+                    options.own_image,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let stop = CancellationToken::new();
+        let (address, kubeconfig) = match options.listen {
+            Some(listen) => {
+                let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+                    format!("cannot listen on {listen}; is another server using it? Pass --listen 127.0.0.1:0 for any free port")
+                })?;
+                let address = listener.local_addr()?;
+                let tokens = kubeconfig::Tokens {
+                    admin: server.auth().admin_token(),
+                    viewer: server.auth().viewer_token(),
+                };
+                let config =
+                    kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
+                if let Some(warning) = exposure_warning(address) {
+                    tracing::warn!("{warning}");
+                }
+                https::spawn(
+                    listener,
+                    server.clone(),
+                    &tls,
+                    options.connection_limits.unwrap_or_default(),
+                    stop.clone(),
+                )?;
+                if let Some(path) = &options.kubeconfig_out {
+                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    tls::write_private(path, &config)?;
+                }
+                (Some(address), Some(config))
+            }
+            None => (None, None),
+        };
+        Ok(Self {
+            server,
+            simulation,
+            client,
+            address,
+            kubeconfig,
+            stop,
+        })
+    }
+
+    /// A client served in-process (no socket, no TLS): the same API kubectl sees over HTTPS.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A client served in-process that presents `token` as its bearer token, so it acts as whoever the token
+    /// names (a ServiceAccount's token from a TokenRequest, the viewer's token) under RBAC, exactly as over HTTPS.
+    pub fn client_with_token(&self, token: &str) -> anyhow::Result<kube::Client> {
+        client_with_token(&self.server, token)
+    }
+
+    /// The API server, for the parts of the simulation that live beside it (e.g. container logs).
+    pub fn server(&self) -> &ApiServer {
+        &self.server
+    }
+
+    /// The node simulation, when the cluster runs a scenario.
+    pub fn simulation(&self) -> Option<&sim::run::Simulation> {
+        self.simulation.as_ref()
+    }
+
+    /// Where HTTPS is served, when it is.
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.address
+    }
+
+    /// The kubeconfig for the HTTPS endpoint, when it is served.
+    pub fn kubeconfig(&self) -> Option<&str> {
+        self.kubeconfig.as_deref()
+    }
+
+    /// Stop serving: close the listener, end watches and controllers. Every acknowledged write is already durable.
+    pub async fn shutdown(self) {
+        if let Some(simulation) = self.simulation {
+            simulation.shutdown();
+        }
+        self.stop.cancel();
+        self.server.shutdown();
+        tokio::task::yield_now().await;
+    }
+}
+
+/// What to tell the user when the API is served beyond this machine: anyone who reaches the address can try its
+/// tokens and, with the administrator's token from the kubeconfig, do anything. None on loopback.
+pub fn exposure_warning(address: SocketAddr) -> Option<String> {
+    (!address.ip().is_loopback()).then(|| {
+        format!(
+            "the API is served on {address}, beyond this machine: anyone who can reach it may try to authenticate, \
+             and whoever holds the kubeconfig's administrator token controls the cluster. The serving certificate \
+             names only localhost, 127.0.0.1 and ::1. Listen on 127.0.0.1 unless other machines must connect."
+        )
+    })
+}
+
+/// An in-process client of `server` presenting `token`; fails when the token cannot be a header value.
+pub fn client_with_token(server: &ApiServer, token: &str) -> anyhow::Result<kube::Client> {
+    let mut authorization = http::HeaderValue::from_str(&format!("Bearer {token}"))
+        .context("a bearer token must be printable ASCII")?;
+    authorization.set_sensitive(true);
+    Ok(bearer_client(server, authorization))
+}
+
+fn bearer_client(server: &ApiServer, authorization: http::HeaderValue) -> kube::Client {
+    let service = apiserver::Authenticated(server.clone()).map_request(
+        move |mut request: http::Request<kube::client::Body>| {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, authorization.clone());
+            request
+        },
+    );
+    kube::Client::new(service, "default")
+}

@@ -1,0 +1,136 @@
+//! The node simulation: the scheduler, kubelets and container runtimes, registry, image builder and Machine Config
+//! Operator of the embedded cluster.
+//!
+//! Every component acts only through the API server, as the real ones do: the scheduler binds pods, kubelets
+//! report node and pod status and record events, the Machine Config Operator cordons, drains and reboots nodes. So
+//! the engine and the console cannot tell the simulation from a real cluster. What lies beneath the API — each
+//! node's kernel, loaded modules, shim binaries, containerd configuration and image store — is kept in
+//! [`machine::Machines`] and changed only by kubelets (image pulls and garbage collection), by the effects of the
+//! privileged pods the kubelets run (see `effects`), and by reboots.
+//!
+//! Time is simulated ([`clock::SimClock`]) and every random choice comes from the scenario's seed, so a run is
+//! reproducible and tests go through minutes of simulated time in milliseconds.
+
+pub mod clock;
+pub mod effects;
+pub mod endpoint_slices;
+pub mod faults;
+pub mod inject;
+pub mod kubelet;
+pub mod machine;
+pub mod mco;
+mod objects;
+pub mod registry;
+pub mod registry_record;
+pub mod run;
+pub mod scenario;
+pub mod scheduler;
+pub mod shell;
+pub mod workloads;
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::apiserver::ApiServer;
+use clock::SimClock;
+use effects::device_plugin::DevicePlugins;
+pub use effects::own_image::{OwnImage, OwnImagePrograms, Program};
+use faults::Faults;
+use machine::Machines;
+use registry::SimRegistry;
+use scenario::Scenario;
+
+/// The namespace where the simulation publishes what it knows about each machine (one ConfigMap per node).
+pub const SIM_NAMESPACE: &str = "kmm-tui-sim";
+
+/// The field manager of every write the simulation makes.
+pub const MANAGER: &str = "kmm-tui-sim";
+
+/// Everything the simulation's components share.
+pub struct World {
+    /// Client of the embedded API server (in-process).
+    pub client: kube::Client,
+    /// The API server itself, for container logs (which a real kubelet keeps on the node).
+    pub server: ApiServer,
+    /// Simulated time.
+    pub clock: SimClock,
+    /// The machines behind the nodes.
+    pub machines: Machines,
+    /// The container registry.
+    pub registry: SimRegistry,
+    /// How many of the registry's changes its record holds (see [`registry_record`]); locked while it is written.
+    pub registry_recorded: tokio::sync::Mutex<u64>,
+    /// Injected faults.
+    pub faults: Faults,
+    /// The devices running device plugins advertise, per node (what each kubelet's device manager knows).
+    pub device_plugins: DevicePlugins,
+    /// The scenario the simulation runs.
+    pub scenario: Scenario,
+    /// What containers of the cluster's own image run in-process, when someone registered it.
+    pub own_image: Option<Arc<dyn OwnImage>>,
+    /// Announces (by node name) that a machine changed underneath its node — a reboot, a fault, an effect — so
+    /// the kubelet republishes what the API shows of it.
+    pub machine_changed: broadcast::Sender<String>,
+    /// Cancelled when the simulation stops.
+    pub stop: CancellationToken,
+}
+
+impl World {
+    /// The shared state for a scenario, whose own-image containers run `own_image`'s programs.
+    pub fn new(
+        server: ApiServer,
+        client: kube::Client,
+        scenario: Scenario,
+        own_image: Option<OwnImagePrograms>,
+    ) -> Arc<Self> {
+        let machines = Machines::default();
+        // `kubectl exec` into a pod runs in its node's machine, as a kubelet runs it in the node's runtime.
+        server.set_runtime(Arc::new(machines.clone()));
+        Arc::new(Self {
+            client,
+            server,
+            clock: SimClock::new(scenario.time_scale),
+            machines,
+            registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
+            registry_recorded: tokio::sync::Mutex::new(0),
+            faults: Faults::new(scenario.faults.clone()),
+            device_plugins: DevicePlugins::default(),
+            scenario,
+            own_image: own_image.map(|programs| programs.0),
+            machine_changed: broadcast::channel(4096).0,
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// A random number generator for one component, derived from the scenario's seed and the component's name
+    /// so that components do not disturb each other's sequences. ChaCha8 rather than `StdRng`, whose algorithm
+    /// `rand` may change in any release: a scenario's seed gives the same run after a `rand` upgrade.
+    pub fn rng(&self, component: &str) -> ChaCha8Rng {
+        let mut seed = self.scenario.seed;
+        for byte in component.bytes() {
+            seed = seed.wrapping_mul(31).wrapping_add(u64::from(byte));
+        }
+        ChaCha8Rng::seed_from_u64(seed)
+    }
+}
+
+/// Drop `metadata.managedFields` from a watched object before a component keeps it. No simulated component reads
+/// them, yet they are about half of a Node's JSON and most of its size once parsed, and the scheduler, the Machine
+/// Config Operator and the workload controllers each cache every Node or Pod of the cluster.
+pub(crate) fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+/// What the simulation's placement caches (the scheduler's, the DaemonSet controller's) keep of a node: no managed
+/// fields and no image list. Nothing there places pods by the images a node holds, and on a cluster whose nodes hold
+/// many images the lists were most of each cached node, written anew at every pull.
+pub(crate) fn node_for_placement(node: &mut k8s_openapi::api::core::v1::Node) {
+    forget_managed_fields(node);
+    if let Some(status) = node.status.as_mut() {
+        status.images = None;
+    }
+}

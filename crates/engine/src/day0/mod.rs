@@ -1,0 +1,193 @@
+//! The day-0 engine: kernel modules baked into the nodes' OS image on OpenShift.
+//!
+//! [`handover`] turns each MachineConfig labelled `machineconfiguration.openshift.io/kmm-managed: "true"` into a
+//! ModuleDay0 and deletes it when the label goes. [`reconcile`] takes each ModuleDay0's pool to the image its
+//! `osMapping` names: the image is proved to exist, or built and signed, by the KMM image pipeline
+//! ([`images`]: a ModuleImagesConfig the ModuleDay0 owns, checked by pull pods, built and signed by the
+//! ModuleBuildSignConfig's pods), and only then written to the MachineConfig's `osImageURL`, which makes the
+//! Machine Config Operator roll the pool. With `clusterUpgradeTriggerNodeUpgrade`, a cluster upgrade to a new
+//! y-stream rebuilds the image on the new release's OS ([`release`], [`target`]).
+//!
+//! Both reconcilers run on `kube::runtime::Controller` and read all progress from the cluster; the engine's one
+//! Lease keeps a second engine from acting.
+
+pub mod handover;
+pub mod images;
+pub mod pools;
+pub mod reconcile;
+pub mod release;
+pub mod report;
+pub mod target;
+
+use crate::metrics::Listed;
+use kube::runtime::WatchStreamExt;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+use self::reconcile::Day0Context;
+use super::context::{Context, Family};
+use super::shared::SharedWatches;
+use super::stopping;
+use super::{mbsc, mic};
+use kmm_api::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::kmm::ModuleImagesConfig;
+
+/// The day-0 reconcilers, subscribed to the engine's shared node watch; run the returned future until `stop`.
+/// When the KMM family does not run, the image pipeline (ModuleImagesConfig and ModuleBuildSignConfig
+/// reconcilers) runs here, since day-0 images are proved and built by it.
+pub fn run(
+    context: Arc<Context>,
+    shared: &SharedWatches,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + Send + 'static {
+    let nodes = shared.nodes();
+    let day0_node_changes = shared.node_changes(node_fingerprint);
+    async move {
+        let client = context.client.clone();
+        let (day0s, writer) = kube::runtime::reflector::store();
+        let listed = Listed::default();
+        let changes = listed
+            .watching(watcher(
+                Api::<ModuleDay0>::all(client.clone()),
+                watcher::Config::default(),
+            ))
+            .reflect(writer)
+            .applied_objects();
+        let controller = Controller::for_stream(changes, day0s.clone());
+        let meter = context.meter("moduleday0", Family::Day0, 0, (day0s.clone(), listed));
+        let shared_context = Arc::new(Day0Context {
+            engine: context.clone(),
+            nodes,
+            day0s: day0s.clone(),
+        });
+        let config = watcher::Config::default;
+        let day0_passes = controller
+            .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
+            .watches(
+                Api::<MachineConfig>::all(client.clone()),
+                config(),
+                every(&day0s),
+            )
+            .watches(
+                Api::<MachineConfigPool>::all(client.clone()),
+                config(),
+                every(&day0s),
+            )
+            .watches(
+                Api::<ClusterVersion>::all(client.clone()),
+                config(),
+                every(&day0s),
+            )
+            .watches(
+                Api::<ConfigMap>::namespaced(
+                    client.clone(),
+                    release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
+                ),
+                config(),
+                every(&day0s),
+            )
+            .watches(
+                Api::<ModuleDay0>::all(client.clone()),
+                config(),
+                every(&day0s),
+            )
+            .reconcile_all_on(day0_node_changes.map(drop))
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                meter.reconciler(reconcile::reconcile),
+                meter.error_policy(reconcile::error_policy),
+                shared_context.clone(),
+            )
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "ModuleDay0 pass did not complete");
+                }
+            });
+        let day0_controller = stopping::until_stopped(day0_passes, &day0s, &stop);
+        let (configs, writer) = kube::runtime::reflector::store();
+        let listed = Listed::default();
+        let changes = listed
+            .watching(watcher(Api::<MachineConfig>::all(client.clone()), config()))
+            .reflect(writer)
+            .applied_objects();
+        let handover = Controller::for_stream(changes, configs.clone());
+        let handover_meter =
+            context.meter("machineconfig", Family::Day0, 0, (configs.clone(), listed));
+        let handover_passes = handover
+            .watches(
+                Api::<MachineConfigPool>::all(client.clone()),
+                config(),
+                every(&configs),
+            )
+            .watches(
+                Api::<ModuleDay0>::all(client.clone()),
+                config().labels(handover::MACHINE_CONFIG_LABEL),
+                |day0: ModuleDay0| {
+                    use kube::ResourceExt;
+                    day0.labels()
+                        .get(handover::MACHINE_CONFIG_LABEL)
+                        .map(|name| ObjectRef::<MachineConfig>::new(name))
+                },
+            )
+            .graceful_shutdown_on(stop.clone().cancelled_owned())
+            .run(
+                handover_meter.reconciler(handover::reconcile),
+                handover_meter.error_policy(reconcile::error_policy),
+                shared_context,
+            )
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
+                }
+            });
+        let handover_controller = stopping::until_stopped(handover_passes, &configs, &stop);
+        let pipeline = async {
+            if !context.runs(Family::Kmm) {
+                tokio::join!(
+                    mic::run(context.clone(), stop.clone()),
+                    mbsc::run(context.clone(), stop.clone())
+                );
+            }
+        };
+        tokio::join!(day0_controller, handover_controller, pipeline);
+    }
+}
+
+/// A trigger mapper that starts a pass over every object of `store`: pools, MachineConfigs, the release and other
+/// ModuleDay0s all change what each ModuleDay0 decides, and a new pool lets a waiting MachineConfig be handed over;
+/// there are only a few of each.
+fn every<K, T>(store: &Store<K>) -> impl Fn(T) -> Vec<ObjectRef<K>> + Send + Sync + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let store = store.clone();
+    move |_| {
+        store
+            .state()
+            .iter()
+            .map(|object| ObjectRef::from_obj(object.as_ref()))
+            .collect()
+    }
+}
+
+/// What the day-0 reconciler reads of a node: its labels (pool membership), its OS and kernel, and the Machine
+/// Config Operator's annotations (update state).
+fn node_fingerprint(node: &Node) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.labels.hash(&mut hasher);
+    node.metadata.annotations.hash(&mut hasher);
+    if let Some(info) = node.status.as_ref().and_then(|s| s.node_info.as_ref()) {
+        info.os_image.hash(&mut hasher);
+        info.kernel_version.hash(&mut hasher);
+    }
+    hasher.finish()
+}

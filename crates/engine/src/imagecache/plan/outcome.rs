@@ -1,0 +1,113 @@
+//! What one pass decides: where each image stands on each node, which pods to create and delete, and
+//! when to look again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::imagecache::pods::Operation;
+
+/// Where one image stands on one node that should hold it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairState {
+    /// On the node.
+    Cached,
+    /// A pod is pulling it (or its pull just finished and the node has not reported it yet).
+    Pulling,
+    /// Not on the node; waiting for a free slot (or, on a purged cache, left alone).
+    Missing,
+    /// The last pull failed; retried with back-off.
+    Failed {
+        /// Short reason.
+        reason: String,
+        /// The runtime's or registry's words.
+        message: String,
+    },
+}
+
+/// Where one image stands on a node it must leave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemovalState {
+    /// Gone from the node.
+    Done,
+    /// A delete pod works on it, or waits for a slot.
+    Deleting,
+    /// The delete failed (an image in use, typically); left for the kubelet's garbage collection.
+    Failed {
+        /// Short reason.
+        reason: String,
+        /// What crictl said.
+        message: String,
+    },
+}
+
+/// What the cache is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Keeping its images on its nodes.
+    Caching,
+    /// Deleting its images from its nodes (purge annotation).
+    Purging,
+    /// Purged: leaving its nodes alone until its spec changes or a refresh is asked for.
+    Purged,
+}
+
+/// A pod to create.
+#[derive(Clone, Debug)]
+pub struct NewPod {
+    /// The node it works on.
+    pub node: Arc<Node>,
+    /// The image.
+    pub image: String,
+    /// Pull, refresh or delete.
+    pub operation: Operation,
+    /// Attempt number.
+    pub attempt: u32,
+    /// Why the previous attempt failed.
+    pub last_failure: Option<String>,
+    /// The pod it takes over from, which must have left the API before this one is created: two pods for one
+    /// image on one node would pull it twice.
+    pub replaces: Option<String>,
+}
+
+/// The decisions of one pass.
+#[derive(Debug)]
+pub struct Plan {
+    /// What the cache is doing.
+    pub mode: Mode,
+    /// Per targeted node, its images and where each stands.
+    pub pairs: BTreeMap<String, Vec<(String, PairState)>>,
+    /// Images leaving nodes (spec edits and purges).
+    pub removals: Vec<(String, String, RemovalState)>,
+    /// Pods to create.
+    pub create: Vec<NewPod>,
+    /// Pods to delete, by name.
+    pub delete: BTreeSet<String>,
+    /// Annotations whose work is done, to remove.
+    pub done_annotations: Vec<&'static str>,
+    /// Every image that left the spec is gone from the nodes (or failed to go): the status may record the spec as
+    /// applied.
+    pub removals_settled: bool,
+    /// An annotation asks for work that is not done yet.
+    pub asked_undone: bool,
+    /// When to look again even if nothing changes (a retry or a deadline falls due, a slot may free up).
+    pub wake_after: Option<Duration>,
+}
+
+impl Plan {
+    /// Whether work is under way: pulls or deletes running or waiting for a slot.
+    pub fn processing(&self) -> bool {
+        let pulling = self.mode != Mode::Purged
+            && self.pairs.values().flatten().any(|(_, s)| {
+                matches!(s, PairState::Pulling)
+                    || (self.mode == Mode::Caching && matches!(s, PairState::Missing))
+            });
+        let deleting = self
+            .removals
+            .iter()
+            .any(|(_, _, s)| *s == RemovalState::Deleting);
+        pulling || deleting || self.asked_undone
+    }
+}

@@ -1,0 +1,127 @@
+//! The labels, annotations, finalizers and object names the KMM engine writes, spelled as upstream KMM spells them
+//! so that the console reads clusters run by either engine the same way.
+
+/// Label on pods the engine creates for a Module: the Module (or MBSC/MIC) name.
+pub const MODULE_NAME: &str = "kmm.node.kubernetes.io/module.name";
+/// Label on worker pods: `Load` or `Unload`.
+pub const WORKER_ACTION: &str = "kmm.node.kubernetes.io/worker-action";
+/// Annotation on worker pods: the YAML `ModuleConfig` the worker loads or unloads.
+pub const WORKER_CONFIG: &str = "kmm.node.kubernetes.io/worker-config";
+/// Annotation on worker pods: hash of the pod template, so a changed template replaces a crash-looping pod.
+pub const WORKER_HASH: &str = "kmm.node.kubernetes.io/worker-hash";
+/// Annotation on worker pods: the tolerations of the NMC entry, carried into the status once loaded.
+pub const WORKER_TOLERATIONS: &str = "kmm.node.kubernetes.io/worker-tolerations";
+/// Annotation on worker pods: the module version of the NMC entry.
+pub const WORKER_MODULE_VERSION: &str = "kmm.node.kubernetes.io/worker-module-version";
+/// Finalizer that upstream KMM puts on its worker pods, so their outcome is read before they disappear. This
+/// engine's workers carry none (a worker deleted before its outcome is read is simply run again, and deleting it
+/// is then one write instead of two); it releases the finalizer on the pods that have it.
+pub const WORKER_FINALIZER: &str = "kmm.node.kubernetes.io/nodemodulesconfig-reconciler";
+/// Label on pull pods: the MIC that owns them.
+pub const IMAGE_OWNER: &str = "kmm.node.kubernetes.io/image-owner";
+/// Label on pull pods: `one-time-pull` (a failed pull is an answer) or `until-success` (keep waiting).
+pub const PULL_POD_TYPE: &str = "kmm.node.kubernetes.io/pull-pod-type";
+/// Label on build and sign pods: `BuildImage` or `SignImage`.
+pub const RESOURCE_TYPE: &str = "kmm.node.kubernetes.io/resource-type";
+/// Label on build and sign pods: the DNS-safe kernel version they build for.
+pub const TARGET_KERNEL: &str = "kmm.node.kubernetes.io/target-kernel";
+/// Annotation on build and sign pods: hash of what they would produce, so a changed recipe replaces them.
+pub const LAST_HASH: &str = "kmm.node.kubernetes.io/last-hash";
+/// Annotation on pull, build and sign pods: the MIC image generation they answer, so an older answer never settles
+/// a newer request.
+pub const IMAGE_GENERATION: &str = "kmm.node.kubernetes.io/image-generation";
+/// Annotation on sign pods: the generated Dockerfile.
+pub const DOCKERFILE: &str = "dockerfile";
+/// Finalizer on Modules, held until every node has unloaded the module.
+pub const MODULE_FINALIZER: &str = "kmm.node.kubernetes.io/module-finalizer";
+/// Label on namespaces holding Modules.
+pub const NAMESPACE_CONTAINS_MODULES: &str = "kmm.node.k8s.io/contains-modules";
+/// Node label the user sets to move a node to a module version (ordered upgrade).
+pub const VERSION_MODULE_PREFIX: &str = "kmm.node.kubernetes.io/version-module.";
+/// Node label the engine keeps: the module version the node's worker pods may load.
+pub const VERSION_WORKER_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-worker-pod.";
+/// Node label the engine keeps: the module version whose device plugin may run on the node.
+pub const VERSION_SCHEDULE_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/version-schedule-pod.";
+
+/// Label on the DaemonSets the engine runs for a Module, and on their pods: which of the Module's workloads it is.
+pub const DAEMONSET_ROLE: &str = "kmm.node.kubernetes.io/role";
+/// [`DAEMONSET_ROLE`] of a device plugin DaemonSet.
+pub const DEVICE_PLUGIN_ROLE: &str = "device-plugin";
+/// Annotation on device plugin DaemonSets: hash of the spec the engine wrote, so a pass rewrites it only when the
+/// Module asks for something else (the API server's defaults never read as a change).
+pub const DEVICE_PLUGIN_HASH: &str = "kmm.node.kubernetes.io/device-plugin-hash";
+
+/// NMC label: the Module has an entry in this NMC's spec.
+pub fn module_configured(namespace: &str, name: &str) -> String {
+    format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-configured")
+}
+
+/// NMC label: the Module has an entry, a status or a worker pod on this node.
+pub fn module_in_use(namespace: &str, name: &str) -> String {
+    format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-in-use")
+}
+
+/// Node label: the module is loaded on this node.
+pub fn node_ready(namespace: &str, name: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{name}.ready")
+}
+
+/// Node label: the node is schedulable for the Module's device plugin (selected, and no taint keeps the Module's
+/// pods out), so the plugin leaves a node as soon as it is cordoned for a drain.
+pub fn device_plugin_target_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-target")
+}
+
+/// Node label: the Module's device plugin runs and is ready on this node.
+pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
+}
+
+/// Name of a Module's device plugin DaemonSet for a module version (empty without an ordered upgrade): shaped as
+/// upstream's generated names (`<module>-device-plugin-` and five characters), but derived from the version, so
+/// that a pass that runs before its cache shows the DaemonSet it just made cannot make a second one.
+pub fn device_plugin_daemon_set_name(module: &str, version: &str) -> String {
+    let digest = crate::digest::sha256_hex(version.as_bytes());
+    format!("{module}-device-plugin-{}", &digest[..5])
+}
+
+/// Node label: the version of the module loaded on this node.
+pub fn node_version_ready(namespace: &str, name: &str) -> String {
+    format!("kmm.node.kubernetes.io/{namespace}.{name}.version.ready")
+}
+
+/// Node label (user-set) asking for a module version on this node.
+pub fn version_module(namespace: &str, name: &str) -> String {
+    format!("{VERSION_MODULE_PREFIX}{namespace}.{name}")
+}
+
+/// Node label (engine-kept) allowing worker pods of a module version on this node.
+pub fn version_worker_pod(namespace: &str, name: &str) -> String {
+    format!("{VERSION_WORKER_POD_PREFIX}{namespace}.{name}")
+}
+
+/// Node label (engine-kept) placing the device plugin of a module version on this node; it follows the worker
+/// label once that is set and goes before it moves, as upstream's ordered upgrade keeps it.
+pub fn version_schedule_pod(namespace: &str, name: &str) -> String {
+    format!("{VERSION_SCHEDULE_POD_PREFIX}{namespace}.{name}")
+}
+
+/// Name of the worker pod of one module on one node; one name means never two workers for that pair.
+pub fn worker_pod_name(node: &str, module: &str) -> String {
+    format!("kmm-worker-{node}-{module}")
+}
+
+/// Name of the pod building `module`'s image for a kernel.
+pub fn build_pod_name(module: &str, dns_safe_kernel: &str) -> String {
+    format!("{module}-build-{dns_safe_kernel}")
+}
+
+/// Name of the pod signing `module`'s image for a kernel.
+pub fn sign_pod_name(module: &str, dns_safe_kernel: &str) -> String {
+    format!("{module}-sign-{dns_safe_kernel}")
+}
+
+/// `generateName` of a MIC's pull pods.
+pub fn pull_pod_generate_name(mic: &str) -> String {
+    format!("{mic}-pull-pod-")
+}

@@ -1,0 +1,421 @@
+//! Why a Module is where it is: findings from the plan and what the cluster shows (image states, pull pods,
+//! workers), folded into the `Available`, `Progressing`, `Degraded` and `Ready` conditions with reasons a person
+//! can act on. Pure, so every message is tested without a cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use super::plan::{Plan, SkipReason};
+use crate::status::set_condition;
+use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
+use kmm_api::kmm::ImageState;
+
+/// What the cluster shows about a Module's work beyond the plan.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// State of each image the MIC has checked.
+    pub image_states: BTreeMap<String, ImageState>,
+    /// Pull pods stuck pulling: image → the kubelet's reason and message.
+    pub pull_waits: BTreeMap<String, String>,
+    /// Targeted nodes that have an NMC entry.
+    pub desired: i32,
+    /// Nodes whose loaded module matches their entry.
+    pub available: i32,
+    /// Worker pods failing: node → what the worker said.
+    pub worker_failures: BTreeMap<String, String>,
+    /// The name of the Module's MIC, for messages that tell the user where to act.
+    pub mic_name: String,
+    /// Images to build or sign whose recipe names an input that is missing: image → what is missing.
+    pub missing_inputs: BTreeMap<String, String>,
+}
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Severity {
+    /// Needs a person.
+    Degraded,
+    /// Will resolve by itself.
+    Progressing,
+    /// Worth knowing (a node deliberately left out).
+    Info,
+}
+
+/// One reason, and the subjects it applies to.
+struct Finding {
+    severity: Severity,
+    reason: &'static str,
+    subjects: Vec<String>,
+}
+
+/// How many subjects of one finding a message names before "and N more".
+const NAMED_SUBJECTS: usize = 3;
+
+impl Finding {
+    fn message(&self) -> String {
+        let named: Vec<&str> = self
+            .subjects
+            .iter()
+            .take(NAMED_SUBJECTS)
+            .map(String::as_str)
+            .collect();
+        let mut text = format!("{}: {}", self.reason, named.join("; "));
+        if self.subjects.len() > NAMED_SUBJECTS {
+            text.push_str(&format!(
+                "; and {} more",
+                self.subjects.len() - NAMED_SUBJECTS
+            ));
+        }
+        text
+    }
+}
+
+/// Collects subjects under (severity, reason), keeping first-seen order.
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn add(&mut self, severity: Severity, reason: &'static str, subject: String) {
+        match self
+            .0
+            .iter_mut()
+            .find(|f| f.reason == reason && f.severity == severity)
+        {
+            Some(finding) => finding.subjects.push(subject),
+            None => self.0.push(Finding {
+                severity,
+                reason,
+                subjects: vec![subject],
+            }),
+        }
+    }
+
+    fn of(&self, severity: Severity) -> impl Iterator<Item = &Finding> {
+        self.0.iter().filter(move |f| f.severity == severity)
+    }
+}
+
+fn findings(plan: &Plan, observed: &Observed) -> Findings {
+    let mut found = Findings::default();
+    for image in &plan.images {
+        let name = &image.image;
+        let recipe = image.build.is_some() || image.sign.is_some();
+        match observed.image_states.get(name) {
+            Some(ImageState::Exists) => {}
+            Some(state @ (ImageState::NeedsBuilding | ImageState::NeedsSigning)) => {
+                match observed.missing_inputs.get(name) {
+                    Some(why) => found.add(
+                        Severity::Degraded,
+                        "InvalidReference",
+                        format!("{name} {state:?}, but {why}"),
+                    ),
+                    None => found.add(
+                        Severity::Progressing,
+                        "ImageMissing",
+                        format!("{name} {state:?}"),
+                    ),
+                }
+            }
+            Some(ImageState::DoesNotExist) if recipe => found.add(
+                Severity::Degraded,
+                "ImageMissing",
+                format!(
+                    "{name} DoesNotExist: its build or sign failed (see ModuleImagesConfig {}; bump the image's \
+                     generation there to retry)",
+                    observed.mic_name
+                ),
+            ),
+            Some(ImageState::DoesNotExist) => found.add(
+                Severity::Degraded,
+                "ImageMissing",
+                format!("{name} DoesNotExist and the Module has no build section for it"),
+            ),
+            None => match observed.pull_waits.get(name) {
+                Some(wait) if recipe => found.add(
+                    Severity::Progressing,
+                    "ImageChecking",
+                    format!("{name} not pulled yet ({wait})"),
+                ),
+                Some(wait) => found.add(
+                    Severity::Degraded,
+                    "ImageMissing",
+                    format!(
+                        "{name} cannot be pulled ({wait}); there is no build section, so the module waits until \
+                         the image is pushed"
+                    ),
+                ),
+                None => found.add(
+                    Severity::Progressing,
+                    "ImageChecking",
+                    format!("{name} is being checked by a pull pod"),
+                ),
+            },
+        }
+    }
+    for skip in &plan.skipped {
+        let node = &skip.node;
+        match &skip.reason {
+            SkipReason::Taint(taint) => found.add(
+                Severity::Info,
+                "NodeUnschedulable",
+                format!("{node} has taint {taint} that the Module does not tolerate"),
+            ),
+            SkipReason::NoMapping(kernel) => found.add(
+                Severity::Info,
+                "NoKernelMapping",
+                format!("{node} runs kernel {kernel}, which no kernel mapping matches"),
+            ),
+            SkipReason::NoKernel => found.add(
+                Severity::Info,
+                "NodeKernelUnknown",
+                format!("{node} reports no kernel version yet"),
+            ),
+            SkipReason::BadMapping(error) => found.add(
+                Severity::Degraded,
+                "InvalidKernelMapping",
+                format!("{node}: {error}"),
+            ),
+            SkipReason::AwaitingVersion(version) => found.add(
+                Severity::Info,
+                "AwaitingVersionLabel",
+                format!("{node} is not labelled for version {version} yet"),
+            ),
+        }
+    }
+    for (node, message) in &observed.worker_failures {
+        found.add(
+            Severity::Degraded,
+            "WorkerFailing",
+            format!("{node}: {message}"),
+        );
+    }
+    let targets = plan.targets.len() as i32;
+    if observed.available < observed.desired {
+        found.add(
+            Severity::Progressing,
+            "Loading",
+            format!(
+                "loaded on {} of {} nodes with an entry",
+                observed.available, observed.desired
+            ),
+        );
+    }
+    if targets == 0 && plan.skipped.is_empty() {
+        found.add(
+            Severity::Info,
+            "NoMatchingNodes",
+            "no node matches the selector".to_owned(),
+        );
+    }
+    found
+}
+
+/// Set the Module's conditions in `conditions` from the plan and the observations.
+pub fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    plan: &Plan,
+    observed: &Observed,
+    generation: Option<i64>,
+) {
+    let found = findings(plan, observed);
+    let targets = plan.targets.len() as i32;
+    let available = targets > 0 && observed.desired == targets && observed.available == targets;
+    let first_problem = found
+        .of(Severity::Degraded)
+        .chain(found.of(Severity::Progressing))
+        .chain(found.of(Severity::Info))
+        .next()
+        .map(|f| f.reason);
+    let summary = format!(
+        "loaded on {} of {} targeted nodes",
+        observed.available.min(targets),
+        targets
+    );
+    let reason = if available {
+        "Loaded"
+    } else {
+        first_problem.unwrap_or("NotLoaded")
+    };
+    let joined = |severity: Severity| {
+        found
+            .of(severity)
+            .map(Finding::message)
+            .collect::<Vec<_>>()
+            .join(". ")
+    };
+    let blocking: Vec<String> = found
+        .of(Severity::Degraded)
+        .chain(found.of(Severity::Progressing))
+        .map(Finding::message)
+        .collect();
+    let mut available_message = summary.clone();
+    for part in &blocking {
+        available_message.push_str(". ");
+        available_message.push_str(part);
+    }
+    set_condition(
+        conditions,
+        AVAILABLE,
+        available,
+        reason,
+        available_message.clone(),
+        generation,
+    );
+    let progressing = found.of(Severity::Progressing).next();
+    set_condition(
+        conditions,
+        PROGRESSING,
+        progressing.is_some(),
+        progressing.map_or("Idle", |f| f.reason),
+        joined(Severity::Progressing),
+        generation,
+    );
+    let degraded = found.of(Severity::Degraded).next();
+    set_condition(
+        conditions,
+        DEGRADED,
+        degraded.is_some(),
+        degraded.map_or("AsExpected", |f| f.reason),
+        joined(Severity::Degraded),
+        generation,
+    );
+    let mut ready_message = available_message;
+    let info = joined(Severity::Info);
+    if !info.is_empty() {
+        ready_message.push_str(". ");
+        ready_message.push_str(&info);
+    }
+    set_condition(
+        conditions,
+        READY,
+        available,
+        reason,
+        ready_message,
+        generation,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module::plan::{Skip, Target};
+    use kmm_api::kmm::ModuleImageSpec;
+
+    fn image(name: &str, build: bool) -> ModuleImageSpec {
+        serde_json::from_value(serde_json::json!({
+            "image": name, "kernelVersion": "5.14.0",
+            "build": if build { serde_json::json!({"dockerfileConfigMap": {"name": "d"}}) } else { serde_json::Value::Null },
+        }))
+        .expect("image spec")
+    }
+
+    fn target(node: &str, image: &str) -> Target {
+        Target {
+            node: node.into(),
+            node_uid: String::new(),
+            mapping: crate::kernel::ResolvedMapping {
+                kernel: "5.14.0".into(),
+                image: image.into(),
+                build: None,
+                sign: None,
+                registry_tls: None,
+                in_tree_modules_to_remove: vec![],
+            },
+        }
+    }
+
+    fn condition<'c>(conditions: &'c [Condition], type_: &str) -> &'c Condition {
+        conditions.iter().find(|c| c.type_ == type_).expect(type_)
+    }
+
+    #[test]
+    fn everything_loaded_is_available() {
+        let plan = Plan {
+            targeted: 2,
+            targets: vec![target("a", "q/x:1"), target("b", "q/x:1")],
+            images: vec![image("q/x:1", false)],
+            ..Default::default()
+        };
+        let observed = Observed {
+            image_states: [("q/x:1".to_owned(), ImageState::Exists)].into(),
+            desired: 2,
+            available: 2,
+            ..Default::default()
+        };
+        let mut conditions = Vec::new();
+        set_conditions(&mut conditions, &plan, &observed, Some(1));
+        let available = condition(&conditions, AVAILABLE);
+        assert_eq!(
+            (available.status.as_str(), available.reason.as_str()),
+            ("True", "Loaded")
+        );
+        assert_eq!(available.message, "loaded on 2 of 2 targeted nodes");
+        assert_eq!(condition(&conditions, DEGRADED).status, "False");
+    }
+
+    #[test]
+    fn a_missing_image_names_itself_and_why() {
+        let plan = Plan {
+            targeted: 1,
+            targets: vec![target("a", "q/x:1")],
+            images: vec![image("q/x:1", true), image("q/y:1", false)],
+            skipped: vec![Skip {
+                node: "m".into(),
+                reason: SkipReason::Taint("maintenance=true:NoSchedule".into()),
+            }],
+            ..Default::default()
+        };
+        let observed = Observed {
+            image_states: [("q/x:1".to_owned(), ImageState::NeedsBuilding)].into(),
+            pull_waits: [("q/y:1".to_owned(), "ImagePullBackOff: not found".to_owned())].into(),
+            mic_name: "mod".into(),
+            ..Default::default()
+        };
+        let mut conditions = Vec::new();
+        set_conditions(&mut conditions, &plan, &observed, Some(1));
+        let available = condition(&conditions, AVAILABLE);
+        assert_eq!(available.status, "False");
+        assert_eq!(available.reason, "ImageMissing");
+        assert!(
+            available
+                .message
+                .contains("ImageMissing: q/x:1 NeedsBuilding"),
+            "{}",
+            available.message
+        );
+        let degraded = condition(&conditions, DEGRADED);
+        assert!(
+            degraded
+                .message
+                .contains("q/y:1 cannot be pulled (ImagePullBackOff: not found)")
+        );
+        let ready = condition(&conditions, READY);
+        assert!(
+            ready
+                .message
+                .contains("NodeUnschedulable: m has taint maintenance=true:NoSchedule"),
+            "{}",
+            ready.message
+        );
+    }
+
+    #[test]
+    fn many_subjects_are_counted_not_listed() {
+        let plan = Plan {
+            skipped: (0..10)
+                .map(|i| Skip {
+                    node: format!("n{i}"),
+                    reason: SkipReason::NoKernel,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut conditions = Vec::new();
+        set_conditions(&mut conditions, &plan, &Observed::default(), None);
+        assert!(
+            condition(&conditions, READY)
+                .message
+                .ends_with("n2 reports no kernel version yet; and 7 more")
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! The Shim's status from one pass's plan: counts, the nodes a person may look at, the rollout, and four
+//! conditions whose reasons say what to do next.
+//!
+//! | condition | True when | reasons |
+//! |---|---|---|
+//! | `Ready` | every selected node runs the current spec | `Complete`; else why not: `InstallFailed`, `AwaitingApproval`, `Paused`, `Rolling`, `Uninstalling`, `NoArtifact`, `NoFetchStrategy`, `NoTargets` |
+//! | `Available` | at least one node runs the shim, so its RuntimeClass can place pods | `Provisioned`, `NotProvisioned` |
+//! | `Progressing` | installers run or are about to start | `Rolling`, `Uninstalling`; else `Complete`, `AwaitingApproval`, `Paused`, `InstallFailed`, `NoTargets` |
+//! | `Degraded` | a node failed or has no archive | `InstallFailed`, `UninstallFailed`, `NoArtifact`, `NoFetchStrategy`; else `NoFailures` |
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::artifact::NoArtifact;
+use super::names;
+use super::plan::Plan;
+use crate::status::set_condition;
+use kmm_api::shim::{
+    BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
+    ShimNodeStatus, ShimStatus,
+};
+
+/// The status a pass writes for `shim`.
+pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
+    let previous = shim.status.clone().unwrap_or_default();
+    let generation = shim.metadata.generation;
+    let deleting = shim.metadata.deletion_timestamp.is_some();
+    let mut status = ShimStatus {
+        conditions: previous.conditions.clone(),
+        nodes: plan.selected as i32,
+        nodes_ready: plan.provisioned as i32,
+        observed_generation: generation,
+        node_statuses: node_statuses(plan, &previous.node_statuses),
+        node_counts: Some(counts(plan)),
+        rollout: plan.rollout.as_ref().map(|r| RolloutStatus {
+            batch: r.batch as i32,
+            batches: r.batches as i32,
+            awaiting_approval: r.awaiting_approval,
+            batch_size: Some(r.batch_size as i32),
+            spec_hash: Some(hash.to_owned()),
+            approvals: approvals(previous.rollout.as_ref(), plan, hash),
+        }),
+    };
+    let summary = Summary::of(shim, plan, deleting);
+    let conditions = &mut status.conditions;
+    set_condition(
+        conditions,
+        "Ready",
+        summary.ready,
+        summary.ready_reason,
+        summary.ready_message.clone(),
+        generation,
+    );
+    set_condition(
+        conditions,
+        "Available",
+        plan.running_shim > 0,
+        if plan.running_shim > 0 {
+            "Provisioned"
+        } else {
+            "NotProvisioned"
+        },
+        if plan.running_shim > 0 {
+            format!(
+                "{} nodes run the shim; pods with runtimeClassName {} run there",
+                plan.running_shim, shim.spec.runtime_class.name
+            )
+        } else {
+            "no node runs the shim yet".to_owned()
+        },
+        generation,
+    );
+    set_condition(
+        conditions,
+        "Progressing",
+        summary.progressing,
+        summary.progress_reason,
+        summary.progress_message,
+        generation,
+    );
+    set_condition(
+        conditions,
+        "Degraded",
+        summary.degraded_reason.is_some(),
+        summary.degraded_reason.unwrap_or("NoFailures"),
+        summary.degraded_message,
+        generation,
+    );
+    status
+}
+
+/// The approval history of the rollout of spec `hash`: the approvals recorded so far for that spec, and the one
+/// this pass starts a batch on (replacing an older record of the same batch, as a retried node re-starts it).
+fn approvals(previous: Option<&RolloutStatus>, plan: &Plan, hash: &str) -> Vec<BatchApproval> {
+    let mut approvals: Vec<BatchApproval> = previous
+        .filter(|p| p.spec_hash.as_deref() == Some(hash))
+        .map(|p| p.approvals.clone())
+        .unwrap_or_default();
+    if let Some(approved) = &plan.approved {
+        approvals.retain(|a| a.batch != approved.batch);
+        approvals.push(approved.clone());
+    }
+    approvals
+}
+
+/// The conditions' verdicts, worked out once.
+struct Summary {
+    ready: bool,
+    ready_reason: &'static str,
+    ready_message: String,
+    progressing: bool,
+    progress_reason: &'static str,
+    progress_message: String,
+    degraded_reason: Option<&'static str>,
+    degraded_message: String,
+}
+
+impl Summary {
+    fn of(shim: &Shim, plan: &Plan, deleting: bool) -> Self {
+        let shim_name = shim.metadata.name.clone().unwrap_or_default();
+        let rollout = plan.rollout.as_ref();
+        let stopped = rollout.is_some_and(|r| r.stopped);
+        let no_strategy = plan
+            .no_artifact
+            .iter()
+            .any(|(_, reason)| *reason == NoArtifact::NoStrategy);
+        let provisioned = format!(
+            "{} of {} nodes provisioned",
+            plan.provisioned, plan.selected
+        );
+        let first_failure = plan.install_failures.first();
+        let failure_message = |extra: &str| {
+            let (node, message) = first_failure.cloned().unwrap_or_default();
+            let more = match plan.install_failures.len() {
+                0 | 1 => String::new(),
+                n => format!(" ({} more nodes failed)", n - 1),
+            };
+            format!(
+                "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
+                names::pod_name(&node, &shim_name, names::Operation::Install),
+                names::INSTALLER_NAMESPACE
+            )
+        };
+
+        let (degraded_reason, degraded_message) = if no_strategy {
+            (
+                Some("NoFetchStrategy"),
+                "spec.fetchStrategy names neither platforms nor anonHttp: nothing to install"
+                    .to_owned(),
+            )
+        } else if first_failure.is_some() {
+            let extra = if stopped { "the rollout stopped; " } else { "" };
+            (Some("InstallFailed"), failure_message(extra))
+        } else if let Some((node, message)) = plan.uninstall_failures.first() {
+            (
+                Some("UninstallFailed"),
+                format!(
+                    "{node}: {message}; retry by deleting pod {} in {}",
+                    names::pod_name(node, &shim_name, names::Operation::Uninstall),
+                    names::INSTALLER_NAMESPACE
+                ),
+            )
+        } else if let Some((node, reason)) = plan.no_artifact.first() {
+            let more = match plan.no_artifact.len() {
+                1 => String::new(),
+                n => format!(" ({} more nodes)", n - 1),
+            };
+            (Some("NoArtifact"), format!("{node}: {reason}{more}"))
+        } else {
+            (None, "no node failed".to_owned())
+        };
+
+        let approval_message = |r: &super::plan::Rollout| {
+            format!(
+                "batch {} of {} waits for approval: set spec.rolloutStrategy.rolling.approvedBatch to {}",
+                r.batch, r.batches, r.batch
+            )
+        };
+        let rolling_message = || match rollout {
+            Some(r) => format!(
+                "batch {} of {}: {} nodes installing, {provisioned}",
+                r.batch, r.batches, plan.installing
+            ),
+            None => format!("{} nodes installing, {provisioned}", plan.installing),
+        };
+        let installs_active =
+            plan.installing > 0 || plan.create.iter().any(|p| p.artifact.is_some());
+        let (progressing, progress_reason, progress_message) = if deleting {
+            (
+                true,
+                "Uninstalling",
+                format!(
+                    "the Shim is being deleted: {} nodes still carry the shim",
+                    plan.uninstalling
+                ),
+            )
+        } else if plan.paused && plan.waiting > 0 {
+            (
+                false,
+                "Paused",
+                format!(
+                    "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {provisioned}",
+                    plan.waiting
+                ),
+            )
+        } else if let Some(r) = rollout.filter(|r| r.awaiting_approval && plan.installing == 0) {
+            (false, "AwaitingApproval", approval_message(r))
+        } else if stopped && plan.installing == 0 {
+            (
+                false,
+                "InstallFailed",
+                failure_message("the rollout stopped; "),
+            )
+        } else if installs_active {
+            (true, "Rolling", rolling_message())
+        } else if plan.uninstalling > 0 {
+            (
+                true,
+                "Uninstalling",
+                format!(
+                    "uninstalling from {} nodes the selector no longer matches",
+                    plan.uninstalling
+                ),
+            )
+        } else if plan.selected == 0 {
+            (
+                false,
+                "NoTargets",
+                "no node matches spec.nodeSelector".to_owned(),
+            )
+        } else {
+            (false, "Complete", provisioned.clone())
+        };
+
+        let complete = plan.selected > 0
+            && plan.provisioned == plan.selected
+            && plan.uninstalling == 0
+            && degraded_reason.is_none();
+        let (ready_reason, ready_message) = if complete {
+            ("Complete", provisioned.clone())
+        } else if deleting {
+            ("Uninstalling", progress_message.clone())
+        } else if stopped {
+            ("InstallFailed", failure_message("the rollout stopped; "))
+        } else if let Some(r) = rollout.filter(|r| r.awaiting_approval) {
+            ("AwaitingApproval", approval_message(r))
+        } else if progress_reason == "Paused" {
+            ("Paused", progress_message.clone())
+        } else if installs_active {
+            ("Rolling", rolling_message())
+        } else if plan.uninstalling > 0 {
+            ("Uninstalling", progress_message.clone())
+        } else if let Some(reason) = degraded_reason {
+            (reason, degraded_message.clone())
+        } else if plan.selected == 0 {
+            ("NoTargets", "no node matches spec.nodeSelector".to_owned())
+        } else {
+            (
+                "Waiting",
+                format!(
+                    "{provisioned}; {} nodes wait to become Ready and schedulable",
+                    plan.waiting
+                ),
+            )
+        };
+        Self {
+            ready: complete,
+            ready_reason,
+            ready_message,
+            progressing,
+            progress_reason,
+            progress_message,
+            degraded_reason,
+            degraded_message,
+        }
+    }
+}
+
+/// Totals per state.
+fn counts(plan: &Plan) -> ShimNodeCounts {
+    let count = |state| plan.views.iter().filter(|v| v.state == state).count() as i32;
+    ShimNodeCounts {
+        waiting: count(ShimNodeState::Waiting),
+        pending: count(ShimNodeState::Pending),
+        provisioned: plan.provisioned as i32,
+        failed: count(ShimNodeState::Failed),
+        uninstalling: count(ShimNodeState::Uninstall),
+    }
+}
+
+/// The nodes worth listing: failed first, then installing, uninstalling and waiting, by name, at most
+/// [`NODE_STATUSES_MAX`]; a node keeps its transition time while its state stays.
+fn node_statuses(plan: &Plan, previous: &[ShimNodeStatus]) -> Vec<ShimNodeStatus> {
+    let rank = |state: ShimNodeState| match state {
+        ShimNodeState::Failed => 0,
+        ShimNodeState::Pending => 1,
+        ShimNodeState::Uninstall => 2,
+        ShimNodeState::Waiting => 3,
+        ShimNodeState::Provisioned => 4,
+    };
+    let mut views: Vec<_> = plan.views.iter().collect();
+    views.sort_by(|a, b| (rank(a.state), &a.node).cmp(&(rank(b.state), &b.node)));
+    let now = Time(jiff::Timestamp::now());
+    views
+        .into_iter()
+        .take(NODE_STATUSES_MAX)
+        .map(|view| {
+            let since = previous
+                .iter()
+                .find(|p| p.node == view.node && p.state == view.state)
+                .and_then(|p| p.last_transition_time.clone())
+                .unwrap_or_else(|| now.clone());
+            ShimNodeStatus {
+                node: view.node.clone(),
+                state: view.state,
+                batch: view.batch,
+                message: view.message.clone(),
+                last_transition_time: Some(since),
+            }
+        })
+        .collect()
+}
