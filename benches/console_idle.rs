@@ -46,10 +46,7 @@ use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::runtime::Runtime;
 
-#[path = "../tests/support/tmux.rs"]
-mod tmux;
-
-use tmux::TmuxConsole;
+use kmm_testing::tmux::{self, TmuxConsole};
 
 /// Time allowed for start-up work to die down once the process is ready (or its Module has converged).
 const SETTLE: Duration = Duration::from_secs(20);
@@ -253,6 +250,7 @@ fn console(runtime: &Runtime, dir: &Path, run: &Run, engine: &str) -> (Figures, 
     let started = Instant::now();
     let kubeconfig = dir.join(format!("console-{}-{engine}.kubeconfig", run.nodes));
     let console = TmuxConsole::start(
+        env!("CARGO_BIN_EXE_kmm-tui"),
         dir,
         [
             "--scenario".as_ref(),

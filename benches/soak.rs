@@ -5,7 +5,7 @@
 //! `cargo bench --bench soak -- --seed 7 --duration 2h --nodes 50 --time-scale 20` (or `SOAK_SEED`, `SOAK_DURATION`,
 //! `SOAK_NODES`, `SOAK_TIME_SCALE`); exits 1 when the run fails, printing the seed that reproduces it.
 
-#[path = "../tests/support/soak/mod.rs"]
+#[path = "../tests/soak/harness/mod.rs"]
 mod soak;
 
 use std::time::Duration;

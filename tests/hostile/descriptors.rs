@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::client::Raw;
-use crate::support::ServeProcess;
+use crate::serve_process::ServeProcess;
 
 /// Descriptors the server may open beyond those it holds once started: a few dozen connections exhaust them.
 const HEADROOM: usize = 48;

@@ -8,8 +8,8 @@
 mod client;
 mod descriptors;
 mod process;
-#[path = "../support/mod.rs"]
-mod support;
+#[path = "../support/serve_process.rs"]
+mod serve_process;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,17 @@
+//! Shared set-up: a fresh in-memory embedded cluster per test.
+
+use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
+
+/// Start an in-memory embedded cluster.
+pub async fn cluster() -> EmbeddedCluster {
+    cluster_with(EmbeddedOptions::default()).await
+}
+
+/// Start an embedded cluster with options.
+pub async fn cluster_with(options: EmbeddedOptions) -> EmbeddedCluster {
+    EmbeddedCluster::start(options)
+        .await
+        .expect("the embedded cluster starts")
+}
+
+pub use kmm_testing::eventually;

@@ -1,0 +1,23 @@
+//! End-to-end tests of the KMM engine on the embedded cluster and its simulated nodes, through `kube::Client`.
+
+mod common;
+mod day0;
+mod device_plugin;
+mod events;
+mod handoff;
+mod imagecache;
+mod images;
+mod kmm;
+mod metrics;
+mod module;
+mod nmc;
+mod preflight;
+mod rbac;
+mod resilience;
+mod restarts;
+mod samples;
+mod shared;
+mod shim;
+mod shim_demo;
+mod takeover;
+mod upstream;

@@ -1,0 +1,7 @@
+//! What the tests of every kmm-tui crate share: waiting for a cluster to converge, and driving the console in tmux
+//! as a user does. A dev-dependency only; it knows nothing of the crates it tests.
+
+pub mod tmux;
+pub mod wait;
+
+pub use wait::{eventually, wait_for};

@@ -1,0 +1,12 @@
+//! The console driven as its event loop drives it (`App::update` with keys and data), drawn on a `TestBackend`,
+//! and its writes against the embedded cluster through a real `kube::Client`.
+
+mod app;
+mod config;
+mod engine;
+mod fleet;
+mod panes;
+mod shim_writes;
+mod shims;
+mod support;
+mod writes;
