@@ -96,6 +96,9 @@ pub struct Observed<'a> {
     pub limits: Limits,
 }
 
+/// One image on one node: (node name, image).
+type NodeImage = (String, String);
+
 /// Decide one pass.
 pub fn plan(observed: Observed) -> Plan {
     Planner::new(observed).run()
@@ -219,7 +222,7 @@ impl<'a> Planner<'a> {
 
     /// Purging: every image, wanted or removed, leaves every node; the purge annotation is done once all removals
     /// settled.
-    fn purge(&mut self, pods: &mut BTreeMap<(String, String), Vec<PodView>>) {
+    fn purge(&mut self, pods: &mut BTreeMap<NodeImage, Vec<PodView>>) {
         let mut targets = self.removed.clone();
         for (node, images) in &self.wanted {
             let list = targets.entry(node.clone()).or_default();
@@ -236,7 +239,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Remove every pair of `targets`, each with the pods found for it.
-    fn remove_all(&mut self, targets: &Pairs, pods: &mut BTreeMap<(String, String), Vec<PodView>>) {
+    fn remove_all(&mut self, targets: &Pairs, pods: &mut BTreeMap<NodeImage, Vec<PodView>>) {
         for (node, images) in targets {
             for image in images {
                 let found = pods
@@ -251,13 +254,13 @@ impl<'a> Planner<'a> {
     /// or re-pull asks), and the requests answered in full are marked done.
     fn cache(
         &mut self,
-        pods: &mut BTreeMap<(String, String), Vec<PodView>>,
+        pods: &mut BTreeMap<NodeImage, Vec<PodView>>,
         refresh: bool,
         repull: Option<&str>,
     ) {
         let removed = std::mem::take(&mut self.removed);
         self.remove_all(&removed, pods);
-        let mut refreshing: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut refreshing: BTreeSet<NodeImage> = BTreeSet::new();
         if refresh {
             for (node, images) in &self.wanted {
                 refreshing.extend(images.iter().map(|i| (node.clone(), i.clone())));
@@ -278,7 +281,7 @@ impl<'a> Planner<'a> {
         }
         // The pods that answered a request go with its annotation, so that the next request of the same kind is
         // answered by new pulls. A pair another pending request names keeps its answer.
-        let pending: BTreeSet<&(String, String)> = if refresh && !refresh_done {
+        let pending: BTreeSet<&NodeImage> = if refresh && !refresh_done {
             refreshing.iter().collect()
         } else if repull.is_some() && !repull_done {
             repulling.iter().collect()
@@ -313,14 +316,11 @@ impl<'a> Planner<'a> {
     /// that answered the others.
     fn pull_all(
         &mut self,
-        pods: &mut BTreeMap<(String, String), Vec<PodView>>,
-        refreshing: &BTreeSet<(String, String)>,
-    ) -> (
-        BTreeSet<(String, String)>,
-        BTreeMap<(String, String), String>,
-    ) {
-        let mut unsatisfied: BTreeSet<(String, String)> = BTreeSet::new();
-        let mut answers: BTreeMap<(String, String), String> = BTreeMap::new();
+        pods: &mut BTreeMap<NodeImage, Vec<PodView>>,
+        refreshing: &BTreeSet<NodeImage>,
+    ) -> (BTreeSet<NodeImage>, BTreeMap<NodeImage, String>) {
+        let mut unsatisfied: BTreeSet<NodeImage> = BTreeSet::new();
+        let mut answers: BTreeMap<NodeImage, String> = BTreeMap::new();
         let wanted = std::mem::take(&mut self.wanted);
         for (node, images) in &wanted {
             for image in images {
