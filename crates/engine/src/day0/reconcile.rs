@@ -70,62 +70,26 @@ async fn reconcile_day0(day0: &ModuleDay0, context: &Day0Context) -> Result<Acti
 }
 
 /// The pass' decision and actions: the report, the MachineConfig managed and the image applied (None: keep the
-/// recorded one).
+/// recorded one). Whenever the pass ends short of building an image, the MachineModuleImage asked by an earlier pass
+/// goes, so no build runs for an image nothing will boot.
 async fn decide(
     day0: &ModuleDay0,
     context: &Day0Context,
 ) -> Result<(Report, Option<String>, Option<String>), Error> {
     let engine = &context.engine;
-    let client = engine.client.clone();
-    let pools: Vec<MachineConfigPool> = Api::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .doing(|| "listing MachineConfigPools".to_owned())?
-        .items;
-    let selector = &day0.spec.machine_config_pool_selector;
-    let Some(pool) = pools::pool_for_selector(&pools, selector) else {
-        images::remove_mic(engine, day0).await?;
-        let report = Report::degraded(
-            report::NO_POOL,
-            format!(
-                "no MachineConfigPool selects nodes by {}; machineConfigPoolSelector must equal a pool's nodeSelector",
-                describe_selector(selector)
-            ),
-        );
-        return Ok((report, None, None));
+    let managed = match managed(day0, context).await? {
+        Ok(managed) => managed,
+        Err(report) => {
+            images::remove_mic(engine, day0).await?;
+            return Ok((report, None, None));
+        }
     };
+    let (pool, config) = (&managed.pool, &managed.config);
     let pool_name = pool.name_any();
-    if let Some(first) = first_claim(day0, &context.day0s.state(), &pools, &pool_name) {
-        images::remove_mic(engine, day0).await?;
-        let report = Report::degraded(
-            report::DUPLICATE_POOL,
-            format!(
-                "pool {pool_name} is already managed by ModuleDay0 {first}; only one ModuleDay0 may target a pool: \
-                 put every module in that one's image and delete this one"
-            ),
-        );
-        return Ok((report, None, None));
-    }
-    let configs: Vec<MachineConfig> = Api::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .doing(|| "listing MachineConfigs".to_owned())?
-        .items;
-    let Some(config) = pools::managed_config(pool, &configs, &day0.name_any()) else {
-        images::remove_mic(engine, day0).await?;
-        let report = Report::degraded(
-            report::NO_MACHINE_CONFIG,
-            format!(
-                "no MachineConfig labelled {KMM_MANAGED_LABEL}=true feeds pool {pool_name}; label the one whose \
-                 osImageURL the pool boots"
-            ),
-        );
-        return Ok((report, None, None));
-    };
     let config_name = config.name_any();
     let _ = context.nodes.listed().await;
-    let members = pools::members(pool, &context.nodes.state(), &pools);
-    let release = read_release(&client).await?;
+    let members = pools::members(pool, &context.nodes.state(), &managed.pools);
+    let release = read_release(&engine.client).await?;
     let nodes_os = members.iter().find_map(|n| pools::os_image(n));
     let target = match target::decide(&day0.spec.os_mapping, &release, nodes_os) {
         Ok(target) => target,
@@ -136,8 +100,7 @@ async fn decide(
         }
     };
     let reached = members.iter().filter(|n| target.reached_by(n)).count();
-    let current_url = config.spec.os_image_url.clone();
-    if current_url.as_deref() == Some(target.image.as_str()) {
+    if config.spec.os_image_url.as_deref() == Some(target.image.as_str()) {
         images::remove_mic(engine, day0).await?;
         let report = rollout(pool, &members, reached, &target);
         return Ok((report, Some(config_name), Some(target.image)));
@@ -158,11 +121,90 @@ async fn decide(
         let report = done(&pool_name, members.len(), &target, Some(&config_name));
         return Ok((report, Some(config_name), None));
     }
+    let (report, applied) = move_to(day0, engine, &managed, &members, reached, &target).await?;
+    Ok((report, Some(config_name), applied))
+}
+
+/// The pool a ModuleDay0 targets and the MachineConfig that boots it.
+struct Managed {
+    /// Every pool, as a node belongs to the most specific pool that selects it.
+    pools: Vec<MachineConfigPool>,
+    pool: MachineConfigPool,
+    config: MachineConfig,
+}
+
+/// Find the pool and the MachineConfig the ModuleDay0 manages, or the report saying why it manages none: no pool
+/// matches its selector, an older ModuleDay0 claimed the pool, or no MachineConfig of the pool is labelled for it.
+async fn managed(
+    day0: &ModuleDay0,
+    context: &Day0Context,
+) -> Result<Result<Managed, Report>, Error> {
+    let client = context.engine.client.clone();
+    let pools: Vec<MachineConfigPool> = Api::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .doing(|| "listing MachineConfigPools".to_owned())?
+        .items;
+    let selector = &day0.spec.machine_config_pool_selector;
+    let Some(pool) = pools::pool_for_selector(&pools, selector) else {
+        return Ok(Err(Report::degraded(
+            report::NO_POOL,
+            format!(
+                "no MachineConfigPool selects nodes by {}; machineConfigPoolSelector must equal a pool's nodeSelector",
+                describe_selector(selector)
+            ),
+        )));
+    };
+    let pool_name = pool.name_any();
+    if let Some(first) = first_claim(day0, &context.day0s.state(), &pools, &pool_name) {
+        return Ok(Err(Report::degraded(
+            report::DUPLICATE_POOL,
+            format!(
+                "pool {pool_name} is already managed by ModuleDay0 {first}; only one ModuleDay0 may target a pool: \
+                 put every module in that one's image and delete this one"
+            ),
+        )));
+    }
+    let configs: Vec<MachineConfig> = Api::all(client)
+        .list(&ListParams::default())
+        .await
+        .doing(|| "listing MachineConfigs".to_owned())?
+        .items;
+    let Some(config) = pools::managed_config(pool, &configs, &day0.name_any()) else {
+        return Ok(Err(Report::degraded(
+            report::NO_MACHINE_CONFIG,
+            format!(
+                "no MachineConfig labelled {KMM_MANAGED_LABEL}=true feeds pool {pool_name}; label the one whose \
+                 osImageURL the pool boots"
+            ),
+        )));
+    };
+    Ok(Ok(Managed {
+        pool: pool.clone(),
+        config: config.clone(),
+        pools,
+    }))
+}
+
+/// Move the pool to the target image: through the image pipeline (checked, built, signed) first, and only once the
+/// image exists point the MachineConfig at it. Returns the report and the image applied.
+async fn move_to(
+    day0: &ModuleDay0,
+    engine: &Context,
+    managed: &Managed,
+    members: &[Arc<Node>],
+    reached: usize,
+    target: &Target,
+) -> Result<(Report, Option<String>), Error> {
+    let (pool, config) = (&managed.pool, &managed.config);
+    let pool_name = pool.name_any();
+    let config_name = config.name_any();
+    let current_url = config.spec.os_image_url.as_deref();
     let kernel = members
         .iter()
         .find_map(|n| pools::kernel_version(n))
         .unwrap_or_default();
-    let mic = images::ensure_mic(engine, day0, &target, kernel).await?;
+    let mic = images::ensure_mic(engine, day0, target, kernel).await?;
     // A rebuild asked from the console raises the MIC's generation above the ModuleDay0's.
     let generation = images::requested_generation(&mic, &target.image)
         .unwrap_or_else(|| images::generation(day0));
@@ -179,7 +221,7 @@ async fn decide(
     let report = match stage {
         ImageStage::Exists => {
             point_config_at(engine, config, &target.image).await?;
-            let from = current_url.as_deref().unwrap_or("the release's OS image");
+            let from = current_url.unwrap_or("the release's OS image");
             engine
                 .event(
                     day0,
@@ -188,7 +230,7 @@ async fn decide(
                     format!("MachineConfig {config_name} now boots {} (was {from}); pool {pool_name} rolls", target.image),
                 )
                 .await;
-            rollout(pool, &members, reached, &target)
+            rollout(pool, members, reached, target)
         }
         ImageStage::Checking(message) => Report::progressing(report::CHECKING_IMAGE, message),
         ImageStage::WaitingForImage(message) => Report::progressing(
@@ -201,11 +243,11 @@ async fn decide(
             reason,
             format!(
                 "{message}; MachineConfig {config_name} is left on {}: fix the cause and edit the ModuleDay0 to try again",
-                current_url.as_deref().unwrap_or("the release's OS image")
+                current_url.unwrap_or("the release's OS image")
             ),
         ),
     };
-    Ok((report, Some(config_name), applied))
+    Ok((report, applied))
 }
 
 /// `namespace/name` of the ModuleDay0 that claimed `pool` before `day0`, if one did: the oldest, by creation

@@ -96,6 +96,9 @@ pub struct Observed<'a> {
     pub limits: Limits,
 }
 
+/// One image on one node: (node name, image).
+type NodeImage = (String, String);
+
 /// Decide one pass.
 pub fn plan(observed: Observed) -> Plan {
     Planner::new(observed).run()
@@ -178,142 +181,170 @@ impl<'a> Planner<'a> {
 
     fn run(mut self) -> Plan {
         let annotations = self.cache.annotations();
-        let purge = annotations.contains_key(PURGE_ANNOTATION);
         let refresh = annotations.contains_key(REFRESH_ANNOTATION);
         let repull = annotations.get(REPULL_ANNOTATION).cloned();
-        let status = self.cache.status.as_ref();
-        let purged = !purge
-            && !refresh
-            && repull.is_none()
-            && status.is_some_and(|s| {
-                s.reason == PURGE_REASON
-                    && s.status != ImageCacheActionStatus::Processing
-                    && s.observed_generation == self.cache.metadata.generation
-            });
-        self.plan.mode = if purge {
-            Mode::Purging
-        } else if purged {
-            Mode::Purged
-        } else {
-            Mode::Caching
-        };
+        self.plan.mode = self.mode();
         let mut pods = std::mem::take(&mut self.pods);
         match self.plan.mode {
-            Mode::Purging => {
-                let mut targets = self.removed.clone();
-                for (node, images) in &self.wanted {
-                    let list = targets.entry(node.clone()).or_default();
-                    list.extend(images.iter().cloned());
-                }
-                for (node, images) in &targets {
-                    for image in images {
-                        let found = pods
-                            .remove(&(node.clone(), image.clone()))
-                            .unwrap_or_default();
-                        self.removal(node, image, found);
-                    }
-                }
-                self.passive_pairs();
-                if self.plan.removals_settled {
-                    self.plan.done_annotations.push(PURGE_ANNOTATION);
-                } else {
-                    self.plan.asked_undone = true;
-                    self.wake_at(self.now + SLOT_POLL);
-                }
-            }
+            Mode::Purging => self.purge(&mut pods),
             Mode::Purged => self.passive_pairs(),
-            Mode::Caching => {
-                let removed = std::mem::take(&mut self.removed);
-                for (node, images) in &removed {
-                    for image in images {
-                        let found = pods
-                            .remove(&(node.clone(), image.clone()))
-                            .unwrap_or_default();
-                        self.removal(node, image, found);
-                    }
-                }
-                let mut refreshing: BTreeSet<(String, String)> = BTreeSet::new();
-                if refresh {
-                    for (node, images) in &self.wanted {
-                        refreshing.extend(images.iter().map(|i| (node.clone(), i.clone())));
-                    }
-                }
-                let repulling = repull
-                    .as_deref()
-                    .map(|value| wanted::repull_pairs(value, &self.wanted))
-                    .unwrap_or_default();
-                refreshing.extend(repulling.iter().cloned());
-                let mut unsatisfied: BTreeSet<(String, String)> = BTreeSet::new();
-                let mut answers: BTreeMap<(String, String), String> = BTreeMap::new();
-                let wanted = std::mem::take(&mut self.wanted);
-                for (node, images) in &wanted {
-                    for image in images {
-                        let key = (node.clone(), image.clone());
-                        let found = pods.remove(&key).unwrap_or_default();
-                        let again = refreshing.contains(&key);
-                        let (state, satisfied) = self.pull(node, image, found, again);
-                        match satisfied {
-                            Answer::Pending if again => {
-                                unsatisfied.insert(key);
-                            }
-                            Answer::By(pod) => {
-                                answers.insert(key, pod);
-                            }
-                            _ => {}
-                        }
-                        self.plan
-                            .pairs
-                            .entry(node.clone())
-                            .or_default()
-                            .push((image.clone(), state));
-                    }
-                }
-                let refresh_done = refresh && unsatisfied.is_empty();
-                let repull_done = repull.is_some() && repulling.is_disjoint(&unsatisfied);
-                if refresh_done {
-                    self.plan.done_annotations.push(REFRESH_ANNOTATION);
-                }
-                if repull_done {
-                    self.plan.done_annotations.push(REPULL_ANNOTATION);
-                }
-                // The pods that answered a request go with its annotation, so that the next request of the same
-                // kind is answered by new pulls. A pair another pending request names keeps its answer.
-                let pending: BTreeSet<&(String, String)> = if refresh && !refresh_done {
-                    refreshing.iter().collect()
-                } else if repull.is_some() && !repull_done {
-                    repulling.iter().collect()
-                } else {
-                    BTreeSet::new()
-                };
-                for (pair, pod) in answers {
-                    if !pending.contains(&pair) {
-                        self.plan.delete.insert(pod);
-                    }
-                }
-                self.plan.asked_undone = !unsatisfied.is_empty();
-                let waiting = self
-                    .plan
-                    .pairs
-                    .values()
-                    .flatten()
-                    .any(|(_, s)| *s == PairState::Missing);
-                if waiting
-                    || self
-                        .plan
-                        .removals
-                        .iter()
-                        .any(|r| r.2 == RemovalState::Deleting)
-                {
-                    // A slot another cache frees does not wake this one.
-                    self.wake_at(self.now + SLOT_POLL);
-                }
-            }
+            Mode::Caching => self.cache(&mut pods, refresh, repull.as_deref()),
         }
         // Pods of pairs the cache no longer has: an image or node that left, or work of another mode.
         for list in pods.into_values() {
             self.plan.delete.extend(list.into_iter().map(|p| p.name));
         }
         self.plan
+    }
+
+    /// The mode from the annotations and the status: a purge asked for purges; a purge that ran keeps the cache
+    /// purged until the spec changes or a refresh or re-pull asks for the images again.
+    fn mode(&self) -> Mode {
+        let annotations = self.cache.annotations();
+        let purge = annotations.contains_key(PURGE_ANNOTATION);
+        let asks_again = annotations.contains_key(REFRESH_ANNOTATION)
+            || annotations.contains_key(REPULL_ANNOTATION);
+        let purged = !purge
+            && !asks_again
+            && self.cache.status.as_ref().is_some_and(|s| {
+                s.reason == PURGE_REASON
+                    && s.status != ImageCacheActionStatus::Processing
+                    && s.observed_generation == self.cache.metadata.generation
+            });
+        if purge {
+            Mode::Purging
+        } else if purged {
+            Mode::Purged
+        } else {
+            Mode::Caching
+        }
+    }
+
+    /// Purging: every image, wanted or removed, leaves every node; the purge annotation is done once all removals
+    /// settled.
+    fn purge(&mut self, pods: &mut BTreeMap<NodeImage, Vec<PodView>>) {
+        let mut targets = self.removed.clone();
+        for (node, images) in &self.wanted {
+            let list = targets.entry(node.clone()).or_default();
+            list.extend(images.iter().cloned());
+        }
+        self.remove_all(&targets, pods);
+        self.passive_pairs();
+        if self.plan.removals_settled {
+            self.plan.done_annotations.push(PURGE_ANNOTATION);
+        } else {
+            self.plan.asked_undone = true;
+            self.wake_at(self.now + SLOT_POLL);
+        }
+    }
+
+    /// Remove every pair of `targets`, each with the pods found for it.
+    fn remove_all(&mut self, targets: &Pairs, pods: &mut BTreeMap<NodeImage, Vec<PodView>>) {
+        for (node, images) in targets {
+            for image in images {
+                let found = pods
+                    .remove(&(node.clone(), image.clone()))
+                    .unwrap_or_default();
+                self.removal(node, image, found);
+            }
+        }
+    }
+
+    /// Caching: images the spec no longer lists leave their nodes, wanted images are pulled (again, where a refresh
+    /// or re-pull asks), and the requests answered in full are marked done.
+    fn cache(
+        &mut self,
+        pods: &mut BTreeMap<NodeImage, Vec<PodView>>,
+        refresh: bool,
+        repull: Option<&str>,
+    ) {
+        let removed = std::mem::take(&mut self.removed);
+        self.remove_all(&removed, pods);
+        let mut refreshing: BTreeSet<NodeImage> = BTreeSet::new();
+        if refresh {
+            for (node, images) in &self.wanted {
+                refreshing.extend(images.iter().map(|i| (node.clone(), i.clone())));
+            }
+        }
+        let repulling = repull
+            .map(|value| wanted::repull_pairs(value, &self.wanted))
+            .unwrap_or_default();
+        refreshing.extend(repulling.iter().cloned());
+        let (unsatisfied, answers) = self.pull_all(pods, &refreshing);
+        let refresh_done = refresh && unsatisfied.is_empty();
+        let repull_done = repull.is_some() && repulling.is_disjoint(&unsatisfied);
+        if refresh_done {
+            self.plan.done_annotations.push(REFRESH_ANNOTATION);
+        }
+        if repull_done {
+            self.plan.done_annotations.push(REPULL_ANNOTATION);
+        }
+        // The pods that answered a request go with its annotation, so that the next request of the same kind is
+        // answered by new pulls. A pair another pending request names keeps its answer.
+        let pending: BTreeSet<&NodeImage> = if refresh && !refresh_done {
+            refreshing.iter().collect()
+        } else if repull.is_some() && !repull_done {
+            repulling.iter().collect()
+        } else {
+            BTreeSet::new()
+        };
+        for (pair, pod) in answers {
+            if !pending.contains(&pair) {
+                self.plan.delete.insert(pod);
+            }
+        }
+        self.plan.asked_undone = !unsatisfied.is_empty();
+        let waiting = self
+            .plan
+            .pairs
+            .values()
+            .flatten()
+            .any(|(_, s)| *s == PairState::Missing);
+        if waiting
+            || self
+                .plan
+                .removals
+                .iter()
+                .any(|r| r.2 == RemovalState::Deleting)
+        {
+            // A slot another cache frees does not wake this one.
+            self.wake_at(self.now + SLOT_POLL);
+        }
+    }
+
+    /// Pull every wanted pair, `refreshing` ones anew. Returns the refreshed pairs not answered yet, and the pods
+    /// that answered the others.
+    fn pull_all(
+        &mut self,
+        pods: &mut BTreeMap<NodeImage, Vec<PodView>>,
+        refreshing: &BTreeSet<NodeImage>,
+    ) -> (BTreeSet<NodeImage>, BTreeMap<NodeImage, String>) {
+        let mut unsatisfied: BTreeSet<NodeImage> = BTreeSet::new();
+        let mut answers: BTreeMap<NodeImage, String> = BTreeMap::new();
+        let wanted = std::mem::take(&mut self.wanted);
+        for (node, images) in &wanted {
+            for image in images {
+                let key = (node.clone(), image.clone());
+                let found = pods.remove(&key).unwrap_or_default();
+                let again = refreshing.contains(&key);
+                let (state, satisfied) = self.pull(node, image, found, again);
+                match satisfied {
+                    Answer::Pending if again => {
+                        unsatisfied.insert(key);
+                    }
+                    Answer::By(pod) => {
+                        answers.insert(key, pod);
+                    }
+                    _ => {}
+                }
+                self.plan
+                    .pairs
+                    .entry(node.clone())
+                    .or_default()
+                    .push((image.clone(), state));
+            }
+        }
+        (unsatisfied, answers)
     }
 
     /// Pairs seen without acting on them (purging or purged): cached or not.
@@ -422,7 +453,6 @@ impl<'a> Planner<'a> {
         again: bool,
     ) -> (PairState, Answer) {
         let cached = self.holds(node, image);
-        let truncated = self.images.get(node).is_some_and(|h| h.truncated);
         // Delete pods of another operation and older attempts.
         let current = pods
             .iter()
@@ -430,29 +460,8 @@ impl<'a> Planner<'a> {
             .map(|i| pods.remove(i));
         self.plan.delete.extend(pods.into_iter().map(|p| p.name));
         let Some(pod) = current else {
-            if cached && !again {
-                return (PairState::Cached, Answer::Done);
-            }
-            if self.leaving.contains(&(node.to_owned(), image.to_owned())) {
-                // Its pod leaving wakes the cache.
-                return (PairState::Pulling, Answer::Pending);
-            }
-            let operation = if again {
-                Operation::Refresh
-            } else {
-                Operation::Pull
-            };
-            let started = self.start(node, image, operation, 1, None);
-            return (
-                if started {
-                    PairState::Pulling
-                } else {
-                    PairState::Missing
-                },
-                Answer::Pending,
-            );
+            return self.first_pull(node, image, cached, again);
         };
-        let is_refresh = pod.operation == Operation::Refresh;
         match pod.verdict.clone() {
             Verdict::Working => {
                 self.wake_at(pod.created + self.limits.deadline);
@@ -466,83 +475,144 @@ impl<'a> Planner<'a> {
                 (state, Answer::Pending)
             }
             Verdict::Succeeded(finished) => {
-                if again && !is_refresh {
-                    self.plan.delete.insert(pod.name);
-                    let started = self.start(node, image, Operation::Refresh, 1, None);
-                    return (
-                        if started {
-                            PairState::Pulling
-                        } else if cached {
-                            PairState::Cached
-                        } else {
-                            PairState::Missing
-                        },
-                        Answer::Pending,
-                    );
-                }
-                if again {
-                    return (PairState::Cached, Answer::By(pod.name));
-                }
-                if cached {
-                    self.plan.delete.insert(pod.name);
-                    return (PairState::Cached, Answer::Done);
-                }
-                if truncated {
-                    return (PairState::Cached, Answer::Done);
-                }
-                let confirm_by = finished.unwrap_or(pod.created) + CONFIRM_GRACE;
-                if confirm_by > self.now {
-                    self.wake_at(confirm_by);
-                    return (PairState::Pulling, Answer::Done);
-                }
-                // Pulled, then removed from the node (garbage collection, crictl rmi): pull it again.
-                self.plan.delete.insert(pod.name);
-                let started = self.start(node, image, Operation::Pull, 1, None);
-                (
-                    if started {
-                        PairState::Pulling
-                    } else {
-                        PairState::Missing
-                    },
-                    Answer::Done,
-                )
+                self.after_success(node, image, pod, finished, cached, again)
             }
             Verdict::Failed { reason, message } => {
-                let failed = PairState::Failed {
-                    reason: reason.clone(),
-                    message: message.clone(),
-                };
-                if again && is_refresh {
-                    // The refresh's attempt is its answer; retries wait until the refresh is over.
-                    let state = if cached { PairState::Cached } else { failed };
-                    return (state, Answer::By(pod.name));
-                }
-                if cached && !again {
-                    self.plan.delete.insert(pod.name);
-                    return (PairState::Cached, Answer::Done);
-                }
-                let last_failure = Some(format!("{reason}: {message}"));
-                if again {
-                    self.start_after(pod.name, node, image, Operation::Refresh, 1, last_failure);
-                    return (failed, Answer::Pending);
-                }
-                let due = pod.created + backoff(pod.attempt, self.limits.first_retry);
-                if due <= self.now {
-                    let attempt = pod.attempt + 1;
-                    self.start_after(
-                        pod.name,
-                        node,
-                        image,
-                        Operation::Pull,
-                        attempt,
-                        last_failure,
-                    );
-                } else {
-                    self.wake_at(due);
-                }
-                (failed, Answer::Done)
+                self.after_failure(node, image, pod, (reason, message), cached, again)
             }
         }
+    }
+
+    /// A pair with no pod working on it: nothing to do when the node holds the image and nothing new is asked;
+    /// else a pull starts, once the pair's last pod has left.
+    fn first_pull(
+        &mut self,
+        node: &str,
+        image: &str,
+        cached: bool,
+        again: bool,
+    ) -> (PairState, Answer) {
+        if cached && !again {
+            return (PairState::Cached, Answer::Done);
+        }
+        if self.leaving.contains(&(node.to_owned(), image.to_owned())) {
+            // Its pod leaving wakes the cache.
+            return (PairState::Pulling, Answer::Pending);
+        }
+        let operation = if again {
+            Operation::Refresh
+        } else {
+            Operation::Pull
+        };
+        let started = self.start(node, image, operation, 1, None);
+        (
+            if started {
+                PairState::Pulling
+            } else {
+                PairState::Missing
+            },
+            Answer::Pending,
+        )
+    }
+
+    /// A pull that succeeded. A request for a new pull is answered only by a refresh pod; the pod goes once the
+    /// node reports the image, and a node that still lacks it after [`CONFIRM_GRACE`] lost it since and pulls
+    /// again (a node whose image list is truncated is trusted).
+    fn after_success(
+        &mut self,
+        node: &str,
+        image: &str,
+        pod: PodView,
+        finished: Option<Timestamp>,
+        cached: bool,
+        again: bool,
+    ) -> (PairState, Answer) {
+        let truncated = self.images.get(node).is_some_and(|h| h.truncated);
+        let is_refresh = pod.operation == Operation::Refresh;
+        if again && !is_refresh {
+            self.plan.delete.insert(pod.name);
+            let started = self.start(node, image, Operation::Refresh, 1, None);
+            return (
+                if started {
+                    PairState::Pulling
+                } else if cached {
+                    PairState::Cached
+                } else {
+                    PairState::Missing
+                },
+                Answer::Pending,
+            );
+        }
+        if again {
+            return (PairState::Cached, Answer::By(pod.name));
+        }
+        if cached {
+            self.plan.delete.insert(pod.name);
+            return (PairState::Cached, Answer::Done);
+        }
+        if truncated {
+            return (PairState::Cached, Answer::Done);
+        }
+        let confirm_by = finished.unwrap_or(pod.created) + CONFIRM_GRACE;
+        if confirm_by > self.now {
+            self.wake_at(confirm_by);
+            return (PairState::Pulling, Answer::Done);
+        }
+        // Pulled, then removed from the node (garbage collection, crictl rmi): pull it again.
+        self.plan.delete.insert(pod.name);
+        let started = self.start(node, image, Operation::Pull, 1, None);
+        (
+            if started {
+                PairState::Pulling
+            } else {
+                PairState::Missing
+            },
+            Answer::Done,
+        )
+    }
+
+    /// A pull that failed: a refresh's failure is its answer; otherwise the pull is retried after [`backoff`]
+    /// (at once for a new request), by a pod that replaces the failed one.
+    fn after_failure(
+        &mut self,
+        node: &str,
+        image: &str,
+        pod: PodView,
+        (reason, message): (String, String),
+        cached: bool,
+        again: bool,
+    ) -> (PairState, Answer) {
+        let is_refresh = pod.operation == Operation::Refresh;
+        let last_failure = Some(format!("{reason}: {message}"));
+        let failed = PairState::Failed { reason, message };
+        if again && is_refresh {
+            // The refresh's attempt is its answer; retries wait until the refresh is over.
+            let state = if cached { PairState::Cached } else { failed };
+            return (state, Answer::By(pod.name));
+        }
+        if cached && !again {
+            self.plan.delete.insert(pod.name);
+            return (PairState::Cached, Answer::Done);
+        }
+        if again {
+            self.start_after(pod.name, node, image, Operation::Refresh, 1, last_failure);
+            return (failed, Answer::Pending);
+        }
+        let due = pod.created + backoff(pod.attempt, self.limits.first_retry);
+        if due <= self.now {
+            let attempt = pod.attempt + 1;
+            self.start_after(
+                pod.name,
+                node,
+                image,
+                Operation::Pull,
+                attempt,
+                last_failure,
+            );
+        } else {
+            self.wake_at(due);
+        }
+        (failed, Answer::Done)
     }
 
     /// Decide one image on a node it must leave.

@@ -83,6 +83,24 @@ struct FamilyLabels {
     family: &'static str,
 }
 
+/// A gauge holding seconds.
+type Seconds = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// The queue gauges of one scrape, built afresh each time so a reconciler that is gone drops out.
+#[derive(Default)]
+struct QueueGauges {
+    /// Objects queued, per queue.
+    depth: LabelFamily<QueueLabels, Gauge>,
+    /// How long the longest running pass has run, per queue.
+    longest: LabelFamily<QueueLabels, Seconds>,
+    /// Work in progress not yet counted in the work duration, per queue.
+    unfinished: LabelFamily<QueueLabels, Seconds>,
+    /// Objects waiting for a pass, per family.
+    waiting: LabelFamily<FamilyLabels, Gauge>,
+    /// How long the object waiting longest has waited, per family.
+    oldest: LabelFamily<FamilyLabels, Seconds>,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: String,
@@ -438,7 +456,8 @@ impl EngineMetrics {
         }
     }
 
-    /// The scrape: every counter, and what each reconciler waits on and runs now.
+    /// The scrape: every counter, and what each reconciler waits on and runs now. It is one flat list of the
+    /// metrics in the order they are scraped, the upstream controller-runtime names first, so it stays long.
     pub fn encode(&self) -> String {
         self.sample();
         let now = Instant::now();
@@ -488,37 +507,13 @@ impl EngineMetrics {
             "How long in seconds processing an item from workqueue takes",
             self.work_duration.clone(),
         );
-        let depth = LabelFamily::<QueueLabels, Gauge>::default();
-        let longest =
-            LabelFamily::<QueueLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-        let unfinished =
-            LabelFamily::<QueueLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-        let waiting = LabelFamily::<FamilyLabels, Gauge>::default();
-        let oldest =
-            LabelFamily::<FamilyLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-        for (controller, reconciler) in lock(&self.reconcilers).iter() {
-            let labels = QueueLabels {
-                name: controller,
-                controller,
-            };
-            let queued = i64::try_from(reconciler.queue.depth()).unwrap_or(i64::MAX);
-            depth.get_or_create(&labels).set(queued);
-            longest
-                .get_or_create(&labels)
-                .set(reconciler.queue.longest_running(now).as_secs_f64());
-            unfinished
-                .get_or_create(&labels)
-                .set(reconciler.queue.unfinished(now).as_secs_f64());
-            let family = FamilyLabels {
-                family: reconciler.family.as_str(),
-            };
-            waiting.get_or_create(&family).inc_by(queued);
-            let oldest_now = reconciler.queue.oldest_waiting(now).as_secs_f64();
-            let gauge = oldest.get_or_create(&family);
-            if oldest_now > gauge.get() {
-                gauge.set(oldest_now);
-            }
-        }
+        let QueueGauges {
+            depth,
+            longest,
+            unfinished,
+            waiting,
+            oldest,
+        } = self.queue_gauges(now);
         registry.register("workqueue_depth", "Current depth of workqueue", depth);
         registry.register(
             "workqueue_longest_running_processor_seconds",
@@ -571,6 +566,38 @@ impl EngineMetrics {
         prometheus_client::encoding::text::encode(&mut text, &registry)
             .expect("writing to a String cannot fail");
         text
+    }
+
+    /// What each reconciler's queue holds and runs now, read at scrape time: per queue, and summed (waiting) or
+    /// maxed (oldest) per family, as a person asks "how far behind is the Shim engine" rather than per queue.
+    fn queue_gauges(&self, now: Instant) -> QueueGauges {
+        let gauges = QueueGauges::default();
+        for (controller, reconciler) in lock(&self.reconcilers).iter() {
+            let labels = QueueLabels {
+                name: controller,
+                controller,
+            };
+            let queued = i64::try_from(reconciler.queue.depth()).unwrap_or(i64::MAX);
+            gauges.depth.get_or_create(&labels).set(queued);
+            gauges
+                .longest
+                .get_or_create(&labels)
+                .set(reconciler.queue.longest_running(now).as_secs_f64());
+            gauges
+                .unfinished
+                .get_or_create(&labels)
+                .set(reconciler.queue.unfinished(now).as_secs_f64());
+            let family = FamilyLabels {
+                family: reconciler.family.as_str(),
+            };
+            gauges.waiting.get_or_create(&family).inc_by(queued);
+            let oldest_now = reconciler.queue.oldest_waiting(now).as_secs_f64();
+            let gauge = gauges.oldest.get_or_create(&family);
+            if oldest_now > gauge.get() {
+                gauge.set(oldest_now);
+            }
+        }
+        gauges
     }
 }
 

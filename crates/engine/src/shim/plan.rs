@@ -12,10 +12,11 @@ use super::artifact::{self, Artifact};
 use super::names::{self, Operation};
 use super::pods::{self, Phase};
 use crate::nodes;
-use kmm_api::shim::{Approval, RolloutType, Shim, ShimNodeState};
+use kmm_api::shim::{RollingUpdate, Shim, ShimNodeState};
 
 mod approvals;
 mod outcome;
+mod starts;
 
 pub use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
 
@@ -48,6 +49,11 @@ pub fn batch_size(max_update: &IntOrString, targets: usize) -> usize {
     size.max(1)
 }
 
+/// Plan one pass.
+pub fn plan(inputs: &Inputs<'_>) -> Plan {
+    Planner::new(inputs).run()
+}
+
 /// The installer pods of one node.
 #[derive(Default)]
 struct NodePods<'a> {
@@ -55,505 +61,476 @@ struct NodePods<'a> {
     uninstall: Option<&'a Pod>,
 }
 
-/// Plan one pass.
-pub fn plan(inputs: &Inputs<'_>) -> Plan {
-    let shim = inputs.shim;
-    let shim_name = shim.name_any();
-    let label_key = names::node_label(&shim_name);
-    let hash_key = names::node_hash_annotation(&shim_name);
-    let deleting = shim.metadata.deletion_timestamp.is_some();
-    let rolling = shim.spec.rollout_strategy.rolling.as_ref();
-    let mut plan = Plan {
-        paused: !deleting && rolling.is_some_and(|r| r.paused),
-        ..Plan::default()
-    };
+/// One pass in the making. It settles every node on its own first (what its pods and labels say), in name order so
+/// that the batches are the same from pass to pass, and only then decides what may start: the rollout's limits count
+/// every node.
+struct Planner<'a> {
+    shim: &'a Shim,
+    hash: &'a str,
+    nodes: &'a [Arc<Node>],
+    label_key: String,
+    hash_key: String,
+    /// The Shim is being deleted: it leaves every node, all at once.
+    deleting: bool,
+    /// Installer pods by node. A node's pods are taken out as the node is settled, so what is left after that
+    /// belongs to nodes that are gone.
+    pods_by_node: HashMap<&'a str, NodePods<'a>>,
+    /// Installer pods still running, of any node, spec or operation: each holds a slot of the rollout.
+    unfinished: usize,
+    /// Selected nodes ready for an install of the current spec, by name, with the archive each downloads.
+    install_candidates: Vec<(String, Artifact)>,
+    /// Nodes the Shim left that still carry something of it, by name.
+    uninstall_candidates: Vec<String>,
+    /// Nodes of the current spec whose install started (provisioned, installing or failed): the batch count.
+    started: usize,
+    /// Installs of the current spec still running: a batch is over once none is.
+    installing_current: usize,
+    /// An install of the current spec ended in this pass (its node gets its label now).
+    finished_now: bool,
+    plan: Plan,
+}
 
-    let mut pods_by_node: HashMap<&str, NodePods<'_>> = HashMap::new();
+/// One node as the pass finds it.
+struct NodeNow<'a> {
+    node: &'a Node,
+    name: String,
+    /// The `<shim>` label: what the node carries.
+    label: Option<String>,
+    /// The spec hash annotation: the spec the node was provisioned with.
+    hash: Option<String>,
+    pods: NodePods<'a>,
+}
+
+impl NodeNow<'_> {
+    fn view(&self, state: ShimNodeState, message: Option<String>, batch: Option<i32>) -> NodeView {
+        NodeView {
+            node: self.name.clone(),
+            state,
+            batch,
+            message,
+        }
+    }
+
+    fn labelled(&self, value: &str) -> bool {
+        self.label.as_deref() == Some(value)
+    }
+
+    /// Whether the node records anything of the shim, so an uninstall has something to clear.
+    fn marked(&self) -> bool {
+        self.label.is_some() || self.hash.is_some()
+    }
+
+    /// The write that clears what the node records of the shim, once an uninstall took the shim away.
+    fn clear(&self) -> NodeWrite {
+        NodeWrite {
+            node: self.name.clone(),
+            label: self.label.is_some().then_some(None),
+            hash: self.hash.is_some().then_some(None),
+            batch: None,
+        }
+    }
+
+    /// The write that labels the node failed; its hash stays, as what is installed there did not change.
+    fn mark_failed(&self) -> NodeWrite {
+        NodeWrite {
+            node: self.name.clone(),
+            label: Some(Some(names::FAILED.to_owned())),
+            hash: None,
+            batch: None,
+        }
+    }
+}
+
+impl<'a> Planner<'a> {
+    fn new(inputs: &Inputs<'a>) -> Self {
+        let shim = inputs.shim;
+        let shim_name = shim.name_any();
+        let deleting = shim.metadata.deletion_timestamp.is_some();
+        let paused = !deleting
+            && shim
+                .spec
+                .rollout_strategy
+                .rolling
+                .as_ref()
+                .is_some_and(|r| r.paused);
+        let (pods_by_node, unfinished) = pods_by_node(inputs.pods);
+        Self {
+            shim,
+            hash: inputs.hash,
+            nodes: inputs.nodes,
+            label_key: names::node_label(&shim_name),
+            hash_key: names::node_hash_annotation(&shim_name),
+            deleting,
+            pods_by_node,
+            unfinished,
+            install_candidates: Vec::new(),
+            uninstall_candidates: Vec::new(),
+            started: 0,
+            installing_current: 0,
+            finished_now: false,
+            plan: Plan {
+                paused,
+                ..Plan::default()
+            },
+        }
+    }
+
+    fn run(mut self) -> Plan {
+        self.drop_pods_of_gone_nodes();
+        let mut sorted: Vec<&'a Arc<Node>> = self.nodes.iter().collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for node in sorted {
+            self.node(node);
+        }
+        self.plan.installable = self.started + self.install_candidates.len();
+        self.count_installs_of_gone_nodes();
+        self.start();
+        self.plan
+    }
+
+    /// The rolling strategy's settings, when the spec gives them.
+    fn rolling(&self) -> Option<&'a RollingUpdate> {
+        self.shim.spec.rollout_strategy.rolling.as_ref()
+    }
+
+    /// Pods of nodes that are gone: a finished one has nothing left to do, a running one finishes first (deleting
+    /// it would not stop what it does on a node that may come back).
+    fn drop_pods_of_gone_nodes(&mut self) {
+        let known: std::collections::HashSet<&str> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        for (node, node_pods) in &self.pods_by_node {
+            if known.contains(node) {
+                continue;
+            }
+            for pod in [node_pods.install, node_pods.uninstall]
+                .into_iter()
+                .flatten()
+            {
+                if pods::phase(pod) != Phase::Running {
+                    self.plan.delete.push(pod.name_any());
+                }
+            }
+        }
+    }
+
+    /// Installs still running on nodes that are gone count as installing: they hold a slot until they end.
+    fn count_installs_of_gone_nodes(&mut self) {
+        self.plan.installing += self
+            .pods_by_node
+            .values()
+            .filter_map(|p| p.install)
+            .filter(|p| pods::phase(p) == Phase::Running)
+            .count();
+    }
+
+    /// Settle one node: the step that fits what its pods and labels say.
+    fn node(&mut self, node: &'a Node) {
+        let name = node.name_any();
+        let now = NodeNow {
+            node,
+            label: node.labels().get(&self.label_key).cloned(),
+            hash: node.annotations().get(&self.hash_key).cloned(),
+            pods: self.pods_by_node.remove(name.as_str()).unwrap_or_default(),
+            name,
+        };
+        if now.labelled(names::PROVISIONED) {
+            self.plan.running_shim += 1;
+        }
+        if !self.selects(node) {
+            self.leave(&now);
+            return;
+        }
+        self.plan.selected += 1;
+        if let Some(pod) = now.pods.uninstall {
+            self.come_back(&now, pod);
+            return;
+        }
+        match now.pods.install {
+            Some(pod) if pods::hash_of(pod) == Some(self.hash) => self.current_install(&now, pod),
+            Some(pod) => self.older_install(&now, pod),
+            None => self.no_installer(&now),
+        }
+    }
+
+    /// Whether the Shim belongs on `node`: its selector matches and the Shim is not being deleted.
+    fn selects(&self, node: &Node) -> bool {
+        !self.deleting
+            && self
+                .shim
+                .spec
+                .node_selector
+                .as_ref()
+                .is_none_or(|s| nodes::matches_selector(node, s))
+    }
+
+    /// A node the Shim leaves: an install running there finishes first (the uninstall would race it), then the node
+    /// uninstalls.
+    fn leave(&mut self, now: &NodeNow<'_>) {
+        if let Some(pod) = now.pods.install {
+            if pods::phase(pod) == Phase::Running {
+                self.plan.installing += 1;
+                self.plan.uninstalling += 1;
+                self.plan.views.push(now.view(
+                    ShimNodeState::Uninstall,
+                    Some("waits for its installer to finish before the uninstall".to_owned()),
+                    None,
+                ));
+                return;
+            }
+            self.plan.delete.push(pod.name_any());
+        }
+        self.uninstall(now);
+    }
+
+    /// Where the uninstall of a node the Shim left stands. A node that records nothing of the shim has nothing to
+    /// uninstall; one whose uninstall succeeded is cleared before its pod goes, so that a crash in between uninstalls
+    /// again rather than leaving a label behind.
+    fn uninstall(&mut self, now: &NodeNow<'_>) {
+        match now.pods.uninstall.map(|p| (p, pods::phase(p))) {
+            Some((_, Phase::Running)) => {
+                self.plan.uninstalling += 1;
+                self.plan
+                    .views
+                    .push(now.view(ShimNodeState::Uninstall, None, None));
+            }
+            Some((pod, Phase::Succeeded)) => {
+                if now.marked() {
+                    self.plan.node_writes.push(now.clear());
+                    self.plan.uninstalling += 1;
+                    self.plan
+                        .views
+                        .push(now.view(ShimNodeState::Uninstall, None, None));
+                } else {
+                    self.plan.delete.push(pod.name_any());
+                }
+            }
+            Some((pod, Phase::Failed(message))) => self.uninstall_failed(now, pod, message),
+            None => {
+                if now.marked() {
+                    self.plan.uninstalling += 1;
+                    self.uninstall_candidates.push(now.name.clone());
+                    self.plan
+                        .views
+                        .push(now.view(ShimNodeState::Uninstall, None, None));
+                }
+            }
+        }
+    }
+
+    /// A failed uninstall stays (its pod is the way to retry, by deleting it); the node is labelled failed and an
+    /// event told once, when the label changes.
+    fn uninstall_failed(&mut self, now: &NodeNow<'_>, pod: &Pod, message: String) {
+        if !now.labelled(names::FAILED) {
+            self.plan.node_writes.push(now.mark_failed());
+            self.plan.notices.push(Notice {
+                warning: true,
+                reason: "UninstallFailed",
+                note: format!(
+                    "{}: {message} (delete pod {} to retry)",
+                    now.name,
+                    pod.name_any()
+                ),
+            });
+        }
+        self.plan
+            .uninstall_failures
+            .push((now.name.clone(), message.clone()));
+        self.plan.views.push(now.view(
+            ShimNodeState::Failed,
+            Some(format!("uninstall: {message}")),
+            None,
+        ));
+    }
+
+    /// A selected node whose uninstall has not ended (it came back while leaving): the uninstall finishes, the node
+    /// is cleared, and only then does it wait to install afresh, so the two never run at once.
+    fn come_back(&mut self, now: &NodeNow<'_>, pod: &Pod) {
+        match pods::phase(pod) {
+            Phase::Running => {
+                self.plan.uninstalling += 1;
+                self.plan.views.push(now.view(
+                    ShimNodeState::Uninstall,
+                    Some("selected again; installs once the uninstall ends".to_owned()),
+                    None,
+                ));
+            }
+            Phase::Succeeded if now.marked() => {
+                self.plan.node_writes.push(now.clear());
+                self.plan.waiting += 1;
+                self.plan
+                    .views
+                    .push(now.view(ShimNodeState::Waiting, None, None));
+            }
+            _ => {
+                self.plan.delete.push(pod.name_any());
+                self.plan.waiting += 1;
+                self.plan
+                    .views
+                    .push(now.view(ShimNodeState::Waiting, None, None));
+            }
+        }
+    }
+
+    /// An install of an older spec: it finishes (stopping it halfway could leave the node without a shim), then
+    /// gives way to the current one.
+    fn older_install(&mut self, now: &NodeNow<'_>, pod: &Pod) {
+        if pods::phase(pod) == Phase::Running {
+            self.plan.installing += 1;
+            self.plan.views.push(now.view(
+                ShimNodeState::Pending,
+                Some("installing an older spec; reinstalls when done".to_owned()),
+                None,
+            ));
+        } else {
+            self.plan.delete.push(pod.name_any());
+            self.plan.waiting += 1;
+            self.plan
+                .views
+                .push(now.view(ShimNodeState::Waiting, None, None));
+        }
+    }
+
+    /// An install of the current spec: it counts in its batch whatever its outcome.
+    fn current_install(&mut self, now: &NodeNow<'_>, pod: &Pod) {
+        let batch = pods::batch_of(pod);
+        self.started += 1;
+        match pods::phase(pod) {
+            Phase::Running => {
+                self.plan.installing += 1;
+                self.installing_current += 1;
+                self.plan
+                    .views
+                    .push(now.view(ShimNodeState::Pending, None, batch));
+            }
+            Phase::Succeeded => self.installed(now, pod, batch),
+            Phase::Failed(message) => self.install_failed(now, pod, message, batch),
+        }
+    }
+
+    /// A succeeded install: the node is labelled first, with the batch beside the hash, and the pod goes in a
+    /// later pass, once the node shows the outcome (a crash in between loses nothing).
+    fn installed(&mut self, now: &NodeNow<'_>, pod: &Pod, batch: Option<i32>) {
+        self.plan.provisioned += 1;
+        if !now.labelled(names::PROVISIONED) || now.hash.as_deref() != Some(self.hash) {
+            self.plan.node_writes.push(NodeWrite {
+                node: now.name.clone(),
+                label: Some(Some(names::PROVISIONED.to_owned())),
+                hash: Some(Some(self.hash.to_owned())),
+                batch,
+            });
+            if !now.labelled(names::PROVISIONED) {
+                self.plan.running_shim += 1;
+            }
+            self.finished_now = true;
+        } else {
+            self.plan.delete.push(pod.name_any());
+        }
+    }
+
+    /// A failed install stays (deleting its pod retries it) and counts against `maxFailures`; the node is labelled
+    /// failed and an event told once, when the label changes, which also ends the install for the batch's tally.
+    fn install_failed(
+        &mut self,
+        now: &NodeNow<'_>,
+        pod: &Pod,
+        message: String,
+        batch: Option<i32>,
+    ) {
+        if !now.labelled(names::FAILED) {
+            self.plan.node_writes.push(now.mark_failed());
+            let rolled_back = message.contains("rolled back");
+            self.plan.notices.push(Notice {
+                warning: true,
+                reason: if rolled_back {
+                    "RolledBack"
+                } else {
+                    "InstallFailed"
+                },
+                note: format!(
+                    "{}: {message} (delete pod {} in {} to retry)",
+                    now.name,
+                    pod.name_any(),
+                    names::INSTALLER_NAMESPACE
+                ),
+            });
+            self.finished_now = true;
+        }
+        self.plan
+            .install_failures
+            .push((now.name.clone(), message.clone()));
+        self.plan
+            .views
+            .push(now.view(ShimNodeState::Failed, Some(message), batch));
+    }
+
+    /// A selected node without an installer pod: provisioned on the current spec already, waiting to install (a
+    /// candidate only when Ready and schedulable, as an installer pod could not run elsewhere), or failed for want
+    /// of an archive.
+    fn no_installer(&mut self, now: &NodeNow<'_>) {
+        match artifact::resolve(&self.shim.spec.fetch_strategy, now.node) {
+            Err(reason) => {
+                if !now.labelled(names::FAILED) {
+                    self.plan.node_writes.push(now.mark_failed());
+                }
+                self.plan.views.push(now.view(
+                    ShimNodeState::Failed,
+                    Some(reason.to_string()),
+                    None,
+                ));
+                self.plan.no_artifact.push((now.name.clone(), reason));
+            }
+            Ok(_) if now.labelled(names::PROVISIONED) && now.hash.as_deref() == Some(self.hash) => {
+                self.started += 1;
+                self.plan.provisioned += 1;
+            }
+            Ok(artifact) if takes_pods(now.node) => {
+                self.plan.waiting += 1;
+                self.install_candidates.push((now.name.clone(), artifact));
+            }
+            Ok(_) => {
+                self.plan.waiting += 1;
+                self.plan.views.push(now.view(
+                    ShimNodeState::Waiting,
+                    Some("the node is not Ready and schedulable".to_owned()),
+                    None,
+                ));
+            }
+        }
+    }
+}
+
+/// The installer pods by node, and how many of them run. A pod that names no node or operation is not one of ours
+/// to plan.
+fn pods_by_node(all: &[Pod]) -> (HashMap<&str, NodePods<'_>>, usize) {
+    let mut by_node: HashMap<&str, NodePods<'_>> = HashMap::new();
     let mut unfinished = 0usize;
-    for pod in inputs.pods {
+    for pod in all {
         let (Some(node), Some(operation)) = (pods::node_of(pod), pods::operation_of(pod)) else {
             continue;
         };
         if pods::phase(pod) == Phase::Running {
             unfinished += 1;
         }
-        let entry = pods_by_node.entry(node).or_default();
+        let entry = by_node.entry(node).or_default();
         match operation {
             Operation::Install => entry.install = Some(pod),
             Operation::Uninstall => entry.uninstall = Some(pod),
         }
     }
-    let known: std::collections::HashSet<&str> = inputs
-        .nodes
-        .iter()
-        .filter_map(|n| n.metadata.name.as_deref())
-        .collect();
-    // Pods of nodes that are gone: finished ones are dropped, running ones finish first.
-    for (node, node_pods) in &pods_by_node {
-        if known.contains(node) {
-            continue;
-        }
-        for pod in [node_pods.install, node_pods.uninstall]
-            .into_iter()
-            .flatten()
-        {
-            if pods::phase(pod) != Phase::Running {
-                plan.delete.push(pod.name_any());
-            }
-        }
-    }
+    (by_node, unfinished)
+}
 
-    let mut install_candidates: Vec<(String, Artifact)> = Vec::new();
-    let mut uninstall_candidates: Vec<String> = Vec::new();
-    // Nodes of the current spec whose install started (provisioned, installing or failed): the batch count.
-    let mut started = 0usize;
-    let mut installing_current = 0usize;
-    let mut finished_now = false;
-    let mut sorted: Vec<&Arc<Node>> = inputs.nodes.iter().collect();
-    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    for node in sorted {
-        let name = node.name_any();
-        let label = node.labels().get(&label_key).cloned();
-        let node_hash = node.annotations().get(&hash_key).cloned();
-        let node_pods = pods_by_node.remove(name.as_str()).unwrap_or_default();
-        let selected = !deleting
-            && shim
-                .spec
-                .node_selector
-                .as_ref()
-                .is_none_or(|s| nodes::matches_selector(node, s));
-        if label.as_deref() == Some(names::PROVISIONED) {
-            plan.running_shim += 1;
-        }
-        let view = |state, message: Option<String>, batch| NodeView {
-            node: name.clone(),
-            state,
-            batch,
-            message,
-        };
-        if !selected {
-            // The shim leaves this node: finish what runs, then uninstall if anything of it is there.
-            if let Some(pod) = node_pods.install {
-                match pods::phase(pod) {
-                    Phase::Running => {
-                        plan.installing += 1;
-                        plan.uninstalling += 1;
-                        plan.views.push(view(
-                            ShimNodeState::Uninstall,
-                            Some(
-                                "waits for its installer to finish before the uninstall".to_owned(),
-                            ),
-                            None,
-                        ));
-                        continue;
-                    }
-                    _ => plan.delete.push(pod.name_any()),
-                }
-            }
-            match node_pods.uninstall.map(|p| (p, pods::phase(p))) {
-                Some((_, Phase::Running)) => {
-                    plan.uninstalling += 1;
-                    plan.views.push(view(ShimNodeState::Uninstall, None, None));
-                }
-                Some((pod, Phase::Succeeded)) => {
-                    if label.is_some() || node_hash.is_some() {
-                        plan.node_writes.push(NodeWrite {
-                            node: name.clone(),
-                            label: label.is_some().then_some(None),
-                            hash: node_hash.is_some().then_some(None),
-                            batch: None,
-                        });
-                        plan.uninstalling += 1;
-                        plan.views.push(view(ShimNodeState::Uninstall, None, None));
-                    } else {
-                        plan.delete.push(pod.name_any());
-                    }
-                }
-                Some((pod, Phase::Failed(message))) => {
-                    if label.as_deref() != Some(names::FAILED) {
-                        plan.node_writes.push(NodeWrite {
-                            node: name.clone(),
-                            label: Some(Some(names::FAILED.to_owned())),
-                            hash: None,
-                            batch: None,
-                        });
-                        plan.notices.push(Notice {
-                            warning: true,
-                            reason: "UninstallFailed",
-                            note: format!(
-                                "{name}: {message} (delete pod {} to retry)",
-                                pod.name_any()
-                            ),
-                        });
-                    }
-                    plan.uninstall_failures
-                        .push((name.clone(), message.clone()));
-                    plan.views.push(view(
-                        ShimNodeState::Failed,
-                        Some(format!("uninstall: {message}")),
-                        None,
-                    ));
-                }
-                None => {
-                    if label.is_some() || node_hash.is_some() {
-                        plan.uninstalling += 1;
-                        uninstall_candidates.push(name.clone());
-                        plan.views.push(view(ShimNodeState::Uninstall, None, None));
-                    }
-                }
-            }
-            continue;
-        }
-
-        plan.selected += 1;
-        let target = nodes::is_ready(node)
-            && !node
-                .spec
-                .as_ref()
-                .and_then(|s| s.unschedulable)
-                .unwrap_or(false);
-        let artifact = artifact::resolve(&shim.spec.fetch_strategy, node);
-        if let Some(pod) = node_pods.uninstall {
-            // The node came back before its uninstall ended: let it finish, then install afresh.
-            match pods::phase(pod) {
-                Phase::Running => {
-                    plan.uninstalling += 1;
-                    plan.views.push(view(
-                        ShimNodeState::Uninstall,
-                        Some("selected again; installs once the uninstall ends".to_owned()),
-                        None,
-                    ));
-                    continue;
-                }
-                Phase::Succeeded if label.is_some() || node_hash.is_some() => {
-                    plan.node_writes.push(NodeWrite {
-                        node: name.clone(),
-                        label: label.is_some().then_some(None),
-                        hash: node_hash.is_some().then_some(None),
-                        batch: None,
-                    });
-                    plan.waiting += 1;
-                    plan.views.push(view(ShimNodeState::Waiting, None, None));
-                    continue;
-                }
-                _ => {
-                    plan.delete.push(pod.name_any());
-                    plan.waiting += 1;
-                    plan.views.push(view(ShimNodeState::Waiting, None, None));
-                    continue;
-                }
-            }
-        }
-        let current_pod = node_pods
-            .install
-            .filter(|p| pods::hash_of(p) == Some(inputs.hash));
-        if let Some(pod) = node_pods.install.filter(|_| current_pod.is_none()) {
-            // An install of an older spec: it finishes, then gives way to the current one.
-            if pods::phase(pod) == Phase::Running {
-                plan.installing += 1;
-                plan.views.push(view(
-                    ShimNodeState::Pending,
-                    Some("installing an older spec; reinstalls when done".to_owned()),
-                    None,
-                ));
-            } else {
-                plan.delete.push(pod.name_any());
-                plan.waiting += 1;
-                plan.views.push(view(ShimNodeState::Waiting, None, None));
-            }
-            continue;
-        }
-        if let Some(pod) = current_pod {
-            let batch = pods::batch_of(pod);
-            started += 1;
-            match pods::phase(pod) {
-                Phase::Running => {
-                    plan.installing += 1;
-                    installing_current += 1;
-                    plan.views.push(view(ShimNodeState::Pending, None, batch));
-                }
-                Phase::Succeeded => {
-                    plan.provisioned += 1;
-                    if label.as_deref() != Some(names::PROVISIONED)
-                        || node_hash.as_deref() != Some(inputs.hash)
-                    {
-                        plan.node_writes.push(NodeWrite {
-                            node: name.clone(),
-                            label: Some(Some(names::PROVISIONED.to_owned())),
-                            hash: Some(Some(inputs.hash.to_owned())),
-                            batch,
-                        });
-                        if label.as_deref() != Some(names::PROVISIONED) {
-                            plan.running_shim += 1;
-                        }
-                        finished_now = true;
-                    } else {
-                        // The node shows the outcome: the pod has nothing left to say.
-                        plan.delete.push(pod.name_any());
-                    }
-                }
-                Phase::Failed(message) => {
-                    if label.as_deref() != Some(names::FAILED) {
-                        plan.node_writes.push(NodeWrite {
-                            node: name.clone(),
-                            label: Some(Some(names::FAILED.to_owned())),
-                            hash: None,
-                            batch: None,
-                        });
-                        let rolled_back = message.contains("rolled back");
-                        plan.notices.push(Notice {
-                            warning: true,
-                            reason: if rolled_back {
-                                "RolledBack"
-                            } else {
-                                "InstallFailed"
-                            },
-                            note: format!(
-                                "{name}: {message} (delete pod {} in {} to retry)",
-                                pod.name_any(),
-                                names::INSTALLER_NAMESPACE
-                            ),
-                        });
-                        finished_now = true;
-                    }
-                    plan.install_failures.push((name.clone(), message.clone()));
-                    plan.views
-                        .push(view(ShimNodeState::Failed, Some(message), batch));
-                }
-            }
-            continue;
-        }
-        match artifact {
-            Err(reason) => {
-                if label.as_deref() != Some(names::FAILED) {
-                    plan.node_writes.push(NodeWrite {
-                        node: name.clone(),
-                        label: Some(Some(names::FAILED.to_owned())),
-                        hash: None,
-                        batch: None,
-                    });
-                }
-                plan.views
-                    .push(view(ShimNodeState::Failed, Some(reason.to_string()), None));
-                plan.no_artifact.push((name.clone(), reason));
-            }
-            Ok(artifact) => {
-                if label.as_deref() == Some(names::PROVISIONED)
-                    && node_hash.as_deref() == Some(inputs.hash)
-                {
-                    started += 1;
-                    plan.provisioned += 1;
-                } else if target {
-                    plan.waiting += 1;
-                    install_candidates.push((name.clone(), artifact));
-                } else {
-                    plan.waiting += 1;
-                    plan.views.push(view(
-                        ShimNodeState::Waiting,
-                        Some("the node is not Ready and schedulable".to_owned()),
-                        None,
-                    ));
-                }
-            }
-        }
-    }
-    plan.installable = started + install_candidates.len();
-    // Pods of nodes listed above were taken out; what is left belongs to nodes that are gone.
-    plan.installing += pods_by_node
-        .values()
-        .filter_map(|p| p.install)
-        .filter(|p| pods::phase(p) == Phase::Running)
-        .count();
-
-    // How many pods may start now.
-    let limit = match (deleting, shim.spec.rollout_strategy.type_) {
-        (true, _) | (false, RolloutType::Recreate) => usize::MAX,
-        (false, RolloutType::Rolling) => batch_size(
-            &rolling
-                .map(|r| r.max_update.clone())
-                .unwrap_or(IntOrString::Int(1)),
-            plan.installable,
-        ),
-    };
-    let mut slots = if plan.paused {
-        0
-    } else {
-        limit.saturating_sub(unfinished)
-    };
-    for node in uninstall_candidates.into_iter().take(slots) {
-        slots -= 1;
-        plan.create.push(NewPod {
-            node,
-            operation: Operation::Uninstall,
-            artifact: None,
-            batch: None,
-        });
-    }
-    if let Some(first) = plan.create.first().filter(|_| deleting) {
-        plan.notices.push(Notice {
-            warning: false,
-            reason: "Uninstalling",
-            note: format!(
-                "uninstalling from {} nodes, {} first",
-                plan.create.len(),
-                first.node
-            ),
-        });
-    }
-
-    // Waiting nodes, each with the batch it is planned in when the rollout has batches (`first` is the batch
-    // position of the first of them, `size` the batch size).
-    let waiting_views =
-        |candidates: &[(String, Artifact)], message: &str, batches: Option<(usize, usize)>| {
-            candidates
-                .iter()
-                .enumerate()
-                .map(|(index, (node, _))| NodeView {
-                    node: node.clone(),
-                    state: ShimNodeState::Waiting,
-                    batch: batches
-                        .and_then(|(first, size)| i32::try_from((first + index) / size + 1).ok()),
-                    message: Some(message.to_owned()),
-                })
-                .collect::<Vec<_>>()
-        };
-    match shim.spec.rollout_strategy.type_ {
-        RolloutType::Recreate => {
-            let take = slots.min(install_candidates.len());
-            let rest = install_candidates.split_off(take);
-            if !install_candidates.is_empty() {
-                plan.notices.push(Notice {
-                    warning: false,
-                    reason: "Installing",
-                    note: format!(
-                        "installing on {} nodes: {}",
-                        install_candidates.len(),
-                        list(install_candidates.iter().map(|(n, _)| n.as_str()))
-                    ),
-                });
-            }
-            for (node, artifact) in install_candidates {
-                plan.create.push(install(node, artifact, None));
-            }
-            let why = if plan.paused {
-                "the rollout is paused"
-            } else {
-                "waits for a free slot"
-            };
-            plan.views.extend(waiting_views(&rest, why, None));
-        }
-        RolloutType::Rolling => {
-            let size = limit;
-            let max_failures = rolling
-                .and_then(|r| r.max_failures)
-                .and_then(|m| usize::try_from(m).ok())
-                .unwrap_or(0);
-            let stopped = plan.install_failures.len() > max_failures;
-            let fill = started % size;
-            let next = started / size + 1;
-            let manual = rolling.and_then(|r| r.approval) == Some(Approval::Manual);
-            let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
-            let batches = plan.installable.div_ceil(size).max(1);
-            // A batch starts once the one before is over and nothing stopped the rollout; a started batch fills
-            // up (after a restart, or a retried node) as long as it is approved.
-            let may_continue = fill != 0 || (installing_current == 0 && !stopped);
-            let is_approved = !manual || usize::try_from(approved).unwrap_or(0) >= next;
-            // The batch in progress is over once its last install finished in this pass and nothing of it is left
-            // to start; it is told before the next batch starts, so the Events read in order.
-            if finished_now
-                && installing_current == 0
-                && (fill == 0 || install_candidates.is_empty())
-            {
-                let done_batch = started.div_ceil(size).max(1);
-                let failed = plan.install_failures.len();
-                let tally = format!(
-                    "{} of {} nodes provisioned, {failed} failed",
-                    plan.provisioned, plan.installable
-                );
-                plan.notices.push(if stopped {
-                    Notice {
-                        warning: true,
-                        reason: "BatchFailed",
-                        note: format!(
-                            "batch {done_batch} of {batches} failed: {tally}, more than maxFailures {max_failures}; \
-                             the rollout stopped until failed installer pods are deleted to retry them"
-                        ),
-                    }
-                } else {
-                    Notice {
-                        warning: failed > 0,
-                        reason: "BatchFinished",
-                        note: format!("batch {done_batch} of {batches} finished: {tally}"),
-                    }
-                });
-            }
-            let mut awaiting = false;
-            let mut starting = Vec::new();
-            if !install_candidates.is_empty() && may_continue && !plan.paused {
-                if is_approved {
-                    let room = size - fill;
-                    let take = room.min(slots).min(install_candidates.len());
-                    starting = install_candidates.drain(..take).collect::<Vec<_>>();
-                } else {
-                    awaiting = true;
-                }
-            }
-            if !starting.is_empty() {
-                let verb = if fill == 0 { "started" } else { "continued" };
-                if manual && fill == 0 {
-                    let approval = approvals::approval(shim, next);
-                    plan.notices.push(Notice {
-                        warning: false,
-                        reason: "BatchApproved",
-                        note: format!(
-                            "batch {next} of {batches} approved by {} (approvedBatch {approved})",
-                            approval.approved_by
-                        ),
-                    });
-                    plan.approved = Some(approval);
-                }
-                plan.notices.push(Notice {
-                    warning: false,
-                    reason: "BatchStarted",
-                    note: format!(
-                        "batch {next} of {batches} {verb} on {}",
-                        list(starting.iter().map(|(n, _)| n.as_str()))
-                    ),
-                });
-            }
-            let now_started = started + starting.len();
-            for (node, artifact) in starting {
-                plan.create.push(install(node, artifact, Some(next as i32)));
-            }
-            let why = if plan.paused {
-                "the rollout is paused".to_owned()
-            } else if awaiting {
-                format!("batch {next} waits for approval")
-            } else if stopped {
-                "the rollout stopped on failures".to_owned()
-            } else {
-                "waits for its batch".to_owned()
-            };
-            plan.views.extend(waiting_views(
-                &install_candidates,
-                &why,
-                Some((now_started, size)),
-            ));
-            let batch = if awaiting {
-                next
-            } else {
-                now_started.div_ceil(size).max(1)
-            };
-            plan.rollout = Some(Rollout {
-                batch_size: size,
-                batch: batch.min(batches),
-                batches,
-                awaiting_approval: awaiting,
-                stopped: stopped && !install_candidates.is_empty(),
-            });
-        }
-    }
-    plan
+/// Whether an installer pod can run on `node` now: it is Ready and not cordoned.
+fn takes_pods(node: &Node) -> bool {
+    nodes::is_ready(node)
+        && !node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false)
 }
 
 fn install(node: String, artifact: Artifact, batch: Option<i32>) -> NewPod {

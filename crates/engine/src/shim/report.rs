@@ -12,12 +12,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::artifact::NoArtifact;
 use super::names;
-use super::plan::Plan;
-use crate::status::set_condition;
+use super::plan::{Plan, Rollout};
 use kmm_api::shim::{
     BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
     ShimNodeStatus, ShimStatus,
 };
+
+use crate::status::set_condition;
 
 /// The status a pass writes for `shim`.
 pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
@@ -115,47 +116,96 @@ struct Summary {
 }
 
 impl Summary {
+    /// The three verdicts in the order they depend on each other: `Progressing` names the pause `Ready` repeats,
+    /// and `Ready` falls back on the `Degraded` reason when nothing else explains it.
     fn of(shim: &Shim, plan: &Plan, deleting: bool) -> Self {
-        let shim_name = shim.metadata.name.clone().unwrap_or_default();
+        let facts = Facts::of(shim, plan, deleting);
+        let (degraded_reason, degraded_message) = facts.degraded();
+        let (progressing, progress_reason, progress_message) = facts.progress();
+        let complete = plan.selected > 0
+            && plan.provisioned == plan.selected
+            && plan.uninstalling == 0
+            && degraded_reason.is_none();
+        let (ready_reason, ready_message) = if complete {
+            ("Complete", facts.provisioned.clone())
+        } else {
+            facts.not_ready(
+                (progress_reason, &progress_message),
+                (degraded_reason, &degraded_message),
+            )
+        };
+        Self {
+            ready: complete,
+            ready_reason,
+            ready_message,
+            progressing,
+            progress_reason,
+            progress_message,
+            degraded_reason,
+            degraded_message,
+        }
+    }
+}
+
+/// What the conditions are judged from, worked out once, and the messages more than one condition uses.
+struct Facts<'a> {
+    plan: &'a Plan,
+    shim_name: String,
+    deleting: bool,
+    rollout: Option<&'a Rollout>,
+    /// Failures stopped the rollout.
+    stopped: bool,
+    /// `<n> of <m> nodes provisioned`.
+    provisioned: String,
+    /// Installers run or start in this pass.
+    installs_active: bool,
+}
+
+impl<'a> Facts<'a> {
+    fn of(shim: &Shim, plan: &'a Plan, deleting: bool) -> Self {
         let rollout = plan.rollout.as_ref();
-        let stopped = rollout.is_some_and(|r| r.stopped);
+        Self {
+            plan,
+            shim_name: shim.metadata.name.clone().unwrap_or_default(),
+            deleting,
+            rollout,
+            stopped: rollout.is_some_and(|r| r.stopped),
+            provisioned: format!(
+                "{} of {} nodes provisioned",
+                plan.provisioned, plan.selected
+            ),
+            installs_active: plan.installing > 0
+                || plan.create.iter().any(|p| p.artifact.is_some()),
+        }
+    }
+
+    /// `Degraded`: the first thing failed, most fundamental first (a spec with no archive at all fails every node
+    /// alike, so it is named before any one node's failure).
+    fn degraded(&self) -> (Option<&'static str>, String) {
+        let plan = self.plan;
         let no_strategy = plan
             .no_artifact
             .iter()
             .any(|(_, reason)| *reason == NoArtifact::NoStrategy);
-        let provisioned = format!(
-            "{} of {} nodes provisioned",
-            plan.provisioned, plan.selected
-        );
-        let first_failure = plan.install_failures.first();
-        let failure_message = |extra: &str| {
-            let (node, message) = first_failure.cloned().unwrap_or_default();
-            let more = match plan.install_failures.len() {
-                0 | 1 => String::new(),
-                n => format!(" ({} more nodes failed)", n - 1),
-            };
-            format!(
-                "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
-                names::pod_name(&node, &shim_name, names::Operation::Install),
-                names::INSTALLER_NAMESPACE
-            )
-        };
-
-        let (degraded_reason, degraded_message) = if no_strategy {
+        if no_strategy {
             (
                 Some("NoFetchStrategy"),
                 "spec.fetchStrategy names neither platforms nor anonHttp: nothing to install"
                     .to_owned(),
             )
-        } else if first_failure.is_some() {
-            let extra = if stopped { "the rollout stopped; " } else { "" };
-            (Some("InstallFailed"), failure_message(extra))
+        } else if !plan.install_failures.is_empty() {
+            let extra = if self.stopped {
+                "the rollout stopped; "
+            } else {
+                ""
+            };
+            (Some("InstallFailed"), self.failure_message(extra))
         } else if let Some((node, message)) = plan.uninstall_failures.first() {
             (
                 Some("UninstallFailed"),
                 format!(
                     "{node}: {message}; retry by deleting pod {} in {}",
-                    names::pod_name(node, &shim_name, names::Operation::Uninstall),
+                    names::pod_name(node, &self.shim_name, names::Operation::Uninstall),
                     names::INSTALLER_NAMESPACE
                 ),
             )
@@ -167,24 +217,14 @@ impl Summary {
             (Some("NoArtifact"), format!("{node}: {reason}{more}"))
         } else {
             (None, "no node failed".to_owned())
-        };
+        }
+    }
 
-        let approval_message = |r: &super::plan::Rollout| {
-            format!(
-                "batch {} of {} waits for approval: set spec.rolloutStrategy.rolling.approvedBatch to {}",
-                r.batch, r.batches, r.batch
-            )
-        };
-        let rolling_message = || match rollout {
-            Some(r) => format!(
-                "batch {} of {}: {} nodes installing, {provisioned}",
-                r.batch, r.batches, plan.installing
-            ),
-            None => format!("{} nodes installing, {provisioned}", plan.installing),
-        };
-        let installs_active =
-            plan.installing > 0 || plan.create.iter().any(|p| p.artifact.is_some());
-        let (progressing, progress_reason, progress_message) = if deleting {
+    /// `Progressing`: whether installers run or are about to, else what holds the rollout, in the order a person
+    /// acts on it (a deletion overrides everything, a pause or a wanted approval comes before failures).
+    fn progress(&self) -> (bool, &'static str, String) {
+        let plan = self.plan;
+        if self.deleting {
             (
                 true,
                 "Uninstalling",
@@ -198,20 +238,23 @@ impl Summary {
                 false,
                 "Paused",
                 format!(
-                    "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {provisioned}",
-                    plan.waiting
+                    "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {}",
+                    plan.waiting, self.provisioned
                 ),
             )
-        } else if let Some(r) = rollout.filter(|r| r.awaiting_approval && plan.installing == 0) {
+        } else if let Some(r) = self
+            .rollout
+            .filter(|r| r.awaiting_approval && plan.installing == 0)
+        {
             (false, "AwaitingApproval", approval_message(r))
-        } else if stopped && plan.installing == 0 {
+        } else if self.stopped && plan.installing == 0 {
             (
                 false,
                 "InstallFailed",
-                failure_message("the rollout stopped; "),
+                self.failure_message("the rollout stopped; "),
             )
-        } else if installs_active {
-            (true, "Rolling", rolling_message())
+        } else if self.installs_active {
+            (true, "Rolling", self.rolling_message())
         } else if plan.uninstalling > 0 {
             (
                 true,
@@ -228,51 +271,86 @@ impl Summary {
                 "no node matches spec.nodeSelector".to_owned(),
             )
         } else {
-            (false, "Complete", provisioned.clone())
-        };
+            (false, "Complete", self.provisioned.clone())
+        }
+    }
 
-        let complete = plan.selected > 0
-            && plan.provisioned == plan.selected
-            && plan.uninstalling == 0
-            && degraded_reason.is_none();
-        let (ready_reason, ready_message) = if complete {
-            ("Complete", provisioned.clone())
-        } else if deleting {
-            ("Uninstalling", progress_message.clone())
-        } else if stopped {
-            ("InstallFailed", failure_message("the rollout stopped; "))
-        } else if let Some(r) = rollout.filter(|r| r.awaiting_approval) {
+    /// Why `Ready` is not true: what stops the rollout first, then what it waits for, then what failed; the
+    /// `Progressing` and `Degraded` verdicts are reused where they already say it.
+    fn not_ready(
+        &self,
+        (progress_reason, progress_message): (&'static str, &str),
+        (degraded_reason, degraded_message): (Option<&'static str>, &str),
+    ) -> (&'static str, String) {
+        let plan = self.plan;
+        if self.deleting {
+            ("Uninstalling", progress_message.to_owned())
+        } else if self.stopped {
+            (
+                "InstallFailed",
+                self.failure_message("the rollout stopped; "),
+            )
+        } else if let Some(r) = self.rollout.filter(|r| r.awaiting_approval) {
             ("AwaitingApproval", approval_message(r))
         } else if progress_reason == "Paused" {
-            ("Paused", progress_message.clone())
-        } else if installs_active {
-            ("Rolling", rolling_message())
+            ("Paused", progress_message.to_owned())
+        } else if self.installs_active {
+            ("Rolling", self.rolling_message())
         } else if plan.uninstalling > 0 {
-            ("Uninstalling", progress_message.clone())
+            ("Uninstalling", progress_message.to_owned())
         } else if let Some(reason) = degraded_reason {
-            (reason, degraded_message.clone())
+            (reason, degraded_message.to_owned())
         } else if plan.selected == 0 {
             ("NoTargets", "no node matches spec.nodeSelector".to_owned())
         } else {
             (
                 "Waiting",
                 format!(
-                    "{provisioned}; {} nodes wait to become Ready and schedulable",
-                    plan.waiting
+                    "{}; {} nodes wait to become Ready and schedulable",
+                    self.provisioned, plan.waiting
                 ),
             )
-        };
-        Self {
-            ready: complete,
-            ready_reason,
-            ready_message,
-            progressing,
-            progress_reason,
-            progress_message,
-            degraded_reason,
-            degraded_message,
         }
     }
+
+    /// The first failed install, how many more failed, and the pod to delete to retry it.
+    fn failure_message(&self, extra: &str) -> String {
+        let (node, message) = self
+            .plan
+            .install_failures
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let more = match self.plan.install_failures.len() {
+            0 | 1 => String::new(),
+            n => format!(" ({} more nodes failed)", n - 1),
+        };
+        format!(
+            "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
+            names::pod_name(&node, &self.shim_name, names::Operation::Install),
+            names::INSTALLER_NAMESPACE
+        )
+    }
+
+    /// How far the rollout got, by batch when it has batches.
+    fn rolling_message(&self) -> String {
+        let (plan, provisioned) = (self.plan, &self.provisioned);
+        match self.rollout {
+            Some(r) => format!(
+                "batch {} of {}: {} nodes installing, {provisioned}",
+                r.batch, r.batches, plan.installing
+            ),
+            None => format!("{} nodes installing, {provisioned}", plan.installing),
+        }
+    }
+}
+
+/// What a person does to let a waiting batch start.
+fn approval_message(r: &Rollout) -> String {
+    format!(
+        "batch {} of {} waits for approval: set spec.rolloutStrategy.rolling.approvedBatch to {}",
+        r.batch, r.batches, r.batch
+    )
 }
 
 /// Totals per state.

@@ -341,7 +341,56 @@ async fn publish_status(
         .count();
     let unavailable = members.iter().filter(|m| m.is_unavailable()).count();
     let degraded: Vec<&Member> = members.iter().filter(|m| m.is(DEGRADED)).collect();
-    let all_updated = updated == machines && degraded.is_empty();
+    let conditions = conditions(pool, target, updated == machines, &degraded);
+    let mut status = json!({
+        "configuration": {
+            "name": target,
+            "source": rendered.sources.iter().map(|name| json!({
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "MachineConfig",
+                "name": name,
+            })).collect::<Vec<_>>(),
+        },
+        "machineCount": machines,
+        "updatedMachineCount": updated,
+        "readyMachineCount": ready,
+        "unavailableMachineCount": unavailable,
+        "degradedMachineCount": degraded.len(),
+        "conditions": conditions,
+    });
+    if let Some(generation) = pool.metadata.generation {
+        status["observedGeneration"] = json!(generation);
+    }
+    let current = serde_json::to_value(&pool.status).unwrap_or(Value::Null);
+    let unchanged = status
+        .as_object()
+        .is_some_and(|fields| fields.iter().all(|(k, v)| current.get(k) == Some(v)));
+    if unchanged {
+        return Ok(());
+    }
+    let api: Api<MachineConfigPool> = Api::all(world.client.clone());
+    let params = PatchParams {
+        field_manager: Some(MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    api.patch_status(
+        &pool.name_any(),
+        &params,
+        &Patch::Merge(&json!({"status": status})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The pool's conditions as the Machine Config Operator sets them: `Updated` once every node runs `target` and none
+/// is degraded, `Updating` until then unless paused, and `NodeDegraded` and `Degraded` naming the degraded nodes.
+fn conditions(
+    pool: &MachineConfigPool,
+    target: &str,
+    every_node_updated: bool,
+    degraded: &[&Member],
+) -> Vec<Value> {
+    let all_updated = every_node_updated && degraded.is_empty();
     let paused = pool.spec.paused == Some(true);
     let degraded_message = degraded
         .iter()
@@ -372,7 +421,7 @@ async fn publish_status(
         .and_then(|s| s.other.get("conditions"))
         .cloned()
         .unwrap_or(Value::Null);
-    let conditions = [
+    [
         (
             "Updated",
             if all_updated { "True" } else { "False" },
@@ -413,45 +462,7 @@ async fn publish_status(
     ]
     .into_iter()
     .map(|(type_, status, reason, message)| condition(&previous, type_, status, &reason, &message))
-    .collect::<Vec<Value>>();
-    let mut status = json!({
-        "configuration": {
-            "name": target,
-            "source": rendered.sources.iter().map(|name| json!({
-                "apiVersion": "machineconfiguration.openshift.io/v1",
-                "kind": "MachineConfig",
-                "name": name,
-            })).collect::<Vec<_>>(),
-        },
-        "machineCount": machines,
-        "updatedMachineCount": updated,
-        "readyMachineCount": ready,
-        "unavailableMachineCount": unavailable,
-        "degradedMachineCount": degraded.len(),
-        "conditions": conditions,
-    });
-    if let Some(generation) = pool.metadata.generation {
-        status["observedGeneration"] = json!(generation);
-    }
-    let current = serde_json::to_value(&pool.status).unwrap_or(Value::Null);
-    let unchanged = status
-        .as_object()
-        .is_some_and(|fields| fields.iter().all(|(k, v)| current.get(k) == Some(v)));
-    if unchanged {
-        return Ok(());
-    }
-    let api: Api<MachineConfigPool> = Api::all(world.client.clone());
-    let params = PatchParams {
-        field_manager: Some(MANAGER.to_string()),
-        ..PatchParams::default()
-    };
-    api.patch_status(
-        &pool.name_any(),
-        &params,
-        &Patch::Merge(&json!({"status": status})),
-    )
-    .await?;
-    Ok(())
+    .collect()
 }
 
 /// A pool condition, keeping its transition time while its status stays the same.

@@ -248,17 +248,55 @@ pub async fn sync(
     let api = Api::<Pod>::namespaced(client.clone(), &namespace);
     let hash = template_hash(&spec.template);
     let probe = template_pod(daemon_set, &hash);
-    let min_ready = spec.min_ready_seconds.unwrap_or(0);
     let owned: Vec<&Arc<Pod>> = pods
         .iter()
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|p| controlled_by(p.meta(), &uid))
         .collect();
+    let (by_node, doomed) = place(&probe, nodes, &owned);
+    let pass = Pass::decide(
+        daemon_set,
+        &uid,
+        &hash,
+        by_node,
+        doomed,
+        &owned,
+        expectations,
+    );
+    for node in pass.create {
+        let created = api.create(&params(), &pinned_to(&probe, node)).await?;
+        expectations.expect(&uid, node, created.name_any());
+        let message = format!("Created pod: {}", created.name_any());
+        record(recorder, daemon_set, "SuccessfulCreate", &message).await;
+    }
+    for pod in pass.doomed {
+        match api.delete(&pod.name_any(), &DeleteParams::default()).await {
+            Ok(_) => {
+                let message = format!("Deleted pod: {}", pod.name_any());
+                record(recorder, daemon_set, "SuccessfulDelete", &message).await;
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let old = serde_json::to_value(&daemon_set.status).unwrap_or(Value::Null);
+    patch_status_if_changed(client, daemon_set, &old, pass.counts.status(daemon_set))
+        .await
+        .map(drop)
+}
+
+/// Every node with its placement and the active pods of the DaemonSet on it, and the pods to delete whatever
+/// happens: finished ones, and those of nodes that are gone.
+fn place<'a>(
+    probe: &Pod,
+    nodes: &'a [Arc<Node>],
+    owned: &[&'a Arc<Pod>],
+) -> (BTreeMap<&'a str, NodeState<'a>>, Vec<&'a Arc<Pod>>) {
     let mut by_node: BTreeMap<&str, NodeState> = nodes
         .iter()
         .filter_map(|node| {
             let name = node.metadata.name.as_deref()?;
-            let placement = filter::daemon_placement(&probe, node);
+            let placement = filter::daemon_placement(probe, node);
             Some((
                 name,
                 NodeState {
@@ -269,7 +307,7 @@ pub async fn sync(
         })
         .collect();
     let mut doomed: Vec<&Arc<Pod>> = Vec::new();
-    for pod in &owned {
+    for pod in owned {
         if pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -282,90 +320,122 @@ pub async fn sync(
             None => doomed.push(pod),
         }
     }
-    let mut create: Vec<&str> = Vec::new();
-    let (mut desired, mut current, mut misscheduled) = (0, 0, 0);
-    let (mut ready, mut available, mut updated) = (0, 0, 0);
-    let mut old_ready: Vec<&Arc<Pod>> = Vec::new();
-    let mut unavailable = 0;
-    for (node, state) in &mut by_node {
-        state
-            .active
-            .sort_by_key(|p| p.creation_timestamp().map(|t| t.0));
-        if state.active.len() > 1 {
-            doomed.extend(state.active.drain(1..));
-        }
-        let pod = state.active.first().copied();
-        let wanted = match state.placement {
-            DaemonPlacement::Run => true,
-            DaemonPlacement::Keep => pod.is_some(),
-            DaemonPlacement::None => false,
+    (by_node, doomed)
+}
+
+/// The status counts of one pass.
+#[derive(Default)]
+struct Counts {
+    desired: usize,
+    current: usize,
+    misscheduled: usize,
+    ready: usize,
+    available: usize,
+    updated: usize,
+}
+
+impl Counts {
+    fn status(&self, daemon_set: &DaemonSet) -> Value {
+        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        json!({
+            "desiredNumberScheduled": count(self.desired),
+            "currentNumberScheduled": count(self.current),
+            "numberMisscheduled": count(self.misscheduled),
+            "numberReady": count(self.ready),
+            "numberAvailable": count(self.available),
+            "numberUnavailable": count(self.desired.saturating_sub(self.available)),
+            "updatedNumberScheduled": count(self.updated),
+            "observedGeneration": daemon_set.meta().generation,
+        })
+    }
+}
+
+/// What one pass does: the nodes that get a pod, the pods that go, and the counts it reports.
+struct Pass<'a> {
+    create: Vec<&'a str>,
+    doomed: Vec<&'a Arc<Pod>>,
+    counts: Counts,
+}
+
+impl<'a> Pass<'a> {
+    /// Decide node by node: a node keeps its oldest pod, gets one if it wants one (unless a create is still on its
+    /// way), loses one it should not have; old-template pods go within the `maxUnavailable` budget left.
+    fn decide(
+        daemon_set: &DaemonSet,
+        uid: &str,
+        hash: &str,
+        mut by_node: BTreeMap<&'a str, NodeState<'a>>,
+        doomed: Vec<&'a Arc<Pod>>,
+        owned: &[&Arc<Pod>],
+        expectations: &mut Expectations,
+    ) -> Self {
+        let min_ready = daemon_set
+            .spec
+            .as_ref()
+            .and_then(|s| s.min_ready_seconds)
+            .unwrap_or(0);
+        let mut pass = Pass {
+            create: Vec::new(),
+            doomed,
+            counts: Counts::default(),
         };
-        if !wanted {
-            if let Some(pod) = pod {
-                misscheduled += 1;
-                doomed.push(pod);
+        let counts = &mut pass.counts;
+        let mut old_ready: Vec<&Arc<Pod>> = Vec::new();
+        let mut unavailable = 0;
+        for (node, state) in &mut by_node {
+            state
+                .active
+                .sort_by_key(|p| p.creation_timestamp().map(|t| t.0));
+            if state.active.len() > 1 {
+                pass.doomed.extend(state.active.drain(1..));
             }
-            continue;
-        }
-        desired += 1;
-        let awaiting = expectations.awaiting(&uid, node, &owned);
-        let Some(pod) = pod else {
-            unavailable += 1;
-            if !awaiting {
-                create.push(node);
+            let pod = state.active.first().copied();
+            let wanted = match state.placement {
+                DaemonPlacement::Run => true,
+                DaemonPlacement::Keep => pod.is_some(),
+                DaemonPlacement::None => false,
+            };
+            if !wanted {
+                if let Some(pod) = pod {
+                    counts.misscheduled += 1;
+                    pass.doomed.push(pod);
+                }
+                continue;
             }
-            continue;
-        };
-        current += 1;
-        let is_current = pod.labels().get(CONTROLLER_REVISION_HASH) == Some(&hash);
-        updated += usize::from(is_current);
-        ready += usize::from(is_ready(pod));
-        let pod_available = is_available(pod, min_ready);
-        available += usize::from(pod_available);
-        if !pod_available {
-            unavailable += 1;
-        }
-        if !is_current && rolls_on_its_own(daemon_set) {
-            if pod_available {
-                old_ready.push(pod);
-            } else {
-                doomed.push(pod);
+            counts.desired += 1;
+            let awaiting = expectations.awaiting(uid, node, owned);
+            let Some(pod) = pod else {
+                unavailable += 1;
+                if !awaiting {
+                    pass.create.push(node);
+                }
+                continue;
+            };
+            counts.current += 1;
+            let is_current = pod
+                .labels()
+                .get(CONTROLLER_REVISION_HASH)
+                .map(String::as_str)
+                == Some(hash);
+            counts.updated += usize::from(is_current);
+            counts.ready += usize::from(is_ready(pod));
+            let pod_available = is_available(pod, min_ready);
+            counts.available += usize::from(pod_available);
+            if !pod_available {
+                unavailable += 1;
+            }
+            if !is_current && rolls_on_its_own(daemon_set) {
+                if pod_available {
+                    old_ready.push(pod);
+                } else {
+                    pass.doomed.push(pod);
+                }
             }
         }
+        let budget = max_unavailable(daemon_set, counts.desired).saturating_sub(unavailable);
+        pass.doomed.extend(old_ready.into_iter().take(budget));
+        pass
     }
-    let budget = max_unavailable(daemon_set, desired).saturating_sub(unavailable);
-    doomed.extend(old_ready.into_iter().take(budget));
-    for node in create {
-        let created = api.create(&params(), &pinned_to(&probe, node)).await?;
-        expectations.expect(&uid, node, created.name_any());
-        let message = format!("Created pod: {}", created.name_any());
-        record(recorder, daemon_set, "SuccessfulCreate", &message).await;
-    }
-    for pod in doomed {
-        match api.delete(&pod.name_any(), &DeleteParams::default()).await {
-            Ok(_) => {
-                let message = format!("Deleted pod: {}", pod.name_any());
-                record(recorder, daemon_set, "SuccessfulDelete", &message).await;
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(error),
-        }
-    }
-    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let status = json!({
-        "desiredNumberScheduled": count(desired),
-        "currentNumberScheduled": count(current),
-        "numberMisscheduled": count(misscheduled),
-        "numberReady": count(ready),
-        "numberAvailable": count(available),
-        "numberUnavailable": count(desired.saturating_sub(available)),
-        "updatedNumberScheduled": count(updated),
-        "observedGeneration": daemon_set.meta().generation,
-    });
-    let old = serde_json::to_value(&daemon_set.status).unwrap_or(Value::Null);
-    patch_status_if_changed(client, daemon_set, &old, status)
-        .await
-        .map(drop)
 }
 
 #[cfg(test)]

@@ -62,49 +62,11 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         // or image list change wakes nobody.
         let mut placements: HashMap<String, u64> = HashMap::new();
         let streams = [
-            reflector::reflector(
-                deployment_writer,
-                watcher(Api::<Deployment>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|_| true)
-            .boxed(),
-            reflector::reflector(
-                replica_set_writer,
-                watcher(Api::<ReplicaSet>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|_| true)
-            .boxed(),
-            reflector::reflector(
-                replication_controller_writer,
-                watcher(
-                    Api::<ReplicationController>::all(client.clone()),
-                    Default::default(),
-                )
-                .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|_| true)
-            .boxed(),
-            reflector::reflector(
-                daemon_set_writer,
-                watcher(Api::<DaemonSet>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|_| true)
-            .boxed(),
-            reflector::reflector(
-                job_writer,
-                watcher(Api::<Job>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|_| true)
-            .boxed(),
+            every_change(deployment_writer, &client),
+            every_change(replica_set_writer, &client),
+            every_change(replication_controller_writer, &client),
+            every_change(daemon_set_writer, &client),
+            every_change(job_writer, &client),
             reflector::reflector(
                 node_writer,
                 watcher(Api::<Node>::all(client.clone()), Default::default())
@@ -175,6 +137,29 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             due = !pass(&client, &stores, &recorders, &mut expectations).await;
         }
     })
+}
+
+/// A watch of every `K` feeding `writer`, each change of which matters to a pass (the kinds the controllers own).
+fn every_change<K>(
+    writer: reflector::store::Writer<K>,
+    client: &kube::Client,
+) -> futures::stream::BoxStream<'static, bool>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    reflector::reflector(
+        writer,
+        watcher(Api::<K>::all(client.clone()), Default::default()).modify(forget_managed_fields),
+    )
+    .default_backoff()
+    .map(|_| true)
+    .boxed()
 }
 
 /// What the controllers decide from.

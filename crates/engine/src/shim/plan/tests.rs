@@ -265,3 +265,101 @@ fn plan_with_hash(shim: &Shim, nodes: &[Arc<Node>], hash: &str) -> Plan {
         pods: &[],
     })
 }
+
+fn uninstall_pod(node: &str, phase: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": names::pod_name(node, "spin", Operation::Uninstall),
+            "labels": {names::SHIM_NAME: "spin", names::OPERATION: "uninstall"},
+            "annotations": {names::NODE_NAME: node},
+        },
+        "status": {"phase": phase},
+    }))
+    .expect("a pod")
+}
+
+fn reasons(plan: &Plan) -> Vec<&'static str> {
+    plan.notices.iter().map(|n| n.reason).collect()
+}
+
+#[test]
+fn a_batch_is_told_over_before_the_next_starts_and_a_batch_cut_short_continues() {
+    let rolling = shim(json!({"maxUpdate": 2}));
+    let done = [pod("n0", "h", "Succeeded"), pod("n1", "h", "Succeeded")];
+    let next = run(&rolling, &five(0), &done);
+    assert_eq!(reasons(&next), ["BatchFinished", "BatchStarted"]);
+    assert!(next.notices[0].note.starts_with("batch 1 of 3 finished"));
+    assert_eq!(created(&next), [("n2", Some(2)), ("n3", Some(2))]);
+
+    // One of batch 1's two nodes ended: the batch is not over, it fills up rather than finishing.
+    let cut_short = run(&rolling, &five(0), &[pod("n0", "h", "Succeeded")]);
+    assert_eq!(reasons(&cut_short), ["BatchStarted"]);
+    assert!(
+        cut_short.notices[0]
+            .note
+            .contains("batch 1 of 3 continued on n1"),
+        "{:?}",
+        cut_short.notices
+    );
+    assert_eq!(created(&cut_short), [("n1", Some(1))]);
+}
+
+#[test]
+fn a_node_selected_again_is_cleared_after_its_uninstall_before_it_installs_afresh() {
+    let rolling = shim(json!({"maxUpdate": 5}));
+    let carried = vec![node("n0", Some(names::PROVISIONED), Some("h"))];
+    let uninstalled = [uninstall_pod("n0", "Succeeded")];
+
+    let first = run(&rolling, &carried, &uninstalled);
+    assert_eq!(
+        first.node_writes,
+        [NodeWrite {
+            node: "n0".into(),
+            label: Some(None),
+            hash: Some(None),
+            batch: None,
+        }]
+    );
+    assert!(first.create.is_empty() && first.delete.is_empty());
+    assert_eq!((first.waiting, first.provisioned), (1, 0));
+
+    let cleared = vec![node("n0", None, None)];
+    let second = run(&rolling, &cleared, &uninstalled);
+    assert_eq!(
+        second.delete,
+        [names::pod_name("n0", "spin", Operation::Uninstall)]
+    );
+    assert!(second.create.is_empty());
+
+    assert_eq!(created(&run(&rolling, &cleared, &[])), [("n0", Some(1))]);
+}
+
+#[test]
+fn a_node_left_while_installing_waits_for_its_installer_before_uninstalling() {
+    let mut elsewhere = shim(json!({"maxUpdate": 5}));
+    elsewhere.spec.node_selector = Some([("zone".to_owned(), "b".to_owned())].into());
+    let plan = run(
+        &elsewhere,
+        &[node("n0", None, None)],
+        &[pod("n0", "h", "Running")],
+    );
+    assert!(plan.create.is_empty() && plan.delete.is_empty());
+    assert_eq!((plan.installing, plan.uninstalling), (1, 1));
+    assert_eq!(plan.views[0].state, ShimNodeState::Uninstall);
+
+    let finished = run(
+        &elsewhere,
+        &[node("n0", Some(names::PROVISIONED), Some("h"))],
+        &[pod("n0", "h", "Succeeded")],
+    );
+    assert_eq!(
+        finished.delete,
+        [names::pod_name("n0", "spin", Operation::Install)]
+    );
+    let uninstalls: Vec<(&str, Operation)> = finished
+        .create
+        .iter()
+        .map(|p| (p.node.as_str(), p.operation))
+        .collect();
+    assert_eq!(uninstalls, [("n0", Operation::Uninstall)]);
+}
