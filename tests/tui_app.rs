@@ -133,9 +133,9 @@ fn enter_opens_the_detail_and_esc_goes_back() {
     key(&mut app, KeyCode::Enter);
     assert_eq!(
         app.view(),
-        &View::Detail(Target::namespaced(Kind::Module, "a", "alpha"))
+        &View::ModuleDetail(Target::namespaced(Kind::Module, "a", "alpha"))
     );
-    let detail = app.detail.as_ref().expect("detail of a/alpha");
+    let detail = app.module_detail.as_ref().expect("detail of a/alpha");
     assert_eq!(detail.images.len(), 2);
     key(&mut app, KeyCode::Esc);
     assert_eq!(app.view(), &View::Modules);

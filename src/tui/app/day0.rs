@@ -30,7 +30,7 @@ impl App {
         matches!(self.view(), View::Day0s | View::Day0Detail(_))
     }
 
-    /// The visible rows of the Day-0 list (in the `:ns` namespace) and of the open ModuleDay0's sections.
+    /// The visible rows of the Day-0 list, in the `:ns` namespace.
     pub(super) fn day0_visible(&self, visible: &mut std::collections::HashMap<ListId, Vec<usize>>) {
         let filter = |list: ListId| self.filters.get(&list).cloned().unwrap_or_default();
         let namespace = self.namespace.as_deref();
@@ -41,23 +41,6 @@ impl App {
                 namespace.is_none_or(|ns| ns == r.namespace) && r.matches(&f)
             }),
         );
-        if let Some(detail) = &self.day0 {
-            let f = filter(ListId::Detail(DetailSection::Images));
-            visible.insert(
-                ListId::Detail(DetailSection::Images),
-                indices(&detail.pods, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Nodes));
-            visible.insert(
-                ListId::Detail(DetailSection::Nodes),
-                indices(&detail.nodes, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Events));
-            visible.insert(
-                ListId::Detail(DetailSection::Events),
-                indices(&detail.events, |r| r.matches(&f)),
-            );
-        }
     }
 
     /// The ModuleDay0 row selected in the Day-0 pane, or the open ModuleDay0's summary in its detail.
@@ -146,16 +129,7 @@ impl App {
                 row.name
             ));
         }
-        if self.session.readonly {
-            return unavailable("Rebuild is off: read-only mode".to_owned());
-        }
-        match self.access.allowed.get(&Capability::Rebuild) {
-            Some(false) => unavailable(format!(
-                "Rebuild is not permitted for you on context {}",
-                self.session.context
-            )),
-            _ => Availability::Available,
-        }
+        self.permitted(Command::Rebuild.label(), Capability::Rebuild)
     }
 
     /// The rebuild of the selected ModuleDay0's image, or why there is none.
