@@ -914,7 +914,7 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
             "99-worker-kmod-os"
         ))
     );
-    let detail = app.day0.as_ref().expect("the detail");
+    let detail = app.day0_detail.as_ref().expect("the detail");
     assert_eq!(detail.nodes.len(), 40, "every node of pool-00");
     let on_target = detail.nodes.iter().filter(|n| n.on_target()).count();
     assert_eq!(on_target, 12, "the nodes on kernel 1 run RHCOS 415 already");
@@ -957,7 +957,10 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
     key(&mut app, KeyCode::Esc);
     select_day0(&mut app, "infra");
     key(&mut app, KeyCode::Enter);
-    let note = app.day0.as_ref().and_then(|d| d.upgrade_note.clone());
+    let note = app
+        .day0_detail
+        .as_ref()
+        .and_then(|d| d.upgrade_note.clone());
     let note = note.expect("the opt-in explained");
     assert!(
         note.contains("clusterUpgradeTriggerNodeUpgrade: true"),

@@ -38,7 +38,7 @@ use super::view::shims::{self as shim_rows};
 use super::view::summary::Summary;
 use super::yaml;
 
-pub use caches::CacheViews;
+pub use caches::CachePane;
 pub use engine::{EngineMove, EnginePane};
 pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{
@@ -63,13 +63,13 @@ pub struct App {
     /// The open Module's detail, when the detail view is open.
     pub module_detail: Option<ModuleDetail>,
     /// The cache views' detail and matrix scroll.
-    pub caches: CacheViews,
+    pub caches: CachePane,
     /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
     pub yaml: Option<Result<Vec<String>, String>>,
     /// The open Shim's detail and the installer log being read.
     pub shim: shims::ShimPane,
     /// The open ModuleDay0's detail, while the Day-0 detail view is open.
-    pub day0: Option<Day0Detail>,
+    pub day0_detail: Option<Day0Detail>,
     /// This console's engine beyond the Lease: handed off or not, candidates seen, upstream operators.
     pub engine: EnginePane,
     /// The Preflight pane's tables and focused table.
@@ -127,10 +127,10 @@ impl App {
             rows: Rows::default(),
             node_sources: nodes::NodeSources::default(),
             module_detail: None,
-            caches: CacheViews::default(),
+            caches: CachePane::default(),
             yaml: None,
             shim: shims::ShimPane::default(),
-            day0: None,
+            day0_detail: None,
             engine: EnginePane::default(),
             preflight: PreflightState::default(),
             fleet: None,

@@ -380,16 +380,16 @@ fn place(
         if node.pool != selected {
             continue;
         }
-        let config = || module_config(&name, &image_of(node.kernel), KERNELS[node.kernel].0);
+        let config = || module_config(name, &image_of(node.kernel), KERNELS[node.kernel].0);
         if node.tainted {
             if story == Story::Loading {
                 lists.nmc_status[position].push(json!({
                     "name": name, "namespace": namespace, "serviceAccountName": "default",
                     "config": config(), "bootId": "boot-1",
                 }));
-                lists.pods.push(worker_pod(
-                    namespace, &name, &node.name, "Unload", "Running",
-                ));
+                lists
+                    .pods
+                    .push(worker_pod(namespace, name, &node.name, "Unload", "Running"));
             }
             continue;
         }
@@ -414,7 +414,7 @@ fn place(
             };
             lists
                 .pods
-                .push(worker_pod(namespace, &name, &node.name, "Load", phase));
+                .push(worker_pod(namespace, name, &node.name, "Load", phase));
         } else if node.ready {
             placement.available += 1;
             lists.nmc_status[position].push(json!({

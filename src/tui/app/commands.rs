@@ -1,6 +1,7 @@
-//! What a command does: the one place every [`Command`] is dispatched, to the navigation, the prompts, the editor,
-//! and the writes and pane actions that live with their panes. Nothing here changes the cluster: writes are asked
-//! for, confirmed, and carried out by the event loop.
+//! What a command means in the current view (whether it applies, what the hint bar calls it) and the one place
+//! every [`Command`] is dispatched: to the navigation, the prompts, the editor, and the writes and pane actions
+//! that live with their panes. Nothing here changes the cluster: writes are asked for, confirmed, and carried out
+//! by the event loop.
 
 use crate::tui::editor::EditorState;
 use crate::tui::keymap::Command;
@@ -9,6 +10,27 @@ use crate::tui::yaml;
 use super::{App, Availability, Mode, Prompt, Severity, View};
 
 impl App {
+    /// The word the hint bar shows for `command` here: `P` pulls again in the cache views.
+    pub fn hint_label(&self, command: Command) -> &'static str {
+        if let Some(label) = self.preflight_hint_label(command) {
+            return label;
+        }
+        match command {
+            Command::Recheck if self.in_cache_views() => "Re-pull",
+            other => other.label(),
+        }
+    }
+
+    /// Whether a command means something in the current view: the hint bar lists only those.
+    pub fn applies(&self, command: Command) -> bool {
+        self.shim_applies(command)
+            && self.cache_applies(command)
+            && self.day0_applies(command)
+            && self.engine_applies(command)
+            && self.preflight_applies(command)
+            && self.fleet_applies(command)
+    }
+
     /// Run `command` on the current view and selection.
     pub(super) fn run(&mut self, command: Command) {
         let list = self.list();

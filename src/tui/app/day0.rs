@@ -14,7 +14,7 @@ use crate::tui::writes::WriteRequest;
 impl App {
     /// Rebuild the open ModuleDay0's detail.
     pub(super) fn refresh_day0_view(&mut self) {
-        self.day0 = match self.view() {
+        self.day0_detail = match self.view() {
             View::Day0Detail(target) => day0_detail::detail(
                 &self.data,
                 target.namespace.as_deref().unwrap_or_default(),
@@ -49,7 +49,7 @@ impl App {
             View::Day0s => self
                 .selected_index(ListId::Day0s)
                 .and_then(|i| self.rows.day0s.get(i)),
-            View::Day0Detail(_) => self.day0.as_ref().map(|d| &d.summary),
+            View::Day0Detail(_) => self.day0_detail.as_ref().map(|d| &d.summary),
             _ => None,
         }
     }
@@ -59,7 +59,7 @@ impl App {
         if !matches!(self.view(), View::Day0Detail(_)) || self.section != DetailSection::Nodes {
             return None;
         }
-        let detail = self.day0.as_ref()?;
+        let detail = self.day0_detail.as_ref()?;
         self.selected_index(ListId::Detail(DetailSection::Nodes))
             .and_then(|i| detail.nodes.get(i))
     }
@@ -69,7 +69,7 @@ impl App {
         if !matches!(self.view(), View::Day0Detail(_)) || self.section != DetailSection::Images {
             return None;
         }
-        let detail = self.day0.as_ref()?;
+        let detail = self.day0_detail.as_ref()?;
         self.selected_index(ListId::Detail(DetailSection::Images))
             .and_then(|i| detail.pods.get(i))
     }

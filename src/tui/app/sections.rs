@@ -42,7 +42,7 @@ impl App {
                 indices(&detail.events, |r| r.matches(&events)),
             );
         }
-        if let Some(detail) = &self.day0 {
+        if let Some(detail) = &self.day0_detail {
             show(
                 DetailSection::Images,
                 indices(&detail.pods, |r| r.matches(&images)),
