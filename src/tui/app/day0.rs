@@ -32,13 +32,12 @@ impl App {
 
     /// The visible rows of the Day-0 list, in the `:ns` namespace.
     pub(super) fn day0_visible(&self, visible: &mut std::collections::HashMap<ListId, Vec<usize>>) {
-        let filter = |list: ListId| self.filters.get(&list).cloned().unwrap_or_default();
         let namespace = self.namespace.as_deref();
-        let f = filter(ListId::Day0s);
+        let f = self.filter(ListId::Day0s);
         visible.insert(
             ListId::Day0s,
             indices(&self.rows.day0s, |r| {
-                namespace.is_none_or(|ns| ns == r.namespace) && r.matches(&f)
+                namespace.is_none_or(|ns| ns == r.namespace) && r.matches(f)
             }),
         );
     }

@@ -12,7 +12,7 @@ impl App {
         let mut show = |section: DetailSection, rows: Vec<usize>| {
             visible.insert(ListId::Detail(section), rows);
         };
-        let filter = |section: DetailSection| self.filter(ListId::Detail(section)).to_owned();
+        let filter = |section: DetailSection| self.filter(ListId::Detail(section));
         let (images, nodes, events) = (
             filter(DetailSection::Images),
             filter(DetailSection::Nodes),
@@ -21,39 +21,39 @@ impl App {
         if let Some(detail) = &self.module_detail {
             show(
                 DetailSection::Images,
-                indices(&detail.images, |r| r.matches(&images)),
+                indices(&detail.images, |r| r.matches(images)),
             );
             show(
                 DetailSection::Nodes,
-                indices(&detail.nodes, |r| r.matches(&nodes)),
+                indices(&detail.nodes, |r| r.matches(nodes)),
             );
             show(
                 DetailSection::Events,
-                indices(&detail.events, |r| r.matches(&events)),
+                indices(&detail.events, |r| r.matches(events)),
             );
         }
         if let Some(detail) = &self.shim.detail {
             show(
                 DetailSection::Nodes,
-                indices(&detail.nodes, |r| r.matches(&nodes)),
+                indices(&detail.nodes, |r| r.matches(nodes)),
             );
             show(
                 DetailSection::Events,
-                indices(&detail.events, |r| r.matches(&events)),
+                indices(&detail.events, |r| r.matches(events)),
             );
         }
         if let Some(detail) = &self.day0_detail {
             show(
                 DetailSection::Images,
-                indices(&detail.pods, |r| r.matches(&images)),
+                indices(&detail.pods, |r| r.matches(images)),
             );
             show(
                 DetailSection::Nodes,
-                indices(&detail.nodes, |r| r.matches(&nodes)),
+                indices(&detail.nodes, |r| r.matches(nodes)),
             );
             show(
                 DetailSection::Events,
-                indices(&detail.events, |r| r.matches(&events)),
+                indices(&detail.events, |r| r.matches(events)),
             );
         }
     }

@@ -34,14 +34,13 @@ impl App {
 
     /// The visible rows of the Shims list and of the log view.
     pub(super) fn shim_visible(&self, visible: &mut std::collections::HashMap<ListId, Vec<usize>>) {
-        let filter = |list: ListId| self.filters.get(&list).cloned().unwrap_or_default();
-        let f = filter(ListId::Shims);
-        visible.insert(ListId::Shims, indices(&self.rows.shims, |r| r.matches(&f)));
+        let f = self.filter(ListId::Shims);
+        visible.insert(ListId::Shims, indices(&self.rows.shims, |r| r.matches(f)));
         if let Some(Ok(lines)) = &self.shim.log {
-            let f = filter(ListId::Logs);
+            let f = self.filter(ListId::Logs);
             visible.insert(
                 ListId::Logs,
-                indices(lines, |line| line.to_lowercase().contains(&f)),
+                indices(lines, |line| line.to_lowercase().contains(f)),
             );
         }
     }
