@@ -1,12 +1,16 @@
 //! The messages the UI task receives. Background tasks (terminal input, watches, writes, access reviews) only send
 //! these; the UI task alone owns and changes the console's state.
 
+use std::collections::BTreeMap;
+
 use crossterm::event::Event as TerminalEvent;
 
 use super::access::AccessReport;
 use super::data::{FeedState, Kind, KindSnapshot};
 use super::target::Target;
 use super::writes::WriteOutcome;
+use kmm_engine::Family;
+use kmm_engine::operators::Upstream;
 
 /// One message to the UI task.
 #[derive(Debug)]
@@ -24,9 +28,20 @@ pub enum Action {
     /// The Lease that elects the acting engine changed (`None`: no engine holds it).
     EngineLease(Option<std::sync::Arc<k8s_openapi::api::coordination::v1::Lease>>),
     /// Something about the engine besides its Lease: a hand-off deadline, a failed request, upstream operators.
-    Engine(super::app::EngineEvent),
+    Engine(EngineEvent),
     /// A pod's log arrived: its lines, or why it could not be read.
     PodLog(Target, Result<Vec<String>, String>),
     /// News about one cluster of the fleet, by context name.
     Fleet(String, super::fleet::state::FleetChange),
+}
+
+/// What background tasks tell the UI about the engine, besides the Lease itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineEvent {
+    /// One lease duration passed since a hand-off.
+    HandoffDeadline,
+    /// A take-over request could not be written.
+    RequestFailed(String),
+    /// The families upstream operators act on changed.
+    Upstream(BTreeMap<Family, Upstream>),
 }

@@ -4,12 +4,15 @@
 
 mod caches;
 mod cluster_writes;
+mod commands;
 mod day0;
 mod engine;
 mod fleet;
 mod input;
 mod navigation;
 mod preflight;
+mod sections;
+mod selection;
 mod shims;
 mod state;
 
@@ -26,17 +29,17 @@ use super::keymap::{Keymap, Scope};
 use super::theme::Theme;
 use super::view::day0::{self as day0_rows};
 use super::view::day0_detail::Day0Detail;
-use super::view::detail::{self, ModuleDetail};
 use super::view::events::{self};
 use super::view::images::{self};
+use super::view::module_detail::{self, ModuleDetail};
 use super::view::modules::{self};
 use super::view::nodes::{self};
 use super::view::shims::{self as shim_rows};
 use super::view::summary::Summary;
 use super::yaml;
 
-pub use caches::CacheViews;
-pub use engine::{EngineEvent, EngineMove, EnginePane};
+pub use caches::CachePane;
+pub use engine::{EngineMove, EnginePane};
 pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{
     Availability, DetailSection, EngineMode, ListId, Mode, Prompt, Request, Rows, Selection,
@@ -58,15 +61,15 @@ pub struct App {
     /// What the node rows were made from, so a change to a few nodes remakes only their rows.
     node_sources: nodes::NodeSources,
     /// The open Module's detail, when the detail view is open.
-    pub detail: Option<ModuleDetail>,
+    pub module_detail: Option<ModuleDetail>,
     /// The cache views' detail and matrix scroll.
-    pub caches: CacheViews,
+    pub caches: CachePane,
     /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
     pub yaml: Option<Result<Vec<String>, String>>,
     /// The open Shim's detail and the installer log being read.
     pub shim: shims::ShimPane,
     /// The open ModuleDay0's detail, while the Day-0 detail view is open.
-    pub day0: Option<Day0Detail>,
+    pub day0_detail: Option<Day0Detail>,
     /// This console's engine beyond the Lease: handed off or not, candidates seen, upstream operators.
     pub engine: EnginePane,
     /// The Preflight pane's tables and focused table.
@@ -123,11 +126,11 @@ impl App {
             data: ClusterData::default(),
             rows: Rows::default(),
             node_sources: nodes::NodeSources::default(),
-            detail: None,
-            caches: CacheViews::default(),
+            module_detail: None,
+            caches: CachePane::default(),
             yaml: None,
             shim: shims::ShimPane::default(),
-            day0: None,
+            day0_detail: None,
             engine: EnginePane::default(),
             preflight: PreflightState::default(),
             fleet: None,
@@ -293,7 +296,9 @@ impl App {
     pub fn page_height(&self) -> usize {
         let rows = self.size.1.saturating_sub(CHROME_ROWS);
         match self.view() {
-            View::Detail(_) | View::Day0Detail(_) | View::Preflight => usize::from(rows / 3).max(1),
+            View::ModuleDetail(_) | View::Day0Detail(_) | View::Preflight => {
+                usize::from(rows / 3).max(1)
+            }
             View::ShimDetail(_) => usize::from(rows / 2).max(1),
             View::CacheDetail(_) => self.cache_page_height(),
             _ => usize::from(rows).max(1),
@@ -370,8 +375,8 @@ impl App {
     }
 
     fn refresh_open_view(&mut self) {
-        self.detail = match self.view() {
-            View::Detail(target) => detail::detail(
+        self.module_detail = match self.view() {
+            View::ModuleDetail(target) => module_detail::detail(
                 &self.data,
                 target.namespace.as_deref().unwrap_or_default(),
                 &target.name,
@@ -421,23 +426,7 @@ impl App {
                     && r.matches(&f)
             }),
         );
-        if let Some(detail) = &self.detail {
-            let f = filter(ListId::Detail(DetailSection::Images));
-            visible.insert(
-                ListId::Detail(DetailSection::Images),
-                indices(&detail.images, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Nodes));
-            visible.insert(
-                ListId::Detail(DetailSection::Nodes),
-                indices(&detail.nodes, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Events));
-            visible.insert(
-                ListId::Detail(DetailSection::Events),
-                indices(&detail.events, |r| r.matches(&f)),
-            );
-        }
+        self.detail_visible(&mut visible);
         visible.extend(self.cache_lists(in_namespace));
         if let Some(Ok(lines)) = &self.yaml {
             visible.insert(ListId::Yaml, (0..lines.len()).collect());

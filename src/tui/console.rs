@@ -13,8 +13,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
-use super::action::Action;
-use super::app::{App, EngineEvent, EngineMode, EngineMove, Request, Session};
+use super::action::{Action, EngineEvent};
+use super::app::{App, EngineMode, EngineMove, Request, Session};
 use super::fleet::follow::{self, Member, Source};
 use super::keymap::Keymap;
 use super::theme::Theme;
@@ -445,9 +445,11 @@ fn start_session(
     cancel
 }
 
+/// Draw the console, then apply every action and carry out the requests it queues, until the user quits or a
+/// signal arrives.
 async fn event_loop(
     app: &mut App,
-    mut client: Client,
+    client: Client,
     kubeconfig: Option<Kubeconfig>,
     options: &ConsoleOptions,
     participate: &Participate,
@@ -459,27 +461,19 @@ async fn event_loop(
     crossterm::execute!(std::io::stdout(), EnableBracketedPaste).ok();
     let size = terminal.size()?;
     app.size = (size.width, size.height);
-    let fleet = CancellationToken::new();
-    let _stop_fleet = fleet.clone().drop_guard();
-    let mut fleet_started = false;
-    // A console opened on the fleet watches no cluster in full until one is entered.
-    let mut session = if options.fleet {
-        let members = fleet_members(kubeconfig.as_ref(), options, &client, &app.session.context)?;
-        let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
-        app.start_in_fleet(&contexts);
-        follow::start(members, &sender, &fleet);
-        fleet_started = true;
-        None
-    } else {
-        Some(start_session(
-            &client,
-            &app.session.context,
-            options.namespace.as_deref(),
-            true,
-            &sender,
-        ))
+    let mut connections = Connections {
+        client,
+        kubeconfig,
+        options,
+        participate,
+        sender,
+        session: None,
+        fleet: CancellationToken::new(),
+        fleet_started: false,
     };
-    let input = sender.clone();
+    let _stop_fleet = connections.fleet.clone().drop_guard();
+    connections.start(app)?;
+    let input = connections.sender.clone();
     tokio::spawn(async move {
         let mut events = EventStream::new();
         while let Some(Ok(event)) = events.next().await {
@@ -503,65 +497,7 @@ async fn event_loop(
             changed |= app.update(action);
         }
         for request in std::mem::take(&mut app.requests) {
-            match request {
-                Request::Write(request) => {
-                    let client = client.clone();
-                    let sender = sender.clone();
-                    tokio::spawn(async move {
-                        let outcome = writes::perform(&client, request).await;
-                        let _ = sender.send(Action::Written(outcome));
-                    });
-                }
-                Request::PodLog(pod) => {
-                    let client = client.clone();
-                    let sender = sender.clone();
-                    tokio::spawn(async move {
-                        let log = logs::pod_log(&client, &pod).await;
-                        let _ = sender.send(Action::PodLog(pod, log));
-                    });
-                }
-                Request::Engine(movement) => {
-                    move_engine(movement, participate, &client, app, &sender);
-                }
-                Request::OpenFleet if !fleet_started => {
-                    match fleet_members(kubeconfig.as_ref(), options, &client, &app.session.context)
-                    {
-                        Ok(members) => {
-                            start_fleet(app, members, &sender, &fleet);
-                            fleet_started = true;
-                        }
-                        Err(error) => app.fail(format!("{error:#}")),
-                    }
-                    changed = true;
-                }
-                Request::OpenFleet => {}
-                Request::SwitchContext(context) => {
-                    let new_client = match &kubeconfig {
-                        Some(kubeconfig) => client_for(kubeconfig, &context).await,
-                        // The embedded cluster, entered from the fleet: its watches start now.
-                        None if context == app.session.context => Ok(client.clone()),
-                        None => continue,
-                    };
-                    match new_client {
-                        Ok(new_client) => {
-                            if let Some(session) = session.take() {
-                                session.cancel();
-                            }
-                            client = new_client;
-                            app.switch_context(&context);
-                            session = Some(start_session(
-                                &client,
-                                &context,
-                                options.namespace.as_deref(),
-                                !app.reviewed(&context),
-                                &sender,
-                            ));
-                        }
-                        Err(error) => app.fail(format!("{error:#}")),
-                    }
-                    changed = true;
-                }
-            }
+            changed |= connections.carry_out(app, request).await;
         }
         if app.quit {
             break;
@@ -570,10 +506,129 @@ async fn event_loop(
             terminal.draw(|frame| ui::draw(frame, app))?;
         }
     }
-    if let Some(session) = session {
+    if let Some(session) = connections.session {
         session.cancel();
     }
     Ok(())
+}
+
+/// What the event loop keeps to carry out the UI task's requests: the client of the open cluster and its watches,
+/// and the fleet's watches once they started.
+struct Connections<'a> {
+    client: Client,
+    kubeconfig: Option<Kubeconfig>,
+    options: &'a ConsoleOptions,
+    participate: &'a Participate,
+    sender: UnboundedSender<Action>,
+    /// The watches (and access review) of the open cluster; none while a console opened on the fleet has not
+    /// entered a cluster yet.
+    session: Option<CancellationToken>,
+    /// Stops the fleet's tasks when the loop ends.
+    fleet: CancellationToken,
+    fleet_started: bool,
+}
+
+impl Connections<'_> {
+    /// Start watching: the open cluster, or (a console opened on the fleet) every cluster of the fleet at little
+    /// cost and none in full until one is entered.
+    fn start(&mut self, app: &mut App) -> anyhow::Result<()> {
+        if self.options.fleet {
+            let members = fleet_members(
+                self.kubeconfig.as_ref(),
+                self.options,
+                &self.client,
+                &app.session.context,
+            )?;
+            let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
+            app.start_in_fleet(&contexts);
+            follow::start(members, &self.sender, &self.fleet);
+            self.fleet_started = true;
+        } else {
+            self.session = Some(start_session(
+                &self.client,
+                &app.session.context,
+                self.options.namespace.as_deref(),
+                true,
+                &self.sender,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Carry out one request of the UI task; returns whether the screen must be redrawn now (the other requests
+    /// answer later with an action).
+    async fn carry_out(&mut self, app: &mut App, request: Request) -> bool {
+        match request {
+            Request::Write(request) => {
+                let client = self.client.clone();
+                let sender = self.sender.clone();
+                tokio::spawn(async move {
+                    let outcome = writes::perform(&client, request).await;
+                    let _ = sender.send(Action::Written(outcome));
+                });
+                false
+            }
+            Request::PodLog(pod) => {
+                let client = self.client.clone();
+                let sender = self.sender.clone();
+                tokio::spawn(async move {
+                    let log = logs::pod_log(&client, &pod).await;
+                    let _ = sender.send(Action::PodLog(pod, log));
+                });
+                false
+            }
+            Request::Engine(movement) => {
+                move_engine(movement, self.participate, &self.client, app, &self.sender);
+                false
+            }
+            Request::OpenFleet if !self.fleet_started => {
+                match fleet_members(
+                    self.kubeconfig.as_ref(),
+                    self.options,
+                    &self.client,
+                    &app.session.context,
+                ) {
+                    Ok(members) => {
+                        start_fleet(app, members, &self.sender, &self.fleet);
+                        self.fleet_started = true;
+                    }
+                    Err(error) => app.fail(format!("{error:#}")),
+                }
+                true
+            }
+            Request::OpenFleet => false,
+            Request::SwitchContext(context) => self.switch_context(app, &context).await,
+        }
+    }
+
+    /// Leave the open cluster for `context`: stop its watches, connect, and watch the new one. Returns whether
+    /// anything changed on screen.
+    async fn switch_context(&mut self, app: &mut App, context: &str) -> bool {
+        let new_client = match &self.kubeconfig {
+            Some(kubeconfig) => client_for(kubeconfig, context).await,
+            // The embedded cluster, entered from the fleet: its watches start now.
+            None if context == app.session.context => Ok(self.client.clone()),
+            None => return false,
+        };
+        match new_client {
+            Ok(new_client) => {
+                if let Some(session) = self.session.take() {
+                    session.cancel();
+                }
+                self.client = new_client;
+                app.switch_context(context);
+                self.session = Some(start_session(
+                    &self.client,
+                    context,
+                    self.options.namespace.as_deref(),
+                    !app.reviewed(context),
+                    &self.sender,
+                ));
+            }
+            Err(error) => app.fail(format!("{error:#}")),
+        }
+        true
+    }
 }
 
 /// Restores the terminal when the loop ends, however it ends.

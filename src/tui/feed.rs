@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::action::Action;
+use super::action::{Action, EngineEvent};
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
@@ -212,7 +212,7 @@ fn watch_upstream_operators(
         while upstream.changed().await.is_ok() {
             let found = upstream.borrow_and_update().clone();
             if let Some(found) = found {
-                let event = crate::tui::app::EngineEvent::Upstream(found);
+                let event = EngineEvent::Upstream(found);
                 if sender.send(Action::Engine(event)).is_err() {
                     return;
                 }

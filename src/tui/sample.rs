@@ -124,189 +124,25 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     let pools = nodes.div_ceil(100).clamp(1, 50);
     let sample_nodes: Vec<SampleNode> = (0..nodes).map(|i| SampleNode::of(i, pools)).collect();
     let mut data = ClusterData::default();
-    let mut module_list = Vec::new();
-    let mut mics = Vec::new();
-    let mut pods = Vec::new();
-    let mut events = Vec::new();
-    let mut nmc_spec: Vec<Vec<Value>> = vec![Vec::new(); nodes];
-    let mut nmc_status: Vec<Vec<Value>> = vec![Vec::new(); nodes];
+    let mut lists = ModuleLists {
+        nmc_spec: vec![Vec::new(); nodes],
+        nmc_status: vec![Vec::new(); nodes],
+        ..ModuleLists::default()
+    };
     let sample_shims = shims::shims(&sample_nodes);
-    pods.extend(sample_shims.pods);
-    events.extend(sample_shims.events);
+    lists.pods.extend(sample_shims.pods);
+    lists.events.extend(sample_shims.events);
     for index in 0..modules {
-        let namespace = NAMESPACES[index % NAMESPACES.len()];
-        let base = MODULE_NAMES[index % MODULE_NAMES.len()];
-        let name = if index < MODULE_NAMES.len() {
-            base.to_owned()
-        } else {
-            format!("{base}-{:03}", index / MODULE_NAMES.len())
-        };
-        let story = Story::of(index);
-        let selected = pool(index % pools);
-        let image_of = |kernel: usize| format!("quay.io/acme/{base}:{}", KERNELS[kernel].0);
-        let exists =
-            |kernel: usize| kernel == 0 || matches!(story, Story::Available | Story::Loading);
-        let mut kernels_used = BTreeSet::new();
-        let (mut targeted, mut desired, mut available) = (0, 0, 0);
-        for (position, node) in sample_nodes.iter().enumerate() {
-            if node.pool != selected {
-                continue;
-            }
-            let config = || module_config(&name, &image_of(node.kernel), KERNELS[node.kernel].0);
-            if node.tainted {
-                if story == Story::Loading {
-                    nmc_status[position].push(json!({
-                        "name": name, "namespace": namespace, "serviceAccountName": "default",
-                        "config": config(), "bootId": "boot-1",
-                    }));
-                    pods.push(worker_pod(
-                        namespace, &name, &node.name, "Unload", "Running",
-                    ));
-                }
-                continue;
-            }
-            targeted += 1;
-            if node.kernel == 2 {
-                continue;
-            }
-            kernels_used.insert(node.kernel);
-            if !exists(node.kernel) {
-                continue;
-            }
-            desired += 1;
-            nmc_spec[position].push(json!({
-                "name": name, "namespace": namespace, "serviceAccountName": "default", "config": config(),
-            }));
-            let loading = story == Story::Loading && position % 7 == 0;
-            if loading {
-                let phase = if position % 2 == 0 {
-                    "Running"
-                } else {
-                    "Pending"
-                };
-                pods.push(worker_pod(namespace, &name, &node.name, "Load", phase));
-            } else if node.ready {
-                available += 1;
-                nmc_status[position].push(json!({
-                    "name": name, "namespace": namespace, "serviceAccountName": "default",
-                    "config": config(), "bootId": "boot-1",
-                }));
-            }
-        }
-        let images: Vec<usize> = kernels_used.iter().copied().collect();
-        let existing = images.iter().filter(|k| exists(**k)).count();
-        let seconds = 40 + 3 * i64::try_from(index).unwrap_or(0);
-        let (warning, reason, note) = match story {
-            Story::Building => (
-                false,
-                "BuildRequested",
-                format!(
-                    "image {} is not in the registry; building it for kernel {}",
-                    image_of(1),
-                    KERNELS[1].0
-                ),
-            ),
-            Story::Degraded => (
-                true,
-                "ImageMissing",
-                format!(
-                    "image {} for kernel {} does not exist: not in the registry",
-                    image_of(1),
-                    KERNELS[1].0
-                ),
-            ),
-            _ => (
-                false,
-                "ImageExists",
-                format!("image {} exists (generation 1)", image_of(0)),
-            ),
-        };
-        events.push(event(
-            "ModuleImagesConfig",
-            Some(namespace),
-            &name,
-            warning,
-            reason,
-            &note,
-            seconds,
-        ));
-        if story == Story::Building && images.contains(&1) {
-            let pod_name = labels::build_pod_name(&name, &kernel::dns_safe(KERNELS[1].0));
-            events.push(event(
-                "Pod",
-                Some(namespace),
-                &pod_name,
-                false,
-                "Started",
-                "Started container build",
-                seconds + 1,
-            ));
-            pods.push(object(json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": pod_name, "namespace": namespace, "creationTimestamp": ago(180),
-                    "labels": {labels::MODULE_NAME: name, labels::RESOURCE_TYPE: "BuildImage",
-                        labels::TARGET_KERNEL: kernel::dns_safe(KERNELS[1].0)}},
-                "spec": {"containers": [{"name": "build", "image": "gcr.io/kaniko-project/executor:v1.23.2"}]},
-                "status": {"phase": "Running"},
-            })));
-        }
-        if let Some(node) = sample_nodes
-            .iter()
-            .find(|n| n.pool == selected && n.kernel == 0 && !n.tainted && n.ready)
-            && available > 0
-        {
-            events.push(event(
-                "Node",
-                None,
-                &node.name,
-                false,
-                "ModuleLoaded",
-                &format!("Module {namespace}/{name} loaded into the kernel"),
-                seconds + 2,
-            ));
-        }
-        mics.push(object(json!({
-            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": ago(3600)},
-            "spec": {"images": images.iter().map(|k| json!({
-                "image": image_of(*k), "kernelVersion": KERNELS[*k].0, "generation": 1,
-            })).collect::<Vec<_>>()},
-            "status": {
-                "imagesStates": images.iter().map(|k| json!({
-                    "image": image_of(*k),
-                    "status": match (*k, story) {
-                        (1, Story::Building) => "NeedsBuilding",
-                        (1, Story::Degraded) => "DoesNotExist",
-                        _ => "Exists",
-                    },
-                    "observedGeneration": 1,
-                })).collect::<Vec<_>>(),
-                "existingImages": existing, "totalImages": images.len(),
-            },
-        })));
-        module_list.push(object(json!({
-            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": ago(3600),
-                "generation": 1, "uid": format!("uid-module-{index}")},
-            "spec": {
-                "selector": {POOL_LABEL: selected},
-                "moduleLoader": {"container": {
-                    "modprobe": {"moduleName": base.replace('-', "_")},
-                    "kernelMappings": [
-                        {"literal": KERNELS[0].0, "containerImage": image_of(0)},
-                        {"regexp": "^.+\\.el9_3\\.x86_64$",
-                         "containerImage": format!("quay.io/acme/{base}:${{KERNEL_FULL_VERSION}}")},
-                    ],
-                }},
-            },
-            "status": {
-                "moduleLoader": {"nodesMatchingSelectorNumber": targeted, "desiredNumber": desired,
-                    "availableNumber": available},
-                "kernels": kernels_used.iter().map(|k| KERNELS[*k].0).collect::<Vec<_>>(),
-                "conditions": conditions(story, &image_of(1), available, targeted),
-            },
-        })));
+        add_module(index, pools, &sample_nodes, &mut lists);
     }
+    let ModuleLists {
+        modules: module_list,
+        mics,
+        mut pods,
+        mut events,
+        nmc_spec,
+        nmc_status,
+    } = lists;
     data.apply(KindSnapshot::Modules(module_list));
     data.apply(KindSnapshot::ModuleImagesConfigs(mics));
     data.apply(KindSnapshot::NodeModulesConfigs(
@@ -343,6 +179,251 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
     data.apply(KindSnapshot::MachineConfigs(Vec::new()));
     data.apply(KindSnapshot::PreflightValidations(Vec::new()));
     data
+}
+
+/// The objects the sample's Modules make, gathered Module by Module.
+#[derive(Default)]
+struct ModuleLists {
+    modules: Vec<Arc<kmm_api::kmm::Module>>,
+    mics: Vec<Arc<kmm_api::kmm::ModuleImagesConfig>>,
+    pods: Vec<Arc<k8s_openapi::api::core::v1::Pod>>,
+    events: Vec<Arc<k8s_openapi::api::events::v1::Event>>,
+    /// Each node's NodeModulesConfig `spec.modules` and `status.modules`, by node index.
+    nmc_spec: Vec<Vec<Value>>,
+    nmc_status: Vec<Vec<Value>>,
+}
+
+/// Where one sample Module stands on its pool.
+#[derive(Default)]
+struct Placement {
+    targeted: i32,
+    desired: i32,
+    available: i32,
+    /// The kernels of the nodes it targets, by index into [`KERNELS`].
+    kernels_used: BTreeSet<usize>,
+}
+
+/// Add the Module `index` of the sample, with its ModuleImagesConfig, its pods, its events and its entries in the
+/// NodeModulesConfigs of its pool: the Module's [`Story`] decides how far it got.
+fn add_module(index: usize, pools: usize, sample_nodes: &[SampleNode], lists: &mut ModuleLists) {
+    let namespace = NAMESPACES[index % NAMESPACES.len()];
+    let base = MODULE_NAMES[index % MODULE_NAMES.len()];
+    let name = if index < MODULE_NAMES.len() {
+        base.to_owned()
+    } else {
+        format!("{base}-{:03}", index / MODULE_NAMES.len())
+    };
+    let story = Story::of(index);
+    let selected = pool(index % pools);
+    let image_of = |kernel: usize| format!("quay.io/acme/{base}:{}", KERNELS[kernel].0);
+    let exists = |kernel: usize| kernel == 0 || matches!(story, Story::Available | Story::Loading);
+    let placement = place(
+        namespace,
+        &name,
+        base,
+        story,
+        &selected,
+        sample_nodes,
+        lists,
+    );
+    let Placement {
+        targeted,
+        desired,
+        available,
+        kernels_used,
+    } = placement;
+    let images: Vec<usize> = kernels_used.iter().copied().collect();
+    let existing = images.iter().filter(|k| exists(**k)).count();
+    let seconds = 40 + 3 * i64::try_from(index).unwrap_or(0);
+    image_story(namespace, &name, base, story, &images, seconds, lists);
+    if let Some(node) = sample_nodes
+        .iter()
+        .find(|n| n.pool == selected && n.kernel == 0 && !n.tainted && n.ready)
+        && available > 0
+    {
+        lists.events.push(event(
+            "Node",
+            None,
+            &node.name,
+            false,
+            "ModuleLoaded",
+            &format!("Module {namespace}/{name} loaded into the kernel"),
+            seconds + 2,
+        ));
+    }
+    lists.mics.push(object(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": ago(3600)},
+        "spec": {"images": images.iter().map(|k| json!({
+            "image": image_of(*k), "kernelVersion": KERNELS[*k].0, "generation": 1,
+        })).collect::<Vec<_>>()},
+        "status": {
+            "imagesStates": images.iter().map(|k| json!({
+                "image": image_of(*k),
+                "status": match (*k, story) {
+                    (1, Story::Building) => "NeedsBuilding",
+                    (1, Story::Degraded) => "DoesNotExist",
+                    _ => "Exists",
+                },
+                "observedGeneration": 1,
+            })).collect::<Vec<_>>(),
+            "existingImages": existing, "totalImages": images.len(),
+        },
+    })));
+    lists.modules.push(object(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": ago(3600),
+            "generation": 1, "uid": format!("uid-module-{index}")},
+        "spec": {
+            "selector": {POOL_LABEL: selected},
+            "moduleLoader": {"container": {
+                "modprobe": {"moduleName": base.replace('-', "_")},
+                "kernelMappings": [
+                    {"literal": KERNELS[0].0, "containerImage": image_of(0)},
+                    {"regexp": "^.+\\.el9_3\\.x86_64$",
+                     "containerImage": format!("quay.io/acme/{base}:${{KERNEL_FULL_VERSION}}")},
+                ],
+            }},
+        },
+        "status": {
+            "moduleLoader": {"nodesMatchingSelectorNumber": targeted, "desiredNumber": desired,
+                "availableNumber": available},
+            "kernels": kernels_used.iter().map(|k| KERNELS[*k].0).collect::<Vec<_>>(),
+            "conditions": conditions(story, &image_of(1), available, targeted),
+        },
+    })));
+}
+
+/// What the image side of a Module's `story` left behind: the ModuleImagesConfig's latest event and, while an
+/// image builds, the build pod and its event.
+fn image_story(
+    namespace: &str,
+    name: &str,
+    base: &str,
+    story: Story,
+    images: &[usize],
+    seconds: i64,
+    lists: &mut ModuleLists,
+) {
+    let image_of = |kernel: usize| format!("quay.io/acme/{base}:{}", KERNELS[kernel].0);
+    let (warning, reason, note) = match story {
+        Story::Building => (
+            false,
+            "BuildRequested",
+            format!(
+                "image {} is not in the registry; building it for kernel {}",
+                image_of(1),
+                KERNELS[1].0
+            ),
+        ),
+        Story::Degraded => (
+            true,
+            "ImageMissing",
+            format!(
+                "image {} for kernel {} does not exist: not in the registry",
+                image_of(1),
+                KERNELS[1].0
+            ),
+        ),
+        _ => (
+            false,
+            "ImageExists",
+            format!("image {} exists (generation 1)", image_of(0)),
+        ),
+    };
+    lists.events.push(event(
+        "ModuleImagesConfig",
+        Some(namespace),
+        name,
+        warning,
+        reason,
+        &note,
+        seconds,
+    ));
+    if story == Story::Building && images.contains(&1) {
+        let pod_name = labels::build_pod_name(name, &kernel::dns_safe(KERNELS[1].0));
+        lists.events.push(event(
+            "Pod",
+            Some(namespace),
+            &pod_name,
+            false,
+            "Started",
+            "Started container build",
+            seconds + 1,
+        ));
+        lists.pods.push(object(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": namespace, "creationTimestamp": ago(180),
+                "labels": {labels::MODULE_NAME: name, labels::RESOURCE_TYPE: "BuildImage",
+                    labels::TARGET_KERNEL: kernel::dns_safe(KERNELS[1].0)}},
+            "spec": {"containers": [{"name": "build", "image": "gcr.io/kaniko-project/executor:v1.23.2"}]},
+            "status": {"phase": "Running"},
+        })));
+    }
+}
+
+/// Place the Module `name` on the nodes of its pool `selected`: which nodes it targets, where it is configured,
+/// loaded, loading or (a tainted node) unloading, as its `story` has it.
+fn place(
+    namespace: &str,
+    name: &str,
+    base: &str,
+    story: Story,
+    selected: &str,
+    sample_nodes: &[SampleNode],
+    lists: &mut ModuleLists,
+) -> Placement {
+    let image_of = |kernel: usize| format!("quay.io/acme/{base}:{}", KERNELS[kernel].0);
+    let exists = |kernel: usize| kernel == 0 || matches!(story, Story::Available | Story::Loading);
+    let mut placement = Placement::default();
+    for (position, node) in sample_nodes.iter().enumerate() {
+        if node.pool != selected {
+            continue;
+        }
+        let config = || module_config(name, &image_of(node.kernel), KERNELS[node.kernel].0);
+        if node.tainted {
+            if story == Story::Loading {
+                lists.nmc_status[position].push(json!({
+                    "name": name, "namespace": namespace, "serviceAccountName": "default",
+                    "config": config(), "bootId": "boot-1",
+                }));
+                lists
+                    .pods
+                    .push(worker_pod(namespace, name, &node.name, "Unload", "Running"));
+            }
+            continue;
+        }
+        placement.targeted += 1;
+        if node.kernel == 2 {
+            continue;
+        }
+        placement.kernels_used.insert(node.kernel);
+        if !exists(node.kernel) {
+            continue;
+        }
+        placement.desired += 1;
+        lists.nmc_spec[position].push(json!({
+            "name": name, "namespace": namespace, "serviceAccountName": "default", "config": config(),
+        }));
+        let loading = story == Story::Loading && position % 7 == 0;
+        if loading {
+            let phase = if position % 2 == 0 {
+                "Running"
+            } else {
+                "Pending"
+            };
+            lists
+                .pods
+                .push(worker_pod(namespace, name, &node.name, "Load", phase));
+        } else if node.ready {
+            placement.available += 1;
+            lists.nmc_status[position].push(json!({
+                "name": name, "namespace": namespace, "serviceAccountName": "default",
+                "config": config(), "bootId": "boot-1",
+            }));
+        }
+    }
+    placement
 }
 
 /// The sample as the watch tasks would deliver it: one whole list per kind.

@@ -8,6 +8,7 @@
 //! - [`day0`] asks for a ModuleDay0's OS image to be checked again and built if missing.
 //! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
 //! - [`preflight`] validates every Module against a kernel, and has the validation push what it builds.
+//! - [`retry`] computes a write again when another writer changed the object since it was read.
 //! - [`errors`] turns what the API server (or the network) answered into one line and field-level causes.
 
 pub mod apply;
@@ -18,14 +19,24 @@ pub mod errors;
 pub mod images;
 pub mod preflight;
 pub mod resources;
+pub mod retry;
 pub mod shims;
 
 use kube::Client;
+use kube::api::PatchParams;
 
 use super::target::Target;
 
 /// The field manager of every write the console makes, so `managedFields` says who changed what.
 pub const FIELD_MANAGER: &str = "kmm-tui-console";
+
+/// Patch parameters naming the console as field manager.
+fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
 
 /// One write the user asked for and confirmed.
 #[derive(Clone, Debug, PartialEq)]

@@ -124,9 +124,9 @@ fn enter_opens_the_detail_and_esc_goes_back() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.view(),
-        &View::Detail(Target::namespaced(Kind::Module, "a", "alpha"))
+        &View::ModuleDetail(Target::namespaced(Kind::Module, "a", "alpha"))
     );
-    let detail = app.detail.as_ref().expect("detail of a/alpha");
+    let detail = app.module_detail.as_ref().expect("detail of a/alpha");
     assert_eq!(detail.images.len(), 2);
     press(&mut app, KeyCode::Esc);
     assert_eq!(app.view(), &View::Modules);
@@ -905,7 +905,7 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
             "99-worker-kmod-os"
         ))
     );
-    let detail = app.day0.as_ref().expect("the detail");
+    let detail = app.day0_detail.as_ref().expect("the detail");
     assert_eq!(detail.nodes.len(), 40, "every node of pool-00");
     let on_target = detail.nodes.iter().filter(|n| n.on_target()).count();
     assert_eq!(on_target, 12, "the nodes on kernel 1 run RHCOS 415 already");
@@ -948,7 +948,10 @@ fn enter_opens_the_day0_detail_with_pool_nodes_image_pods_and_events() {
     press(&mut app, KeyCode::Esc);
     select_day0(&mut app, "infra");
     press(&mut app, KeyCode::Enter);
-    let note = app.day0.as_ref().and_then(|d| d.upgrade_note.clone());
+    let note = app
+        .day0_detail
+        .as_ref()
+        .and_then(|d| d.upgrade_note.clone());
     let note = note.expect("the opt-in explained");
     assert!(
         note.contains("clusterUpgradeTriggerNodeUpgrade: true"),

@@ -10,10 +10,8 @@ use crossterm::event::{Event, KeyCode};
 use k8s_openapi::api::coordination::v1::Lease;
 use kmm_engine::Family;
 use kmm_engine::operators::Upstream;
-use kmm_tui::tui::action::Action;
-use kmm_tui::tui::app::{
-    App, Availability, EngineEvent, EngineMode, EngineMove, Mode, Request, Session, View,
-};
+use kmm_tui::tui::action::{Action, EngineEvent};
+use kmm_tui::tui::app::{App, Availability, EngineMode, EngineMove, Mode, Request, Session, View};
 use kmm_tui::tui::keymap::{Command, Keymap};
 use kmm_tui::tui::sample;
 use kmm_tui::tui::theme::Theme;

@@ -14,7 +14,7 @@ use kmm_tui::tui::sample::{self, sample, snapshots};
 use kmm_tui::tui::theme::Theme;
 use kmm_tui::tui::ui;
 use kmm_tui::tui::view::consequences::consequences;
-use kmm_tui::tui::view::detail::NodeState;
+use kmm_tui::tui::view::module_detail::NodeState;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -88,7 +88,11 @@ fn detail_pane() {
     for size in SIZES {
         let mut app = standard(size);
         open_detail(&mut app, "smartnic");
-        assert!(matches!(app.view(), View::Detail(_)), "{:?}", app.view());
+        assert!(
+            matches!(app.view(), View::ModuleDetail(_)),
+            "{:?}",
+            app.view()
+        );
         check("detail_loading", &app);
         let mut app = standard(size);
         open_detail(&mut app, "nvme-tuning");
@@ -290,7 +294,7 @@ fn error_states() {
 
         let mut app = standard(size);
         open_detail(&mut app, "smartnic");
-        let View::Detail(target) = app.view().clone() else {
+        let View::ModuleDetail(target) = app.view().clone() else {
             panic!("the detail is open: {:?}", app.view());
         };
         let without: Vec<_> = app
@@ -301,7 +305,7 @@ fn error_states() {
             .cloned()
             .collect();
         app.update(Action::Data(KindSnapshot::Modules(without.clone())));
-        assert!(app.detail.is_none());
+        assert!(app.module_detail.is_none());
         check("detail_gone", &app);
 
         let mut app = standard(size);
@@ -330,7 +334,10 @@ fn five_thousand_nodes() {
     command(&mut app, "modules");
     check("large_modules", &app);
     open_detail(&mut app, "smartnic-001");
-    let detail = app.detail.as_ref().expect("detail of a large Module");
+    let detail = app
+        .module_detail
+        .as_ref()
+        .expect("detail of a large Module");
     assert_eq!(detail.nodes.len(), 100);
     check("large_detail", &app);
 }
@@ -380,7 +387,7 @@ fn the_filter_keeps_only_matching_rows() {
 fn the_detail_explains_every_node_the_module_matches() {
     let mut app = standard((120, 40));
     open_detail(&mut app, "nvme-tuning");
-    let detail = app.detail.as_ref().expect("detail");
+    let detail = app.module_detail.as_ref().expect("detail");
     assert_eq!(detail.nodes.len(), 40, "every node matches the selector");
     let state = |node: &str| {
         detail
@@ -413,7 +420,7 @@ fn the_detail_explains_every_node_the_module_matches() {
 fn the_detail_shows_loading_and_unloading_with_their_workers() {
     let mut app = standard((120, 40));
     open_detail(&mut app, "smartnic");
-    let detail = app.detail.as_ref().expect("detail");
+    let detail = app.module_detail.as_ref().expect("detail");
     let row = |node: &str| {
         detail
             .nodes

@@ -13,7 +13,7 @@ use crate::tui::writes::WriteRequest;
 
 /// What the cache views keep besides rows, selections and filters.
 #[derive(Clone, Debug, Default)]
-pub struct CacheViews {
+pub struct CachePane {
     /// The open cache's detail, when the cache detail is open.
     pub detail: Option<CacheDetail>,
     /// The cache and the revisions of the lists the detail was built from: a new list of events or Modules leaves
@@ -29,30 +29,9 @@ impl App {
         matches!(self.view(), View::Caches | View::CacheDetail(_))
     }
 
-    /// The word the hint bar shows for `command` here: `P` pulls again in the cache views.
-    pub fn hint_label(&self, command: Command) -> &'static str {
-        if let Some(label) = self.preflight_hint_label(command) {
-            return label;
-        }
-        match command {
-            Command::Recheck if self.in_cache_views() => "Re-pull",
-            other => other.label(),
-        }
-    }
-
-    /// Whether a command means something in the current view: the hint bar lists only those.
-    pub fn applies(&self, command: Command) -> bool {
-        self.shim_applies(command)
-            && self.cache_applies(command)
-            && self.day0_applies(command)
-            && self.engine_applies(command)
-            && self.preflight_applies(command)
-            && self.fleet_applies(command)
-    }
-
     /// Whether `command` means something here as far as caches go: purge only in the cache views, rebuild
     /// everywhere else.
-    fn cache_applies(&self, command: Command) -> bool {
+    pub(super) fn cache_applies(&self, command: Command) -> bool {
         match command {
             Command::Purge => self.in_cache_views(),
             Command::Rebuild => !self.in_cache_views(),

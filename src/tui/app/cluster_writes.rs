@@ -9,7 +9,7 @@ use super::{App, Availability, Mode, Severity};
 
 impl App {
     /// The write a command asks for on the current selection, or why there is none.
-    pub(super) fn write_for(&self, command: Command) -> Result<WriteRequest, String> {
+    fn write_for(&self, command: Command) -> Result<WriteRequest, String> {
         if let Availability::Unavailable(why) = self.availability(command) {
             return Err(why);
         }
@@ -79,19 +79,29 @@ impl App {
                 command.label()
             ));
         }
+        self.permitted(command.label(), capability)
+    }
+
+    /// Whether the write called `label` may run for this user: not in read-only mode, and not refused by the access
+    /// review of this context. An unanswered review offers the write; the server has the last word.
+    pub(super) fn permitted(&self, label: &str, capability: Capability) -> Availability {
         if self.session.readonly {
-            return Availability::Unavailable(format!(
-                "{} is off: read-only mode",
-                command.label()
-            ));
+            return Availability::Unavailable(format!("{label} is off: read-only mode"));
         }
         match self.access.allowed.get(&capability) {
             Some(false) => Availability::Unavailable(format!(
-                "{} is not permitted for you on context {}",
-                command.label(),
+                "{label} is not permitted for you on context {}",
                 self.session.context
             )),
             _ => Availability::Available,
+        }
+    }
+
+    /// Ask for the write `command` means here, or say why there is none.
+    pub(super) fn request_write(&mut self, command: Command) {
+        match self.write_for(command) {
+            Ok(request) => self.ask(request),
+            Err(why) => self.set_status(Severity::Warning, why),
         }
     }
 

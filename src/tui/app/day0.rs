@@ -14,7 +14,7 @@ use kmm_engine::day0::images::mic_name;
 impl App {
     /// Rebuild the open ModuleDay0's detail.
     pub(super) fn refresh_day0_view(&mut self) {
-        self.day0 = match self.view() {
+        self.day0_detail = match self.view() {
             View::Day0Detail(target) => day0_detail::detail(
                 &self.data,
                 target.namespace.as_deref().unwrap_or_default(),
@@ -30,34 +30,16 @@ impl App {
         matches!(self.view(), View::Day0s | View::Day0Detail(_))
     }
 
-    /// The visible rows of the Day-0 list (in the `:ns` namespace) and of the open ModuleDay0's sections.
+    /// The visible rows of the Day-0 list, in the `:ns` namespace.
     pub(super) fn day0_visible(&self, visible: &mut std::collections::HashMap<ListId, Vec<usize>>) {
-        let filter = |list: ListId| self.filters.get(&list).cloned().unwrap_or_default();
         let namespace = self.namespace.as_deref();
-        let f = filter(ListId::Day0s);
+        let f = self.filter(ListId::Day0s);
         visible.insert(
             ListId::Day0s,
             indices(&self.rows.day0s, |r| {
-                namespace.is_none_or(|ns| ns == r.namespace) && r.matches(&f)
+                namespace.is_none_or(|ns| ns == r.namespace) && r.matches(f)
             }),
         );
-        if let Some(detail) = &self.day0 {
-            let f = filter(ListId::Detail(DetailSection::Images));
-            visible.insert(
-                ListId::Detail(DetailSection::Images),
-                indices(&detail.pods, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Nodes));
-            visible.insert(
-                ListId::Detail(DetailSection::Nodes),
-                indices(&detail.nodes, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Events));
-            visible.insert(
-                ListId::Detail(DetailSection::Events),
-                indices(&detail.events, |r| r.matches(&f)),
-            );
-        }
     }
 
     /// The ModuleDay0 row selected in the Day-0 pane, or the open ModuleDay0's summary in its detail.
@@ -66,7 +48,7 @@ impl App {
             View::Day0s => self
                 .selected_index(ListId::Day0s)
                 .and_then(|i| self.rows.day0s.get(i)),
-            View::Day0Detail(_) => self.day0.as_ref().map(|d| &d.summary),
+            View::Day0Detail(_) => self.day0_detail.as_ref().map(|d| &d.summary),
             _ => None,
         }
     }
@@ -76,7 +58,7 @@ impl App {
         if !matches!(self.view(), View::Day0Detail(_)) || self.section != DetailSection::Nodes {
             return None;
         }
-        let detail = self.day0.as_ref()?;
+        let detail = self.day0_detail.as_ref()?;
         self.selected_index(ListId::Detail(DetailSection::Nodes))
             .and_then(|i| detail.nodes.get(i))
     }
@@ -86,7 +68,7 @@ impl App {
         if !matches!(self.view(), View::Day0Detail(_)) || self.section != DetailSection::Images {
             return None;
         }
-        let detail = self.day0.as_ref()?;
+        let detail = self.day0_detail.as_ref()?;
         self.selected_index(ListId::Detail(DetailSection::Images))
             .and_then(|i| detail.pods.get(i))
     }
@@ -146,16 +128,7 @@ impl App {
                 row.name
             ));
         }
-        if self.session.readonly {
-            return unavailable("Rebuild is off: read-only mode".to_owned());
-        }
-        match self.access.allowed.get(&Capability::Rebuild) {
-            Some(false) => unavailable(format!(
-                "Rebuild is not permitted for you on context {}",
-                self.session.context
-            )),
-            _ => Availability::Available,
-        }
+        self.permitted(Command::Rebuild.label(), Capability::Rebuild)
     }
 
     /// The rebuild of the selected ModuleDay0's image, or why there is none.

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crossterm::event::KeyEvent;
 
 use super::{App, Availability, EngineMode, ListId, Mode, Request, Severity, View};
+use crate::tui::action::EngineEvent;
 use crate::tui::keymap::{Command, Scope};
 use crate::tui::view::engine::{EngineFacts, EngineView, Place, engine_view, family_label};
 use kmm_engine::Family;
@@ -36,17 +37,6 @@ impl EngineMove {
             }
         }
     }
-}
-
-/// What background tasks tell the UI about the engine, besides the Lease itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EngineEvent {
-    /// One lease duration passed since a hand-off.
-    HandoffDeadline,
-    /// A take-over request could not be written.
-    RequestFailed(String),
-    /// The families upstream operators act on changed.
-    Upstream(BTreeMap<Family, Upstream>),
 }
 
 /// The console's engine state beyond the Lease.

@@ -112,7 +112,7 @@ impl App {
             }
             PreflightSection::Modules => {
                 if let Some(module) = self.selected_preflight_object() {
-                    self.open(View::Detail(module));
+                    self.open(View::ModuleDetail(module));
                 }
             }
             PreflightSection::Nodes => {}
@@ -130,7 +130,7 @@ impl App {
             );
             return;
         }
-        if let Availability::Unavailable(why) = self.preflight_write_availability("Validate") {
+        if let Availability::Unavailable(why) = self.permitted("Validate", Capability::Preflight) {
             self.set_status(super::Severity::Warning, why);
             return;
         }
@@ -170,19 +170,6 @@ impl App {
             .then_some("Validate")
     }
 
-    fn preflight_write_availability(&self, label: &str) -> Availability {
-        if self.session.readonly {
-            return Availability::Unavailable(format!("{label} is off: read-only mode"));
-        }
-        match self.access.allowed.get(&Capability::Preflight) {
-            Some(false) => Availability::Unavailable(format!(
-                "{label} is not permitted for you on context {}",
-                self.session.context
-            )),
-            _ => Availability::Available,
-        }
-    }
-
     /// Whether `B` can run, and if not, why: no validation, nothing to build, pushing on already, read-only, or
     /// not permitted.
     pub(super) fn preflight_build_availability(&self) -> Availability {
@@ -204,7 +191,7 @@ impl App {
                 summary.kernel
             ));
         }
-        self.preflight_write_availability("Build")
+        self.permitted("Build", Capability::Preflight)
     }
 
     /// The write `B` asks for, or why there is none.

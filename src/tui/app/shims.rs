@@ -32,28 +32,15 @@ impl App {
         }
     }
 
-    /// The visible rows of the Shims list, of the open Shim's sections and of the log view.
+    /// The visible rows of the Shims list and of the log view.
     pub(super) fn shim_visible(&self, visible: &mut std::collections::HashMap<ListId, Vec<usize>>) {
-        let filter = |list: ListId| self.filters.get(&list).cloned().unwrap_or_default();
-        let f = filter(ListId::Shims);
-        visible.insert(ListId::Shims, indices(&self.rows.shims, |r| r.matches(&f)));
-        if let Some(detail) = &self.shim.detail {
-            let f = filter(ListId::Detail(DetailSection::Nodes));
-            visible.insert(
-                ListId::Detail(DetailSection::Nodes),
-                indices(&detail.nodes, |r| r.matches(&f)),
-            );
-            let f = filter(ListId::Detail(DetailSection::Events));
-            visible.insert(
-                ListId::Detail(DetailSection::Events),
-                indices(&detail.events, |r| r.matches(&f)),
-            );
-        }
+        let f = self.filter(ListId::Shims);
+        visible.insert(ListId::Shims, indices(&self.rows.shims, |r| r.matches(f)));
         if let Some(Ok(lines)) = &self.shim.log {
-            let f = filter(ListId::Logs);
+            let f = self.filter(ListId::Logs);
             visible.insert(
                 ListId::Logs,
-                indices(lines, |line| line.to_lowercase().contains(&f)),
+                indices(lines, |line| line.to_lowercase().contains(f)),
             );
         }
     }
@@ -134,17 +121,7 @@ impl App {
         if let Some(why) = reason {
             return unavailable(why);
         }
-        if self.session.readonly {
-            return unavailable(format!("{} is off: read-only mode", command.label()));
-        }
-        match self.access.allowed.get(&Capability::SteerShim) {
-            Some(false) => unavailable(format!(
-                "{} is not permitted for you on context {}",
-                command.label(),
-                self.session.context
-            )),
-            _ => Availability::Available,
-        }
+        self.permitted(command.label(), Capability::SteerShim)
     }
 
     /// The selected node of the open Shim, when its install failed.

@@ -57,7 +57,7 @@ pub enum View {
     /// One ImageCache's coverage: nodes × images.
     CacheDetail(Target),
     /// One Module in depth.
-    Detail(Target),
+    ModuleDetail(Target),
     /// One object as YAML.
     Yaml(Target),
     /// Every key binding.
@@ -104,7 +104,7 @@ impl View {
             // The matrix has the focus first; `tab` moves it to the image summary.
             View::CacheDetail(_) if section == DetailSection::Nodes => ListId::CacheImages,
             View::CacheDetail(_) => ListId::Coverage,
-            View::Detail(_) => ListId::Detail(section),
+            View::ModuleDetail(_) => ListId::Detail(section),
             View::Yaml(_) => ListId::Yaml,
             View::Help => ListId::Help,
             View::Shims => ListId::Shims,
@@ -165,7 +165,7 @@ pub enum ListId {
     Nodes,
     /// The Events pane.
     Events,
-    /// A section of the detail pane.
+    /// A section of the open detail pane: the Module, Shim and ModuleDay0 details share these lists.
     Detail(DetailSection),
     /// The Caches pane.
     Caches,

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::reach::{Reach, Why};
 use super::state::FleetChange;
-use crate::tui::action::Action;
+use crate::tui::action::{Action, EngineEvent};
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
 use kmm_engine::operators::{self, Upstream};
@@ -229,7 +229,7 @@ async fn watch_while_reachable(
             action = found.recv() => action?,
         };
         let failing = matches!(action, Action::Feed(_, FeedState::Failing(_)));
-        if let Some(change) = FleetChange::from_action(action)
+        if let Some(change) = fleet_change(action)
             && sender
                 .send(Action::Fleet(context.to_owned(), change))
                 .is_err()
@@ -240,6 +240,17 @@ async fn watch_while_reachable(
         if failing && let Err(why) = probe(client, timing.probe_timeout).await {
             return Some(why);
         }
+    }
+}
+
+/// The fleet's reading of what a watch of [`feed`] sent; `None` for what the fleet does not show.
+fn fleet_change(action: Action) -> Option<FleetChange> {
+    match action {
+        Action::Data(snapshot) => Some(FleetChange::Data(snapshot)),
+        Action::Feed(kind, state) => Some(FleetChange::Feed(kind, state)),
+        Action::EngineLease(lease) => Some(FleetChange::EngineLease(lease)),
+        Action::Engine(EngineEvent::Upstream(found)) => Some(FleetChange::Upstream(found)),
+        _ => None,
     }
 }
 

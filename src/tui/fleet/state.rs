@@ -7,8 +7,6 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::reach::Reach;
-use crate::tui::action::Action;
-use crate::tui::app::EngineEvent;
 use crate::tui::data::{ClusterData, FeedState, Kind, KindSnapshot};
 use crate::tui::view::summary::{Summary, Tally};
 use crate::tui::view::{caches, day0, modules, shims};
@@ -35,20 +33,6 @@ pub enum FleetChange {
     EngineLease(Option<Arc<Lease>>),
     /// The families upstream operators act on.
     Upstream(BTreeMap<Family, Upstream>),
-}
-
-impl FleetChange {
-    /// The fleet's reading of what a watch of [`feed`](crate::tui::feed) sent; `None` for what the fleet does not
-    /// show.
-    pub fn from_action(action: Action) -> Option<FleetChange> {
-        match action {
-            Action::Data(snapshot) => Some(FleetChange::Data(snapshot)),
-            Action::Feed(kind, state) => Some(FleetChange::Feed(kind, state)),
-            Action::EngineLease(lease) => Some(FleetChange::EngineLease(lease)),
-            Action::Engine(EngineEvent::Upstream(found)) => Some(FleetChange::Upstream(found)),
-            _ => None,
-        }
-    }
 }
 
 /// One cluster of the fleet.

@@ -30,6 +30,9 @@ const REPOSITORY: &str = "registry.local/acme/rhcos-kmod";
 
 /// Add the Day-0 sample to `data`: ModuleDay0s, their MachineConfigPools, the building image's
 /// ModuleImagesConfig and build pod, and their events.
+///
+/// One flat list of demo objects, each list written out whole so it reads like the Day-0 pane it fills; split up,
+/// it would only hide which ModuleDay0 goes with which pool and event.
 pub fn add(data: &mut ClusterData) {
     let old_os = KERNELS[0].1;
     let new_os = KERNELS[1].1;

@@ -30,6 +30,10 @@ pub struct SampleShims {
 }
 
 /// The Shims over `nodes`.
+///
+/// One flat list of demo objects, a paragraph per Shim (its rollout, its pods, its events, its node labels), read
+/// top to bottom like the Shims pane it fills; the paragraphs share the node labels being built, so they stay in
+/// one function rather than five that pass those around.
 pub fn shims(nodes: &[SampleNode]) -> SampleShims {
     let targets: Vec<usize> = (0..nodes.len())
         .filter(|i| nodes[*i].pool == pool(0))

@@ -14,21 +14,14 @@ use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, DetailSection, ListId};
 use crate::tui::target::Target;
+use crate::tui::view::day0_detail::Day0Detail;
 
 /// Draw the detail of the ModuleDay0 `target`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
-    let Some(detail) = &app.day0 else {
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!("{target} does not exist (any more). esc goes back."),
-                app.theme.warn(),
-            )),
-            area,
-        );
+    let Some(detail) = &app.day0_detail else {
+        super::draw_gone(frame, area, app, target);
         return;
     };
-    let row = &detail.summary;
-    let wide = area.width >= 110;
     let note_rows = match &detail.upgrade_note {
         // Word wrapping leaves lines short: one more row than the characters need.
         Some(note) => u16::try_from(
@@ -61,6 +54,31 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         Constraint::Fill(1),
     ])
     .areas(area);
+    let wide = area.width >= 110;
+    draw_summary(frame, [summary, image_line, note_area], app, detail, wide);
+    draw_nodes(frame, node_area, app, detail, wide);
+    draw_pods(frame, pod_area, app, detail);
+    events::draw_list(
+        frame,
+        event_area,
+        app,
+        ListId::Detail(DetailSection::Events),
+        &detail.events,
+        ObjectColumn::Compact,
+        app.section == DetailSection::Events,
+    );
+}
+
+/// The summary line, the image line and the upgrade note, when there is one.
+fn draw_summary(
+    frame: &mut Frame<'_>,
+    areas: [Rect; 3],
+    app: &App,
+    detail: &Day0Detail,
+    wide: bool,
+) {
+    let [summary, image_line, note_area] = areas;
+    let row = &detail.summary;
     let style = health_style(app, row.state.health());
     let bar = row.rollout.map_or_else(
         || "no pool".to_owned(),
@@ -97,9 +115,16 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             note_area,
         );
     }
-    let focus = app.section;
+}
+
+/// The pool's nodes: their OS image and kernel, now and after the update.
+fn draw_nodes(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &Day0Detail, wide: bool) {
     let on_target = detail.nodes.iter().filter(|n| n.on_target()).count();
-    let note = format!("{on_target}/{} on {}", detail.nodes.len(), row.literal);
+    let note = format!(
+        "{on_target}/{} on {}",
+        detail.nodes.len(),
+        detail.summary.literal
+    );
     let columns: &[Column<'_>] = if wide {
         &[
             Column::shrink("NODE"),
@@ -119,10 +144,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         note: &note,
         columns,
         list: ListId::Detail(DetailSection::Nodes),
-        focused: focus == DetailSection::Nodes,
+        focused: app.section == DetailSection::Nodes,
         empty: "No node in the pool",
     }
-    .draw(frame, node_area, app, |index| {
+    .draw(frame, area, app, |index| {
         let node = &detail.nodes[index];
         let style = health_style(app, node.health);
         let mut cells = TableRow::new()
@@ -137,6 +162,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             node.update.as_str()
         })
     });
+}
+
+/// The pull, build and sign pods of the ModuleDay0's image.
+fn draw_pods(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &Day0Detail) {
     ListTable {
         title: "Image pods",
         note: "",
@@ -147,10 +176,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             Column::keep("AGE"),
         ],
         list: ListId::Detail(DetailSection::Images),
-        focused: focus == DetailSection::Images,
+        focused: app.section == DetailSection::Images,
         empty: "No pull, build or sign pod",
     }
-    .draw(frame, pod_area, app, |index| {
+    .draw(frame, area, app, |index| {
         let pod = &detail.pods[index];
         TableRow::new()
             .cell(pod.pod.name.as_str())
@@ -158,13 +187,4 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             .styled(pod.phase.as_str(), health_style(app, pod.health))
             .cell(pod.age.as_str())
     });
-    events::draw_list(
-        frame,
-        event_area,
-        app,
-        ListId::Detail(DetailSection::Events),
-        &detail.events,
-        ObjectColumn::Compact,
-        focus == DetailSection::Events,
-    );
 }

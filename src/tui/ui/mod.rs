@@ -1,11 +1,10 @@
 //! Drawing: a pure function of [`App`]. Each pane and widget has its own module; this one lays out the header,
 //! the current view, overlays (prompt, confirmation, editor) and the footer.
 
+mod cache_detail;
 mod caches;
-mod coverage;
 mod day0;
 mod day0_detail;
-mod detail;
 mod dialog;
 mod editor;
 mod engine;
@@ -16,6 +15,7 @@ mod header;
 mod help;
 mod images;
 mod logs;
+mod module_detail;
 mod modules;
 mod nodes;
 mod preflight;
@@ -25,9 +25,12 @@ mod table;
 mod yaml;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::Paragraph;
 
 use super::app::{App, Mode, View};
+use super::target::Target;
 use super::theme::Theme;
 use super::view::Health;
 
@@ -49,8 +52,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Nodes => nodes::draw(frame, body, app),
             View::Events => events::draw(frame, body, app),
             View::Caches => caches::draw(frame, body, app),
-            View::CacheDetail(target) => coverage::draw(frame, body, app, target),
-            View::Detail(target) => detail::draw(frame, body, app, target),
+            View::CacheDetail(target) => cache_detail::draw(frame, body, app, target),
+            View::ModuleDetail(target) => module_detail::draw(frame, body, app, target),
             View::Yaml(target) => yaml::draw(frame, body, app, target),
             View::Help => help::draw(frame, body, app),
             View::Shims => shims::draw(frame, body, app),
@@ -69,6 +72,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Mode::ConfirmEngine(movement) => dialog::ask(frame, body, app, movement.describe()),
         _ => {}
     }
+}
+
+/// What a detail view shows once its object is gone: deleted while open, or never there.
+fn draw_gone(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            format!("{target} does not exist (any more). esc goes back."),
+            app.theme.warn(),
+        )),
+        area,
+    );
 }
 
 /// The theme style of a health.

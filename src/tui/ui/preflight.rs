@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
-use crate::tui::view::preflight::{PreflightSection, Readiness};
+use crate::tui::view::preflight::{PreflightPane, PreflightSection, Readiness};
 
 /// Draw the pane.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -28,6 +28,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         Constraint::Fill(1),
     ])
     .areas(area);
+    draw_summary(frame, summary, app, pane);
+    draw_kernels(frame, kernel_area, app, pane);
+    draw_modules(frame, module_area, app, pane);
+    draw_nodes(frame, node_area, app, pane);
+}
+
+/// The validation under way: its kernel, whether builds are pushed, and how many Modules have each verdict.
+fn draw_summary(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
     let line = match &pane.preflight {
         Some(p) => {
             let count = |r: Readiness| pane.modules.iter().filter(|m| m.readiness == r).count();
@@ -65,8 +73,11 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             app.theme.muted(),
         )),
     };
-    frame.render_widget(Paragraph::new(line), summary);
-    let focus = app.preflight.section;
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The kernels the cluster knows of, the validated one marked.
+fn draw_kernels(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
     ListTable {
         title: "Kernels",
         note: "enter validates every Module against the selected kernel",
@@ -76,16 +87,20 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Column::shrink("KNOWN FROM"),
         ],
         list: ListId::Preflight(PreflightSection::Kernels),
-        focused: focus == PreflightSection::Kernels,
+        focused: app.preflight.section == PreflightSection::Kernels,
         empty: "No kernel known: no node reports one",
     }
-    .draw(frame, kernel_area, app, |index| {
+    .draw(frame, area, app, |index| {
         let row = &pane.kernels[index];
         TableRow::new()
             .styled(if row.validated { "▶" } else { " " }, app.theme.accent())
             .cell(row.kernel.as_str())
             .cell(row.known_from.as_str())
     });
+}
+
+/// Every Module's verdict for the validated kernel.
+fn draw_modules(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
     let buildable = pane.modules.iter().filter(|m| m.can_build).count();
     let module_note = if buildable > 0 {
         format!("{buildable} can build: B builds and pushes")
@@ -102,14 +117,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Column::shrink("WHY"),
         ],
         list: ListId::Preflight(PreflightSection::Modules),
-        focused: focus == PreflightSection::Modules,
+        focused: app.preflight.section == PreflightSection::Modules,
         empty: if pane.preflight.is_some() {
             "No Module loads a kernel module"
         } else {
             "Pick a kernel to validate every Module against it"
         },
     }
-    .draw(frame, module_area, app, |index| {
+    .draw(frame, area, app, |index| {
         let row = &pane.modules[index];
         TableRow::new()
             .cell(row.namespace.as_str())
@@ -120,6 +135,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             )
             .cell(row.reason.as_str())
     });
+}
+
+/// The nodes that move to the kernel, and the device plugins each loses while its modules reload.
+fn draw_nodes(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
     let losing = pane
         .nodes
         .iter()
@@ -139,14 +158,14 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Column::shrink("DEVICE PLUGINS LOST"),
         ],
         list: ListId::Preflight(PreflightSection::Nodes),
-        focused: focus == PreflightSection::Nodes,
+        focused: app.preflight.section == PreflightSection::Nodes,
         empty: if pane.preflight.is_some() {
             "Every node runs the kernel already"
         } else {
             "Pick a kernel to see which nodes move to it"
         },
     }
-    .draw(frame, node_area, app, |index| {
+    .draw(frame, area, app, |index| {
         let row = &pane.nodes[index];
         let row_cells = TableRow::new()
             .cell(row.node.as_str())

@@ -46,13 +46,7 @@ fn rollout_lines<'a>(app: &App, detail: &ShimDetail) -> Vec<Line<'a>> {
 /// Draw the detail of the Shim `target`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.shim.detail else {
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!("{target} does not exist (any more). esc goes back."),
-                app.theme.warn(),
-            )),
-            area,
-        );
+        super::draw_gone(frame, area, app, target);
         return;
     };
     // The node table takes what its rows need, up to two thirds; the events get the rest.

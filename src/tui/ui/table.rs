@@ -103,25 +103,7 @@ impl ListTable<'_> {
         let visible = app.visible(self.list);
         let selection = app.selection(self.list);
         let filter = app.filter(self.list);
-        let mut title = vec![Span::styled(format!(" {} ", self.title), app.theme.title())];
-        title.push(Span::styled(
-            format!("[{}] ", visible.len()),
-            app.theme.muted(),
-        ));
-        if !self.note.is_empty() {
-            title.push(Span::styled(format!("{} ", self.note), app.theme.muted()));
-        }
-        if !filter.is_empty() {
-            title.push(Span::styled(format!("/{filter} "), app.theme.accent()));
-        }
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(if self.focused {
-                app.theme.accent()
-            } else {
-                app.theme.border()
-            })
-            .title(Line::from(title));
+        let block = self.block(app, visible.len(), filter);
         let inner_height = usize::from(area.height.saturating_sub(3));
         if visible.is_empty() {
             let message = if filter.is_empty() {
@@ -146,29 +128,7 @@ impl ListTable<'_> {
             .take(inner_height.max(1))
             .map(|index| row(*index))
             .collect();
-        let natural: Vec<u16> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(column, c)| {
-                rows.iter()
-                    .filter_map(|r| r.cells.get(column))
-                    .map(|(text, _)| text_width(text))
-                    .chain(std::iter::once(text_width(c.heading)))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let floors: Vec<u16> = self
-            .columns
-            .iter()
-            .zip(&natural)
-            .map(|(c, n)| (*n).min(text_width(c.heading).max(MIN_SHRUNK)))
-            .collect();
-        let keep: Vec<bool> = self.columns.iter().map(|c| c.keep).collect();
-        let gaps = SPACING * u16::try_from(self.columns.len().saturating_sub(1)).unwrap_or(0);
-        let space = area.width.saturating_sub(2).saturating_sub(gaps);
-        let widths = fit(&natural, &keep, &floors, space);
+        let widths = self.widths(&rows, area.width.saturating_sub(2));
         let text = app.theme.text();
         // Only the rows on screen are handed to the table, so the selection is relative to the first of them.
         let selected = self.focused.then(|| selection.index.saturating_sub(offset));
@@ -207,22 +167,78 @@ impl ListTable<'_> {
             .row_highlight_style(app.theme.selection());
         let mut state = TableState::default().with_selected(selected);
         frame.render_stateful_widget(table, area, &mut state);
-        // Gauges on the selected row get their own colour back, on the selection's background.
         if let Some(index) = selected {
-            let y = area.y + 2 + u16::try_from(index).unwrap_or(u16::MAX);
-            for (column, style) in selected_gauges {
-                let Some(colour) = style.fg else { continue };
-                let x = area.x
-                    + 1
-                    + widths[..column].iter().sum::<u16>()
-                    + SPACING * u16::try_from(column).unwrap_or(0);
-                let cell =
-                    Rect::new(x, y, widths.get(column).copied().unwrap_or(0), 1).intersection(area);
-                frame
-                    .buffer_mut()
-                    .set_style(cell, Style::default().fg(colour));
-            }
+            recolour_gauges(frame, area, &widths, index, selected_gauges);
         }
+    }
+
+    /// The frame: the title, the row count, the note and the `/` filter; the accent colour when focused.
+    fn block(&self, app: &App, rows: usize, filter: &str) -> Block<'static> {
+        let mut title = vec![Span::styled(format!(" {} ", self.title), app.theme.title())];
+        title.push(Span::styled(format!("[{rows}] "), app.theme.muted()));
+        if !self.note.is_empty() {
+            title.push(Span::styled(format!("{} ", self.note), app.theme.muted()));
+        }
+        if !filter.is_empty() {
+            title.push(Span::styled(format!("/{filter} "), app.theme.accent()));
+        }
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(if self.focused {
+                app.theme.accent()
+            } else {
+                app.theme.border()
+            })
+            .title(Line::from(title))
+    }
+
+    /// The width of each column for the `rows` on screen, in `inner` columns of screen (see [`fit`]).
+    fn widths(&self, rows: &[TableRow], inner: u16) -> Vec<u16> {
+        let natural: Vec<u16> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(column, c)| {
+                rows.iter()
+                    .filter_map(|r| r.cells.get(column))
+                    .map(|(text, _)| text_width(text))
+                    .chain(std::iter::once(text_width(c.heading)))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let floors: Vec<u16> = self
+            .columns
+            .iter()
+            .zip(&natural)
+            .map(|(c, n)| (*n).min(text_width(c.heading).max(MIN_SHRUNK)))
+            .collect();
+        let keep: Vec<bool> = self.columns.iter().map(|c| c.keep).collect();
+        let gaps = SPACING * u16::try_from(self.columns.len().saturating_sub(1)).unwrap_or(0);
+        fit(&natural, &keep, &floors, inner.saturating_sub(gaps))
+    }
+}
+
+/// Give the gauges of the selected row (`index` among the rows on screen) their own colour back, on the
+/// selection's background.
+fn recolour_gauges(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    widths: &[u16],
+    index: usize,
+    gauges: Vec<(usize, Style)>,
+) {
+    let y = area.y + 2 + u16::try_from(index).unwrap_or(u16::MAX);
+    for (column, style) in gauges {
+        let Some(colour) = style.fg else { continue };
+        let x = area.x
+            + 1
+            + widths[..column].iter().sum::<u16>()
+            + SPACING * u16::try_from(column).unwrap_or(0);
+        let cell = Rect::new(x, y, widths.get(column).copied().unwrap_or(0), 1).intersection(area);
+        frame
+            .buffer_mut()
+            .set_style(cell, Style::default().fg(colour));
     }
 }
 

@@ -10,24 +10,21 @@
 //!   read (its status write carries no resourceVersion); a second recheck then asks again.
 //!
 //! Every write carries the resourceVersion it was computed from, so a concurrent engine write answers 409; the
-//! object is then read again and the change recomputed, a few times at most.
+//! object is then read again and the change recomputed ([`retrying`]).
 
 use std::collections::BTreeMap;
-use std::future::Future;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch};
 use serde_json::{Value, json};
 
-use super::errors::{from_kube, is_conflict, is_not_found};
+use super::errors::is_not_found;
 use super::resources::{api_resource, dynamic_api};
-use super::{FIELD_MANAGER, WriteError};
+use super::retry::{Attempt, retrying};
+use super::{WriteError, params};
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
-
-/// How many times a write is recomputed after another writer changed the object in between.
-const ATTEMPTS: usize = 5;
 
 /// The CRD whose schema says whether images carry a `generation`.
 const MIC_CRD: &str = "moduleimagesconfigs.kmm.sigs.x-k8s.io";
@@ -260,56 +257,4 @@ async fn read_mic(
             Attempt::from(error)
         }
     })
-}
-
-/// Patch parameters naming the console as field manager.
-pub(super) fn params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-        ..PatchParams::default()
-    }
-}
-
-/// Why one attempt of a write stopped.
-pub(super) enum Attempt {
-    /// The API server (or the network) failed it; a 409 is retried.
-    Kube(kube::Error),
-    /// It cannot succeed as asked: give up with this.
-    Failed(WriteError),
-}
-
-impl From<kube::Error> for Attempt {
-    fn from(error: kube::Error) -> Attempt {
-        Attempt::Kube(error)
-    }
-}
-
-/// Run `attempt` until it does not end in a 409, at most [`ATTEMPTS`] times.
-pub(super) async fn retrying<T, F, Fut>(target: &Target, mut attempt: F) -> Result<T, WriteError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Attempt>>,
-{
-    for _ in 1..ATTEMPTS {
-        match attempt().await {
-            Err(Attempt::Kube(error)) if is_conflict(&error) => {
-                tracing::debug!(%target, "changed on the server meanwhile; writing again");
-            }
-            other => return other.map_err(|stop| failure(stop, target)),
-        }
-    }
-    attempt().await.map_err(|stop| match stop {
-        Attempt::Kube(error) if is_conflict(&error) => WriteError {
-            message: format!("{target} kept changing on the server; try again"),
-            ..from_kube(&error, target)
-        },
-        other => failure(other, target),
-    })
-}
-
-fn failure(stop: Attempt, target: &Target) -> WriteError {
-    match stop {
-        Attempt::Kube(error) => from_kube(&error, target),
-        Attempt::Failed(error) => error,
-    }
 }

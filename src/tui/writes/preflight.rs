@@ -15,7 +15,8 @@ use serde_json::json;
 use super::FIELD_MANAGER;
 use super::WriteError;
 use super::errors::{from_kube, is_not_found};
-use super::images::{Attempt, params, retrying};
+use super::params;
+use super::retry::{Attempt, retrying};
 use crate::tui::target::Target;
 use kmm_api::kmm::{PreflightValidation, PreflightValidationSpec};
 

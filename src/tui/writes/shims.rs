@@ -15,10 +15,10 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch};
 use serde_json::{Value, json};
 
-use super::WriteError;
 use super::errors::{from_kube, is_not_found};
-use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
+use super::retry::{Attempt, retrying};
+use super::{WriteError, params};
 use crate::tui::target::Target;
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 

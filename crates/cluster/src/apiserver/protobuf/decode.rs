@@ -5,24 +5,7 @@ use prost_reflect::{DynamicMessage, MapKey, ReflectMessage, Value as PbValue};
 use serde_json::{Map, Number, Value};
 
 use super::super::errors::ApiError;
-use super::encode::{is_inline, is_items_wrapper, json_name};
-
-/// Messages whose JSON form is not an object of their fields.
-pub(super) mod special {
-    pub const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
-    pub const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
-    pub const FIELDS_V1: &str = "apimachinery.pkg.apis.meta.v1.FieldsV1";
-    pub const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
-    pub const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
-    pub const RAW_EXTENSION: &str = "apimachinery.pkg.runtime.RawExtension";
-    pub const CRD_JSON: &str = "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
-    pub const SCHEMA_OR_ARRAY: &str =
-        "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray";
-    pub const SCHEMA_OR_BOOL: &str =
-        "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool";
-    pub const SCHEMA_OR_STRINGS: &str =
-        "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray";
-}
+use super::json_form::{is_inline, is_items_wrapper, json_name, special};
 
 /// The JSON form of a message. A zero time decodes to `null`, as Go's encoder writes it.
 pub fn message_to_json(message: &DynamicMessage) -> Result<Value, ApiError> {

@@ -9,57 +9,7 @@ use prost_reflect::{
 use serde_json::Value;
 
 use super::super::errors::ApiError;
-use super::decode::special;
-
-/// Fields of Go structs embedded with `json:",inline"`: a message field in protobuf, their fields written into the
-/// parent object in JSON.
-const INLINE_FIELDS: &[&str] = &[
-    "api.core.v1.Probe.handler",
-    "api.core.v1.Volume.volumeSource",
-    "api.core.v1.EphemeralContainer.ephemeralContainerCommon",
-    "api.core.v1.PersistentVolumeSpec.persistentVolumeSource",
-    "api.core.v1.ConfigMapEnvSource.localObjectReference",
-    "api.core.v1.ConfigMapKeySelector.localObjectReference",
-    "api.core.v1.ConfigMapProjection.localObjectReference",
-    "api.core.v1.ConfigMapVolumeSource.localObjectReference",
-    "api.core.v1.SecretEnvSource.localObjectReference",
-    "api.core.v1.SecretKeySelector.localObjectReference",
-    "api.core.v1.SecretProjection.localObjectReference",
-];
-
-/// Whether a field's JSON is merged into its parent object.
-pub(super) fn is_inline(field: &FieldDescriptor) -> bool {
-    INLINE_FIELDS.contains(&field.full_name())
-}
-
-/// The JSON name of a field: the proto name, except where JSON Schema's spelling is no proto identifier and for
-/// one field whose proto name kept its Go spelling.
-pub fn json_name(field: &FieldDescriptor) -> String {
-    let name = field.name();
-    if field.full_name() == "api.authentication.v1.BoundObjectReference.uID" {
-        return "uid".to_string();
-    }
-    if field.parent_message().name() != "JSONSchemaProps" {
-        return name.to_string();
-    }
-    match name {
-        "ref" => "$ref".to_string(),
-        "schema" => "$schema".to_string(),
-        _ => match name.strip_prefix("xKubernetes") {
-            Some(rest) => {
-                let mut out = String::from("x-kubernetes");
-                for c in rest.chars() {
-                    if c.is_ascii_uppercase() {
-                        out.push('-');
-                    }
-                    out.push(c.to_ascii_lowercase());
-                }
-                out
-            }
-            None => name.to_string(),
-        },
-    }
-}
+use super::json_form::{is_inline, is_items_wrapper, json_name, special};
 
 /// Build the message of `descriptor` from its JSON form. `apiVersion` and `kind` belong to the envelope and are
 /// skipped, as are unknown fields (the JSON path reports those); a value of the wrong type is a 400.
@@ -146,16 +96,6 @@ pub fn json_to_message(
         }
     }
     Ok(message)
-}
-
-/// Named string slices (`ExtraValue`, `Verbs`) are messages with one repeated string `items` field; their JSON is
-/// the list.
-pub(super) fn is_items_wrapper(descriptor: &MessageDescriptor) -> bool {
-    let mut fields = descriptor.fields();
-    matches!(
-        (fields.next(), fields.next()),
-        (Some(only), None) if only.name() == "items" && only.is_list() && matches!(only.kind(), Kind::String)
-    )
 }
 
 fn set_field(message: &mut DynamicMessage, name: &str, value: &Value) -> Result<(), ApiError> {

@@ -11,6 +11,7 @@
 
 mod decode;
 mod encode;
+mod json_form;
 
 use std::sync::LazyLock;
 

@@ -12,8 +12,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 
-use super::decode::special;
-use super::encode::{is_inline, is_items_wrapper, json_name};
+use super::json_form::{is_inline, is_items_wrapper, json_name, special};
 use super::{JSON_ONLY, decode_body, encode_body, message_for};
 use crate::apiserver::builtin;
 use crate::apiserver::registry::{Origin, Registry, ResourceType};

@@ -13,7 +13,7 @@ use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
 use crate::tui::target::Target;
 use crate::tui::view::cache_detail::{
-    CELL_WIDTH, COUNT_COLUMN, CacheDetail, CellState, NODE_COLUMN, columns_per_page,
+    CELL_WIDTH, COUNT_COLUMN, CacheDetail, CellState, CoverageRow, NODE_COLUMN, columns_per_page,
     layout_heights, pod_events,
 };
 
@@ -28,13 +28,7 @@ const LEGEND: [CellState; 4] = [
 /// Draw the coverage of the ImageCache `target`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.caches.detail else {
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!("{target} does not exist (any more). esc goes back."),
-                app.theme.warn(),
-            )),
-            area,
-        );
+        super::draw_gone(frame, area, app, target);
         return;
     };
     let (images_height, matrix_height, cell_height) =
@@ -123,36 +117,12 @@ fn draw_images(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
     });
 }
 
+/// The coverage matrix, nodes × images: only the rows and image columns on screen are drawn.
 fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetail) {
     let visible = app.visible(ListId::Coverage);
-    let columns = app.visible(ListId::CacheImages);
     let focused = app.list() == ListId::Coverage;
     let filter = app.filter(ListId::Coverage);
-    let mut title = vec![
-        Span::styled(" Coverage ", app.theme.title()),
-        Span::styled(format!("[{}] ", visible.len()), app.theme.muted()),
-    ];
-    for state in LEGEND {
-        title.push(Span::styled(
-            state.glyph(),
-            health_style(app, state.health()),
-        ));
-        title.push(Span::styled(
-            format!(" {} ", state.label()),
-            app.theme.muted(),
-        ));
-    }
-    if !filter.is_empty() {
-        title.push(Span::styled(format!("/{filter} "), app.theme.accent()));
-    }
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(if focused {
-            app.theme.accent()
-        } else {
-            app.theme.border()
-        })
-        .title(Line::from(title));
+    let block = matrix_block(app, visible.len(), filter, focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if visible.is_empty() {
@@ -167,6 +137,7 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         );
         return;
     }
+    let columns = app.visible(ListId::CacheImages);
     let selected_column = app.selection(ListId::CacheImages).index;
     let first_column = app.column_offset();
     let shown: Vec<(usize, usize)> = columns
@@ -176,16 +147,83 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         .skip(first_column)
         .take(columns_per_page(area.width))
         .collect();
+    let more = shown
+        .last()
+        .is_some_and(|(position, _)| position + 1 < columns.len());
+    let height = usize::from(inner.height.saturating_sub(1)).max(1);
+    let selection = app.selection(ListId::Coverage);
+    let offset = selection
+        .offset
+        .min(visible.len().saturating_sub(1))
+        .max((selection.index + 1).saturating_sub(height));
+    let mut lines = vec![matrix_heading(
+        app,
+        &shown,
+        first_column > 0,
+        more,
+        selected_column,
+    )];
+    for (position, index) in visible.iter().enumerate().skip(offset).take(height) {
+        let on_row = focused && position == selection.index;
+        lines.push(matrix_row(
+            app,
+            &detail.nodes[*index],
+            &shown,
+            on_row.then_some(selected_column),
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The matrix's frame: its title with the node count, the legend of cell glyphs, and the `/` filter.
+fn matrix_block(app: &App, nodes: usize, filter: &str, focused: bool) -> Block<'static> {
+    let mut title = vec![
+        Span::styled(" Coverage ", app.theme.title()),
+        Span::styled(format!("[{nodes}] "), app.theme.muted()),
+    ];
+    for state in LEGEND {
+        title.push(Span::styled(
+            state.glyph(),
+            health_style(app, state.health()),
+        ));
+        title.push(Span::styled(
+            format!(" {} ", state.label()),
+            app.theme.muted(),
+        ));
+    }
+    if !filter.is_empty() {
+        title.push(Span::styled(format!("/{filter} "), app.theme.accent()));
+    }
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(if focused {
+            app.theme.accent()
+        } else {
+            app.theme.border()
+        })
+        .title(Line::from(title))
+}
+
+/// The heading row: image numbers of the `shown` columns (position among the visible ones, image index), with
+/// `<` and `>` where columns are scrolled off either side.
+fn matrix_heading(
+    app: &App,
+    shown: &[(usize, usize)],
+    more_left: bool,
+    more_right: bool,
+    selected_column: usize,
+) -> Line<'static> {
     let node_width = usize::from(NODE_COLUMN);
     let cell_width = usize::from(CELL_WIDTH);
     let mut heading = vec![Span::styled(
-        format!("{:<node_width$} ", "NODE"),
+        format!(
+            "{:<node_width$}{}",
+            "NODE",
+            if more_left { "<" } else { " " }
+        ),
         app.theme.header(),
     )];
-    if first_column > 0 {
-        heading[0] = Span::styled(format!("{:<node_width$}<", "NODE"), app.theme.header());
-    }
-    for (position, image) in &shown {
+    for (position, image) in shown {
         let style = if *position == selected_column {
             app.theme.selection()
         } else {
@@ -193,60 +231,58 @@ fn draw_matrix(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetai
         };
         heading.push(Span::styled(format!("{:>cell_width$}", image + 1), style));
     }
-    let more = shown
-        .last()
-        .is_some_and(|(position, _)| position + 1 < columns.len());
     heading.push(Span::styled(
         format!(
             "{}{:>width$}",
-            if more { ">" } else { " " },
+            if more_right { ">" } else { " " },
             "CACHED",
             width = usize::from(COUNT_COLUMN) - 1
         ),
         app.theme.header(),
     ));
-    let height = usize::from(inner.height.saturating_sub(1)).max(1);
-    let selection = app.selection(ListId::Coverage);
-    let offset = selection
-        .offset
-        .min(visible.len().saturating_sub(1))
-        .max((selection.index + 1).saturating_sub(height));
-    let mut lines = vec![Line::from(heading)];
-    for (position, index) in visible.iter().enumerate().skip(offset).take(height) {
-        let row = &detail.nodes[*index];
-        let on_row = focused && position == selection.index;
-        let name: String = row.node.chars().take(node_width).collect();
-        let mut spans = vec![Span::styled(
-            format!("{name:<node_width$} "),
-            if on_row {
-                app.theme.selection()
-            } else {
-                app.theme.text()
-            },
-        )];
-        for (column, image) in &shown {
-            let state = row.cells[*image];
-            let style: Style = if on_row && *column == selected_column {
-                app.theme.selection()
-            } else {
-                health_style(app, state.health())
-            };
-            spans.push(Span::styled(
-                format!("{:>cell_width$}", state.glyph()),
-                style,
-            ));
-        }
+    Line::from(heading)
+}
+
+/// One node's row: its name, a glyph per shown image, and how many of its images it holds. `selected_column` is
+/// the selected column when this is the selected row.
+fn matrix_row(
+    app: &App,
+    row: &CoverageRow,
+    shown: &[(usize, usize)],
+    selected_column: Option<usize>,
+) -> Line<'static> {
+    let node_width = usize::from(NODE_COLUMN);
+    let cell_width = usize::from(CELL_WIDTH);
+    let name: String = row.node.chars().take(node_width).collect();
+    let mut spans = vec![Span::styled(
+        format!("{name:<node_width$} "),
+        if selected_column.is_some() {
+            app.theme.selection()
+        } else {
+            app.theme.text()
+        },
+    )];
+    for (column, image) in shown {
+        let state = row.cells[*image];
+        let style: Style = if selected_column == Some(*column) {
+            app.theme.selection()
+        } else {
+            health_style(app, state.health())
+        };
         spans.push(Span::styled(
-            format!(
-                " {:>width$}",
-                format!("{}/{}", row.cached, row.wanted),
-                width = usize::from(COUNT_COLUMN) - 1
-            ),
-            health_style(app, row.health()),
+            format!("{:>cell_width$}", state.glyph()),
+            style,
         ));
-        lines.push(Line::from(spans));
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+    spans.push(Span::styled(
+        format!(
+            " {:>width$}",
+            format!("{}/{}", row.cached, row.wanted),
+            width = usize::from(COUNT_COLUMN) - 1
+        ),
+        health_style(app, row.health()),
+    ));
+    Line::from(spans)
 }
 
 fn draw_cell(frame: &mut Frame<'_>, area: Rect, app: &App, detail: &CacheDetail, target: &Target) {

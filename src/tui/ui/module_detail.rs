@@ -13,14 +13,8 @@ use crate::tui::target::Target;
 
 /// Draw the detail of the Module `target`.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
-    let Some(detail) = &app.detail else {
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                format!("{target} does not exist (any more). esc goes back."),
-                app.theme.warn(),
-            )),
-            area,
-        );
+    let Some(detail) = &app.module_detail else {
+        super::draw_gone(frame, area, app, target);
         return;
     };
     let image_rows = u16::try_from(app.visible(ListId::Detail(DetailSection::Images)).len())
