@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use kmm_api::kmm::ModuleImagesConfig;
 use kube::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use kmm_testing::tmux::{self, ROWS, TmuxConsole};
+use kmm_testing::tmux::TmuxConsole;
+
+use crate::screen::{self, cells, client_from, header, row, skip, status_line};
 
 /// The scenario of the rebuild test: three workers and one Module whose image is already in the registry.
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console.yaml");
@@ -23,42 +24,9 @@ const CONVERGE_LIMIT: Duration = Duration::from_secs(180);
 /// A reaction to one key press, or a write reaching the cluster and coming back through the watches.
 const REACT_LIMIT: Duration = Duration::from_secs(30);
 
-/// `true` (after saying why) when tmux is missing and the test cannot run.
-fn skip() -> bool {
-    match tmux::unavailable() {
-        Some(why) => {
-            eprintln!("skipping the console end-to-end test: {why}");
-            true
-        }
-        None => false,
-    }
-}
-
-/// Row `index` (0-based) of a screen, or an empty line.
-fn row(screen: &str, index: usize) -> &str {
-    screen.lines().nth(index).unwrap_or_default()
-}
-
-/// The header: the screen's first row.
-fn header(screen: &str) -> &str {
-    row(screen, 0)
-}
-
-/// The footer's result line: the row above the hint bar.
-fn status_line(screen: &str) -> &str {
-    row(screen, usize::from(ROWS) - 2)
-}
-
 /// The table row that shows `needle`, split into its cells (table borders dropped).
 fn cells_of<'a>(screen: &'a str, needle: &str) -> Option<Vec<&'a str>> {
-    screen
-        .lines()
-        .find(|line| line.contains(needle))
-        .map(|line| {
-            line.trim_matches(|c: char| c == '│' || c.is_whitespace())
-                .split_whitespace()
-                .collect()
-        })
+    screen.lines().find(|line| line.contains(needle)).map(cells)
 }
 
 /// The GEN cell (`generation/observed`) of the image row: the cell after the image and its state.
@@ -66,15 +34,6 @@ fn image_generation(screen: &str) -> Option<String> {
     let cells = cells_of(screen, IMAGE)?;
     let position = cells.iter().position(|cell| *cell == IMAGE)?;
     cells.get(position + 2).map(|cell| (*cell).to_owned())
-}
-
-/// A client for the cluster the kubeconfig at `path` points at.
-async fn client_from(path: &Path) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(path).expect("reading the written kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("loading the written kubeconfig");
-    kube::Client::try_from(config).expect("a client for the embedded cluster")
 }
 
 /// The `generation` the MIC's spec asks of the scenario's image (`None` when unset, which means 1).
@@ -110,13 +69,12 @@ fn quit_and_check_restored(console: &TmuxConsole, keys: &[&str]) {
 
 #[test]
 fn rebuild_from_the_module_detail_bumps_the_image_generation() {
-    if skip() {
+    if skip("the console end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         [
             "--embedded".as_ref(),
@@ -248,13 +206,12 @@ fn repull_from_the_coverage_matrix_fills_a_missing_cell() {
     use kmm_api::imagecache::{ImageCache, PURGE_ANNOTATION};
     use kmm_engine::imagecache::{NODE_LABEL, OPERATION_LABEL};
 
-    if skip() {
+    if skip("the console end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         [
             "--embedded".as_ref(),
@@ -409,13 +366,12 @@ current-context: nowhere
 
 #[test]
 fn a_kubeconfig_pointing_nowhere_shows_the_failure_and_stays_usable() {
-    if skip() {
+    if skip("the console end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = unreachable_kubeconfig(dir.path());
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         ["--kubeconfig".as_ref(), kubeconfig.as_os_str()],
     );
@@ -443,14 +399,13 @@ fn a_kubeconfig_pointing_nowhere_shows_the_failure_and_stays_usable() {
 
 #[test]
 fn a_theme_file_with_unknown_keys_is_a_warning_in_the_footer() {
-    if skip() {
+    if skip("the console end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let theme = dir.path().join("odd-theme.toml");
     std::fs::write(&theme, "ok = \"green\"\nsparkle = \"pink\"\n").expect("writing the theme");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         [
             "--embedded".as_ref(),
@@ -480,15 +435,11 @@ fn a_theme_file_with_unknown_keys_is_a_warning_in_the_footer() {
 
 #[test]
 fn the_day0_pane_opens_the_demo_moduleday0_on_its_pool_nodes() {
-    if skip() {
+    if skip("the console end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
-        dir.path(),
-        [std::ffi::OsStr::new("--embedded")],
-    );
+    let console = screen::start(dir.path(), [std::ffi::OsStr::new("--embedded")]);
     // The header is in its long form (with the title) only while it fits: the badge is in every form.
     console.wait_for("the console to draw", CONVERGE_LIMIT, |screen| {
         header(screen).contains("EMBEDDED")

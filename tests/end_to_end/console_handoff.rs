@@ -13,9 +13,8 @@ use kmm_api::kmm::Module;
 use kmm_tui::install::{DEFAULT_NAMESPACE, DEPLOYMENT_NAME};
 use kube::Api;
 use kube::api::PostParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use kmm_testing::tmux::{self, TmuxConsole};
+use crate::screen::{self, client_from, header, skip};
 
 /// Three workers and a registry holding the Module images.
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console.yaml");
@@ -26,20 +25,6 @@ const START_LIMIT: Duration = Duration::from_secs(180);
 const MOVE_LIMIT: Duration = Duration::from_secs(60);
 /// A Module converging under the controller.
 const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
-
-fn skip() -> bool {
-    match tmux::unavailable() {
-        Some(why) => {
-            eprintln!("skipping the hand-off end-to-end test: {why}");
-            true
-        }
-        None => false,
-    }
-}
-
-fn header(screen: &str) -> &str {
-    screen.lines().next().unwrap_or_default()
-}
 
 /// `kmm-tui install --apply` against the console's cluster: two controller pods, leader-elected on the Lease.
 fn install(kubeconfig: &Path) -> Result<(), String> {
@@ -73,14 +58,6 @@ async fn available_controllers(client: &kube::Client) -> i32 {
         .unwrap_or(0)
 }
 
-async fn client_from(path: &Path) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(path).expect("reading the written kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("loading the written kubeconfig");
-    kube::Client::try_from(config).expect("a client")
-}
-
 /// Whether the Module's Available condition is True.
 async fn available(modules: &Api<Module>, name: &str) -> bool {
     let Ok(Some(module)) = modules.get_opt(name).await else {
@@ -96,13 +73,12 @@ async fn available(modules: &Api<Module>, name: &str) -> bool {
 
 #[test]
 fn hand_off_to_the_controller_and_take_over_from_the_console() {
-    if skip() {
+    if skip("the hand-off end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         [
             "--embedded".as_ref(),

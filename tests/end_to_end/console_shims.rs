@@ -3,16 +3,16 @@
 //! batch; `A` `y` in its detail raises `approvedBatch`, the engine starts the batch, and both show on screen and
 //! through the API. Skipped, saying why, where tmux is not installed.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kmm_api::shim::Shim;
 use kube::Api;
 use kube::api::ListParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use kmm_testing::tmux::{self, ROWS, TmuxConsole};
+use kmm_testing::tmux::TmuxConsole;
+
+use crate::screen::{self, cells, client_from, skip, status_line};
 
 /// The demo's Shim that waits for approval.
 const SHIM: &str = "spin-v2";
@@ -26,30 +26,9 @@ const CONVERGE_LIMIT: Duration = Duration::from_secs(240);
 /// A reaction to one key press, or a write reaching the cluster and coming back through the watches.
 const REACT_LIMIT: Duration = Duration::from_secs(60);
 
-/// The footer's result line: the row above the hint bar.
-fn status_line(screen: &str) -> &str {
-    screen
-        .lines()
-        .nth(usize::from(ROWS) - 2)
-        .unwrap_or_default()
-}
-
 /// Each table row of the screen, split into its cells (table borders dropped).
 fn rows(screen: &str) -> impl Iterator<Item = Vec<&str>> {
-    screen.lines().map(|line| {
-        line.trim_matches(|c: char| c == '│' || c.is_whitespace())
-            .split_whitespace()
-            .collect()
-    })
-}
-
-/// A client for the cluster the kubeconfig at `path` points at.
-async fn client_from(path: &Path) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(path).expect("reading the written kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("loading the written kubeconfig");
-    kube::Client::try_from(config).expect("a client for the embedded cluster")
+    screen.lines().map(cells)
 }
 
 /// The Shim's `approvedBatch` and the batch its status says waits for approval.
@@ -112,14 +91,12 @@ fn eventually<T>(
 
 #[test]
 fn approving_the_waiting_batch_starts_it() {
-    if let Some(why) = tmux::unavailable() {
-        eprintln!("skipping the Shim approval end-to-end test: {why}");
+    if skip("the Shim approval end-to-end test") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let console = TmuxConsole::start(
-        env!("CARGO_BIN_EXE_kmm-tui"),
+    let console = screen::start(
         dir.path(),
         [
             "--embedded".as_ref(),

@@ -11,6 +11,7 @@ mod controller_shutdown;
 mod crash;
 mod handoff_install;
 mod kubectl;
+mod screen;
 mod serve;
 #[path = "../support/serve_process.rs"]
 mod serve_process;
