@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use kmm_tui::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::engine::LeaseConfig;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, run_as_leader};
+use kmm_tui::engine::leader::run_as_leader;
 use support::ServeProcess;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

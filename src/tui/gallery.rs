@@ -109,12 +109,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         cluster.client(),
         EngineConfig {
             images: PodImages::default(),
-            lease: LeaseConfig::new(
-                crate::engine::leader::DEFAULT_LEASE_NAMESPACE,
-                crate::engine::leader::DEFAULT_LEASE_NAME,
-                identity.clone(),
-                Duration::from_secs(15),
-            ),
+            lease: LeaseConfig::with_defaults(identity.clone()),
             settings: crate::engine::Settings::default(),
         },
         cancel.clone(),

@@ -367,8 +367,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
 pub fn engine_lease(holder: &str) -> Arc<k8s_openapi::api::coordination::v1::Lease> {
     object(json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": crate::engine::leader::DEFAULT_LEASE_NAME,
-                     "namespace": crate::engine::leader::DEFAULT_LEASE_NAMESPACE},
+        "metadata": {"name": crate::api::lease::DEFAULT_LEASE_NAME,
+                     "namespace": crate::api::lease::DEFAULT_LEASE_NAMESPACE},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": now().to_string()},
     }))
 }

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
+use kmm_tui::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::leader::fence::field_manager;
 use kmm_tui::engine::leader::handoff::request_handoff;
-use kmm_tui::engine::leader::{
-    Candidacy, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Fence, Participation,
-};
+use kmm_tui::engine::leader::{Candidacy, Fence, Participation};
 use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;

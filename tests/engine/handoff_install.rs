@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_tui::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::rbac::ENGINE_ACCOUNT;
 use kmm_tui::engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};

@@ -17,8 +17,9 @@ use kube::{Resource, ResourceExt};
 use super::pools;
 use super::reconcile::Day0Context;
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0, ModuleDay0Spec, OsMapping};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::engine::attention;
-use crate::engine::context::{Error, KubeResultExt, is_conflict, is_not_found, post_params};
+use crate::engine::context::{Error, KubeResultExt, post_params};
 
 /// Label on a ModuleDay0 naming the MachineConfig it was created for.
 pub const MACHINE_CONFIG_LABEL: &str = "kmm.node.kubernetes.io/machine-config";

@@ -11,12 +11,13 @@ use kube::{Resource, ResourceExt};
 use super::target::Target;
 use crate::api::conditions::READY;
 use crate::api::day0::ModuleDay0;
+use crate::api::errors::is_not_found;
 use crate::api::kmm::{
     BuildSignAction, BuildSignOutcome, ImagePullPolicy, ImageState, ModuleBuildSignConfig,
     ModuleImageSpec, ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec,
 };
 use crate::engine::Context;
-use crate::engine::context::{Error, KubeResultExt, is_not_found};
+use crate::engine::context::{Error, KubeResultExt};
 use crate::engine::mic::{put_mic, read_mic};
 
 /// Name of the ModuleImagesConfig of the ModuleDay0 `day0`: its own name space next to the Modules' MICs, which

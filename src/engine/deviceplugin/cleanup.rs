@@ -8,7 +8,8 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams};
 
 use super::node_labels::{ready_nodes, set_label};
-use crate::engine::context::{Error, KubeResultExt, is_not_found};
+use crate::api::errors::is_not_found;
+use crate::engine::context::{Error, KubeResultExt};
 use crate::engine::labels;
 
 /// The selector of the Module's device plugin DaemonSets and pods.

@@ -10,8 +10,9 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch};
 use serde_json::json;
 
+use crate::api::errors::is_not_found;
 use crate::api::kmm::Module;
-use crate::engine::context::{Error, KubeResultExt, is_not_found, patch_params};
+use crate::engine::context::{Error, KubeResultExt, patch_params};
 use crate::engine::{labels, nodes};
 
 /// Whether the device plugin of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint

@@ -12,10 +12,9 @@ use serde_json::json;
 use super::daemonset::{self, Desired};
 use super::node_labels::{is_target, keep_label, ready_nodes};
 use super::{DevicePluginContext, cleanup};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::{DaemonSetCounts, Module};
-use crate::engine::context::{
-    Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params, retry_on_error,
-};
+use crate::engine::context::{Error, KubeResultExt, patch_params, post_params, retry_on_error};
 use crate::engine::labels;
 
 /// How soon a Module whose plugin is being taken away looks again for its pods to be gone.

@@ -9,10 +9,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::pods;
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::imagecache::{ImageCache, ImageCacheStatus, REFRESH_ANNOTATION};
-use crate::engine::context::{
-    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params,
-};
+use crate::engine::context::{Context, Error, KubeResultExt, patch_params, post_params};
 
 /// The calls about one cache.
 pub struct CacheApi {

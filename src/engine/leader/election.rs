@@ -20,7 +20,8 @@ use super::handoff::{Participation, Yield, requested_yield};
 use super::record::{
     Claim, Observation, assess, claimed, handed, holder_of, now_micro, observe, released, renewed,
 };
-use crate::engine::context::{is_conflict, is_not_found, post_params};
+use crate::api::errors::{is_conflict, is_not_found};
+use crate::engine::context::post_params;
 use crate::engine::metrics::{EngineMetrics, activity};
 
 /// How a term of leadership ended.

@@ -28,11 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use self::kaniko::action_name;
 use self::recipe::{Blocked, Template};
-use super::context::{
-    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, retry_on_error,
-};
+use super::context::{Context, Error, KubeResultExt, patch_params, retry_on_error};
 use super::stopping;
 use super::{attention, kernel, labels};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::{
     BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ModuleBuildSignConfig,
     ModuleBuildSignImage,

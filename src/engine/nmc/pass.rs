@@ -16,10 +16,9 @@ use super::plan::{self, Next, NodeFacts};
 use super::settle::settle;
 use super::template::{self, WorkerRequest};
 use super::workers::{self, Worker};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
-use crate::engine::context::{
-    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params,
-};
+use crate::engine::context::{Context, Error, KubeResultExt, patch_params};
 use crate::engine::nodes;
 
 /// Reconcile `nmc` with its `node` and the node's worker pods.

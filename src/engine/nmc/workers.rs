@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::ModuleKey;
 use super::template::{self, WORKER_CONTAINER, WorkerAction};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::NodeModulesConfig;
-use crate::engine::context::{Context, Error, KubeResultExt, MANAGER, is_conflict, is_not_found};
+use crate::engine::context::{Context, Error, KubeResultExt, MANAGER};
 use crate::engine::labels;
 
 /// A worker pod as the reconciler reads it: the module it works for and what it does.

@@ -10,13 +10,14 @@ use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Resource, ResourceExt};
 
 use super::verdict::Verdict;
+use crate::api::errors::is_not_found;
 use crate::api::kmm::{
     BuildSignOutcome, ImagePullPolicy, Module, ModuleBuildSignConfig, ModuleImageSpec,
     ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec, ModuleLoaderContainerSpec,
     PreflightValidation,
 };
 use crate::engine::Context;
-use crate::engine::context::{Error, KubeResultExt, is_not_found};
+use crate::engine::context::{Error, KubeResultExt};
 use crate::engine::day0::images::{requested_generation, stage};
 use crate::engine::kernel::ResolvedMapping;
 use crate::engine::mic::{put_mic, read_mic};

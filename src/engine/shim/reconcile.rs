@@ -15,10 +15,9 @@ use super::names::{self, Operation};
 use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::shim::{Shim, ShimStatus};
-use crate::engine::context::{
-    Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params,
-};
+use crate::engine::context::{Error, KubeResultExt, patch_params, post_params};
 use crate::engine::{attention, status};
 
 /// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).

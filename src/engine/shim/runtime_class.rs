@@ -109,7 +109,7 @@ pub async fn remove_owned(context: &Context, shim: &Shim, keep: Option<&str>) ->
         }
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(error) if crate::engine::context::is_not_found(&error) => {}
+            Err(error) if crate::api::errors::is_not_found(&error) => {}
             Err(error) => {
                 return Err(error).doing(|| format!("deleting RuntimeClass {name}"));
             }

@@ -14,9 +14,10 @@ use kube::Client;
 use kube::api::{DynamicObject, Patch};
 use serde_json::json;
 
+use super::WriteError;
 use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
-use super::{WriteError, errors::is_not_found};
+use crate::api::errors::is_not_found;
 use crate::api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION};
 use crate::tui::target::Target;
 

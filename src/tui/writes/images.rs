@@ -20,9 +20,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::errors::{from_kube, is_conflict, is_not_found};
+use super::errors::from_kube;
 use super::resources::{api_resource, dynamic_api};
 use super::{FIELD_MANAGER, WriteError};
+use crate::api::errors::{is_conflict, is_not_found};
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
 

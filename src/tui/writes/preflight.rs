@@ -14,8 +14,9 @@ use serde_json::json;
 
 use super::FIELD_MANAGER;
 use super::WriteError;
-use super::errors::{from_kube, is_not_found};
+use super::errors::from_kube;
 use super::images::{Attempt, params, retrying};
+use crate::api::errors::is_not_found;
 use crate::api::kmm::{PreflightValidation, PreflightValidationSpec};
 use crate::tui::target::Target;
 

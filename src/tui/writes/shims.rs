@@ -16,9 +16,10 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch};
 use serde_json::{Value, json};
 
 use super::WriteError;
-use super::errors::{from_kube, is_not_found};
+use super::errors::from_kube;
 use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
+use crate::api::errors::is_not_found;
 use crate::tui::target::Target;
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 

@@ -9,7 +9,7 @@
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kmm_tui::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_tui::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_tui::engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

@@ -19,16 +19,13 @@ use tracing_subscriber::fmt::MakeWriter;
 
 use super::podspec::flag_value;
 use super::{ContainerRun, Outcome};
+use crate::api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::cluster::apiserver::ApiServer;
 use crate::cluster::sim::World;
-use crate::engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
 
 /// The first argument that makes a kmm-tui container a controller.
 const CONTROLLER_ARG: &str = "controller";
-
-/// Lease duration when the args give none, as `kmm-tui controller` defaults it.
-const DEFAULT_LEASE_SECONDS: u64 = 15;
 
 /// How long the token a controller pod's engine presents stays valid: as long as the kubelet's projected
 /// ServiceAccount tokens (kube-apiserver's one-year maximum for legacy clients), since the in-process engine keeps
@@ -62,15 +59,15 @@ pub fn recognise(world: &World, run: &ContainerRun) -> Option<InProcessEngine> {
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let pod_name = run.pod.metadata.name.clone().unwrap_or_default();
-    let lease_seconds = flag_value(&args, &["--lease-duration"])
+    let lease_duration = flag_value(&args, &["--lease-duration"])
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0)
-        .unwrap_or(DEFAULT_LEASE_SECONDS);
+        .map_or(DEFAULT_LEASE_DURATION, Duration::from_secs);
     let lease = LeaseConfig::new(
         flag_value(&args, &["--lease-namespace"]).unwrap_or(DEFAULT_LEASE_NAMESPACE),
         flag_value(&args, &["--lease-name"]).unwrap_or(DEFAULT_LEASE_NAME),
         flag_value(&args, &["--identity"]).unwrap_or(&pod_name),
-        Duration::from_secs(lease_seconds),
+        lease_duration,
     );
     let config = EngineConfig {
         images: images(&args),

@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::{Kubelet, locked, node, record};
+use crate::api::errors::is_not_found;
 use crate::cluster::sim::SIM_NAMESPACE;
 use crate::cluster::sim::scenario::NodeGroup;
 
@@ -91,10 +92,6 @@ fn group_of(groups: &[NodeGroup], index: usize) -> Option<&NodeGroup> {
         first += g.count as usize;
         index < first
     })
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(status) if status.code == 404)
 }
 
 /// The merge patch that takes the stored status to `status`: the status itself, with the resources `previous`
