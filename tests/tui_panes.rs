@@ -192,12 +192,12 @@ fn with_device_plugin(size: (u16, u16)) -> App {
             .labels
             .get_or_insert_with(Default::default);
         labels.insert(
-            kmm_tui::engine::labels::device_plugin_target_label(&namespace, &name),
+            kmm_tui::api::kmm::labels::device_plugin_target_label(&namespace, &name),
             String::new(),
         );
         if targets > 0 {
             labels.insert(
-                kmm_tui::engine::labels::device_plugin_ready_label(&namespace, &name),
+                kmm_tui::api::kmm::labels::device_plugin_ready_label(&namespace, &name),
                 String::new(),
             );
         }

@@ -22,10 +22,10 @@ use super::action::Action;
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use crate::api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::imagecache::ImageCache;
+use crate::api::kmm::labels;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use crate::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::api::shim::Shim;
-use crate::engine::labels;
 use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 
 /// The longest a change waits before its list is sent: changes within this window go out together.

@@ -19,7 +19,9 @@ pub mod day0;
 pub mod fleet;
 pub mod preflight;
 
-use crate::engine::{kernel, labels};
+use crate::api::kmm::labels;
+use crate::engine::kernel;
+use crate::engine::object_names;
 use crate::tui::data::{ClusterData, KindSnapshot};
 
 /// The kernels of the sample's nodes: two with a mapping in every Module, one with none.
@@ -231,7 +233,7 @@ pub fn sample(modules: usize, nodes: usize) -> ClusterData {
             seconds,
         ));
         if story == Story::Building && images.contains(&1) {
-            let pod_name = labels::build_pod_name(&name, &kernel::dns_safe(KERNELS[1].0));
+            let pod_name = object_names::build_pod_name(&name, &kernel::dns_safe(KERNELS[1].0));
             events.push(event(
                 "Pod",
                 Some(namespace),
@@ -450,7 +452,7 @@ fn worker_pod(
 ) -> Arc<k8s_openapi::api::core::v1::Pod> {
     object(json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": labels::worker_pod_name(node, module), "namespace": namespace,
+        "metadata": {"name": object_names::worker_pod_name(node, module), "namespace": namespace,
             "creationTimestamp": ago(30),
             "labels": {labels::MODULE_NAME: module, labels::WORKER_ACTION: action}},
         "spec": {"nodeName": node, "containers": [{"name": "worker", "image": "quay.io/kmm/worker:v2"}]},

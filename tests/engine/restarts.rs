@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kmm_tui::api::kmm::ImageState;
-use kmm_tui::engine::labels;
+use kmm_tui::api::kmm::labels;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 

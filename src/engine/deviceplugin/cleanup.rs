@@ -9,8 +9,8 @@ use kube::api::{Api, DeleteParams, ListParams};
 
 use super::node_labels::{ready_nodes, set_label};
 use crate::api::errors::is_not_found;
+use crate::api::kmm::labels;
 use crate::engine::context::{Error, KubeResultExt};
-use crate::engine::labels;
 
 /// The selector of the Module's device plugin DaemonSets and pods.
 pub fn plugin_selector(module: &str) -> String {

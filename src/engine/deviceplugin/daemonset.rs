@@ -12,9 +12,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{CommonContainerSpec, DevicePluginSpec, Module};
 use crate::engine::digest::sha256_hex;
-use crate::engine::labels;
+use crate::engine::object_names;
 
 /// Where the kubelet keeps the device plugin registration socket, mounted into every plugin.
 const KUBELET_DEVICE_PLUGINS_PATH: &str = "/var/lib/kubelet/device-plugins";
@@ -164,7 +165,7 @@ pub fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> D
 pub fn new_object(module: &Module, namespace: &str, desired: &Desired) -> DaemonSet {
     DaemonSet {
         metadata: ObjectMeta {
-            name: Some(labels::device_plugin_daemon_set_name(
+            name: Some(object_names::device_plugin_daemon_set_name(
                 &module.name_any(),
                 module_version(module),
             )),

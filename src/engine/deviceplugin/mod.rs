@@ -38,8 +38,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use super::shared::{SharedStore, SharedWatches};
-use super::{Context, labels, module, nodes, stopping};
+use super::{Context, module, nodes, stopping};
 use crate::api::kmm::Module;
+use crate::api::kmm::labels;
 use crate::engine::metrics::Listed;
 
 /// What a device plugin pass reads besides the API.

@@ -12,8 +12,9 @@ use serde_json::json;
 
 use crate::api::errors::is_not_found;
 use crate::api::kmm::Module;
+use crate::api::kmm::labels;
 use crate::engine::context::{Error, KubeResultExt, patch_params};
-use crate::engine::{labels, nodes};
+use crate::engine::nodes;
 
 /// Whether the device plugin of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint
 /// keeps the Module's pods out (with the pressure taints the engine always tolerates). A cordoned or newly tainted

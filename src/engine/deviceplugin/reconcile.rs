@@ -13,9 +13,9 @@ use super::daemonset::{self, Desired};
 use super::node_labels::{is_target, keep_label, ready_nodes};
 use super::{DevicePluginContext, cleanup};
 use crate::api::errors::{is_conflict, is_not_found};
+use crate::api::kmm::labels;
 use crate::api::kmm::{DaemonSetCounts, Module};
 use crate::engine::context::{Error, KubeResultExt, patch_params, post_params, retry_on_error};
-use crate::engine::labels;
 
 /// How soon a Module whose plugin is being taken away looks again for its pods to be gone.
 const REMOVAL_POLL: std::time::Duration = std::time::Duration::from_secs(3);

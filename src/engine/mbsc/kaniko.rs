@@ -9,9 +9,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, TlsOptions};
 use crate::engine::context::Error;
-use crate::engine::{kernel, labels, nodes};
+use crate::engine::object_names;
+use crate::engine::{kernel, nodes};
 
 /// Name of the container that builds or signs.
 pub const CONTAINER: &str = "kaniko";
@@ -35,8 +37,8 @@ pub fn action_name(action: BuildSignAction) -> &'static str {
 pub fn pod_name(mbsc: &str, action: BuildSignAction, kernel_version: &str) -> String {
     let kernel = kernel::dns_safe(kernel_version);
     match action {
-        BuildSignAction::BuildImage => labels::build_pod_name(mbsc, &kernel),
-        BuildSignAction::SignImage => labels::sign_pod_name(mbsc, &kernel),
+        BuildSignAction::BuildImage => object_names::build_pod_name(mbsc, &kernel),
+        BuildSignAction::SignImage => object_names::sign_pod_name(mbsc, &kernel),
     }
 }
 

@@ -30,8 +30,9 @@ use self::kaniko::action_name;
 use self::recipe::{Blocked, Template};
 use super::context::{Context, Error, KubeResultExt, patch_params, retry_on_error};
 use super::stopping;
-use super::{attention, kernel, labels};
+use super::{attention, kernel};
 use crate::api::errors::{is_conflict, is_not_found};
+use crate::api::kmm::labels;
 use crate::api::kmm::{
     BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ModuleBuildSignConfig,
     ModuleBuildSignImage,

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::api::kmm::labels::IMAGE_GENERATION;
 use crate::api::kmm::{BuildSignAction, BuildSignImageStatus, BuildSignOutcome};
-use crate::engine::labels::IMAGE_GENERATION;
 
 /// The pod's phase; a pod without one is pending.
 pub fn phase(pod: &Pod) -> &str {

@@ -10,13 +10,13 @@ use super::build_pod::{self, DOCKERFILE_KEY};
 use super::entry_generation;
 use super::sign_pod::{self, Signing};
 use crate::api::errors::is_not_found;
+use crate::api::kmm::labels;
+use crate::api::kmm::labels::IMAGE_GENERATION;
 use crate::api::kmm::{
     BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, ModuleImageSpec,
 };
 use crate::engine::context::{Context, Error};
 use crate::engine::digest::sha256_hex;
-use crate::engine::labels;
-use crate::engine::labels::IMAGE_GENERATION;
 
 /// A pod ready to create, with the hash it carries.
 pub struct Template {

@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::{
 use kube::ResourceExt;
 
 use super::kaniko::{self, PodParts};
+use crate::api::kmm::labels;
 use crate::api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, Sign};
 use crate::engine::context::Error;
-use crate::engine::labels;
 
 /// Where the key secret is mounted.
 const KEY_DIR: &str = "/run/secrets/key";

@@ -12,13 +12,13 @@ use serde_json::{Map, Value};
 use super::build_sign;
 use super::wanted::Wanted;
 use crate::api::errors::{is_conflict, is_not_found};
+use crate::api::kmm::labels;
 use crate::api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleBuildSignConfigSpec, ModuleImagesConfig,
     ModuleImagesConfigSpec, ModuleImagesConfigStatus,
 };
 use crate::engine::context::{Error, KubeResultExt};
 use crate::engine::context::{patch_params, post_params};
-use crate::engine::labels;
 
 /// The ModuleImagesConfig `name` as stored, or none: what its owner's pass starts from.
 pub async fn read_mic(

@@ -11,10 +11,12 @@ use serde::Serialize;
 
 use super::wanted::Wanted;
 use crate::api::kmm::ModuleImagesConfig;
+use crate::api::kmm::labels;
+use crate::api::kmm::labels::IMAGE_GENERATION;
 use crate::engine::context::Error;
 use crate::engine::digest::sha256_hex;
-use crate::engine::labels::IMAGE_GENERATION;
-use crate::engine::{labels, nodes};
+use crate::engine::nodes;
+use crate::engine::object_names;
 
 /// Name of the container that pulls.
 const CONTAINER: &str = "puller";
@@ -23,7 +25,11 @@ const CONTAINER: &str = "puller";
 /// first ten hexadecimal digits of the SHA-256 of `"<image>\n<generation>"`.
 pub fn pull_pod_name(mic: &str, image: &str, generation: i64) -> String {
     let digest = sha256_hex(format!("{image}\n{generation}").as_bytes());
-    format!("{}{}", labels::pull_pod_generate_name(mic), &digest[..10])
+    format!(
+        "{}{}",
+        object_names::pull_pod_generate_name(mic),
+        &digest[..10]
+    )
 }
 
 /// The pod checking one image of the MIC.

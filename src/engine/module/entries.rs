@@ -12,12 +12,13 @@ use kube::api::{Api, ObjectMeta, Patch};
 use serde_json::json;
 
 use super::plan::{Plan, Target};
+use crate::api::kmm::labels;
 use crate::api::kmm::{
     ImagePullPolicy, ImageState, Module, ModuleConfig, ModuleLoaderSpec, NodeModuleSpec,
     NodeModulesConfig, NodeModulesConfigSpec,
 };
 use crate::engine::context::{Error, KubeResultExt, patch_params, post_params};
-use crate::engine::{Context, labels, nodes};
+use crate::engine::{Context, nodes};
 
 /// How many NMC writes of one pass are in flight at once: a first rollout writes one NMC per node, and one write
 /// after the other would take as long as the API's round trips add up to.

@@ -11,9 +11,10 @@ use serde_json::json;
 
 use super::ModuleContext;
 use super::entries::write_entry;
+use crate::api::kmm::labels;
 use crate::api::kmm::{Module, NodeModulesConfig};
 use crate::engine::context::{Error, KubeResultExt, patch_params};
-use crate::engine::{deviceplugin, labels};
+use crate::engine::deviceplugin;
 
 /// How often a deleting Module looks again for nodes still unloading it (removing an in-use label triggers nothing
 /// that names the Module).

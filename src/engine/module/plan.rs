@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Node;
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{Module, ModuleImageSpec, ModuleLoaderContainerSpec};
 use crate::engine::kernel::{self, MappingError, ResolvedMapping};
-use crate::engine::{labels, nodes};
+use crate::engine::nodes;
 
 /// A node that should carry the module, with what to load there.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,10 +15,10 @@ use super::plan::{self, Plan};
 use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
 use crate::api::conditions::DEGRADED;
+use crate::api::kmm::labels;
 use crate::api::kmm::{BuildSignAction, DaemonSetCounts, ImageState, Module, ModuleStatus};
 use crate::engine::attention;
 use crate::engine::context::{Error, KubeResultExt, patch_params, retry_on_error};
-use crate::engine::labels;
 use crate::engine::mbsc::recipe;
 
 /// The longest pause [`paced`] makes after a pass.

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 use super::ModuleKey;
 use super::template::WorkerAction;
 use super::workers::Worker;
+use crate::api::kmm::labels;
 use crate::api::kmm::{ModuleConfig, NodeModuleSpec, NodeModuleStatus};
-use crate::engine::labels;
 
 /// The status the worker pods prove, and the pods whose part is over.
 #[derive(Debug, Default)]

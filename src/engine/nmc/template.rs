@@ -13,10 +13,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{ImagePullPolicy, ModuleConfig, NodeModuleSpec, NodeModuleStatus};
 use crate::engine::context::Error;
 use crate::engine::digest::sha256_hex;
-use crate::engine::labels;
+use crate::engine::object_names;
 
 /// Name of the container that runs `kmod`; its restart count tells a crash-looping worker.
 pub(super) const WORKER_CONTAINER: &str = "worker";
@@ -125,7 +126,7 @@ pub(super) fn worker_pod(
     worker_image: &str,
     request: &WorkerRequest,
 ) -> Result<Pod, Error> {
-    let name = labels::worker_pod_name(node, request.module);
+    let name = object_names::worker_pod_name(node, request.module);
     let invalid = |what: &str, error: String| {
         Error::Invalid(format!(
             "building worker pod {}/{name}: {what} does not serialize: {error}",

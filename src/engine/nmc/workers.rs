@@ -11,8 +11,8 @@ use super::ModuleKey;
 use super::template::{self, WORKER_CONTAINER, WorkerAction};
 use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::NodeModulesConfig;
+use crate::api::kmm::labels;
 use crate::engine::context::{Context, Error, KubeResultExt, MANAGER};
-use crate::engine::labels;
 
 /// A worker pod as the reconciler reads it: the module it works for and what it does.
 #[derive(Clone, Copy, Debug)]

@@ -15,8 +15,10 @@ use serde_json::{Value, json};
 
 use super::{KERNELS, ago, event, object, pool};
 use crate::api::day0::KMM_MANAGED_LABEL;
+use crate::api::kmm::labels;
 use crate::engine::day0::images::mic_name;
-use crate::engine::{kernel, labels};
+use crate::engine::kernel;
+use crate::engine::object_names;
 use crate::tui::data::{ClusterData, KindSnapshot};
 
 /// Namespace of every sample ModuleDay0.
@@ -90,7 +92,7 @@ pub fn add(data: &mut ClusterData) {
     ];
     let mic = mic_name("99-worker-kmod-os");
     let image = format!("{REPOSITORY}:415.92");
-    let build_pod = labels::build_pod_name(&mic, &kernel::dns_safe(KERNELS[0].0));
+    let build_pod = object_names::build_pod_name(&mic, &kernel::dns_safe(KERNELS[0].0));
     let mut mics = data.mics.clone();
     mics.push(object(json!({
         "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",

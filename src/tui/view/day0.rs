@@ -11,7 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use crate::engine::day0::handover::{MACHINE_CONFIG_LABEL, NAMESPACE};
+use crate::api::kmm::labels;
+use crate::engine::day0::handover::NAMESPACE;
 use crate::engine::day0::pools::{pool_fed_by, pool_for_selector};
 use crate::engine::day0::report::LAYERED_IMAGE_KEPT;
 use crate::tui::data::ClusterData;
@@ -276,7 +277,7 @@ pub fn rows(data: &ClusterData) -> Vec<Day0Row> {
             day0.metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(MACHINE_CONFIG_LABEL))
+                .and_then(|l| l.get(labels::MACHINE_CONFIG))
                 == config.metadata.name.as_ref()
         })
     };

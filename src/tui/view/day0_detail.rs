@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::api::day0::ModuleDay0;
+use crate::api::kmm::labels;
 use crate::engine::day0::images::{self, ImageStage};
 use crate::engine::day0::pools;
-use crate::engine::labels;
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
 

@@ -11,9 +11,10 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{ImageState, ModuleConfig};
 use crate::engine::module::plan::{self, Plan, SkipReason};
-use crate::engine::{kernel, labels, nodes};
+use crate::engine::{kernel, nodes};
 use crate::tui::data::ClusterData;
 
 use super::events::{EventRow, rows_about_module};

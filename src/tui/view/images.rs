@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{ImageState, ModuleImagesConfig};
-use crate::engine::{kernel, labels};
+use crate::engine::kernel;
 use crate::tui::data::ClusterData;
 
 use super::{Health, age, matches_filter};

@@ -13,8 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::api::kmm::labels;
 use crate::api::kmm::{Module, PreflightValidation, VerificationStatus};
-use crate::engine::{kernel, labels};
+use crate::engine::kernel;
 use crate::tui::data::ClusterData;
 
 use super::{Health, matches_filter};

@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kmm_tui::api::day0::{MachineConfigPool, ModuleDay0};
 use kmm_tui::api::imagecache::ImageCache;
 use kmm_tui::api::kmm::Module;
+use kmm_tui::api::kmm::labels;
 use kmm_tui::api::shim::Shim;
 use kmm_tui::cluster::sim::SIM_NAMESPACE;
-use kmm_tui::engine::labels;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 

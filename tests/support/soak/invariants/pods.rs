@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_tui::engine::{imagecache, labels};
+use kmm_tui::api::kmm::labels;
+use kmm_tui::engine::imagecache;
 
 use super::Violations;
 
