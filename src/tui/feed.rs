@@ -25,8 +25,7 @@ use crate::api::imagecache::ImageCache;
 use crate::api::kmm::labels;
 use crate::api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use crate::api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use crate::api::shim::Shim;
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
+use crate::api::shim::{Shim, names};
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -93,7 +92,7 @@ pub fn start(
             labels::IMAGE_OWNER,
             labels::RESOURCE_TYPE,
             labels::WORKER_ACTION,
-            INSTALLER_SHIM_LABEL,
+            names::SHIM_NAME,
         ]
         .into_iter()
         .chain([PULLER_SELECTOR])

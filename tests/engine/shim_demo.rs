@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kmm_tui::api::shim::Shim;
-use kmm_tui::engine::shim::node_batch_annotation;
+use kmm_tui::api::shim::names::node_batch_annotation;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 

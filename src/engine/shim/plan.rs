@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::artifact::{self, Artifact};
-use super::names::{self, Operation};
 use super::pods::{self, Phase};
+use crate::api::shim::names::{self, Operation};
 use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
 use crate::engine::nodes;
 

@@ -11,11 +11,11 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::names::{self, Operation};
 use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
 use crate::api::errors::{is_conflict, is_not_found};
+use crate::api::shim::names::{self, Operation};
 use crate::api::shim::{Shim, ShimStatus};
 use crate::engine::context::{Error, KubeResultExt, patch_params, post_params};
 use crate::engine::{attention, status};

@@ -11,8 +11,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::artifact::NoArtifact;
-use super::names;
 use super::plan::Plan;
+use super::pod_names::pod_name;
+use crate::api::shim::names::{self, Operation};
 use crate::api::shim::{
     BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
     ShimNodeStatus, ShimStatus,
@@ -136,7 +137,7 @@ impl Summary {
             };
             format!(
                 "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
-                names::pod_name(&node, &shim_name, names::Operation::Install),
+                pod_name(&node, &shim_name, Operation::Install),
                 names::INSTALLER_NAMESPACE
             )
         };
@@ -155,7 +156,7 @@ impl Summary {
                 Some("UninstallFailed"),
                 format!(
                     "{node}: {message}; retry by deleting pod {} in {}",
-                    names::pod_name(node, &shim_name, names::Operation::Uninstall),
+                    pod_name(node, &shim_name, Operation::Uninstall),
                     names::INSTALLER_NAMESPACE
                 ),
             )

@@ -9,8 +9,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::names;
 use crate::api::shim::Shim;
+use crate::api::shim::names;
 use crate::engine::context::{Context, Error, KubeResultExt, patch_params, post_params};
 
 /// The RuntimeClass the Shim asks for.

@@ -11,10 +11,7 @@ use serde_json::{Value, json};
 
 use super::{POOL_LABEL, SampleNode, ago, event, object, pool};
 use crate::api::shim::Shim;
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
-
-/// The namespace installer pods run in.
-const INSTALLER_NAMESPACE: &str = "kube-system";
+use crate::api::shim::names::{self, INSTALLER_NAMESPACE};
 
 /// The sample's Shims with their installer pods, their events, and the labels they put on each node (indexed
 /// like `nodes`).
@@ -303,8 +300,8 @@ fn installer_pod(
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("{node}-{shim}-{operation}"), "namespace": INSTALLER_NAMESPACE,
             "creationTimestamp": ago(60),
-            "labels": {INSTALLER_SHIM_LABEL: shim, "spinkube.dev/operation": operation},
-            "annotations": {"shims.kmm-tui.io/batch": batch.to_string()}},
+            "labels": {names::SHIM_NAME: shim, names::OPERATION: operation},
+            "annotations": {names::POD_BATCH: batch.to_string()}},
         "spec": {"nodeName": node,
             "initContainers": [{"name": "downloader", "image": "ghcr.io/spinframework/shim-downloader:latest"}],
             "containers": [{"name": "provisioner", "image": "ghcr.io/spinframework/node-installer:latest",

@@ -5,15 +5,13 @@
 
 use std::collections::HashSet;
 
+use crate::api::shim::names::{self, node_batch_annotation};
 use crate::api::shim::{Shim, ShimNodeState};
 use crate::engine::day0::images::mic_name;
-use crate::engine::shim::node_batch_annotation;
 use crate::tui::data::ClusterData;
 use crate::tui::writes::WriteRequest;
 
 use super::cache_detail;
-use super::shim_detail::POD_BATCH;
-use super::shims::INSTALLER_SHIM_LABEL;
 
 /// The names shown before `and N more`.
 const SHOWN: usize = 4;
@@ -168,14 +166,14 @@ fn provisioned_in(data: &ClusterData, name: &str, batch: i32) -> usize {
             pod.metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(INSTALLER_SHIM_LABEL))
+                .and_then(|l| l.get(names::SHIM_NAME))
                 .map(String::as_str)
                 == Some(name)
                 && pod
                     .metadata
                     .annotations
                     .as_ref()
-                    .and_then(|a| a.get(POD_BATCH))
+                    .and_then(|a| a.get(names::POD_BATCH))
                     == Some(&wanted)
         })
         .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())

@@ -12,10 +12,6 @@ use crate::tui::data::ClusterData;
 
 use super::{Health, condition, matches_filter};
 
-/// The label installer pods carry with the name of their Shim, as upstream's installer Jobs do; the console
-/// watches pods by it.
-pub const INSTALLER_SHIM_LABEL: &str = "spinkube.dev/shimName";
-
 /// The condition reason the engine gives a rollout a person paused.
 const PAUSED_REASON: &str = "Paused";
 

@@ -20,8 +20,8 @@ use super::errors::from_kube;
 use super::images::{Attempt, params, retrying};
 use super::resources::dynamic_api;
 use crate::api::errors::is_not_found;
+use crate::api::shim::names;
 use crate::tui::target::Target;
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 
 /// Approve batch `batch` of `shim`.
 pub async fn approve(client: &Client, shim: &Target, batch: i32) -> Result<String, WriteError> {
@@ -87,7 +87,7 @@ pub async fn set_paused(
 /// Retry the failed installs of `shim` on `nodes` (every failed node when empty).
 pub async fn retry(client: &Client, shim: &Target, nodes: &[String]) -> Result<String, WriteError> {
     let pods: Api<Pod> = Api::all(client.clone());
-    let selector = format!("{INSTALLER_SHIM_LABEL}={}", shim.name);
+    let selector = format!("{}={}", names::SHIM_NAME, shim.name);
     let listed = pods
         .list(&ListParams::default().labels(&selector))
         .await

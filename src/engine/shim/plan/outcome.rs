@@ -1,9 +1,9 @@
 //! What one pass decides and sees: the pods to create and delete, the node writes, the events, and
 //! where every node and the rollout stand.
 
+use crate::api::shim::names::Operation;
 use crate::api::shim::{BatchApproval, ShimNodeState};
 use crate::engine::shim::artifact::{Artifact, NoArtifact};
-use crate::engine::shim::names::Operation;
 
 /// Where the shim stands on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
