@@ -18,6 +18,7 @@ use super::pools;
 use super::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE, Release};
 use super::report::{self, Report};
 use super::target::{self, Target};
+use crate::api::day0::node_update;
 use crate::api::day0::{
     ClusterVersion, KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0,
     ModuleDay0Status,
@@ -26,11 +27,6 @@ use crate::api::kmm::ImageState;
 use crate::engine::Context;
 use crate::engine::attention;
 use crate::engine::context::{Error, KubeResultExt, patch_params};
-
-/// Node annotation in which the Machine Config Operator says why a node's update failed.
-const NODE_UPDATE_REASON: &str = "machineconfiguration.openshift.io/reason";
-/// Node annotation with the node's update state.
-const NODE_UPDATE_STATE: &str = "machineconfiguration.openshift.io/state";
 
 /// What the day-0 reconcilers share.
 pub struct Day0Context {
@@ -285,11 +281,14 @@ fn rollout(
     let total = members.len();
     let failed: Vec<String> = members
         .iter()
-        .filter(|n| n.annotations().get(NODE_UPDATE_STATE).map(String::as_str) == Some("Degraded"))
+        .filter(|n| {
+            n.annotations().get(node_update::STATE).map(String::as_str)
+                == Some(node_update::DEGRADED)
+        })
         .map(|n| {
             let why = n
                 .annotations()
-                .get(NODE_UPDATE_REASON)
+                .get(node_update::REASON)
                 .cloned()
                 .unwrap_or_default();
             format!("{}: {why}", n.name_any())

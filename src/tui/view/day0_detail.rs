@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::api::day0::ModuleDay0;
+use crate::api::day0::{ModuleDay0, node_update};
 use crate::api::kmm::labels;
 use crate::engine::day0::images::{self, ImageStage};
 use crate::engine::day0::pools;
@@ -20,9 +20,6 @@ use super::{Health, age, matches_filter};
 
 /// How many recent events the detail pane lists.
 pub const RECENT_EVENTS: usize = 50;
-
-/// Node annotation in which the Machine Config Operator says how the node's update goes.
-const NODE_UPDATE_STATE: &str = "machineconfiguration.openshift.io/state";
 
 /// One node of the pool: what it runs and what it moves to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,13 +151,13 @@ pub fn detail(
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(NODE_UPDATE_STATE))
+                .and_then(|a| a.get(node_update::STATE))
                 .cloned()
                 .unwrap_or_default();
             let health = match (update.as_str(), &os_image == target_os) {
-                ("Degraded", _) => Health::Error,
+                (node_update::DEGRADED, _) => Health::Error,
                 (_, true) => Health::Ok,
-                ("Working", false) => Health::Progressing,
+                (node_update::WORKING, false) => Health::Progressing,
                 _ => Health::Warning,
             };
             Day0NodeRow {

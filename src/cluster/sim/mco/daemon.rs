@@ -21,8 +21,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::render;
-use super::{CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING};
 use crate::api::day0::MachineConfig;
+use crate::api::day0::node_update::{
+    CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING,
+};
 use crate::cluster::sim::scheduler::events::{Recorder, Severity};
 use crate::cluster::sim::{MANAGER, World};
 

@@ -16,7 +16,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use super::render::{self, Rendered};
-use super::{CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING};
+use crate::api::day0::node_update::{
+    CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING,
+};
 use crate::api::day0::{MachineConfigPool, MachineConfigPoolSpec};
 use crate::cluster::sim::{MANAGER, World};
 
