@@ -26,6 +26,7 @@ pub mod digest;
 pub mod endpoint;
 pub mod events;
 pub mod failures;
+pub mod finalizers;
 pub mod health;
 pub mod imagecache;
 pub mod kernel;

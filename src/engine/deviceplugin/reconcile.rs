@@ -16,6 +16,7 @@ use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::kmm::labels;
 use crate::api::kmm::{DaemonSetCounts, Module};
 use crate::engine::context::{Error, KubeResultExt, patch_params, post_params, retry_on_error};
+use crate::engine::finalizers;
 
 /// How soon a Module whose plugin is being taken away looks again for its pods to be gone.
 const REMOVAL_POLL: std::time::Duration = std::time::Duration::from_secs(3);
@@ -51,11 +52,7 @@ pub async fn reconcile(
         return Ok(Action::await_change());
     };
     // Until the Module reconciler has put its finalizer on, a deletion could outrun the clean-up of node labels.
-    if !module
-        .finalizers()
-        .iter()
-        .any(|f| f == labels::MODULE_FINALIZER)
-    {
+    if !finalizers::has(module.as_ref(), labels::MODULE_FINALIZER) {
         return Ok(Action::await_change());
     }
     context

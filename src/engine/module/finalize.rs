@@ -15,6 +15,7 @@ use crate::api::kmm::labels;
 use crate::api::kmm::{Module, NodeModulesConfig};
 use crate::engine::context::{Error, KubeResultExt, patch_params};
 use crate::engine::deviceplugin;
+use crate::engine::finalizers::{self, Guard};
 
 /// How often a deleting Module looks again for nodes still unloading it (removing an in-use label triggers nothing
 /// that names the Module).
@@ -25,11 +26,7 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
     let engine = &context.engine;
     let namespace = module.namespace().unwrap_or_default();
     let name = module.name_any();
-    if !module
-        .finalizers()
-        .iter()
-        .any(|f| f == labels::MODULE_FINALIZER)
-    {
+    if !finalizers::has(module, labels::MODULE_FINALIZER) {
         return Ok(Action::await_change());
     }
     // The device plugin goes first: no plugin may hold a device whose driver is being unloaded.
@@ -55,17 +52,15 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
         return Ok(crate::engine::metrics::requeue(UNLOAD_POLL));
     }
     release_namespace_label(module, context).await?;
-    let finalizers: Vec<String> = module
-        .finalizers()
-        .iter()
-        .filter(|f| *f != labels::MODULE_FINALIZER)
-        .cloned()
-        .collect();
-    let patch = json!({"metadata": {"resourceVersion": module.resource_version(), "finalizers": finalizers}});
-    Api::<Module>::namespaced(engine.client.clone(), &namespace)
-        .patch(&name, &patch_params(), &Patch::Merge(&patch))
-        .await
-        .doing(|| format!("removing the finalizer of Module {namespace}/{name}"))?;
+    let api = Api::<Module>::namespaced(engine.client.clone(), &namespace);
+    finalizers::remove(
+        &api,
+        module,
+        labels::MODULE_FINALIZER,
+        Guard::ResourceVersion,
+    )
+    .await
+    .doing(|| format!("removing the finalizer of Module {namespace}/{name}"))?;
     Ok(Action::await_change())
 }
 
