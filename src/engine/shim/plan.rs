@@ -457,7 +457,8 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
             // A batch starts once the one before is over and nothing stopped the rollout; a started batch fills
             // up (after a restart, or a retried node) as long as it is approved.
             let may_continue = fill != 0 || (installing_current == 0 && !stopped);
-            let is_approved = !manual || usize::try_from(approved).unwrap_or(0) >= next;
+            let is_approved =
+                rolling.is_none_or(|r| r.approves(i32::try_from(next).unwrap_or(i32::MAX)));
             // The batch in progress is over once its last install finished in this pass and nothing of it is left
             // to start; it is told before the next batch starts, so the Events read in order.
             if finished_now

