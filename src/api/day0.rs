@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::api::kmm::{Build, Sign};
 
 pub mod node_update;
+pub mod reasons;
 
 /// Label a user puts on a MachineConfig to hand its `osImageURL` to kmm-tui.
 pub const KMM_MANAGED_LABEL: &str = "machineconfiguration.openshift.io/kmm-managed";

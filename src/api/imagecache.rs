@@ -25,6 +25,10 @@ pub const PURGE_ANNOTATION: &str = "kubefledged.io/purge-imagecache";
 /// reference (`repo@sha256:…`) is told from `image@node` by the colon after its last `@`.
 pub const REPULL_ANNOTATION: &str = "kmm-tui.io/repull";
 
+/// The operation recorded in `status.reason` once a purge has run (as kube-fledged records it); the cache then
+/// stays purged, and the console shows it so.
+pub const PURGE_REASON: &str = "ImageCachePurge";
+
 /// Lists of images and the nodes to cache each list on.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(

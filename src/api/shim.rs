@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub mod names;
+pub mod reasons;
 
 /// API group of the Shim kind.
 pub const GROUP: &str = "runtime.spinkube.dev";

@@ -10,7 +10,7 @@ use kube::{Resource, ResourceExt};
 
 use super::target::Target;
 use crate::api::conditions::READY;
-use crate::api::day0::ModuleDay0;
+use crate::api::day0::{ModuleDay0, reasons};
 use crate::api::errors::is_not_found;
 use crate::api::kmm::{
     BuildSignAction, BuildSignOutcome, ImagePullPolicy, ImageState, ModuleBuildSignConfig,
@@ -47,11 +47,6 @@ pub enum ImageStage {
         message: String,
     },
 }
-
-/// Reason: a build pod failed.
-pub const BUILD_FAILED: &str = "BuildFailed";
-/// Reason: a sign pod failed.
-pub const SIGN_FAILED: &str = "SignFailed";
 
 /// Create or update the ModuleImagesConfig asking for `target`'s image (for nodes running `kernel`); returns it as
 /// stored.
@@ -150,9 +145,9 @@ pub fn stage(
         Some(ImageState::NeedsSigning) => ImageStage::Signing(message),
         Some(ImageState::DoesNotExist) => ImageStage::Failed {
             reason: if sign_failed {
-                SIGN_FAILED
+                reasons::SIGN_FAILED
             } else {
-                BUILD_FAILED
+                reasons::BUILD_FAILED
             },
             message,
         },
@@ -226,7 +221,7 @@ mod tests {
         assert!(matches!(
             stage(&failed, "os:1", 3, true),
             ImageStage::Failed {
-                reason: SIGN_FAILED,
+                reason: reasons::SIGN_FAILED,
                 ..
             }
         ));

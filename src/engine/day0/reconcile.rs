@@ -16,13 +16,13 @@ use serde_json::json;
 use super::images::{self, ImageStage};
 use super::pools;
 use super::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE, Release};
-use super::report::{self, Report};
+use super::report::Report;
 use super::target::{self, Target};
-use crate::api::day0::node_update;
 use crate::api::day0::{
     ClusterVersion, KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0,
     ModuleDay0Status,
 };
+use crate::api::day0::{node_update, reasons};
 use crate::api::kmm::ImageState;
 use crate::engine::Context;
 use crate::engine::attention;
@@ -82,7 +82,7 @@ async fn decide(
     let Some(pool) = pools::pool_for_selector(&pools, selector) else {
         images::remove_mic(engine, day0).await?;
         let report = Report::degraded(
-            report::NO_POOL,
+            reasons::NO_POOL,
             format!(
                 "no MachineConfigPool selects nodes by {}; machineConfigPoolSelector must equal a pool's nodeSelector",
                 describe_selector(selector)
@@ -94,7 +94,7 @@ async fn decide(
     if let Some(first) = first_claim(day0, &context.day0s.state(), &pools, &pool_name) {
         images::remove_mic(engine, day0).await?;
         let report = Report::degraded(
-            report::DUPLICATE_POOL,
+            reasons::DUPLICATE_POOL,
             format!(
                 "pool {pool_name} is already managed by ModuleDay0 {first}; only one ModuleDay0 may target a pool: \
                  put every module in that one's image and delete this one"
@@ -110,7 +110,7 @@ async fn decide(
     let Some(config) = pools::managed_config(pool, &configs, &day0.name_any()) else {
         images::remove_mic(engine, day0).await?;
         let report = Report::degraded(
-            report::NO_MACHINE_CONFIG,
+            reasons::NO_MACHINE_CONFIG,
             format!(
                 "no MachineConfig labelled {KMM_MANAGED_LABEL}=true feeds pool {pool_name}; label the one whose \
                  osImageURL the pool boots"
@@ -141,7 +141,7 @@ async fn decide(
     if members.is_empty() {
         images::remove_mic(engine, day0).await?;
         let report = Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!(
                 "pool {pool_name} has no nodes; nothing to move to {}",
                 target.image
@@ -186,13 +186,13 @@ async fn decide(
                 .await;
             rollout(pool, &members, reached, &target)
         }
-        ImageStage::Checking(message) => Report::progressing(report::CHECKING_IMAGE, message),
+        ImageStage::Checking(message) => Report::progressing(reasons::CHECKING_IMAGE, message),
         ImageStage::WaitingForImage(message) => Report::progressing(
-            report::WAITING_FOR_IMAGE,
+            reasons::WAITING_FOR_IMAGE,
             format!("{message}; push it or add a build section"),
         ),
-        ImageStage::Building(message) => Report::progressing(report::BUILDING, message),
-        ImageStage::Signing(message) => Report::progressing(report::SIGNING, message),
+        ImageStage::Building(message) => Report::progressing(reasons::BUILDING, message),
+        ImageStage::Signing(message) => Report::progressing(reasons::SIGNING, message),
         ImageStage::Failed { reason, message } => Report::degraded(
             reason,
             format!(
@@ -296,7 +296,7 @@ fn rollout(
         .collect();
     if !failed.is_empty() {
         return Report::degraded(
-            report::POOL_DEGRADED,
+            reasons::POOL_DEGRADED,
             format!(
                 "{} of {total} nodes of pool {pool_name} failed to move to {} ({}); the pool stops rolling until they are fixed",
                 failed.len(),
@@ -307,7 +307,7 @@ fn rollout(
     }
     if total == 0 {
         return Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!("pool {pool_name} has no nodes"),
         );
     }
@@ -316,14 +316,14 @@ fn rollout(
     }
     if pool.spec.paused == Some(true) {
         return Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!(
                 "pool {pool_name} is paused with {reached} of {total} nodes updated; unpause it to roll the rest"
             ),
         );
     }
     Report::progressing(
-        report::ROLLING,
+        reasons::ROLLING,
         format!(
             "{reached} of {total} nodes updated to {} ({})",
             target.image,
@@ -335,7 +335,7 @@ fn rollout(
 /// The report when every node runs the target's OS.
 fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> Report {
     if let Some(note) = &target.upgrade_not_followed {
-        return Report::available(report::LAYERED_IMAGE_KEPT, note.clone());
+        return Report::available(reasons::LAYERED_IMAGE_KEPT, note.clone());
     }
     let mut message = format!(
         "all {total} nodes of pool {pool} run {}",
@@ -345,7 +345,7 @@ fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> R
         Some(config) => message.push_str(&format!("; MachineConfig {config} left as it is")),
         None => message.push_str(&format!(" from {}", target.image)),
     }
-    Report::available(report::APPLIED, message)
+    Report::available(reasons::APPLIED, message)
 }
 
 /// A selector as `key=value,...`.

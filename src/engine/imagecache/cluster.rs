@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::pods;
 use crate::api::errors::{is_conflict, is_not_found};
-use crate::api::imagecache::{ImageCache, ImageCacheStatus, REFRESH_ANNOTATION};
+use crate::api::imagecache::{ImageCache, ImageCacheStatus, PURGE_REASON, REFRESH_ANNOTATION};
 use crate::engine::context::{Context, Error, KubeResultExt, patch_params, post_params};
 
 /// The calls about one cache.
@@ -147,11 +147,10 @@ pub async fn refresh_periodically(
                 continue;
             }
         };
-        for cache in list.iter().filter(|c| {
-            c.status
-                .as_ref()
-                .is_none_or(|s| s.reason != super::plan::PURGE_REASON)
-        }) {
+        for cache in list
+            .iter()
+            .filter(|c| c.status.as_ref().is_none_or(|s| s.reason != PURGE_REASON))
+        {
             let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: "periodic"}}});
             let api: Api<ImageCache> = Api::namespaced(
                 context.client.clone(),

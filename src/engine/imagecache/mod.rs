@@ -51,7 +51,7 @@ use super::attention;
 use super::context::{Context, Error, retry_on_error};
 use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
-use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
+use crate::api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
 pub use self::pods::{
@@ -323,7 +323,7 @@ async fn announce(
                 degraded.map_or_else(|| status.message.clone(), |c| c.message.clone()),
             )
         }
-        ImageCacheActionStatus::Succeeded if status.reason == plan::PURGE_REASON => {
+        ImageCacheActionStatus::Succeeded if status.reason == PURGE_REASON => {
             (false, "ImagesDeleted", status.message.clone())
         }
         ImageCacheActionStatus::Succeeded => (false, "ImagesCached", status.message.clone()),

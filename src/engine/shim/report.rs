@@ -14,6 +14,7 @@ use super::artifact::NoArtifact;
 use super::plan::Plan;
 use super::pod_names::pod_name;
 use crate::api::shim::names::{self, Operation};
+use crate::api::shim::reasons;
 use crate::api::shim::{
     BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
     ShimNodeStatus, ShimStatus,
@@ -188,7 +189,7 @@ impl Summary {
         let (progressing, progress_reason, progress_message) = if deleting {
             (
                 true,
-                "Uninstalling",
+                reasons::UNINSTALLING,
                 format!(
                     "the Shim is being deleted: {} nodes still carry the shim",
                     plan.uninstalling
@@ -197,7 +198,7 @@ impl Summary {
         } else if plan.paused && plan.waiting > 0 {
             (
                 false,
-                "Paused",
+                reasons::PAUSED,
                 format!(
                     "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {provisioned}",
                     plan.waiting
@@ -216,7 +217,7 @@ impl Summary {
         } else if plan.uninstalling > 0 {
             (
                 true,
-                "Uninstalling",
+                reasons::UNINSTALLING,
                 format!(
                     "uninstalling from {} nodes the selector no longer matches",
                     plan.uninstalling
@@ -239,17 +240,17 @@ impl Summary {
         let (ready_reason, ready_message) = if complete {
             ("Complete", provisioned.clone())
         } else if deleting {
-            ("Uninstalling", progress_message.clone())
+            (reasons::UNINSTALLING, progress_message.clone())
         } else if stopped {
             ("InstallFailed", failure_message("the rollout stopped; "))
         } else if let Some(r) = rollout.filter(|r| r.awaiting_approval) {
             ("AwaitingApproval", approval_message(r))
-        } else if progress_reason == "Paused" {
-            ("Paused", progress_message.clone())
+        } else if progress_reason == reasons::PAUSED {
+            (reasons::PAUSED, progress_message.clone())
         } else if installs_active {
             ("Rolling", rolling_message())
         } else if plan.uninstalling > 0 {
-            ("Uninstalling", progress_message.clone())
+            (reasons::UNINSTALLING, progress_message.clone())
         } else if let Some(reason) = degraded_reason {
             (reason, degraded_message.clone())
         } else if plan.selected == 0 {

@@ -4,7 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
-use crate::api::imagecache::{ImageCache, ImageCacheActionStatus};
+use crate::api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 use crate::tui::data::ClusterData;
 
 use super::cache_images::CacheImages;
@@ -95,7 +95,7 @@ fn judge(cache: &ImageCache, conditions: &[Condition]) -> (&'static str, Health,
     let message = (!status.message.is_empty()).then(|| status.message.clone());
     match status.status {
         ImageCacheActionStatus::Processing => ("Pulling", Health::Progressing, message),
-        ImageCacheActionStatus::Succeeded if status.reason == "ImageCachePurge" => {
+        ImageCacheActionStatus::Succeeded if status.reason == PURGE_REASON => {
             ("Purged", Health::Warning, message)
         }
         ImageCacheActionStatus::Succeeded => ("Complete", Health::Ok, None),

@@ -10,11 +10,11 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use crate::api::day0::reasons::LAYERED_IMAGE_KEPT;
 use crate::api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::api::kmm::labels;
 use crate::engine::day0::handover::NAMESPACE;
 use crate::engine::day0::pools::{pool_fed_by, pool_for_selector};
-use crate::engine::day0::report::LAYERED_IMAGE_KEPT;
 use crate::tui::data::ClusterData;
 
 use super::{Health, condition, matches_filter};

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::api::day0::{ModuleDay0, node_update};
+use crate::api::day0::{ModuleDay0, node_update, reasons};
 use crate::api::kmm::labels;
 use crate::engine::day0::images::{self, ImageStage};
 use crate::engine::day0::pools;
@@ -227,7 +227,7 @@ fn image_stage(data: &ClusterData, day0: &ModuleDay0, namespace: &str, mic_name:
         .status
         .iter()
         .flat_map(|status| &status.conditions)
-        .any(|condition| condition.reason == "SignFailed");
+        .any(|condition| condition.reason == reasons::SIGN_FAILED);
     let stage = match images::stage(mic, image, generation, sign_failed) {
         ImageStage::Exists => "in the registry".to_owned(),
         ImageStage::Checking(message) => format!("checking: {message}"),

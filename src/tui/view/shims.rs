@@ -7,13 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::conditions::{DEGRADED, PROGRESSING, READY};
-use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState};
+use crate::api::shim::{Approval, RolloutType, Shim, ShimNodeState, reasons};
 use crate::tui::data::ClusterData;
 
 use super::{Health, condition, matches_filter};
-
-/// The condition reason the engine gives a rollout a person paused.
-const PAUSED_REASON: &str = "Paused";
 
 /// Where a Shim's rollout stands, as the pane names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -204,7 +201,7 @@ fn is_paused(conditions: &[Condition]) -> bool {
     [PROGRESSING, READY]
         .iter()
         .filter_map(|type_| condition(conditions, type_))
-        .any(|c| c.reason == PAUSED_REASON)
+        .any(|c| c.reason == reasons::PAUSED)
 }
 
 /// State and explanation, in the engine's order: deletion first, then pause, approval, failure, completion.
@@ -227,7 +224,7 @@ fn judge(
     let is_true = |type_| condition(conditions, type_).filter(|c| c.status == "True");
     if shim.metadata.deletion_timestamp.is_some() {
         let why = condition(conditions, PROGRESSING)
-            .filter(|c| c.reason == "Uninstalling")
+            .filter(|c| c.reason == reasons::UNINSTALLING)
             .and_then(explain)
             .unwrap_or_else(|| "Uninstalling: removing the shim from every node".to_owned());
         return (ShimState::Uninstalling, Some(why));
@@ -243,7 +240,7 @@ fn judge(
         let why = [PROGRESSING, READY]
             .iter()
             .filter_map(|type_| condition(conditions, type_))
-            .find(|c| c.reason == PAUSED_REASON)
+            .find(|c| c.reason == reasons::PAUSED)
             .and_then(explain)
             .unwrap_or_else(|| "Paused: spec.rolloutStrategy.rolling.paused is set".to_owned());
         return (ShimState::Paused, Some(why));
