@@ -16,12 +16,14 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
+use serde_json::Value;
 
 use super::WriteError;
 use super::errors::from_kube;
 use super::images::{Attempt, params, retrying};
 use crate::api::errors::is_not_found;
 use crate::api::shim::{RollingUpdate, RolloutType, Shim, ShimSpec, names};
+use crate::engine::status::merge_patch;
 use crate::tui::target::Target;
 
 /// Approve batch `batch` of `shim`.
@@ -149,21 +151,31 @@ fn rolling_section<'s>(
     }))
 }
 
-/// A merge patch writing a Shim's spec as changed, guarded by the resourceVersion it was read at: the fields the
-/// change left alone are written as they were read, so they stay, and only the changed ones change.
+/// A merge patch taking a Shim's spec from what was read to `spec`, guarded by the resourceVersion it was read at.
+/// Both sides are the typed spec serialised, so a field the change turns to its default (`paused: false`, which the
+/// spec leaves out) is cleared, and fields the typed spec does not know are left alone.
 #[derive(Debug, Serialize)]
-struct SpecPatch<'s> {
+struct SpecPatch {
     metadata: ObjectMeta,
-    spec: &'s ShimSpec,
+    spec: Value,
 }
 
 async fn write_spec(api: &Api<Shim>, current: &Shim, spec: &ShimSpec) -> Result<(), Attempt> {
+    let (Ok(before), Ok(after)) = (
+        serde_json::to_value(&current.spec),
+        serde_json::to_value(spec),
+    ) else {
+        return Err(Attempt::Failed(WriteError::local(format!(
+            "the spec of Shim {} cannot be written as JSON",
+            current.name_any()
+        ))));
+    };
     let patch = SpecPatch {
         metadata: ObjectMeta {
             resource_version: current.metadata.resource_version.clone(),
             ..ObjectMeta::default()
         },
-        spec,
+        spec: merge_patch(&before, &after),
     };
     api.patch(&current.name_any(), &params(), &Patch::Merge(&patch))
         .await
