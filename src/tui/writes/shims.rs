@@ -142,7 +142,7 @@ fn rolling_section<'s>(
             "{target} is not rolled out in batches (rolloutStrategy.type is not rolling)"
         ))));
     }
-    Ok(strategy.rolling.get_or_insert_with(|| RollingUpdate {
+    Ok(strategy.rolling.get_or_insert(RollingUpdate {
         max_update: IntOrString::Int(1),
         approval: None,
         approved_batch: None,
