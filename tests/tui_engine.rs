@@ -308,7 +308,7 @@ fn lease_with_activity(holder: &str, window: u64, families: serde_json::Value) -
         .annotations
         .get_or_insert_with(Default::default)
         .insert(
-            kmm_tui::engine::metrics::activity::ACTIVITY_ANNOTATION.to_owned(),
+            kmm_tui::api::lease::ACTIVITY_ANNOTATION.to_owned(),
             activity,
         );
     Arc::new(lease)

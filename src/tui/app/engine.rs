@@ -150,10 +150,8 @@ impl App {
         let requested = lease
             .as_ref()
             .and_then(|l| l.metadata.annotations.as_ref())
-            .and_then(|a| a.get(crate::engine::leader::handoff::HANDOFF_ANNOTATION))
-            .filter(|t| {
-                !t.trim().is_empty() && t.as_str() != crate::engine::leader::handoff::ANYONE
-            })
+            .and_then(|a| a.get(crate::api::lease::HANDOFF_ANNOTATION))
+            .filter(|t| !t.trim().is_empty() && t.as_str() != crate::api::lease::ANYONE)
             .cloned();
         let holder = self.data.engine_holder(now).map(str::to_owned);
         for identity in holder.iter().chain(requested.iter()) {

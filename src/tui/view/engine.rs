@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::Lease;
 
+use crate::api::lease::{ANYONE, HANDOFF_ANNOTATION};
 use crate::engine::Family;
-use crate::engine::leader::handoff::{ANYONE, HANDOFF_ANNOTATION};
 use crate::engine::metrics::activity::Activity;
 use crate::engine::operators::Upstream;
 
