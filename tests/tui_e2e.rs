@@ -247,8 +247,8 @@ async fn nodes_holding(client: &kube::Client) -> Result<Vec<String>, String> {
 
 #[test]
 fn repull_from_the_coverage_matrix_fills_a_missing_cell() {
+    use kmm_tui::api::imagecache::names::{NODE_LABEL, OPERATION_LABEL};
     use kmm_tui::api::imagecache::{ImageCache, PURGE_ANNOTATION};
-    use kmm_tui::engine::imagecache::{NODE_LABEL, OPERATION_LABEL};
 
     if skip() {
         return;

@@ -9,6 +9,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod names;
+
 /// API group of the ImageCache kind.
 pub const GROUP: &str = "kubefledged.io";
 

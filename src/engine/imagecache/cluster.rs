@@ -8,7 +8,6 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::pods;
 use crate::api::errors::{is_conflict, is_not_found};
 use crate::api::imagecache::{ImageCache, ImageCacheStatus, PURGE_REASON, REFRESH_ANNOTATION};
 use crate::engine::context::{Context, Error, KubeResultExt, patch_params, post_params};
@@ -54,7 +53,7 @@ impl CacheApi {
     pub async fn every_cache_pod(&self) -> Result<Vec<Pod>, Error> {
         Ok(self
             .every_pod
-            .list(&ListParams::default().labels(pods::SELECTOR))
+            .list(&ListParams::default().labels(crate::api::imagecache::names::SELECTOR))
             .await
             .doing(|| format!("listing image cache pods for {}", self.cache()))?
             .items)

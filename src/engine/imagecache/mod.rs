@@ -54,10 +54,7 @@ use super::stopping;
 use crate::api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
-pub use self::pods::{
-    ATTEMPT_ANNOTATION, CACHE_LABEL, IMAGE_ANNOTATION, IMAGE_HASH_LABEL, LAST_FAILURE_ANNOTATION,
-    NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
-};
+pub use self::pods::image_hash;
 pub use self::reference::canonical;
 
 /// What the cache reconciler reads besides the cache.
@@ -116,7 +113,7 @@ pub fn run(
         let passes = controller
             .owns(
                 Api::<Pod>::all(client),
-                watcher::Config::default().labels(pods::SELECTOR),
+                watcher::Config::default().labels(crate::api::imagecache::names::SELECTOR),
             )
             .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
                 store

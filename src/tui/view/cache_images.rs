@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::imagecache::ImageCache;
-use crate::engine::imagecache::{
-    CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL, canonical,
+use crate::api::imagecache::names::{
+    CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL,
 };
+use crate::engine::imagecache::canonical;
 use crate::engine::nodes;
 
 /// The node label kube-fledged pins puller pods with.

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
+use kmm_tui::api::imagecache::names as cache_names;
 use kmm_tui::api::kmm::labels;
-use kmm_tui::engine::imagecache;
 
 use super::Violations;
 
@@ -73,7 +73,7 @@ impl Pods {
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(imagecache::ATTEMPT_ANNOTATION));
+                .and_then(|a| a.get(cache_names::ATTEMPT_ANNOTATION));
             if attempt.is_some_and(|a| a != "1") {
                 *self.seen.entry("cache puller retrying").or_default() += 1;
             }
@@ -235,12 +235,12 @@ fn purpose(pod: &Pod) -> Option<(&'static str, String, Option<String>)> {
         ));
     }
     if let (Some(cache), Some(image_hash)) = (
-        labels.get(imagecache::CACHE_LABEL),
-        labels.get(imagecache::IMAGE_HASH_LABEL),
+        labels.get(cache_names::CACHE_LABEL),
+        labels.get(cache_names::IMAGE_HASH_LABEL),
     ) {
-        let node = labels.get(imagecache::NODE_LABEL).cloned().or(node)?;
+        let node = labels.get(cache_names::NODE_LABEL).cloned().or(node)?;
         // Pulls and refreshes are one purpose (having the image); deleting it is another.
-        let work = match labels.get(imagecache::OPERATION_LABEL).map(String::as_str) {
+        let work = match labels.get(cache_names::OPERATION_LABEL).map(String::as_str) {
             Some("delete") => "delete",
             _ => "pull",
         };
