@@ -10,13 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::Pod;
 use kmm_tui::api::imagecache::names as cache_names;
 use kmm_tui::api::kmm::labels;
+use kmm_tui::api::shim::names as shim_names;
 
 use super::Violations;
-
-/// Installer pod labels and annotation, as runtime-class-manager spells them.
-const SHIM_LABEL: &str = "spinkube.dev/shimName";
-const OPERATION_LABEL: &str = "spinkube.dev/operation";
-const NODE_ANNOTATION: &str = "spinkube.dev/nodeName";
 
 /// What a live pod is for.
 #[derive(Clone, Debug)]
@@ -226,8 +222,11 @@ fn purpose(pod: &Pod) -> Option<(&'static str, String, Option<String>)> {
             None,
         ));
     }
-    if let (Some(shim), Some(operation)) = (labels.get(SHIM_LABEL), labels.get(OPERATION_LABEL)) {
-        let node = annotations.get(NODE_ANNOTATION).cloned().or(node)?;
+    if let (Some(shim), Some(operation)) = (
+        labels.get(shim_names::SHIM_NAME),
+        labels.get(shim_names::OPERATION),
+    ) {
+        let node = annotations.get(shim_names::NODE_NAME).cloned().or(node)?;
         return Some((
             "installer",
             format!("{operation} of Shim {shim} on {node}"),
