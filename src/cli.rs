@@ -1,7 +1,7 @@
 //! The command line: every subcommand and option, as clap parses them; what each command does is in `main.rs`.
 
 use clap::{Args, Parser, Subcommand};
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_engine::{Family, LeaseConfig};
 use kmm_tui::controller::{ControllerArgs, EngineArgs, ImageArgs, parse_duration};
 use kmm_tui::tui::app::EngineMode;
@@ -236,7 +236,7 @@ pub(crate) struct InstallArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
     pub(crate) families: Vec<Family>,
     /// Seconds a leader's Lease holds without renewal: how long the standby waits after the leader dies.
-    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE_DURATION.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) lease_duration: u64,
     /// Controller pods: one acts, the others stand by.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]

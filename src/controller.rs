@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use futures::FutureExt;
+use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_cluster::sim::{OwnImage, OwnImagePrograms, Program};
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,7 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "ID")]
     pub identity: Option<String>,
     /// Seconds a leader's Lease holds without renewal: how long a standby waits after the leader dies.
-    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE_DURATION.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_duration: u64,
     #[command(flatten)]
     pub images: ImageArgs,

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use kmm_api::lease::DEFAULT_LEASE_DURATION;
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::endpoint::{self, Reported};
 use kmm_engine::health::{self, Health};
 use kmm_engine::leader::Candidacy;
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_engine::rbac::EngineRbac;
 use kmm_engine::{EngineConfig, Family, LeaseConfig};
 use kmm_tui::tui::console::{self};
@@ -27,9 +27,6 @@ use kmm_tui::controller::ControllerArgs;
 
 /// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
 const EMBEDDED_IDENTITY: &str = "embedded";
-
-/// Lease duration of the engine `serve --with-engine` runs.
-const EMBEDDED_LEASE_DURATION: Duration = Duration::from_secs(15);
 
 /// How long `controller` waits for the cluster to answer before giving up.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
@@ -186,7 +183,7 @@ async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
     let mut options = args.placement.options(
         kmm_tui::install::default_image(),
         Family::ALL.to_vec(),
-        Duration::from_secs(15),
+        DEFAULT_LEASE_DURATION,
         1,
     );
     let mut client = None;
@@ -285,12 +282,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The engine stops (and releases its Lease) before the cluster it talks to goes away.
     let engine = if args.with_engine {
         println!("kmm-tui: engine running in-process as {EMBEDDED_IDENTITY}");
-        let lease = LeaseConfig::new(
-            DEFAULT_LEASE_NAMESPACE,
-            DEFAULT_LEASE_NAME,
-            EMBEDDED_IDENTITY,
-            EMBEDDED_LEASE_DURATION,
-        );
+        let lease = LeaseConfig::with_defaults(EMBEDDED_IDENTITY);
         let limit = lease.shutdown_limit() + SHUTDOWN_GRACE;
         let config = EngineConfig {
             images: args.images.pod_images(),

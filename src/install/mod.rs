@@ -269,22 +269,15 @@ fn deployment(options: &InstallOptions) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-    use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+    use kmm_api::lease::DEFAULT_LEASE_NAMESPACE;
 
     fn options(namespace: &str) -> InstallOptions {
         InstallOptions {
             namespace: namespace.to_owned(),
             image: default_image(),
             families: Family::ALL.to_vec(),
-            lease: LeaseConfig::new(
-                DEFAULT_LEASE_NAMESPACE,
-                DEFAULT_LEASE_NAME,
-                "unused",
-                Duration::from_secs(15),
-            ),
+            lease: LeaseConfig::with_defaults("unused"),
             replicas: 2,
             service_monitor: false,
         }

@@ -118,15 +118,12 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     let engine = (connection.session.engine == EngineMode::Foreground).then(|| {
         let config = EngineConfig {
             images: options.images.clone(),
-            lease: LeaseConfig::new(
-                kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
-                kmm_engine::leader::DEFAULT_LEASE_NAME,
+            lease: LeaseConfig::with_defaults(
                 connection
                     .session
                     .engine_identity
                     .clone()
                     .unwrap_or_else(console_identity),
-                CONSOLE_LEASE_DURATION,
             ),
             settings: options.settings.clone(),
         };
@@ -341,9 +338,6 @@ fn console_identity() -> String {
     format!("{CONSOLE_PREFIX}{}", std::process::id())
 }
 
-/// How long the console's engine holds the Lease without renewing it.
-const CONSOLE_LEASE_DURATION: std::time::Duration = std::time::Duration::from_secs(15);
-
 /// Carry out a confirmed move of the engine. Hand-off: the engine stands aside (it finishes its work and releases
 /// the Lease), and one lease duration later the UI checks that someone took it. Take-over: the engine competes
 /// again and, when someone else holds the Lease, it is asked to hand it over.
@@ -359,7 +353,7 @@ fn move_engine(
             participate.set(Participation::StandAside);
             let sender = sender.clone();
             tokio::spawn(async move {
-                tokio::time::sleep(CONSOLE_LEASE_DURATION).await;
+                tokio::time::sleep(kmm_api::lease::DEFAULT_LEASE_DURATION).await;
                 let _ = sender.send(Action::Engine(EngineEvent::HandoffDeadline));
             });
         }
@@ -376,8 +370,8 @@ fn move_engine(
                 tokio::spawn(async move {
                     let asked = request_handoff(
                         client,
-                        kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
-                        kmm_engine::leader::DEFAULT_LEASE_NAME,
+                        kmm_api::lease::DEFAULT_LEASE_NAMESPACE,
+                        kmm_api::lease::DEFAULT_LEASE_NAME,
                         Some(&own),
                         writes::FIELD_MANAGER,
                     )

@@ -20,13 +20,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, EngineEvent};
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
-use kmm_api::shim::Shim;
-use kmm_engine::labels;
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::shim::{Shim, names};
 
 /// The longest a change waits before its list is sent: changes within this window go out together.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -93,7 +92,7 @@ pub fn start(
             labels::IMAGE_OWNER,
             labels::RESOURCE_TYPE,
             labels::WORKER_ACTION,
-            INSTALLER_SHIM_LABEL,
+            names::SHIM_NAME,
         ]
         .into_iter()
         .chain([PULLER_SELECTOR])

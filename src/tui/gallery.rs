@@ -110,12 +110,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         cluster.client(),
         EngineConfig {
             images: PodImages::default(),
-            lease: LeaseConfig::new(
-                kmm_engine::leader::DEFAULT_LEASE_NAMESPACE,
-                kmm_engine::leader::DEFAULT_LEASE_NAME,
-                identity.clone(),
-                Duration::from_secs(15),
-            ),
+            lease: LeaseConfig::with_defaults(identity.clone()),
             settings: kmm_engine::Settings::default(),
         },
         cancel.clone(),

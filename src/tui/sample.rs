@@ -20,7 +20,9 @@ pub mod fleet;
 pub mod preflight;
 
 use crate::tui::data::{ClusterData, KindSnapshot};
-use kmm_engine::{kernel, labels};
+use kmm_api::kmm::labels;
+use kmm_engine::kernel;
+use kmm_engine::object_names;
 
 /// The kernels of the sample's nodes: two with a mapping in every Module, one with none.
 const KERNELS: [(&str, &str); 3] = [
@@ -341,7 +343,7 @@ fn image_story(
         seconds,
     ));
     if story == Story::Building && images.contains(&1) {
-        let pod_name = labels::build_pod_name(name, &kernel::dns_safe(KERNELS[1].0));
+        let pod_name = object_names::build_pod_name(name, &kernel::dns_safe(KERNELS[1].0));
         lists.events.push(event(
             "Pod",
             Some(namespace),
@@ -448,8 +450,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
 pub fn engine_lease(holder: &str) -> Arc<k8s_openapi::api::coordination::v1::Lease> {
     object(json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": kmm_engine::leader::DEFAULT_LEASE_NAME,
-                     "namespace": kmm_engine::leader::DEFAULT_LEASE_NAMESPACE},
+        "metadata": {"name": kmm_api::lease::DEFAULT_LEASE_NAME,
+                     "namespace": kmm_api::lease::DEFAULT_LEASE_NAMESPACE},
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": now().to_string()},
     }))
 }
@@ -531,7 +533,7 @@ fn worker_pod(
 ) -> Arc<k8s_openapi::api::core::v1::Pod> {
     object(json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": labels::worker_pod_name(node, module), "namespace": namespace,
+        "metadata": {"name": object_names::worker_pod_name(node, module), "namespace": namespace,
             "creationTimestamp": ago(30),
             "labels": {labels::MODULE_NAME: module, labels::WORKER_ACTION: action}},
         "spec": {"nodeName": node, "containers": [{"name": "worker", "image": "quay.io/kmm/worker:v2"}]},

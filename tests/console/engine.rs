@@ -270,10 +270,7 @@ fn lease_with_activity(holder: &str, window: u64, families: serde_json::Value) -
         .metadata
         .annotations
         .get_or_insert_with(Default::default)
-        .insert(
-            kmm_engine::metrics::activity::ACTIVITY_ANNOTATION.to_owned(),
-            activity,
-        );
+        .insert(kmm_api::lease::ACTIVITY_ANNOTATION.to_owned(), activity);
     Arc::new(lease)
 }
 

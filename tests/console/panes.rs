@@ -157,12 +157,12 @@ fn with_device_plugin(size: (u16, u16)) -> App {
             .labels
             .get_or_insert_with(Default::default);
         labels.insert(
-            kmm_engine::labels::device_plugin_target_label(&namespace, &name),
+            kmm_api::kmm::labels::device_plugin_target_label(&namespace, &name),
             String::new(),
         );
         if targets > 0 {
             labels.insert(
-                kmm_engine::labels::device_plugin_ready_label(&namespace, &name),
+                kmm_api::kmm::labels::device_plugin_ready_label(&namespace, &name),
                 String::new(),
             );
         }

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
 use kmm_api::shim::Shim;
+use kmm_api::shim::names::SHIM_NAME as INSTALLER_SHIM_LABEL;
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::data::Kind;
 use kmm_tui::tui::target::Target;
-use kmm_tui::tui::view::shims::INSTALLER_SHIM_LABEL;
 use kmm_tui::tui::writes::{self, WriteError, WriteRequest};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};

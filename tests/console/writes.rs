@@ -10,12 +10,13 @@ use crossterm::event::{KeyCode, KeyModifiers};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     ImageState, Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation,
 };
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_engine::{Context, PodImages, labels, mic};
+use kmm_engine::{self, Context, PodImages, mic};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, Severity};

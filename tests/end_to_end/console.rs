@@ -203,8 +203,8 @@ async fn nodes_holding(client: &kube::Client) -> Result<Vec<String>, String> {
 
 #[test]
 fn repull_from_the_coverage_matrix_fills_a_missing_cell() {
+    use kmm_api::imagecache::names::{NODE_LABEL, OPERATION_LABEL};
     use kmm_api::imagecache::{ImageCache, PURGE_ANNOTATION};
-    use kmm_engine::imagecache::{NODE_LABEL, OPERATION_LABEL};
 
     if skip("the console end-to-end test") {
         return;

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use crate::serve_process::ServeProcess;
 use k8s_openapi::api::coordination::v1::Lease;
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::LeaseConfig;
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, run_as_leader};
+use kmm_engine::leader::run_as_leader;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

@@ -12,9 +12,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_engine::rbac::ENGINE_ACCOUNT;
-use kmm_engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
+use kmm_engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
@@ -23,9 +23,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use kmm_api::kmm::Module;
+use kmm_api::kmm::labels;
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_engine::labels;
 use kmm_testing::{eventually, wait_for};
 
 /// The lease duration installed: short, so the hand-over is quick.

@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use crate::kmm::{Build, Sign};
 
+pub mod node_update;
+pub mod reasons;
+
 /// Label a user puts on a MachineConfig to hand its `osImageURL` to kmm-tui.
 pub const KMM_MANAGED_LABEL: &str = "machineconfiguration.openshift.io/kmm-managed";
 

@@ -9,6 +9,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod names;
+
 /// API group of the ImageCache kind.
 pub const GROUP: &str = "kubefledged.io";
 
@@ -24,6 +26,10 @@ pub const PURGE_ANNOTATION: &str = "kubefledged.io/purge-imagecache";
 /// image on that node) or `<image>` (that image on every node the cache puts it on). Removed once done. A digest
 /// reference (`repo@sha256:…`) is told from `image@node` by the colon after its last `@`.
 pub const REPULL_ANNOTATION: &str = "kmm-tui.io/repull";
+
+/// The operation recorded in `status.reason` once a purge has run (as kube-fledged records it); the cache then
+/// stays purged, and the console shows it so.
+pub const PURGE_REASON: &str = "ImageCachePurge";
 
 /// Lists of images and the nodes to cache each list on.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -9,6 +9,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod names;
+pub mod reasons;
+
 /// API group of the Shim kind.
 pub const GROUP: &str = "runtime.spinkube.dev";
 
@@ -161,6 +164,24 @@ pub struct RollingUpdate {
     pub max_failures: Option<i32>,
 }
 
+impl RollingUpdate {
+    /// Whether each batch waits for a person.
+    pub fn is_manual(&self) -> bool {
+        self.approval == Some(Approval::Manual)
+    }
+
+    /// The first batch no person has approved yet: the one after `approvedBatch`.
+    pub fn next_unapproved(&self) -> i32 {
+        self.approved_batch.unwrap_or(0).max(0).saturating_add(1)
+    }
+
+    /// Whether batch `batch` (from 1) may start: every batch of an automatic rollout, and the batches up to
+    /// `approvedBatch` of a manual one. The engine starts batches by it; the console names the batch it waits for.
+    pub fn approves(&self, batch: i32) -> bool {
+        !self.is_manual() || batch < self.next_unapproved()
+    }
+}
+
 /// Who starts each batch of a rolling rollout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Approval {
@@ -169,6 +190,21 @@ pub enum Approval {
     Automatic,
     /// A person approves each batch by raising `approvedBatch`.
     Manual,
+}
+
+impl Shim {
+    /// The batch of a manual rollout that waits for a person's approval, as the status reports it: never one
+    /// already approved (an approval the status does not answer yet has moved the wait on), and none once every
+    /// batch is approved.
+    pub fn awaiting_batch(&self) -> Option<i32> {
+        let rollout = self.status.as_ref()?.rollout.as_ref()?;
+        if !rollout.awaiting_approval {
+            return None;
+        }
+        let rolling = self.spec.rollout_strategy.rolling.as_ref();
+        let batch = rolling.map_or(rollout.batch, |r| r.next_unapproved().max(rollout.batch));
+        (batch <= rollout.batches).then_some(batch)
+    }
 }
 
 /// Rollout progress of a shim.
@@ -299,4 +335,62 @@ pub struct BatchApproval {
     /// When that write was made, as `managedFields` records it (else when the batch started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_at: Option<Time>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn shim(rolling: Value, rollout: Value) -> Shim {
+        serde_json::from_value(json!({
+            "apiVersion": "runtime.spinkube.dev/v1alpha1", "kind": "Shim",
+            "metadata": {"name": "spin-v2"},
+            "spec": {"fetchStrategy": {"anonHttp": {"location": "https://example.com/s.tar.gz"}},
+                "runtimeClass": {"name": "wasmtime-spin-v2", "handler": "spin-v2"},
+                "rolloutStrategy": {"type": "rolling", "rolling": rolling}},
+            "status": {"nodes": 6, "nodesReady": 3, "rollout": rollout},
+        }))
+        .expect("a Shim")
+    }
+
+    fn rolling(value: Value) -> RollingUpdate {
+        serde_json::from_value(value).expect("a rolling section")
+    }
+
+    #[test]
+    fn a_manual_rollout_starts_the_batches_approved_and_an_automatic_one_every_batch() {
+        let manual = rolling(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2}));
+        assert!(manual.approves(1) && manual.approves(2));
+        assert!(!manual.approves(3));
+        assert_eq!(manual.next_unapproved(), 3);
+        let unapproved = rolling(json!({"maxUpdate": 2, "approval": "Manual"}));
+        assert!(!unapproved.approves(1));
+        assert_eq!(unapproved.next_unapproved(), 1);
+        let automatic = rolling(json!({"maxUpdate": 2}));
+        assert!(automatic.approves(5));
+    }
+
+    #[test]
+    fn the_awaited_batch_is_the_reported_one_unless_an_approval_moved_past_it() {
+        let waiting = json!({"batch": 3, "batches": 3, "awaitingApproval": true});
+        let approved_two = json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2});
+        assert_eq!(
+            shim(approved_two.clone(), waiting.clone()).awaiting_batch(),
+            Some(3)
+        );
+        // The status still says batch 2 waits, but batch 2 was approved since: batch 3 is next.
+        let stale = json!({"batch": 2, "batches": 3, "awaitingApproval": true});
+        assert_eq!(shim(approved_two.clone(), stale).awaiting_batch(), Some(3));
+        let running = json!({"batch": 3, "batches": 3});
+        assert_eq!(shim(approved_two, running).awaiting_batch(), None);
+    }
+
+    #[test]
+    fn nothing_waits_once_the_last_batch_is_approved() {
+        let all_approved = json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 3});
+        let waiting = json!({"batch": 3, "batches": 3, "awaitingApproval": true});
+        assert_eq!(shim(all_approved, waiting).awaiting_batch(), None);
+    }
 }

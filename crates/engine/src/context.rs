@@ -12,6 +12,7 @@ use super::backoff::Failure;
 use super::events::{Record, Recorder};
 use super::failures::{Failures, ObjectKey};
 use super::metrics::{EngineMetrics, Listed, Meter};
+use kmm_api::errors::is_conflict;
 use kube::runtime::reflector::Store;
 
 /// Images of the pods the engine creates. The defaults are the upstream projects' published images, so the engine
@@ -341,16 +342,6 @@ impl<T> KubeResultExt<T> for Result<T, kube::Error> {
             source,
         })
     }
-}
-
-/// Whether a kube error is the API's 404.
-pub fn is_not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
-}
-
-/// Whether a kube error is the API's 409 `AlreadyExists` or `Conflict`.
-pub fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
 /// The error policy every reconciler uses: retry after the object's next backoff step (fast for a lost race), and

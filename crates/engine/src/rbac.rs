@@ -350,7 +350,7 @@ fn yaml_document<T: Serialize>(object: &T) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use kmm_api::lease::DEFAULT_LEASE_DURATION;
 
     use super::*;
 
@@ -492,12 +492,7 @@ mod tests {
 
     #[test]
     fn an_engine_running_only_shims_is_granted_the_shim_calls_and_nothing_of_kmm() {
-        let lease = LeaseConfig::new(
-            "engine-system",
-            "engine-lease",
-            "a",
-            Duration::from_secs(15),
-        );
+        let lease = LeaseConfig::new("engine-system", "engine-lease", "a", DEFAULT_LEASE_DURATION);
         let rules = EngineRbac::for_families(&lease, &[Family::Shims])
             .cluster_role
             .rules
@@ -521,7 +516,7 @@ mod tests {
             "engine-system",
             "engine-lease",
             "a",
-            Duration::from_secs(15),
+            DEFAULT_LEASE_DURATION,
         ))
     }
 

@@ -36,9 +36,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::labels;
 use super::metrics::EngineMetrics;
 use kmm_api::kmm::NodeModulesConfig;
+use kmm_api::kmm::labels;
 
 /// Changes queued per subscriber before the shared reflector waits for it: a whole initial list of a large cluster
 /// fits, so start-up never stalls on a subscriber that is still setting up.

@@ -140,8 +140,8 @@ impl App {
         let requested = lease
             .as_ref()
             .and_then(|l| l.metadata.annotations.as_ref())
-            .and_then(|a| a.get(kmm_engine::leader::handoff::HANDOFF_ANNOTATION))
-            .filter(|t| !t.trim().is_empty() && t.as_str() != kmm_engine::leader::handoff::ANYONE)
+            .and_then(|a| a.get(kmm_api::lease::HANDOFF_ANNOTATION))
+            .filter(|t| !t.trim().is_empty() && t.as_str() != kmm_api::lease::ANYONE)
             .cloned();
         let holder = self.data.engine_holder(now).map(str::to_owned);
         for identity in holder.iter().chain(requested.iter()) {

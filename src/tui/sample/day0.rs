@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 use super::{KERNELS, ago, event, object, pool};
 use crate::tui::data::{ClusterData, KindSnapshot};
 use kmm_api::day0::KMM_MANAGED_LABEL;
+use kmm_api::kmm::labels;
 use kmm_engine::day0::images::mic_name;
-use kmm_engine::{kernel, labels};
+use kmm_engine::kernel;
+use kmm_engine::object_names;
 
 /// Namespace of every sample ModuleDay0.
 const NAMESPACE: &str = "openshift-kmm";
@@ -93,7 +95,7 @@ pub fn add(data: &mut ClusterData) {
     ];
     let mic = mic_name("99-worker-kmod-os");
     let image = format!("{REPOSITORY}:415.92");
-    let build_pod = labels::build_pod_name(&mic, &kernel::dns_safe(KERNELS[0].0));
+    let build_pod = object_names::build_pod_name(&mic, &kernel::dns_safe(KERNELS[0].0));
     let mut mics = data.mics.clone();
     mics.push(object(json!({
         "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",

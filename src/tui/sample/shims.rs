@@ -10,11 +10,8 @@ use k8s_openapi::api::events::v1::Event;
 use serde_json::{Value, json};
 
 use super::{POOL_LABEL, SampleNode, ago, event, object, pool};
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
 use kmm_api::shim::Shim;
-
-/// The namespace installer pods run in.
-const INSTALLER_NAMESPACE: &str = "kube-system";
+use kmm_api::shim::names::{self, INSTALLER_NAMESPACE};
 
 /// The sample's Shims with their installer pods, their events, and the labels they put on each node (indexed
 /// like `nodes`).
@@ -307,8 +304,8 @@ fn installer_pod(
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("{node}-{shim}-{operation}"), "namespace": INSTALLER_NAMESPACE,
             "creationTimestamp": ago(60),
-            "labels": {INSTALLER_SHIM_LABEL: shim, "spinkube.dev/operation": operation},
-            "annotations": {"shims.kmm-tui.io/batch": batch.to_string()}},
+            "labels": {names::SHIM_NAME: shim, names::OPERATION: operation},
+            "annotations": {names::POD_BATCH: batch.to_string()}},
         "spec": {"nodeName": node,
             "initContainers": [{"name": "downloader", "image": "ghcr.io/spinframework/shim-downloader:latest"}],
             "containers": [{"name": "provisioner", "image": "ghcr.io/spinframework/node-installer:latest",

@@ -7,9 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use kmm_api::imagecache::ImageCache;
-use kmm_engine::imagecache::{
-    CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL, canonical,
-};
+use kmm_api::imagecache::names::{CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL};
+use kmm_engine::imagecache::canonical;
 use kmm_engine::nodes;
 
 /// The node label kube-fledged pins puller pods with.

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::tui::data::ClusterData;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
-use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus};
+use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 use super::cache_images::CacheImages;
 use super::{Health, condition, matches_filter};
@@ -95,7 +95,7 @@ fn judge(cache: &ImageCache, conditions: &[Condition]) -> (&'static str, Health,
     let message = (!status.message.is_empty()).then(|| status.message.clone());
     match status.status {
         ImageCacheActionStatus::Processing => ("Pulling", Health::Progressing, message),
-        ImageCacheActionStatus::Succeeded if status.reason == "ImageCachePurge" => {
+        ImageCacheActionStatus::Succeeded if status.reason == PURGE_REASON => {
             ("Purged", Health::Warning, message)
         }
         ImageCacheActionStatus::Succeeded => ("Complete", Health::Ok, None),

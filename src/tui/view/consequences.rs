@@ -7,13 +7,11 @@ use std::collections::HashSet;
 
 use crate::tui::data::ClusterData;
 use crate::tui::writes::WriteRequest;
+use kmm_api::shim::names::{self, node_batch_annotation};
 use kmm_api::shim::{Shim, ShimNodeState};
 use kmm_engine::day0::images::mic_name;
-use kmm_engine::shim::node_batch_annotation;
 
 use super::cache_detail;
-use super::shim_detail::POD_BATCH;
-use super::shims::INSTALLER_SHIM_LABEL;
 
 /// The names shown before `and N more`.
 const SHOWN: usize = 4;
@@ -168,14 +166,14 @@ fn provisioned_in(data: &ClusterData, name: &str, batch: i32) -> usize {
             pod.metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(INSTALLER_SHIM_LABEL))
+                .and_then(|l| l.get(names::SHIM_NAME))
                 .map(String::as_str)
                 == Some(name)
                 && pod
                     .metadata
                     .annotations
                     .as_ref()
-                    .and_then(|a| a.get(POD_BATCH))
+                    .and_then(|a| a.get(names::POD_BATCH))
                     == Some(&wanted)
         })
         .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())

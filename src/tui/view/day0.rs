@@ -11,10 +11,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::tui::data::ClusterData;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use kmm_api::day0::reasons::LAYERED_IMAGE_KEPT;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use kmm_engine::day0::handover::{MACHINE_CONFIG_LABEL, NAMESPACE};
+use kmm_api::kmm::labels;
+use kmm_engine::day0::handover::NAMESPACE;
 use kmm_engine::day0::pools::{pool_fed_by, pool_for_selector};
-use kmm_engine::day0::report::LAYERED_IMAGE_KEPT;
 
 use super::{Health, condition, matches_filter};
 
@@ -276,7 +277,7 @@ pub fn rows(data: &ClusterData) -> Vec<Day0Row> {
             day0.metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(MACHINE_CONFIG_LABEL))
+                .and_then(|l| l.get(labels::MACHINE_CONFIG))
                 == config.metadata.name.as_ref()
         })
     };

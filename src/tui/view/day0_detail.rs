@@ -9,10 +9,10 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
-use kmm_api::day0::ModuleDay0;
+use kmm_api::day0::{ModuleDay0, node_update, reasons};
+use kmm_api::kmm::labels;
 use kmm_engine::day0::images::{self, ImageStage};
 use kmm_engine::day0::pools;
-use kmm_engine::labels;
 
 use super::day0::{Day0Row, pool_list};
 use super::events::EventRow;
@@ -20,9 +20,6 @@ use super::{Health, age, matches_filter};
 
 /// How many recent events the detail pane lists.
 pub const RECENT_EVENTS: usize = 50;
-
-/// Node annotation in which the Machine Config Operator says how the node's update goes.
-const NODE_UPDATE_STATE: &str = "machineconfiguration.openshift.io/state";
 
 /// One node of the pool: what it runs and what it moves to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,13 +151,13 @@ pub fn detail(
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(NODE_UPDATE_STATE))
+                .and_then(|a| a.get(node_update::STATE))
                 .cloned()
                 .unwrap_or_default();
             let health = match (update.as_str(), &os_image == target_os) {
-                ("Degraded", _) => Health::Error,
+                (node_update::DEGRADED, _) => Health::Error,
                 (_, true) => Health::Ok,
-                ("Working", false) => Health::Progressing,
+                (node_update::WORKING, false) => Health::Progressing,
                 _ => Health::Warning,
             };
             Day0NodeRow {
@@ -230,7 +227,7 @@ fn image_stage(data: &ClusterData, day0: &ModuleDay0, namespace: &str, mic_name:
         .status
         .iter()
         .flat_map(|status| &status.conditions)
-        .any(|condition| condition.reason == "SignFailed");
+        .any(|condition| condition.reason == reasons::SIGN_FAILED);
     let stage = match images::stage(mic, image, generation, sign_failed) {
         ImageStage::Exists => "in the registry".to_owned(),
         ImageStage::Checking(message) => format!("checking: {message}"),

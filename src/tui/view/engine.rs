@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::Lease;
 
+use kmm_api::lease::{ANYONE, HANDOFF_ANNOTATION};
 use kmm_engine::Family;
-use kmm_engine::leader::handoff::{ANYONE, HANDOFF_ANNOTATION};
 use kmm_engine::metrics::activity::Activity;
 use kmm_engine::operators::Upstream;
 

@@ -5,7 +5,8 @@ use std::collections::HashSet;
 use k8s_openapi::api::events::v1::Event;
 
 use crate::tui::data::{ClusterData, event_time};
-use kmm_engine::labels;
+use kmm_api::kmm::labels;
+use kmm_engine::object_names;
 
 use super::{Health, age, matches_filter};
 
@@ -100,9 +101,9 @@ pub fn rows_about_module(
         .filter_map(|pod| pod.metadata.name.as_deref())
         .collect();
     let pod_prefixes = [
-        labels::pull_pod_generate_name(name),
-        labels::build_pod_name(name, ""),
-        labels::sign_pod_name(name, ""),
+        object_names::pull_pod_generate_name(name),
+        object_names::build_pod_name(name, ""),
+        object_names::sign_pod_name(name, ""),
     ];
     let worker_suffix = format!("-{name}");
     let mention = format!("Module {namespace}/{name} ");

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::tui::data::ClusterData;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleImagesConfig};
-use kmm_engine::{kernel, labels};
+use kmm_engine::kernel;
 
 use super::{Health, age, matches_filter};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 
 use crate::tui::data::ClusterData;
-use kmm_api::kmm::NodeModulesConfig;
+use kmm_api::kmm::{NodeModulesConfig, labels};
 use kmm_engine::{kernel, nodes};
 
 use super::cache_images::CacheImages;
@@ -90,13 +90,13 @@ impl NodeRow {
                 .iter()
                 .flatten()
                 .filter(|(key, _)| {
-                    key.starts_with("kmm.node.kubernetes.io/") && key.ends_with(suffix)
+                    key.starts_with(labels::NODE_LABEL_PREFIX) && key.ends_with(suffix)
                 })
                 .count()
         };
         NodeRow {
-            plugins_target: plugin_labels(".device-plugin-target"),
-            plugins_ready: plugin_labels(".device-plugin-ready"),
+            plugins_target: plugin_labels(labels::DEVICE_PLUGIN_TARGET_SUFFIX),
+            plugins_ready: plugin_labels(labels::DEVICE_PLUGIN_READY_SUFFIX),
             ready,
             caches_wanted,
             caches_complete,

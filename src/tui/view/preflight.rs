@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::tui::data::ClusterData;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, PreflightValidation, VerificationStatus};
-use kmm_engine::{kernel, labels};
+use kmm_engine::kernel;
 
 use super::{Health, matches_filter};
 

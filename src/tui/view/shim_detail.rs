@@ -12,15 +12,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::tui::data::{ClusterData, Kind};
 use crate::tui::target::Target;
+use kmm_api::shim::names::{self, node_batch_annotation};
 use kmm_api::shim::{PlatformArch, PlatformArtifact, Shim, ShimNodeState, ShimNodeStatus};
-use kmm_engine::shim::node_batch_annotation;
 
 use super::events::EventRow;
-use super::shims::{INSTALLER_SHIM_LABEL, ShimRow};
+use super::shims::ShimRow;
 use super::{Health, age, matches_filter};
-
-/// The annotation where an installer pod records the batch it belongs to.
-pub const POD_BATCH: &str = "shims.kmm-tui.io/batch";
 
 /// How many recent events the detail pane lists.
 pub const RECENT_EVENTS: usize = 50;
@@ -185,7 +182,7 @@ fn installer_pods<'a>(data: &'a ClusterData, name: &str) -> HashMap<&'a str, &'a
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(INSTALLER_SHIM_LABEL))
+            .and_then(|l| l.get(names::SHIM_NAME))
             .is_some_and(|shim| shim == name);
         let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
             continue;
@@ -258,7 +255,7 @@ fn node_row(
         // node itself the batch that provisioned it.
         batch: status
             .and_then(|s| s.batch)
-            .or_else(|| annotation(pod.map(|p| &p.metadata), POD_BATCH))
+            .or_else(|| annotation(pod.map(|p| &p.metadata), names::POD_BATCH))
             .or_else(|| {
                 annotation(
                     Some(&node.metadata),
@@ -310,7 +307,7 @@ fn pod_summary(pod: &Pod) -> Option<String> {
         .metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get("spinkube.dev/operation"))
+        .and_then(|l| l.get(names::OPERATION))
         .map_or("installer", String::as_str);
     Some(format!(
         "{verb} pod {}",

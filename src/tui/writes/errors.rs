@@ -48,16 +48,6 @@ pub fn from_status(status: &Status, target: &Target) -> WriteError {
     }
 }
 
-/// Whether the API server answered 404.
-pub fn is_not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
-}
-
-/// Whether the API server answered 409: another writer got there first.
-pub fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
 /// The error's causes, innermost last, without the client's own wrapper words ("ServiceError: ...") where there
 /// is something more specific underneath.
 fn inner_causes(error: &kube::Error) -> String {
@@ -198,6 +188,6 @@ mod tests {
             mapped.message
         );
         assert_eq!(mapped.code, None);
-        assert!(!is_not_found(&error) && !is_conflict(&error));
+        assert!(!kmm_api::errors::is_not_found(&error) && !kmm_api::errors::is_conflict(&error));
     }
 }

@@ -19,12 +19,13 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch};
 use serde_json::{Value, json};
 
-use super::errors::is_not_found;
+use super::WriteError;
+use super::params;
 use super::resources::{api_resource, dynamic_api};
 use super::retry::{Attempt, retrying};
-use super::{WriteError, params};
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
+use kmm_api::errors::is_not_found;
 
 /// The CRD whose schema says whether images carry a `generation`.
 const MIC_CRD: &str = "moduleimagesconfigs.kmm.sigs.x-k8s.io";

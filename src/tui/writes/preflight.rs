@@ -14,10 +14,11 @@ use serde_json::json;
 
 use super::FIELD_MANAGER;
 use super::WriteError;
-use super::errors::{from_kube, is_not_found};
+use super::errors::from_kube;
 use super::params;
 use super::retry::{Attempt, retrying};
 use crate::tui::target::Target;
+use kmm_api::errors::is_not_found;
 use kmm_api::kmm::{PreflightValidation, PreflightValidationSpec};
 
 /// Validate every Module against `kernel` through `preflight`, creating it when `create` says it is missing.

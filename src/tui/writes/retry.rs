@@ -5,8 +5,9 @@
 use std::future::Future;
 
 use super::WriteError;
-use super::errors::{from_kube, is_conflict};
+use super::errors::from_kube;
 use crate::tui::target::Target;
+use kmm_api::errors::is_conflict;
 
 /// How many times a write is recomputed after another writer changed the object in between.
 const ATTEMPTS: usize = 5;

@@ -8,43 +8,40 @@
 //!   installer and starts a fresh one.
 //!
 //! Spec writes carry the resourceVersion they were computed from, so a concurrent write answers 409; the Shim is
-//! then read again and the change recomputed, a few times at most.
+//! then read again and the change recomputed, a few times at most. The Shim is read and written through its typed
+//! spec, so a field renamed in the API types is renamed in these writes too.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch};
-use serde_json::{Value, json};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch};
+use kube::{Client, ResourceExt};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::errors::{from_kube, is_not_found};
-use super::resources::dynamic_api;
+use super::WriteError;
+use super::errors::from_kube;
+use super::params;
 use super::retry::{Attempt, retrying};
-use super::{WriteError, params};
 use crate::tui::target::Target;
-use crate::tui::view::shims::INSTALLER_SHIM_LABEL;
+use kmm_api::errors::is_not_found;
+use kmm_api::shim::{RollingUpdate, RolloutType, Shim, ShimSpec, names};
+use kmm_engine::status::merge_patch;
 
 /// Approve batch `batch` of `shim`.
 pub async fn approve(client: &Client, shim: &Target, batch: i32) -> Result<String, WriteError> {
-    let api = &dynamic_api(client, shim);
+    let api = &Api::<Shim>::all(client.clone());
     retrying(shim, move || async move {
         let current = read(api, shim).await?;
-        rolling_section(&current, shim)?;
-        let approved = current
-            .data
-            .pointer("/spec/rolloutStrategy/rolling/approvedBatch")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if approved >= i64::from(batch) {
+        let mut spec = current.spec.clone();
+        let rolling = rolling_section(&mut spec, shim)?;
+        let approved = rolling.approved_batch.unwrap_or(0);
+        if approved >= batch {
             return Ok(format!(
                 "Batch {batch} of {shim} is approved already (approvedBatch {approved})"
             ));
         }
-        let patch = json!({
-            "metadata": {"resourceVersion": current.metadata.resource_version},
-            "spec": {"rolloutStrategy": {"rolling": {"approvedBatch": batch}}},
-        });
-        api.patch(&shim.name, &params(), &Patch::Merge(&patch))
-            .await
-            .map_err(Attempt::from)?;
+        rolling.approved_batch = Some(batch);
+        write_spec(api, &current, &spec).await?;
         Ok(format!(
             "Approved batch {batch} of {shim} (approvedBatch {approved}→{batch})"
         ))
@@ -58,26 +55,17 @@ pub async fn set_paused(
     shim: &Target,
     paused: bool,
 ) -> Result<String, WriteError> {
-    let api = &dynamic_api(client, shim);
+    let api = &Api::<Shim>::all(client.clone());
     retrying(shim, move || async move {
         let current = read(api, shim).await?;
-        rolling_section(&current, shim)?;
-        let now = current
-            .data
-            .pointer("/spec/rolloutStrategy/rolling/paused")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let mut spec = current.spec.clone();
+        let rolling = rolling_section(&mut spec, shim)?;
         let verb = if paused { "Paused" } else { "Resumed" };
-        if now == paused {
+        if rolling.paused == paused {
             return Ok(format!("{shim} is {} already", verb.to_lowercase()));
         }
-        let patch = json!({
-            "metadata": {"resourceVersion": current.metadata.resource_version},
-            "spec": {"rolloutStrategy": {"rolling": {"paused": paused}}},
-        });
-        api.patch(&shim.name, &params(), &Patch::Merge(&patch))
-            .await
-            .map_err(Attempt::from)?;
+        rolling.paused = paused;
+        write_spec(api, &current, &spec).await?;
         Ok(format!("{verb} the rollout of {shim}"))
     })
     .await
@@ -86,7 +74,7 @@ pub async fn set_paused(
 /// Retry the failed installs of `shim` on `nodes` (every failed node when empty).
 pub async fn retry(client: &Client, shim: &Target, nodes: &[String]) -> Result<String, WriteError> {
     let pods: Api<Pod> = Api::all(client.clone());
-    let selector = format!("{INSTALLER_SHIM_LABEL}={}", shim.name);
+    let selector = format!("{}={}", names::SHIM_NAME, shim.name);
     let listed = pods
         .list(&ListParams::default().labels(&selector))
         .await
@@ -139,22 +127,59 @@ pub async fn retry(client: &Client, shim: &Target, nodes: &[String]) -> Result<S
     ))
 }
 
-async fn read(api: &Api<DynamicObject>, shim: &Target) -> Result<DynamicObject, Attempt> {
+async fn read(api: &Api<Shim>, shim: &Target) -> Result<Shim, Attempt> {
     api.get(&shim.name).await.map_err(Attempt::from)
 }
 
-/// The rolling section of the Shim, or a failure saying its rollout has no batches.
-fn rolling_section(shim: &DynamicObject, target: &Target) -> Result<(), Attempt> {
-    let rolling = shim
-        .data
-        .pointer("/spec/rolloutStrategy/type")
-        .and_then(Value::as_str)
-        == Some("rolling");
-    if rolling {
-        Ok(())
-    } else {
-        Err(Attempt::Failed(WriteError::local(format!(
+/// The rolling section of the spec, created empty when a rolling rollout has none yet, or a failure saying the
+/// rollout has no batches.
+fn rolling_section<'s>(
+    spec: &'s mut ShimSpec,
+    target: &Target,
+) -> Result<&'s mut RollingUpdate, Attempt> {
+    let strategy = &mut spec.rollout_strategy;
+    if strategy.type_ != RolloutType::Rolling {
+        return Err(Attempt::Failed(WriteError::local(format!(
             "{target} is not rolled out in batches (rolloutStrategy.type is not rolling)"
-        ))))
+        ))));
     }
+    Ok(strategy.rolling.get_or_insert(RollingUpdate {
+        max_update: IntOrString::Int(1),
+        approval: None,
+        approved_batch: None,
+        paused: false,
+        max_failures: None,
+    }))
+}
+
+/// A merge patch taking a Shim's spec from what was read to `spec`, guarded by the resourceVersion it was read at.
+/// Both sides are the typed spec serialised, so a field the change turns to its default (`paused: false`, which the
+/// spec leaves out) is cleared, and fields the typed spec does not know are left alone.
+#[derive(Debug, Serialize)]
+struct SpecPatch {
+    metadata: ObjectMeta,
+    spec: Value,
+}
+
+async fn write_spec(api: &Api<Shim>, current: &Shim, spec: &ShimSpec) -> Result<(), Attempt> {
+    let (Ok(before), Ok(after)) = (
+        serde_json::to_value(&current.spec),
+        serde_json::to_value(spec),
+    ) else {
+        return Err(Attempt::Failed(WriteError::local(format!(
+            "the spec of Shim {} cannot be written as JSON",
+            current.name_any()
+        ))));
+    };
+    let patch = SpecPatch {
+        metadata: ObjectMeta {
+            resource_version: current.metadata.resource_version.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: merge_patch(&before, &after),
+    };
+    api.patch(&current.name_any(), &params(), &Patch::Merge(&patch))
+        .await
+        .map(drop)
+        .map_err(Attempt::from)
 }

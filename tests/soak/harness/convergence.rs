@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kmm_api::day0::{MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::Module;
+use kmm_api::kmm::labels;
 use kmm_api::shim::Shim;
 use kmm_cluster::sim::SIM_NAMESPACE;
-use kmm_engine::labels;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 

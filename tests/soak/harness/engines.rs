@@ -9,8 +9,8 @@
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_engine::{self, EngineConfig, LeaseConfig, PodImages, Settings};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kmm_api::day0::{MachineConfigPool, ModuleDay0};
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_cluster::sim::SIM_NAMESPACE;
 use kmm_cluster::sim::inject::FAULTS_CONFIG_MAP;
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -399,7 +399,7 @@ impl Chaos {
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get("machineconfiguration.openshift.io/state"))
+            .and_then(|a| a.get(kmm_api::day0::node_update::STATE))
             .cloned();
         if state.as_deref().is_some_and(|s| s != "Done") {
             return Err(format!("{node} is being updated"));

@@ -222,7 +222,7 @@ fn exponential(rng: &mut ChaCha8Rng, mean: Duration) -> Duration {
 /// after a failure ([`imagecache::backoff`] from `first_retry`).
 async fn pending_cache_backoff(client: &kube::Client, first_retry: Duration) -> Duration {
     let Ok(pods) = Api::<Pod>::all(client.clone())
-        .list(&ListParams::default().labels(imagecache::SELECTOR))
+        .list(&ListParams::default().labels(kmm_api::imagecache::names::SELECTOR))
         .await
     else {
         return Duration::ZERO;
@@ -236,7 +236,7 @@ async fn pending_cache_backoff(client: &kube::Client, first_retry: Duration) -> 
                 .metadata
                 .annotations
                 .as_ref()?
-                .get(imagecache::ATTEMPT_ANNOTATION)?
+                .get(kmm_api::imagecache::names::ATTEMPT_ANNOTATION)?
                 .parse()
                 .ok()?;
             let created = pod.metadata.creation_timestamp.as_ref()?.0;

@@ -2,6 +2,7 @@
 
 mod common;
 mod images;
+pub mod labels;
 mod module;
 mod node_modules;
 pub mod preflight;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kmm_api::day0::node_update;
 use kmm_api::day0::{ClusterVersion, MachineConfig, MachineConfigPool};
 use kmm_cluster::sim::{mco, scheduler};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -548,9 +549,9 @@ async fn a_new_os_image_reboots_a_pool_one_node_at_a_time() {
             (info.kernel_version.as_str(), info.boot_id.as_str()),
             (OS_415.0, machine.boot_id.as_str())
         );
-        assert_eq!(annotation(&node, mco::CURRENT_CONFIG), target);
-        assert_eq!(annotation(&node, mco::DESIRED_CONFIG), target);
-        assert_eq!(annotation(&node, mco::STATE), mco::DONE);
+        assert_eq!(annotation(&node, node_update::CURRENT_CONFIG), target);
+        assert_eq!(annotation(&node, node_update::DESIRED_CONFIG), target);
+        assert_eq!(annotation(&node, node_update::STATE), node_update::DONE);
         assert_ne!(node.spec.and_then(|s| s.unschedulable), Some(true));
     }
     let master = sim.world.machines.get("master-0").expect("the master");
@@ -648,8 +649,8 @@ async fn an_unknown_os_image_degrades_the_pool_and_stops_the_rollout() {
     assert_eq!(pool_condition(&degraded, "NodeDegraded").0, "True");
     let nodes: Api<Node> = Api::all(client.clone());
     let node = nodes.get("worker-0").await.expect("node");
-    assert_eq!(annotation(&node, mco::STATE), mco::DEGRADED);
-    assert!(annotation(&node, mco::REASON).contains("manifest unknown"));
+    assert_eq!(annotation(&node, node_update::STATE), node_update::DEGRADED);
+    assert!(annotation(&node, node_update::REASON).contains("manifest unknown"));
     assert_eq!(
         sim.world.machines.get("worker-0").expect("machine").boot_id,
         boot,
@@ -660,12 +661,12 @@ async fn an_unknown_os_image_degrades_the_pool_and_stops_the_rollout() {
     tokio::time::sleep(std::time::Duration::from_secs(120)).await;
     for name in ["worker-1", "worker-2"] {
         let node = nodes.get(name).await.expect("node");
-        assert_eq!(annotation(&node, mco::STATE), mco::DONE);
+        assert_eq!(annotation(&node, node_update::STATE), node_update::DONE);
         assert_ne!(
-            annotation(&node, mco::DESIRED_CONFIG),
+            annotation(&node, node_update::DESIRED_CONFIG),
             annotation(
                 &nodes.get("worker-0").await.expect("node"),
-                mco::DESIRED_CONFIG
+                node_update::DESIRED_CONFIG
             )
         );
         assert_ne!(node.spec.and_then(|s| s.unschedulable), Some(true));

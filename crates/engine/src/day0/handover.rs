@@ -17,11 +17,10 @@ use kube::{Resource, ResourceExt};
 use super::pools;
 use super::reconcile::Day0Context;
 use crate::attention;
-use crate::context::{Error, KubeResultExt, is_conflict, is_not_found, post_params};
+use crate::context::{Error, KubeResultExt, post_params};
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0, ModuleDay0Spec, OsMapping};
-
-/// Label on a ModuleDay0 naming the MachineConfig it was created for.
-pub const MACHINE_CONFIG_LABEL: &str = "kmm.node.kubernetes.io/machine-config";
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::kmm::labels;
 
 /// Namespace of the ModuleDay0s created for MachineConfigs: where KMM runs on OpenShift, and where their
 /// Dockerfile ConfigMaps and signing Secrets go.
@@ -127,7 +126,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
             name: Some(name.clone()),
             namespace: Some(NAMESPACE.to_owned()),
             labels: Some(BTreeMap::from([(
-                MACHINE_CONFIG_LABEL.to_owned(),
+                labels::MACHINE_CONFIG.to_owned(),
                 name.clone(),
             )])),
             ..Default::default()
@@ -166,7 +165,7 @@ async fn release(config: &MachineConfig, context: &Day0Context) -> Result<(), Er
     let name = config.name_any();
     let api: Api<ModuleDay0> = Api::all(engine.client.clone());
     let created = api
-        .list(&ListParams::default().labels(&format!("{MACHINE_CONFIG_LABEL}={name}")))
+        .list(&ListParams::default().labels(&format!("{}={name}", labels::MACHINE_CONFIG)))
         .await
         .doing(|| format!("listing the ModuleDay0s of MachineConfig {name}"))?;
     for day0 in created.items {

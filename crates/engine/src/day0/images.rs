@@ -10,10 +10,11 @@ use kube::{Resource, ResourceExt};
 
 use super::target::Target;
 use crate::Context;
-use crate::context::{Error, KubeResultExt, is_not_found};
+use crate::context::{Error, KubeResultExt};
 use crate::mic::{put_mic, read_mic};
 use kmm_api::conditions::READY;
-use kmm_api::day0::ModuleDay0;
+use kmm_api::day0::{ModuleDay0, reasons};
+use kmm_api::errors::is_not_found;
 use kmm_api::kmm::{
     BuildSignAction, BuildSignOutcome, ImagePullPolicy, ImageState, ModuleBuildSignConfig,
     ModuleImageSpec, ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec,
@@ -46,11 +47,6 @@ pub enum ImageStage {
         message: String,
     },
 }
-
-/// Reason: a build pod failed.
-pub const BUILD_FAILED: &str = "BuildFailed";
-/// Reason: a sign pod failed.
-pub const SIGN_FAILED: &str = "SignFailed";
 
 /// Create or update the ModuleImagesConfig asking for `target`'s image (for nodes running `kernel`); returns it as
 /// stored.
@@ -149,9 +145,9 @@ pub fn stage(
         Some(ImageState::NeedsSigning) => ImageStage::Signing(message),
         Some(ImageState::DoesNotExist) => ImageStage::Failed {
             reason: if sign_failed {
-                SIGN_FAILED
+                reasons::SIGN_FAILED
             } else {
-                BUILD_FAILED
+                reasons::BUILD_FAILED
             },
             message,
         },
@@ -225,7 +221,7 @@ mod tests {
         assert!(matches!(
             stage(&failed, "os:1", 3, true),
             ImageStage::Failed {
-                reason: SIGN_FAILED,
+                reason: reasons::SIGN_FAILED,
                 ..
             }
         ));

@@ -130,11 +130,11 @@ pub fn run(
             )
             .watches(
                 Api::<ModuleDay0>::all(client.clone()),
-                config().labels(handover::MACHINE_CONFIG_LABEL),
+                config().labels(kmm_api::kmm::labels::MACHINE_CONFIG),
                 |day0: ModuleDay0| {
                     use kube::ResourceExt;
                     day0.labels()
-                        .get(handover::MACHINE_CONFIG_LABEL)
+                        .get(kmm_api::kmm::labels::MACHINE_CONFIG)
                         .map(|name| ObjectRef::<MachineConfig>::new(name))
                 },
             )

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::images::{self, ImageStage};
 use super::pools;
 use super::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE, Release};
-use super::report::{self, Report};
+use super::report::Report;
 use super::target::{self, Target};
 use crate::Context;
 use crate::attention;
@@ -25,12 +25,8 @@ use kmm_api::day0::{
     ClusterVersion, KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0,
     ModuleDay0Status,
 };
+use kmm_api::day0::{node_update, reasons};
 use kmm_api::kmm::ImageState;
-
-/// Node annotation in which the Machine Config Operator says why a node's update failed.
-const NODE_UPDATE_REASON: &str = "machineconfiguration.openshift.io/reason";
-/// Node annotation with the node's update state.
-const NODE_UPDATE_STATE: &str = "machineconfiguration.openshift.io/state";
 
 /// What the day-0 reconcilers share.
 pub struct Day0Context {
@@ -108,7 +104,7 @@ async fn decide(
     if members.is_empty() {
         images::remove_mic(engine, day0).await?;
         let report = Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!(
                 "pool {pool_name} has no nodes; nothing to move to {}",
                 target.image
@@ -148,7 +144,7 @@ async fn managed(
     let selector = &day0.spec.machine_config_pool_selector;
     let Some(pool) = pools::pool_for_selector(&pools, selector) else {
         return Ok(Err(Report::degraded(
-            report::NO_POOL,
+            reasons::NO_POOL,
             format!(
                 "no MachineConfigPool selects nodes by {}; machineConfigPoolSelector must equal a pool's nodeSelector",
                 describe_selector(selector)
@@ -158,7 +154,7 @@ async fn managed(
     let pool_name = pool.name_any();
     if let Some(first) = first_claim(day0, &context.day0s.state(), &pools, &pool_name) {
         return Ok(Err(Report::degraded(
-            report::DUPLICATE_POOL,
+            reasons::DUPLICATE_POOL,
             format!(
                 "pool {pool_name} is already managed by ModuleDay0 {first}; only one ModuleDay0 may target a pool: \
                  put every module in that one's image and delete this one"
@@ -172,7 +168,7 @@ async fn managed(
         .items;
     let Some(config) = pools::managed_config(pool, &configs, &day0.name_any()) else {
         return Ok(Err(Report::degraded(
-            report::NO_MACHINE_CONFIG,
+            reasons::NO_MACHINE_CONFIG,
             format!(
                 "no MachineConfig labelled {KMM_MANAGED_LABEL}=true feeds pool {pool_name}; label the one whose \
                  osImageURL the pool boots"
@@ -232,13 +228,13 @@ async fn move_to(
                 .await;
             rollout(pool, members, reached, target)
         }
-        ImageStage::Checking(message) => Report::progressing(report::CHECKING_IMAGE, message),
+        ImageStage::Checking(message) => Report::progressing(reasons::CHECKING_IMAGE, message),
         ImageStage::WaitingForImage(message) => Report::progressing(
-            report::WAITING_FOR_IMAGE,
+            reasons::WAITING_FOR_IMAGE,
             format!("{message}; push it or add a build section"),
         ),
-        ImageStage::Building(message) => Report::progressing(report::BUILDING, message),
-        ImageStage::Signing(message) => Report::progressing(report::SIGNING, message),
+        ImageStage::Building(message) => Report::progressing(reasons::BUILDING, message),
+        ImageStage::Signing(message) => Report::progressing(reasons::SIGNING, message),
         ImageStage::Failed { reason, message } => Report::degraded(
             reason,
             format!(
@@ -327,11 +323,14 @@ fn rollout(
     let total = members.len();
     let failed: Vec<String> = members
         .iter()
-        .filter(|n| n.annotations().get(NODE_UPDATE_STATE).map(String::as_str) == Some("Degraded"))
+        .filter(|n| {
+            n.annotations().get(node_update::STATE).map(String::as_str)
+                == Some(node_update::DEGRADED)
+        })
         .map(|n| {
             let why = n
                 .annotations()
-                .get(NODE_UPDATE_REASON)
+                .get(node_update::REASON)
                 .cloned()
                 .unwrap_or_default();
             format!("{}: {why}", n.name_any())
@@ -339,7 +338,7 @@ fn rollout(
         .collect();
     if !failed.is_empty() {
         return Report::degraded(
-            report::POOL_DEGRADED,
+            reasons::POOL_DEGRADED,
             format!(
                 "{} of {total} nodes of pool {pool_name} failed to move to {} ({}); the pool stops rolling until they are fixed",
                 failed.len(),
@@ -350,7 +349,7 @@ fn rollout(
     }
     if total == 0 {
         return Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!("pool {pool_name} has no nodes"),
         );
     }
@@ -359,14 +358,14 @@ fn rollout(
     }
     if pool.spec.paused == Some(true) {
         return Report::progressing(
-            report::WAITING_FOR_POOL,
+            reasons::WAITING_FOR_POOL,
             format!(
                 "pool {pool_name} is paused with {reached} of {total} nodes updated; unpause it to roll the rest"
             ),
         );
     }
     Report::progressing(
-        report::ROLLING,
+        reasons::ROLLING,
         format!(
             "{reached} of {total} nodes updated to {} ({})",
             target.image,
@@ -378,7 +377,7 @@ fn rollout(
 /// The report when every node runs the target's OS.
 fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> Report {
     if let Some(note) = &target.upgrade_not_followed {
-        return Report::available(report::LAYERED_IMAGE_KEPT, note.clone());
+        return Report::available(reasons::LAYERED_IMAGE_KEPT, note.clone());
     }
     let mut message = format!(
         "all {total} nodes of pool {pool} run {}",
@@ -388,7 +387,7 @@ fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> R
         Some(config) => message.push_str(&format!("; MachineConfig {config} left as it is")),
         None => message.push_str(&format!(" from {}", target.image)),
     }
-    Report::available(report::APPLIED, message)
+    Report::available(reasons::APPLIED, message)
 }
 
 /// A selector as `key=value,...`.

@@ -8,8 +8,9 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams};
 
 use super::node_labels::{ready_nodes, set_label};
-use crate::context::{Error, KubeResultExt, is_not_found};
-use crate::labels;
+use crate::context::{Error, KubeResultExt};
+use kmm_api::errors::is_not_found;
+use kmm_api::kmm::labels;
 
 /// The selector of the Module's device plugin DaemonSets and pods.
 pub fn plugin_selector(module: &str) -> String {

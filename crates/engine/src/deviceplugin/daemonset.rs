@@ -13,7 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::{Resource, ResourceExt};
 
 use crate::digest::sha256_hex;
-use crate::labels;
+use crate::object_names;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{CommonContainerSpec, DevicePluginSpec, Module};
 
 /// Where the kubelet keeps the device plugin registration socket, mounted into every plugin.
@@ -164,7 +165,7 @@ pub fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> D
 pub fn new_object(module: &Module, namespace: &str, desired: &Desired) -> DaemonSet {
     DaemonSet {
         metadata: ObjectMeta {
-            name: Some(labels::device_plugin_daemon_set_name(
+            name: Some(object_names::device_plugin_daemon_set_name(
                 &module.name_any(),
                 module_version(module),
             )),

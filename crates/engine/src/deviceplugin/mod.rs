@@ -38,9 +38,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use super::shared::{SharedStore, SharedWatches};
-use super::{Context, labels, module, nodes, stopping};
+use super::{Context, module, nodes, stopping};
 use crate::metrics::Listed;
 use kmm_api::kmm::Module;
+use kmm_api::kmm::labels;
 
 /// What a device plugin pass reads besides the API.
 pub struct DevicePluginContext {

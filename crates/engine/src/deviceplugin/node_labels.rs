@@ -10,9 +10,11 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch};
 use serde_json::json;
 
-use crate::context::{Error, KubeResultExt, is_not_found, patch_params};
-use crate::{labels, nodes};
+use crate::context::{Error, KubeResultExt, patch_params};
+use crate::nodes;
+use kmm_api::errors::is_not_found;
 use kmm_api::kmm::Module;
+use kmm_api::kmm::labels;
 
 /// Whether the device plugin of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint
 /// keeps the Module's pods out (with the pressure taints the engine always tolerates). A cordoned or newly tainted

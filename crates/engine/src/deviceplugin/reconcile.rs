@@ -12,10 +12,10 @@ use serde_json::json;
 use super::daemonset::{self, Desired};
 use super::node_labels::{is_target, keep_label, ready_nodes};
 use super::{DevicePluginContext, cleanup};
-use crate::context::{
-    Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params, retry_on_error,
-};
-use crate::labels;
+use crate::context::{Error, KubeResultExt, patch_params, post_params, retry_on_error};
+use crate::finalizers;
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{DaemonSetCounts, Module};
 
 /// How soon a Module whose plugin is being taken away looks again for its pods to be gone.
@@ -52,11 +52,7 @@ pub async fn reconcile(
         return Ok(Action::await_change());
     };
     // Until the Module reconciler has put its finalizer on, a deletion could outrun the clean-up of node labels.
-    if !module
-        .finalizers()
-        .iter()
-        .any(|f| f == labels::MODULE_FINALIZER)
-    {
+    if !finalizers::has(module.as_ref(), labels::MODULE_FINALIZER) {
         return Ok(Action::await_change());
     }
     context

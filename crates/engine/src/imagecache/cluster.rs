@@ -8,11 +8,9 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::pods;
-use crate::context::{
-    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params,
-};
-use kmm_api::imagecache::{ImageCache, ImageCacheStatus, REFRESH_ANNOTATION};
+use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::imagecache::{ImageCache, ImageCacheStatus, PURGE_REASON, REFRESH_ANNOTATION};
 
 /// The calls about one cache.
 pub struct CacheApi {
@@ -55,7 +53,7 @@ impl CacheApi {
     pub async fn every_cache_pod(&self) -> Result<Vec<Pod>, Error> {
         Ok(self
             .every_pod
-            .list(&ListParams::default().labels(pods::SELECTOR))
+            .list(&ListParams::default().labels(kmm_api::imagecache::names::SELECTOR))
             .await
             .doing(|| format!("listing image cache pods for {}", self.cache()))?
             .items)
@@ -148,11 +146,10 @@ pub async fn refresh_periodically(
                 continue;
             }
         };
-        for cache in list.iter().filter(|c| {
-            c.status
-                .as_ref()
-                .is_none_or(|s| s.reason != super::plan::PURGE_REASON)
-        }) {
+        for cache in list
+            .iter()
+            .filter(|c| c.status.as_ref().is_none_or(|s| s.reason != PURGE_REASON))
+        {
             let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: "periodic"}}});
             let api: Api<ImageCache> = Api::namespaced(
                 context.client.clone(),

@@ -51,13 +51,10 @@ use super::attention;
 use super::context::{Context, Error, retry_on_error};
 use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
-use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus};
+use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
-pub use self::pods::{
-    ATTEMPT_ANNOTATION, CACHE_LABEL, IMAGE_ANNOTATION, IMAGE_HASH_LABEL, LAST_FAILURE_ANNOTATION,
-    NODE_ANNOTATION, NODE_LABEL, OPERATION_LABEL, SELECTOR, image_hash,
-};
+pub use self::pods::image_hash;
 pub use self::reference::canonical;
 
 /// What the cache reconciler reads besides the cache.
@@ -116,7 +113,7 @@ pub fn run(
         let passes = controller
             .owns(
                 Api::<Pod>::all(client),
-                watcher::Config::default().labels(pods::SELECTOR),
+                watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR),
             )
             .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
                 store
@@ -323,7 +320,7 @@ async fn announce(
                 degraded.map_or_else(|| status.message.clone(), |c| c.message.clone()),
             )
         }
-        ImageCacheActionStatus::Succeeded if status.reason == plan::PURGE_REASON => {
+        ImageCacheActionStatus::Succeeded if status.reason == PURGE_REASON => {
             (false, "ImagesDeleted", status.message.clone())
         }
         ImageCacheActionStatus::Succeeded => (false, "ImagesCached", status.message.clone()),

@@ -14,15 +14,13 @@ use super::pods::{Operation, PodView, Verdict};
 use super::reference::{NodeImages, canonical};
 use super::wanted::{self, NodeImages as Pairs};
 use kmm_api::imagecache::{
-    ImageCache, ImageCacheActionStatus, PURGE_ANNOTATION, REFRESH_ANNOTATION, REPULL_ANNOTATION,
+    ImageCache, ImageCacheActionStatus, PURGE_ANNOTATION, PURGE_REASON, REFRESH_ANNOTATION,
+    REPULL_ANNOTATION,
 };
 
 mod outcome;
 
 pub use outcome::{Mode, NewPod, PairState, Plan, RemovalState};
-
-/// The operation recorded in `status.reason` once a purge has run; the cache then stays purged.
-pub const PURGE_REASON: &str = "ImageCachePurge";
 
 /// Bounds on the work in flight and on each pull.
 #[derive(Clone, Copy, Debug)]

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::plan::{Mode, PURGE_REASON, PairState, Plan, RemovalState};
+use super::plan::{Mode, PairState, Plan, RemovalState};
 use crate::status::set_condition;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
+use kmm_api::imagecache::PURGE_REASON;
 use kmm_api::imagecache::{
     ImageCache, ImageCacheActionStatus, ImageCacheStatus, ImageFailure, MAX_FAILURES_PER_IMAGE,
     MAX_LISTED_NODES, NodeImageCoverage, NodeReasonMessage, PURGE_ANNOTATION, REFRESH_ANNOTATION,

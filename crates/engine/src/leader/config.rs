@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+
 /// Which Lease elects the acting engine, and how fast a dead leader is replaced.
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
@@ -33,6 +35,18 @@ impl LeaseConfig {
             lease_duration,
             retry_period: lease_duration / 5,
         }
+    }
+
+    /// The default Lease ([`DEFAULT_LEASE_NAMESPACE`]/[`DEFAULT_LEASE_NAME`], [`DEFAULT_LEASE_DURATION`]) for the
+    /// engine `identity`: the one every engine competes on unless told otherwise, so an engine in the console and
+    /// the controller pods take turns instead of acting side by side.
+    pub fn with_defaults(identity: impl Into<String>) -> Self {
+        Self::new(
+            DEFAULT_LEASE_NAMESPACE,
+            DEFAULT_LEASE_NAME,
+            identity,
+            DEFAULT_LEASE_DURATION,
+        )
     }
 
     /// `namespace/name`, for messages.

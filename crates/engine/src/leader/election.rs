@@ -20,8 +20,9 @@ use super::handoff::{Participation, Yield, requested_yield};
 use super::record::{
     Claim, Observation, assess, claimed, handed, holder_of, now_micro, observe, released, renewed,
 };
-use crate::context::{is_conflict, is_not_found, post_params};
+use crate::context::post_params;
 use crate::metrics::{EngineMetrics, activity};
+use kmm_api::errors::{is_conflict, is_not_found};
 
 /// How a term of leadership ended.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,11 +9,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use tokio::sync::watch;
 
-/// Annotation on the Lease asking its holder to yield: the identity that should hold it next, or [`ANYONE`].
-pub const HANDOFF_ANNOTATION: &str = "kmm-tui.io/handoff-to";
-
-/// Value of [`HANDOFF_ANNOTATION`] asking the holder to release the Lease to whoever claims it first.
-pub const ANYONE: &str = "*";
+use kmm_api::lease::{ANYONE, HANDOFF_ANNOTATION};
 
 /// Whom a holder was asked to yield to.
 #[derive(Clone, Debug, PartialEq, Eq)]

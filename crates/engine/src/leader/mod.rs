@@ -37,12 +37,6 @@ pub use handoff::{Participate, Participation};
 use election::{Election, TermEnd};
 use handoff::Yield;
 
-/// Namespace of the engine's Lease unless configured otherwise: it exists on every cluster.
-pub const DEFAULT_LEASE_NAMESPACE: &str = "kube-system";
-
-/// Name of the engine's Lease unless configured otherwise.
-pub const DEFAULT_LEASE_NAME: &str = "kmm-tui-engine";
-
 /// How a candidate is steered and watched from outside the election: the fence its writes go through, whether it
 /// competes, and the metrics it reports (and publishes on the Lease while it holds it).
 #[derive(Clone, Debug, Default)]

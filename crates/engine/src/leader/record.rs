@@ -375,9 +375,12 @@ mod tests {
     fn handing_on_starts_the_named_holders_term_and_answers_the_request() {
         let mut held = lease(Some("me"), Some(10), "7");
         held.metadata.annotations = Some(
-            [(handoff::HANDOFF_ANNOTATION.to_owned(), "pod-b".to_owned())]
-                .into_iter()
-                .collect(),
+            [(
+                kmm_api::lease::HANDOFF_ANNOTATION.to_owned(),
+                "pod-b".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
         );
         let handed = handed(&held, "pod-b", &config(), time(2_000));
         let spec = handed.spec.as_ref().expect("a spec");
@@ -395,9 +398,12 @@ mod tests {
     fn a_request_naming_us_is_answered_by_renewing_and_others_stay() {
         let mut held = lease(Some("me"), Some(10), "7");
         held.metadata.annotations = Some(
-            [(handoff::HANDOFF_ANNOTATION.to_owned(), "me".to_owned())]
-                .into_iter()
-                .collect(),
+            [(
+                kmm_api::lease::HANDOFF_ANNOTATION.to_owned(),
+                "me".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
         );
         let renewal = renewed(&held, &config(), time(2_000));
         assert!(
@@ -408,9 +414,12 @@ mod tests {
                 .is_some_and(|a| a.is_empty())
         );
         held.metadata.annotations = Some(
-            [(handoff::HANDOFF_ANNOTATION.to_owned(), "pod-b".to_owned())]
-                .into_iter()
-                .collect(),
+            [(
+                kmm_api::lease::HANDOFF_ANNOTATION.to_owned(),
+                "pod-b".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
         );
         let renewal = renewed(&held, &config(), time(2_000));
         assert_eq!(

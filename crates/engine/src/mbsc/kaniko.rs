@@ -10,7 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::context::Error;
-use crate::{kernel, labels, nodes};
+use crate::object_names;
+use crate::{kernel, nodes};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, TlsOptions};
 
 /// Name of the container that builds or signs.
@@ -35,8 +37,8 @@ pub fn action_name(action: BuildSignAction) -> &'static str {
 pub fn pod_name(mbsc: &str, action: BuildSignAction, kernel_version: &str) -> String {
     let kernel = kernel::dns_safe(kernel_version);
     match action {
-        BuildSignAction::BuildImage => labels::build_pod_name(mbsc, &kernel),
-        BuildSignAction::SignImage => labels::sign_pod_name(mbsc, &kernel),
+        BuildSignAction::BuildImage => object_names::build_pod_name(mbsc, &kernel),
+        BuildSignAction::SignImage => object_names::sign_pod_name(mbsc, &kernel),
     }
 }
 

@@ -28,11 +28,11 @@ use tokio_util::sync::CancellationToken;
 
 use self::kaniko::action_name;
 use self::recipe::{Blocked, Template};
-use super::context::{
-    Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params, retry_on_error,
-};
+use super::context::{Context, Error, KubeResultExt, patch_params, retry_on_error};
 use super::stopping;
-use super::{attention, kernel, labels};
+use super::{attention, kernel};
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ModuleBuildSignConfig,
     ModuleBuildSignImage,

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::labels::IMAGE_GENERATION;
+use kmm_api::kmm::labels::IMAGE_GENERATION;
 use kmm_api::kmm::{BuildSignAction, BuildSignImageStatus, BuildSignOutcome};
 
 /// The pod's phase; a pod without one is pending.

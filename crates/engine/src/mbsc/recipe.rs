@@ -9,10 +9,11 @@ use serde_json::{Map, Value};
 use super::build_pod::{self, DOCKERFILE_KEY};
 use super::entry_generation;
 use super::sign_pod::{self, Signing};
-use crate::context::{Context, Error, is_not_found};
+use crate::context::{Context, Error};
 use crate::digest::sha256_hex;
-use crate::labels;
-use crate::labels::IMAGE_GENERATION;
+use kmm_api::errors::is_not_found;
+use kmm_api::kmm::labels;
+use kmm_api::kmm::labels::IMAGE_GENERATION;
 use kmm_api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, ModuleImageSpec};
 
 /// A pod ready to create, with the hash it carries.

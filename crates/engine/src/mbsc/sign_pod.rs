@@ -11,7 +11,7 @@ use kube::ResourceExt;
 
 use super::kaniko::{self, PodParts};
 use crate::context::Error;
-use crate::labels;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, Sign};
 
 /// Where the key secret is mounted.

@@ -12,8 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use serde::{Deserialize, Serialize};
 
-/// Annotation on the engine Lease carrying the holder's [`Activity`] as JSON.
-pub const ACTIVITY_ANNOTATION: &str = "kmm-tui.io/engine-activity";
+use kmm_api::lease::ACTIVITY_ANNOTATION;
 
 /// The longest stretch the activity covers, and the one an engine must have held the Lease for to be called
 /// stalled: long enough that a quiet spell between passes is not mistaken for a stall.

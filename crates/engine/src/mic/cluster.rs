@@ -11,9 +11,10 @@ use serde_json::{Map, Value};
 
 use super::build_sign;
 use super::wanted::Wanted;
-use crate::context::{Error, KubeResultExt, is_conflict, is_not_found};
+use crate::context::{Error, KubeResultExt};
 use crate::context::{patch_params, post_params};
-use crate::labels;
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleBuildSignConfigSpec, ModuleImagesConfig,
     ModuleImagesConfigSpec, ModuleImagesConfigStatus,

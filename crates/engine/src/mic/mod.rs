@@ -36,8 +36,9 @@ use self::ready::ImageProgress;
 use self::wanted::Wanted;
 use super::context::{Context, Error, retry_on_error};
 use super::stopping;
-use super::{attention, labels, status};
+use super::{attention, status};
 use kmm_api::conditions::READY;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     ImageState, ModuleBuildSignConfig, ModuleImagesConfig, ModuleImagesConfigStatus,
 };

@@ -12,9 +12,11 @@ use serde::Serialize;
 use super::wanted::Wanted;
 use crate::context::Error;
 use crate::digest::sha256_hex;
-use crate::labels::IMAGE_GENERATION;
-use crate::{labels, nodes};
+use crate::nodes;
+use crate::object_names;
 use kmm_api::kmm::ModuleImagesConfig;
+use kmm_api::kmm::labels;
+use kmm_api::kmm::labels::IMAGE_GENERATION;
 
 /// Name of the container that pulls.
 const CONTAINER: &str = "puller";
@@ -23,7 +25,11 @@ const CONTAINER: &str = "puller";
 /// first ten hexadecimal digits of the SHA-256 of `"<image>\n<generation>"`.
 pub fn pull_pod_name(mic: &str, image: &str, generation: i64) -> String {
     let digest = sha256_hex(format!("{image}\n{generation}").as_bytes());
-    format!("{}{}", labels::pull_pod_generate_name(mic), &digest[..10])
+    format!(
+        "{}{}",
+        object_names::pull_pod_generate_name(mic),
+        &digest[..10]
+    )
 }
 
 /// The pod checking one image of the MIC.

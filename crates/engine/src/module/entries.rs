@@ -13,7 +13,8 @@ use serde_json::json;
 
 use super::plan::{Plan, Target};
 use crate::context::{Error, KubeResultExt, patch_params, post_params};
-use crate::{Context, labels, nodes};
+use crate::{Context, nodes};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     ImagePullPolicy, ImageState, Module, ModuleConfig, ModuleLoaderSpec, NodeModuleSpec,
     NodeModulesConfig, NodeModulesConfigSpec,

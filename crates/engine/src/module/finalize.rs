@@ -12,7 +12,9 @@ use serde_json::json;
 use super::ModuleContext;
 use super::entries::write_entry;
 use crate::context::{Error, KubeResultExt, patch_params};
-use crate::{deviceplugin, labels};
+use crate::deviceplugin;
+use crate::finalizers::{self, Guard};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, NodeModulesConfig};
 
 /// How often a deleting Module looks again for nodes still unloading it (removing an in-use label triggers nothing
@@ -24,11 +26,7 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
     let engine = &context.engine;
     let namespace = module.namespace().unwrap_or_default();
     let name = module.name_any();
-    if !module
-        .finalizers()
-        .iter()
-        .any(|f| f == labels::MODULE_FINALIZER)
-    {
+    if !finalizers::has(module, labels::MODULE_FINALIZER) {
         return Ok(Action::await_change());
     }
     // The device plugin goes first: no plugin may hold a device whose driver is being unloaded.
@@ -54,17 +52,15 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
         return Ok(crate::metrics::requeue(UNLOAD_POLL));
     }
     release_namespace_label(module, context).await?;
-    let finalizers: Vec<String> = module
-        .finalizers()
-        .iter()
-        .filter(|f| *f != labels::MODULE_FINALIZER)
-        .cloned()
-        .collect();
-    let patch = json!({"metadata": {"resourceVersion": module.resource_version(), "finalizers": finalizers}});
-    Api::<Module>::namespaced(engine.client.clone(), &namespace)
-        .patch(&name, &patch_params(), &Patch::Merge(&patch))
-        .await
-        .doing(|| format!("removing the finalizer of Module {namespace}/{name}"))?;
+    let api = Api::<Module>::namespaced(engine.client.clone(), &namespace);
+    finalizers::remove(
+        &api,
+        module,
+        labels::MODULE_FINALIZER,
+        Guard::ResourceVersion,
+    )
+    .await
+    .doing(|| format!("removing the finalizer of Module {namespace}/{name}"))?;
     Ok(Action::await_change())
 }
 

@@ -32,7 +32,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
-use super::{Context, kernel, labels, nodes};
+use super::{Context, kernel, nodes};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
 
 /// What a Module pass reads besides the API: caches of every node, NMC, pull pod and worker pod, kept by watches
@@ -240,12 +241,12 @@ fn node_fingerprint(node: &Node) -> u64 {
 fn modules_of_nmc(nmc: &NodeModulesConfig) -> Vec<ObjectRef<Module>> {
     let mut modules = Vec::new();
     for key in nmc.metadata.labels.iter().flat_map(|l| l.keys()) {
-        let Some(rest) = key.strip_prefix("beta.kmm.node.kubernetes.io/") else {
+        let Some(rest) = key.strip_prefix(labels::NMC_LABEL_PREFIX) else {
             continue;
         };
         let Some(pair) = rest
-            .strip_suffix(".module-configured")
-            .or_else(|| rest.strip_suffix(".module-in-use"))
+            .strip_suffix(labels::MODULE_CONFIGURED_SUFFIX)
+            .or_else(|| rest.strip_suffix(labels::MODULE_IN_USE_SUFFIX))
         else {
             continue;
         };

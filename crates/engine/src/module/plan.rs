@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::Node;
 
 use crate::kernel::{self, MappingError, ResolvedMapping};
-use crate::{labels, nodes};
+use crate::nodes;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImageSpec, ModuleLoaderContainerSpec};
 
 /// A node that should carry the module, with what to load there.

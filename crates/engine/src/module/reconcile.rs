@@ -16,9 +16,10 @@ use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
 use crate::attention;
 use crate::context::{Error, KubeResultExt, patch_params, retry_on_error};
-use crate::labels;
+use crate::finalizers;
 use crate::mbsc::recipe;
 use kmm_api::conditions::DEGRADED;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{BuildSignAction, DaemonSetCounts, ImageState, Module, ModuleStatus};
 
 /// The longest pause [`paced`] makes after a pass.
@@ -50,11 +51,7 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
         .namespace()
         .ok_or_else(|| Error::Invalid(format!("Module {} has no namespace", module.name_any())))?;
     label_namespace(&context, &namespace).await?;
-    if !module
-        .finalizers()
-        .iter()
-        .any(|f| f == labels::MODULE_FINALIZER)
-    {
+    if !finalizers::has(module.as_ref(), labels::MODULE_FINALIZER) {
         add_finalizer(&context, &module, &namespace).await?;
         // The write triggers the next pass; the resync stands in should its event be missed.
         return Ok(context.engine.resync());
@@ -143,11 +140,8 @@ async fn add_finalizer(
     module: &Module,
     namespace: &str,
 ) -> Result<(), Error> {
-    let mut finalizers = module.finalizers().to_vec();
-    finalizers.push(labels::MODULE_FINALIZER.to_owned());
-    let patch = json!({"metadata": {"resourceVersion": module.resource_version(), "finalizers": finalizers}});
-    Api::<Module>::namespaced(context.engine.client.clone(), namespace)
-        .patch(&module.name_any(), &patch_params(), &Patch::Merge(&patch))
+    let api = Api::<Module>::namespaced(context.engine.client.clone(), namespace);
+    finalizers::add(&api, module, labels::MODULE_FINALIZER)
         .await
         .doing(|| {
             format!(

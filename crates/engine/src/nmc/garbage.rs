@@ -7,12 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::ModuleKey;
 use super::workers::Worker;
-use crate::labels;
-
-/// Prefix every `module-in-use` label shares.
-const IN_USE_PREFIX: &str = "beta.kmm.node.kubernetes.io/";
-/// Suffix every `module-in-use` label shares.
-const IN_USE_SUFFIX: &str = ".module-in-use";
+use kmm_api::kmm::labels;
 
 /// The `module-in-use` labels among the NMC's `labels` that none of the `backed` modules accounts for.
 pub(super) fn stale_in_use_labels<'l>(
@@ -31,8 +26,8 @@ pub(super) fn stale_in_use_labels<'l>(
 }
 
 fn is_in_use_label(key: &str) -> bool {
-    key.strip_prefix(IN_USE_PREFIX)
-        .and_then(|body| body.strip_suffix(IN_USE_SUFFIX))
+    key.strip_prefix(labels::NMC_LABEL_PREFIX)
+        .and_then(|body| body.strip_suffix(labels::MODULE_IN_USE_SUFFIX))
         .is_some_and(|body| body.contains('.'))
 }
 

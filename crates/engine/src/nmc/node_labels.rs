@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::ModuleKey;
-use crate::labels;
+use kmm_api::kmm::labels;
 
 /// Common prefix of every ready label.
-const PREFIX: &str = "kmm.node.kubernetes.io/";
+const PREFIX: &str = labels::NODE_LABEL_PREFIX;
 /// Common suffix of every ready label.
-const SUFFIX: &str = ".ready";
+const SUFFIX: &str = labels::READY_SUFFIX;
 
 /// A ready label found on a node.
 #[derive(Debug, PartialEq, Eq)]

@@ -16,8 +16,9 @@ use super::plan::{self, Next, NodeFacts};
 use super::settle::settle;
 use super::template::{self, WorkerRequest};
 use super::workers::{self, Worker};
-use crate::context::{Context, Error, KubeResultExt, is_conflict, is_not_found, patch_params};
+use crate::context::{Context, Error, KubeResultExt, patch_params};
 use crate::nodes;
+use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::kmm::{NodeModuleSpec, NodeModuleStatus, NodeModulesConfig};
 
 /// Reconcile `nmc` with its `node` and the node's worker pods.

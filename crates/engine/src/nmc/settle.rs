@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 use super::ModuleKey;
 use super::template::WorkerAction;
 use super::workers::Worker;
-use crate::labels;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{ModuleConfig, NodeModuleSpec, NodeModuleStatus};
 
 /// The status the worker pods prove, and the pods whose part is over.

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::context::Error;
 use crate::digest::sha256_hex;
-use crate::labels;
+use crate::object_names;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImagePullPolicy, ModuleConfig, NodeModuleSpec, NodeModuleStatus};
 
 /// Name of the container that runs `kmod`; its restart count tells a crash-looping worker.
@@ -125,7 +126,7 @@ pub(super) fn worker_pod(
     worker_image: &str,
     request: &WorkerRequest,
 ) -> Result<Pod, Error> {
-    let name = labels::worker_pod_name(node, request.module);
+    let name = object_names::worker_pod_name(node, request.module);
     let invalid = |what: &str, error: String| {
         Error::Invalid(format!(
             "building worker pod {}/{name}: {what} does not serialize: {error}",

@@ -3,15 +3,16 @@
 //! finalizer first on workers that upstream KMM created with one).
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 
 use super::ModuleKey;
 use super::template::{self, WORKER_CONTAINER, WorkerAction};
-use crate::context::{Context, Error, KubeResultExt, MANAGER, is_conflict, is_not_found};
-use crate::labels;
+use crate::context::{Context, Error, KubeResultExt, MANAGER};
+use crate::finalizers::{self, Guard};
+use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::kmm::NodeModulesConfig;
+use kmm_api::kmm::labels;
 
 /// A worker pod as the reconciler reads it: the module it works for and what it does.
 #[derive(Clone, Copy, Debug)]
@@ -176,28 +177,8 @@ pub(super) async fn remove(ctx: &Context, pod: &Pod) -> Result<(), Error> {
 
 /// Drop the worker finalizer of a pod (keeping any other finalizer), guarded by its resourceVersion.
 async fn release(ctx: &Context, pod: &Pod) -> Result<(), Error> {
-    let finalizers = pod.finalizers();
-    if !finalizers.iter().any(|f| f == labels::WORKER_FINALIZER) {
-        return Ok(());
-    }
-    let kept: Vec<&String> = finalizers
-        .iter()
-        .filter(|f| *f != labels::WORKER_FINALIZER)
-        .collect();
-    let patch = json!({
-        "metadata": {
-            "resourceVersion": pod.resource_version(),
-            "finalizers": if kept.is_empty() { None } else { Some(kept) },
-        }
-    });
-    let params = PatchParams {
-        field_manager: Some(MANAGER.to_owned()),
-        ..Default::default()
-    };
-    match api_of(ctx, pod)
-        .patch(&pod.name_any(), &params, &Patch::Merge(patch))
-        .await
-    {
+    let api = api_of(ctx, pod);
+    match finalizers::remove(&api, pod, labels::WORKER_FINALIZER, Guard::ResourceVersion).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) => Ok(()),
         Err(error) => {
@@ -212,7 +193,7 @@ pub(super) async fn release_orphans(ctx: &Context, node: &str) -> Result<(), Err
     let pods = list_on_node(ctx, node).await?;
     let held: Vec<&Pod> = pods
         .iter()
-        .filter(|p| p.finalizers().iter().any(|f| f == labels::WORKER_FINALIZER))
+        .filter(|p| finalizers::has(*p, labels::WORKER_FINALIZER))
         .collect();
     if held.is_empty() {
         return Ok(());

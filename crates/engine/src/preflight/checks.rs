@@ -11,10 +11,11 @@ use kube::{Resource, ResourceExt};
 
 use super::verdict::Verdict;
 use crate::Context;
-use crate::context::{Error, KubeResultExt, is_not_found};
+use crate::context::{Error, KubeResultExt};
 use crate::day0::images::{requested_generation, stage};
 use crate::kernel::ResolvedMapping;
 use crate::mic::{put_mic, read_mic};
+use kmm_api::errors::is_not_found;
 use kmm_api::kmm::{
     BuildSignOutcome, ImagePullPolicy, Module, ModuleBuildSignConfig, ModuleImageSpec,
     ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec, ModuleLoaderContainerSpec,

@@ -38,8 +38,8 @@
 //! architecture. Status conditions are described in [`report`].
 
 mod artifact;
-mod names;
 mod plan;
+mod pod_names;
 mod pods;
 mod reconcile;
 mod report;
@@ -65,9 +65,7 @@ use super::digest::sha256_hex;
 use super::nodes;
 use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
-use kmm_api::shim::Shim;
-
-pub use names::{INSTALLER_NAMESPACE, node_batch_annotation, node_hash_annotation};
+use kmm_api::shim::{Shim, names};
 
 /// What a Shim pass reads besides the API: the shared node cache.
 pub struct ShimContext {
@@ -184,7 +182,7 @@ fn node_fingerprint(node: &Node) -> u64 {
     node.metadata.labels.hash(&mut hasher);
     node.annotations()
         .iter()
-        .filter(|(key, _)| key.starts_with("shims.kmm-tui.io/"))
+        .filter(|(key, _)| key.starts_with(names::ANNOTATION_PREFIX))
         .for_each(|entry| entry.hash(&mut hasher));
     nodes::is_ready(node).hash(&mut hasher);
     node.spec

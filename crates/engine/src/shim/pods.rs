@@ -11,9 +11,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::artifact::Artifact;
-use super::names::{self, Operation};
+use super::pod_names::pod_name;
 use crate::PodImages;
 use kmm_api::shim::Shim;
+use kmm_api::shim::names::{self, Operation};
 
 /// Where the node's root filesystem is mounted in the provisioner.
 const HOST_ROOT: &str = "/mnt/node-root";
@@ -37,7 +38,7 @@ pub fn pod(
     images: &PodImages,
 ) -> Pod {
     let shim_name = shim.name_any();
-    let name = names::pod_name(node, &shim_name, operation);
+    let name = pod_name(node, &shim_name, operation);
     let mut annotations = BTreeMap::from([
         (names::NODE_NAME.to_owned(), node.to_owned()),
         (names::SHIM_NAME.to_owned(), shim_name.clone()),

@@ -11,12 +11,14 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::names::{self, Operation};
 use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
-use crate::context::{Error, KubeResultExt, is_conflict, is_not_found, patch_params, post_params};
+use crate::context::{Error, KubeResultExt, patch_params, post_params};
+use crate::finalizers::{self, Guard};
 use crate::{attention, status};
+use kmm_api::errors::{is_conflict, is_not_found};
+use kmm_api::shim::names::{self, Operation};
 use kmm_api::shim::{Shim, ShimStatus};
 
 /// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).
@@ -38,16 +40,13 @@ async fn reconcile_shim(object: &Shim, context: &ShimContext) -> Result<Action, 
     else {
         return Ok(Action::await_change());
     };
-    let has_finalizer = shim.finalizers().iter().any(|f| f == names::FINALIZER);
+    let has_finalizer = finalizers::has(&shim, names::FINALIZER);
     let deleting = shim.metadata.deletion_timestamp.is_some();
     if deleting && !has_finalizer {
         return Ok(Action::await_change());
     }
     if !has_finalizer {
-        let mut finalizers = shim.finalizers().to_vec();
-        finalizers.push(names::FINALIZER.to_owned());
-        let patch = json!({"metadata": {"resourceVersion": shim.resource_version(), "finalizers": finalizers}});
-        api.patch(&name, &patch_params(), &Patch::Merge(&patch))
+        finalizers::add(&api, &shim, names::FINALIZER)
             .await
             .doing(|| format!("adding the finalizer of Shim {name}"))?;
         return Ok(engine.resync());
@@ -95,14 +94,8 @@ async fn reconcile_shim(object: &Shim, context: &ShimContext) -> Result<Action, 
     write_status(&api, &shim, report::status(&shim, &plan, &hash)).await?;
     if deleting && nothing_left(&plan, pods.len()) {
         runtime_class::remove_owned(engine, &shim, None).await?;
-        let finalizers: Vec<String> = shim
-            .finalizers()
-            .iter()
-            .filter(|f| *f != names::FINALIZER)
-            .cloned()
-            .collect();
-        let patch = json!({"metadata": {"finalizers": finalizers}});
-        api.patch(&name, &patch_params(), &Patch::Merge(&patch))
+        // The status was written since the Shim was read: the removal cannot be guarded by its resourceVersion.
+        finalizers::remove(&api, &shim, names::FINALIZER, Guard::None)
             .await
             .doing(|| format!("removing the finalizer of Shim {name}"))?;
         engine

@@ -11,13 +11,16 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::artifact::NoArtifact;
-use super::names;
-use super::plan::{Plan, Rollout};
+use super::plan::Plan;
+use super::pod_names::pod_name;
+use kmm_api::shim::names::{self, Operation};
+use kmm_api::shim::reasons;
 use kmm_api::shim::{
     BatchApproval, NODE_STATUSES_MAX, RolloutStatus, Shim, ShimNodeCounts, ShimNodeState,
     ShimNodeStatus, ShimStatus,
 };
 
+use super::plan::Rollout;
 use crate::status::set_condition;
 
 /// The status a pass writes for `shim`.
@@ -205,7 +208,7 @@ impl<'a> Facts<'a> {
                 Some("UninstallFailed"),
                 format!(
                     "{node}: {message}; retry by deleting pod {} in {}",
-                    names::pod_name(node, &self.shim_name, names::Operation::Uninstall),
+                    pod_name(node, &self.shim_name, Operation::Uninstall),
                     names::INSTALLER_NAMESPACE
                 ),
             )
@@ -227,7 +230,7 @@ impl<'a> Facts<'a> {
         if self.deleting {
             (
                 true,
-                "Uninstalling",
+                reasons::UNINSTALLING,
                 format!(
                     "the Shim is being deleted: {} nodes still carry the shim",
                     plan.uninstalling
@@ -236,7 +239,7 @@ impl<'a> Facts<'a> {
         } else if plan.paused && plan.waiting > 0 {
             (
                 false,
-                "Paused",
+                reasons::PAUSED,
                 format!(
                     "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {}",
                     plan.waiting, self.provisioned
@@ -258,7 +261,7 @@ impl<'a> Facts<'a> {
         } else if plan.uninstalling > 0 {
             (
                 true,
-                "Uninstalling",
+                reasons::UNINSTALLING,
                 format!(
                     "uninstalling from {} nodes the selector no longer matches",
                     plan.uninstalling
@@ -284,7 +287,7 @@ impl<'a> Facts<'a> {
     ) -> (&'static str, String) {
         let plan = self.plan;
         if self.deleting {
-            ("Uninstalling", progress_message.to_owned())
+            (reasons::UNINSTALLING, progress_message.to_owned())
         } else if self.stopped {
             (
                 "InstallFailed",
@@ -292,12 +295,12 @@ impl<'a> Facts<'a> {
             )
         } else if let Some(r) = self.rollout.filter(|r| r.awaiting_approval) {
             ("AwaitingApproval", approval_message(r))
-        } else if progress_reason == "Paused" {
-            ("Paused", progress_message.to_owned())
+        } else if progress_reason == reasons::PAUSED {
+            (reasons::PAUSED, progress_message.to_owned())
         } else if self.installs_active {
             ("Rolling", self.rolling_message())
         } else if plan.uninstalling > 0 {
-            ("Uninstalling", progress_message.to_owned())
+            (reasons::UNINSTALLING, progress_message.to_owned())
         } else if let Some(reason) = degraded_reason {
             (reason, degraded_message.to_owned())
         } else if plan.selected == 0 {
@@ -327,7 +330,7 @@ impl<'a> Facts<'a> {
         };
         format!(
             "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
-            names::pod_name(&node, &self.shim_name, names::Operation::Install),
+            pod_name(&node, &self.shim_name, Operation::Install),
             names::INSTALLER_NAMESPACE
         )
     }

@@ -9,9 +9,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::names;
 use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
 use kmm_api::shim::Shim;
+use kmm_api::shim::names;
 
 /// The RuntimeClass the Shim asks for.
 fn desired(shim: &Shim) -> RuntimeClass {
@@ -109,7 +109,7 @@ pub async fn remove_owned(context: &Context, shim: &Shim, keep: Option<&str>) ->
         }
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(error) if crate::context::is_not_found(&error) => {}
+            Err(error) if kmm_api::errors::is_not_found(&error) => {}
             Err(error) => {
                 return Err(error).doing(|| format!("deleting RuntimeClass {name}"));
             }

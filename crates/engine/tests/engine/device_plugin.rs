@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kmm_api::kmm::Module;
-use kmm_engine::labels;
+use kmm_api::kmm::labels;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
+use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_engine::leader::fence::field_manager;
 use kmm_engine::leader::handoff::request_handoff;
-use kmm_engine::leader::{
-    Candidacy, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Fence, Participation,
-};
-use kmm_engine::{EngineConfig, Family, LeaseConfig, PodImages, Settings};
+use kmm_engine::leader::{Candidacy, Fence, Participation};
+use kmm_engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;

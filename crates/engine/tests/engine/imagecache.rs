@@ -120,24 +120,28 @@ async fn node_holds(client: &Client, node: &str, image: &str) -> bool {
 
 /// Pods of the engine, keyed by node, image and operation.
 fn recorder(client: &Client) -> PodRecorder {
-    PodRecorder::start(client.clone(), imagecache::SELECTOR, |pod: &Pod| {
-        let labels = pod.labels();
-        format!(
-            "{}/{}/{}",
-            labels
-                .get(imagecache::NODE_LABEL)
-                .cloned()
-                .unwrap_or_default(),
-            labels
-                .get(imagecache::IMAGE_HASH_LABEL)
-                .cloned()
-                .unwrap_or_default(),
-            labels
-                .get(imagecache::OPERATION_LABEL)
-                .cloned()
-                .unwrap_or_default(),
-        )
-    })
+    PodRecorder::start(
+        client.clone(),
+        kmm_api::imagecache::names::SELECTOR,
+        |pod: &Pod| {
+            let labels = pod.labels();
+            format!(
+                "{}/{}/{}",
+                labels
+                    .get(kmm_api::imagecache::names::NODE_LABEL)
+                    .cloned()
+                    .unwrap_or_default(),
+                labels
+                    .get(kmm_api::imagecache::names::IMAGE_HASH_LABEL)
+                    .cloned()
+                    .unwrap_or_default(),
+                labels
+                    .get(kmm_api::imagecache::names::OPERATION_LABEL)
+                    .cloned()
+                    .unwrap_or_default(),
+            )
+        },
+    )
 }
 
 fn created_with(record: &super::common::PodRecord, operation: &str) -> usize {
@@ -331,7 +335,7 @@ async fn a_failed_pull_is_retried_by_one_pod_at_a_time() {
             .into_iter()
             .filter(|p| {
                 p.annotations()
-                    .get(imagecache::ATTEMPT_ANNOTATION)
+                    .get(kmm_api::imagecache::names::ATTEMPT_ANNOTATION)
                     .map(String::as_str)
                     == Some("3")
             })
@@ -342,7 +346,7 @@ async fn a_failed_pull_is_retried_by_one_pod_at_a_time() {
     for pod in &third {
         let failure = pod
             .annotations()
-            .get(imagecache::LAST_FAILURE_ANNOTATION)
+            .get(kmm_api::imagecache::names::LAST_FAILURE_ANNOTATION)
             .expect("the failure before it");
         assert!(failure.contains("not found"), "{failure}");
     }

@@ -4,8 +4,8 @@
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, Module, ModuleImagesConfig, NodeModulesConfig};
-use kmm_engine::labels;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 

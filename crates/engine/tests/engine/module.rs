@@ -2,8 +2,9 @@
 //! and explain themselves when they cannot.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleImagesConfig};
-use kmm_engine::labels;
+use kmm_engine::object_names;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -118,7 +119,7 @@ async fn a_module_with_two_kernel_mappings_reaches_nodes_on_both_kernels() {
     let created = workers.record().created;
     for node in ["kmm-a-0", "kmm-b-0"] {
         assert!(
-            created.contains(&labels::worker_pod_name(node, "kmod")),
+            created.contains(&object_names::worker_pod_name(node, "kmod")),
             "a worker pod loaded the module on {node}: {created:?}"
         );
     }

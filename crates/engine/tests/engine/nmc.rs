@@ -9,12 +9,13 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Taint};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kmm_api::kmm::labels;
 use kmm_api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
     NodeModulesConfigSpec,
 };
 use kmm_engine::shared::SharedWatches;
-use kmm_engine::{Context, labels, nmc};
+use kmm_engine::{Context, nmc};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};

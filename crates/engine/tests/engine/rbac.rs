@@ -5,12 +5,11 @@
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kmm_engine::leader::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_api::lease::DEFAULT_LEASE_NAMESPACE;
 use kmm_engine::rbac::EngineRbac;
 use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -115,12 +114,7 @@ pub(super) async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
 }
 
 pub(super) fn lease() -> LeaseConfig {
-    LeaseConfig::new(
-        DEFAULT_LEASE_NAMESPACE,
-        DEFAULT_LEASE_NAME,
-        "rbac-test",
-        Duration::from_secs(15),
-    )
+    LeaseConfig::with_defaults("rbac-test")
 }
 
 /// Run the whole engine (leader election and every family included) as the identity of `token`.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kmm_api::kmm::ImageState;
-use kmm_engine::labels;
+use kmm_api::kmm::labels;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
-use kmm_engine::labels;
+use kmm_api::kmm::labels;
 use kmm_engine::shared::SharedWatches;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};

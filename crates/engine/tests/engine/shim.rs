@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kmm_api::shim::Shim;
-use kmm_engine::shim::{INSTALLER_NAMESPACE, node_hash_annotation};
+use kmm_api::shim::names::{INSTALLER_NAMESPACE, node_hash_annotation};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kmm_api::shim::Shim;
-use kmm_engine::shim::node_batch_annotation;
+use kmm_api::shim::names::node_batch_annotation;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 

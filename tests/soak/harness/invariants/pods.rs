@@ -8,14 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
-use kmm_engine::{imagecache, labels};
+use kmm_api::imagecache::names as cache_names;
+use kmm_api::kmm::labels;
+use kmm_api::shim::names as shim_names;
 
 use super::Violations;
-
-/// Installer pod labels and annotation, as runtime-class-manager spells them.
-const SHIM_LABEL: &str = "spinkube.dev/shimName";
-const OPERATION_LABEL: &str = "spinkube.dev/operation";
-const NODE_ANNOTATION: &str = "spinkube.dev/nodeName";
 
 /// What a live pod is for.
 #[derive(Clone, Debug)]
@@ -72,7 +69,7 @@ impl Pods {
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(imagecache::ATTEMPT_ANNOTATION));
+                .and_then(|a| a.get(cache_names::ATTEMPT_ANNOTATION));
             if attempt.is_some_and(|a| a != "1") {
                 *self.seen.entry("cache puller retrying").or_default() += 1;
             }
@@ -225,8 +222,11 @@ fn purpose(pod: &Pod) -> Option<(&'static str, String, Option<String>)> {
             None,
         ));
     }
-    if let (Some(shim), Some(operation)) = (labels.get(SHIM_LABEL), labels.get(OPERATION_LABEL)) {
-        let node = annotations.get(NODE_ANNOTATION).cloned().or(node)?;
+    if let (Some(shim), Some(operation)) = (
+        labels.get(shim_names::SHIM_NAME),
+        labels.get(shim_names::OPERATION),
+    ) {
+        let node = annotations.get(shim_names::NODE_NAME).cloned().or(node)?;
         return Some((
             "installer",
             format!("{operation} of Shim {shim} on {node}"),
@@ -234,12 +234,12 @@ fn purpose(pod: &Pod) -> Option<(&'static str, String, Option<String>)> {
         ));
     }
     if let (Some(cache), Some(image_hash)) = (
-        labels.get(imagecache::CACHE_LABEL),
-        labels.get(imagecache::IMAGE_HASH_LABEL),
+        labels.get(cache_names::CACHE_LABEL),
+        labels.get(cache_names::IMAGE_HASH_LABEL),
     ) {
-        let node = labels.get(imagecache::NODE_LABEL).cloned().or(node)?;
+        let node = labels.get(cache_names::NODE_LABEL).cloned().or(node)?;
         // Pulls and refreshes are one purpose (having the image); deleting it is another.
-        let work = match labels.get(imagecache::OPERATION_LABEL).map(String::as_str) {
+        let work = match labels.get(cache_names::OPERATION_LABEL).map(String::as_str) {
             Some("delete") => "delete",
             _ => "pull",
         };

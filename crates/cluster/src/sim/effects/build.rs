@@ -7,12 +7,9 @@ use rand::Rng;
 
 use super::podspec::{annotation, command_line, flag_value, label};
 use super::{ContainerRun, Outcome, World};
-
-/// The label that says what a KMM build-and-sign pod does.
-const RESOURCE_TYPE_LABEL: &str = "kmm.node.kubernetes.io/resource-type";
-
-/// A sign pod's generated Dockerfile.
-const DOCKERFILE_ANNOTATION: &str = "dockerfile";
+use kmm_api::kmm::labels::{
+    DOCKERFILE as DOCKERFILE_ANNOTATION, RESOURCE_TYPE as RESOURCE_TYPE_LABEL,
+};
 
 /// The size of a built image when nothing else tells.
 const DEFAULT_SIZE_BYTES: u64 = 120 * 1024 * 1024;

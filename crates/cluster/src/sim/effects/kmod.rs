@@ -7,12 +7,7 @@ use serde::Deserialize;
 use super::super::machine::Machine;
 use super::podspec::{annotation, args, has_capability, label};
 use super::{ContainerRun, Outcome, World, announce, no_machine};
-
-/// The label that marks a KMM worker pod.
-const ACTION_LABEL: &str = "kmm.node.kubernetes.io/worker-action";
-
-/// The annotation carrying the worker's configuration.
-const CONFIG_ANNOTATION: &str = "kmm.node.kubernetes.io/worker-config";
+use kmm_api::kmm::labels::{WORKER_ACTION as ACTION_LABEL, WORKER_CONFIG as CONFIG_ANNOTATION};
 
 /// How long a worker runs.
 pub const RUN_TIME: Duration = Duration::from_secs(2);

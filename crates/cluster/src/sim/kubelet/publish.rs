@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use super::{Kubelet, locked, node, record};
 use crate::sim::SIM_NAMESPACE;
 use crate::sim::scenario::NodeGroup;
+use kmm_api::errors::is_not_found;
 
 /// How many nodes are written at once.
 const PARALLEL_WRITES: usize = 32;
@@ -91,10 +92,6 @@ fn group_of(groups: &[NodeGroup], index: usize) -> Option<&NodeGroup> {
         first += g.count as usize;
         index < first
     })
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(status) if status.code == 404)
 }
 
 /// The merge patch that takes the stored status to `status`: the status itself, with the resources `previous`

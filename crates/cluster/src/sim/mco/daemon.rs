@@ -21,10 +21,12 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::render;
-use super::{CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING};
 use crate::sim::scheduler::events::{Recorder, Severity};
 use crate::sim::{MANAGER, World};
 use kmm_api::day0::MachineConfig;
+use kmm_api::day0::node_update::{
+    CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING,
+};
 
 /// How long a machine takes to reboot, in simulated time.
 pub const REBOOT_TIME: Duration = Duration::from_secs(90);

@@ -31,21 +31,6 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::{World, forget_managed_fields};
 use kmm_api::day0::{ClusterVersion, MachineConfig, MachineConfigPool};
 
-/// Node annotation: the configuration the node runs.
-pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
-/// Node annotation: the configuration the node must move to.
-pub const DESIRED_CONFIG: &str = "machineconfiguration.openshift.io/desiredConfig";
-/// Node annotation: `Done`, `Working` or `Degraded`.
-pub const STATE: &str = "machineconfiguration.openshift.io/state";
-/// Node annotation: why the node is degraded.
-pub const REASON: &str = "machineconfiguration.openshift.io/reason";
-/// The node runs its desired configuration.
-pub const DONE: &str = "Done";
-/// The node is being updated.
-pub const WORKING: &str = "Working";
-/// The node's update failed; its pool stops rolling.
-pub const DEGRADED: &str = "Degraded";
-
 /// Start the Machine Config Operator; it runs until the world stops.
 pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {

@@ -16,15 +16,14 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use super::render::{self, Rendered};
-use super::{CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING};
 use crate::sim::{MANAGER, World};
-use kmm_api::day0::{MachineConfigPool, MachineConfigPoolSpec};
+use kmm_api::day0::node_update::{
+    CURRENT_CONFIG, DEGRADED, DESIRED_CONFIG, DONE, REASON, STATE, WORKING,
+};
+use kmm_api::day0::{MACHINE_CONFIG_ROLE_LABEL, MachineConfigPool, MachineConfigPoolSpec};
 
 /// The pools every OpenShift cluster has, with the node role label that selects their nodes.
 const DEFAULT_POOLS: &[&str] = &["master", "worker"];
-
-/// Label of a MachineConfig's pool role.
-const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 
 /// Pool that wins when a node matches it and others.
 const MASTER: &str = "master";
@@ -46,7 +45,9 @@ pub async fn ensure_default_pools(client: &kube::Client) -> kube::Result<()> {
             role,
             MachineConfigPoolSpec {
                 machine_config_selector: Some(LabelSelector {
-                    match_labels: Some([(ROLE_LABEL.to_string(), role.to_string())].into()),
+                    match_labels: Some(
+                        [(MACHINE_CONFIG_ROLE_LABEL.to_string(), role.to_string())].into(),
+                    ),
                     ..LabelSelector::default()
                 }),
                 node_selector: Some(selector(format!("node-role.kubernetes.io/{role}"))),

@@ -2,7 +2,7 @@
 //! where every node and the rollout stand.
 
 use crate::shim::artifact::{Artifact, NoArtifact};
-use crate::shim::names::Operation;
+use kmm_api::shim::names::Operation;
 use kmm_api::shim::{BatchApproval, ShimNodeState};
 
 /// Where the shim stands on one node.

@@ -205,10 +205,8 @@ impl Planner<'_> {
         if self.install_candidates.is_empty() || !may_continue || self.plan.paused {
             return BatchDecision::Hold;
         }
-        let rolling = self.rolling();
-        let manual = rolling.and_then(|r| r.approval) == Some(Approval::Manual);
-        let approved = rolling.and_then(|r| r.approved_batch).unwrap_or(0);
-        if manual && usize::try_from(approved).unwrap_or(0) < position.next {
+        let next = i32::try_from(position.next).unwrap_or(i32::MAX);
+        if !self.rolling().is_none_or(|r| r.approves(next)) {
             return BatchDecision::AwaitApproval;
         }
         let room = position.size - position.filled;

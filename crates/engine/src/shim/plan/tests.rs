@@ -1,4 +1,5 @@
 use super::*;
+use crate::shim::pod_names::pod_name;
 use serde_json::json;
 
 fn shim(rolling: serde_json::Value) -> Shim {
@@ -35,7 +36,7 @@ fn node(name: &str, label: Option<&str>, hash: Option<&str>) -> Arc<Node> {
 fn pod(node: &str, hash: &str, phase: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {
-            "name": names::pod_name(node, "spin", Operation::Install),
+            "name": pod_name(node, "spin", Operation::Install),
             "labels": {names::SHIM_NAME: "spin", names::OPERATION: "install"},
             "annotations": {names::NODE_NAME: node, names::POD_SPEC_HASH: hash},
         },
@@ -176,10 +177,7 @@ fn a_finished_install_labels_its_node_before_its_pod_goes() {
     let nodes = five(1);
     let plan = run(&rolling, &nodes, &[pod("n0", "h", "Succeeded")]);
     assert!(plan.node_writes.is_empty());
-    assert_eq!(
-        plan.delete,
-        [names::pod_name("n0", "spin", Operation::Install)]
-    );
+    assert_eq!(plan.delete, [pod_name("n0", "spin", Operation::Install)]);
 }
 
 #[test]
@@ -269,7 +267,7 @@ fn plan_with_hash(shim: &Shim, nodes: &[Arc<Node>], hash: &str) -> Plan {
 fn uninstall_pod(node: &str, phase: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {
-            "name": names::pod_name(node, "spin", Operation::Uninstall),
+            "name": pod_name(node, "spin", Operation::Uninstall),
             "labels": {names::SHIM_NAME: "spin", names::OPERATION: "uninstall"},
             "annotations": {names::NODE_NAME: node},
         },
@@ -327,7 +325,7 @@ fn a_node_selected_again_is_cleared_after_its_uninstall_before_it_installs_afres
     let second = run(&rolling, &cleared, &uninstalled);
     assert_eq!(
         second.delete,
-        [names::pod_name("n0", "spin", Operation::Uninstall)]
+        [pod_name("n0", "spin", Operation::Uninstall)]
     );
     assert!(second.create.is_empty());
 
@@ -354,7 +352,7 @@ fn a_node_left_while_installing_waits_for_its_installer_before_uninstalling() {
     );
     assert_eq!(
         finished.delete,
-        [names::pod_name("n0", "spin", Operation::Install)]
+        [pod_name("n0", "spin", Operation::Install)]
     );
     let uninstalls: Vec<(&str, Operation)> = finished
         .create

@@ -1,5 +1,25 @@
-//! The labels, annotations, finalizers and object names the KMM engine writes, spelled as upstream KMM spells them
-//! so that the console reads clusters run by either engine the same way.
+//! The labels, annotations and finalizers of Kernel Module Management, spelled as upstream KMM spells them: the
+//! engine writes them, the console reads them and the simulation acts on them, so a cluster run by either engine
+//! reads the same way and a change of spelling is one change here.
+//!
+//! Keys that name a Module (`<namespace>.<name>` inside the key) are built by the functions below, never by hand.
+
+/// Prefix of the node labels KMM keeps per Module (`<prefix><namespace>.<name>.<what>`).
+pub const NODE_LABEL_PREFIX: &str = "kmm.node.kubernetes.io/";
+/// Prefix of the NMC labels KMM keeps per Module (`<prefix><namespace>.<name>.<what>`).
+pub const NMC_LABEL_PREFIX: &str = "beta.kmm.node.kubernetes.io/";
+/// Suffix of the NMC label saying a Module has an entry in the NMC's spec.
+pub const MODULE_CONFIGURED_SUFFIX: &str = ".module-configured";
+/// Suffix of the NMC label saying a Module has an entry, a status or a worker pod on the node.
+pub const MODULE_IN_USE_SUFFIX: &str = ".module-in-use";
+/// Suffix of the node label saying a module is loaded on the node.
+pub const READY_SUFFIX: &str = ".ready";
+/// Suffix of the node label saying a Module's device plugin may run on the node.
+pub const DEVICE_PLUGIN_TARGET_SUFFIX: &str = ".device-plugin-target";
+/// Suffix of the node label saying a Module's device plugin runs and is ready on the node.
+pub const DEVICE_PLUGIN_READY_SUFFIX: &str = ".device-plugin-ready";
+/// Label on a ModuleDay0 naming the MachineConfig it was created for.
+pub const MACHINE_CONFIG: &str = "kmm.node.kubernetes.io/machine-config";
 
 /// Label on pods the engine creates for a Module: the Module (or MBSC/MIC) name.
 pub const MODULE_NAME: &str = "kmm.node.kubernetes.io/module.name";
@@ -53,41 +73,33 @@ pub const DEVICE_PLUGIN_HASH: &str = "kmm.node.kubernetes.io/device-plugin-hash"
 
 /// NMC label: the Module has an entry in this NMC's spec.
 pub fn module_configured(namespace: &str, name: &str) -> String {
-    format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-configured")
+    format!("{NMC_LABEL_PREFIX}{namespace}.{name}{MODULE_CONFIGURED_SUFFIX}")
 }
 
 /// NMC label: the Module has an entry, a status or a worker pod on this node.
 pub fn module_in_use(namespace: &str, name: &str) -> String {
-    format!("beta.kmm.node.kubernetes.io/{namespace}.{name}.module-in-use")
+    format!("{NMC_LABEL_PREFIX}{namespace}.{name}{MODULE_IN_USE_SUFFIX}")
 }
 
 /// Node label: the module is loaded on this node.
 pub fn node_ready(namespace: &str, name: &str) -> String {
-    format!("kmm.node.kubernetes.io/{namespace}.{name}.ready")
+    format!("{NODE_LABEL_PREFIX}{namespace}.{name}{READY_SUFFIX}")
 }
 
 /// Node label: the node is schedulable for the Module's device plugin (selected, and no taint keeps the Module's
 /// pods out), so the plugin leaves a node as soon as it is cordoned for a drain.
 pub fn device_plugin_target_label(namespace: &str, module: &str) -> String {
-    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-target")
+    format!("{NODE_LABEL_PREFIX}{namespace}.{module}{DEVICE_PLUGIN_TARGET_SUFFIX}")
 }
 
 /// Node label: the Module's device plugin runs and is ready on this node.
 pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
-    format!("kmm.node.kubernetes.io/{namespace}.{module}.device-plugin-ready")
-}
-
-/// Name of a Module's device plugin DaemonSet for a module version (empty without an ordered upgrade): shaped as
-/// upstream's generated names (`<module>-device-plugin-` and five characters), but derived from the version, so
-/// that a pass that runs before its cache shows the DaemonSet it just made cannot make a second one.
-pub fn device_plugin_daemon_set_name(module: &str, version: &str) -> String {
-    let digest = crate::digest::sha256_hex(version.as_bytes());
-    format!("{module}-device-plugin-{}", &digest[..5])
+    format!("{NODE_LABEL_PREFIX}{namespace}.{module}{DEVICE_PLUGIN_READY_SUFFIX}")
 }
 
 /// Node label: the version of the module loaded on this node.
 pub fn node_version_ready(namespace: &str, name: &str) -> String {
-    format!("kmm.node.kubernetes.io/{namespace}.{name}.version.ready")
+    format!("{NODE_LABEL_PREFIX}{namespace}.{name}.version{READY_SUFFIX}")
 }
 
 /// Node label (user-set) asking for a module version on this node.
@@ -104,24 +116,4 @@ pub fn version_worker_pod(namespace: &str, name: &str) -> String {
 /// label once that is set and goes before it moves, as upstream's ordered upgrade keeps it.
 pub fn version_schedule_pod(namespace: &str, name: &str) -> String {
     format!("{VERSION_SCHEDULE_POD_PREFIX}{namespace}.{name}")
-}
-
-/// Name of the worker pod of one module on one node; one name means never two workers for that pair.
-pub fn worker_pod_name(node: &str, module: &str) -> String {
-    format!("kmm-worker-{node}-{module}")
-}
-
-/// Name of the pod building `module`'s image for a kernel.
-pub fn build_pod_name(module: &str, dns_safe_kernel: &str) -> String {
-    format!("{module}-build-{dns_safe_kernel}")
-}
-
-/// Name of the pod signing `module`'s image for a kernel.
-pub fn sign_pod_name(module: &str, dns_safe_kernel: &str) -> String {
-    format!("{module}-sign-{dns_safe_kernel}")
-}
-
-/// `generateName` of a MIC's pull pods.
-pub fn pull_pod_generate_name(mic: &str) -> String {
-    format!("{mic}-pull-pod-")
 }

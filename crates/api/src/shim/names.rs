@@ -1,8 +1,7 @@
-//! The labels, annotations, finalizer and object names the shim engine writes. Node labels, pod labels and the
-//! finalizer are spelled as runtime-class-manager spells them, so the console reads clusters run by either the
-//! same way; the spec hash and batch annotations are kmm-tui additions.
-
-use crate::digest::sha256_hex;
+//! The labels, annotations and finalizer of Shims, their installer pods and the nodes they go to: the engine writes
+//! them, the console reads them and the simulation acts on them. Node labels, pod labels and the finalizer are
+//! spelled as runtime-class-manager spells them, so the console reads clusters run by either the same way; the
+//! spec hash and batch annotations are kmm-tui additions.
 
 /// Pod label: the Shim the pod installs or uninstalls.
 pub const SHIM_NAME: &str = "spinkube.dev/shimName";
@@ -12,6 +11,8 @@ pub const OPERATION: &str = "spinkube.dev/operation";
 pub const JOB: &str = "spinkube.dev/job";
 /// Pod annotation: the node the pod works on.
 pub const NODE_NAME: &str = "spinkube.dev/nodeName";
+/// Prefix of every annotation kmm-tui adds for Shims, on pods and nodes.
+pub const ANNOTATION_PREFIX: &str = "shims.kmm-tui.io/";
 /// Pod annotation: the spec hash an install pod installs.
 pub const POD_SPEC_HASH: &str = "shims.kmm-tui.io/spec-hash";
 /// Pod annotation: the rollout batch an install pod belongs to.
@@ -62,60 +63,11 @@ pub fn node_label(shim: &str) -> String {
 
 /// Node annotation holding the spec hash installed on the node.
 pub fn node_hash_annotation(shim: &str) -> String {
-    format!("shims.kmm-tui.io/{shim}")
+    format!("{ANNOTATION_PREFIX}{shim}")
 }
 
 /// Node annotation holding the rollout batch that provisioned the node, so the batch is still known once the
 /// installer pod is gone.
 pub fn node_batch_annotation(shim: &str) -> String {
-    format!("shims.kmm-tui.io/{shim}.batch")
-}
-
-/// The longest object name that is also a valid label value.
-const NAME_MAX: usize = 63;
-
-/// Name of the pod doing `operation` for `shim` on `node`: `<node>-<shim>-<operation>`, as upstream names its Jobs.
-/// A name longer than 63 characters is cut and ends in a digest of the full name, so that two long node names
-/// sharing a prefix never share a pod.
-pub fn pod_name(node: &str, shim: &str, operation: Operation) -> String {
-    let full = format!("{node}-{shim}-{}", operation.as_str());
-    if full.len() <= NAME_MAX {
-        return full;
-    }
-    let digest = &sha256_hex(full.as_bytes())[..10];
-    let mut head: String = full.chars().take(NAME_MAX - digest.len() - 1).collect();
-    while head.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
-        head.pop();
-    }
-    format!("{head}-{digest}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn short_names_are_kept_and_long_ones_cut_to_distinct_valid_names() {
-        assert_eq!(
-            pod_name("worker-b-2", "spin-v2", Operation::Install),
-            "worker-b-2-spin-v2-install"
-        );
-        let long_a = pod_name(
-            &format!("{}a", "n-".repeat(40)),
-            "spin-v2",
-            Operation::Install,
-        );
-        let long_b = pod_name(
-            &format!("{}b", "n-".repeat(40)),
-            "spin-v2",
-            Operation::Install,
-        );
-        for name in [&long_a, &long_b] {
-            assert!(name.len() <= NAME_MAX, "{name}");
-            assert!(name.starts_with(|c: char| c.is_ascii_alphanumeric()));
-            assert!(name.ends_with(|c: char| c.is_ascii_alphanumeric()));
-            assert!(!name.contains("--"), "{name}");
-        }
-        assert_ne!(long_a, long_b);
-    }
+    format!("{ANNOTATION_PREFIX}{shim}.batch")
 }

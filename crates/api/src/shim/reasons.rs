@@ -1,0 +1,8 @@
+//! The reasons of a Shim's conditions that the console tells states by: the engine sets them, and a person sees a
+//! paused or uninstalling rollout as such whichever engine reported it.
+
+/// Progressing and Ready: a person paused the rollout and nodes wait for it to resume.
+pub const PAUSED: &str = "Paused";
+/// Progressing and Ready: the shim is being removed from nodes (the Shim is deleted, or the selector no longer
+/// matches them).
+pub const UNINSTALLING: &str = "Uninstalling";
