@@ -218,7 +218,7 @@ fn high_contrast_is_bold_states_on_black_with_a_reversed_selection() {
     assert!(theme.selection().add_modifier.contains(Modifier::REVERSED));
 }
 
-fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+fn key_event(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
     KeyEvent::new(code, modifiers)
 }
 
@@ -280,7 +280,7 @@ fn default_keymap_matches_the_documented_bindings() {
         assert_eq!(printed_keys(&keymap, command), keys, "{name}");
         for text in keys {
             let chord = key(text);
-            let event = press(chord.code(), chord.modifiers());
+            let event = key_event(chord.code(), chord.modifiers());
             assert_eq!(
                 keymap.command_for(scope, event),
                 Some(command),
@@ -295,11 +295,11 @@ fn q_is_free_and_ctrl_c_quits_everywhere() {
     let keymap = Keymap::default();
     for scope in Scope::ALL {
         assert_eq!(
-            keymap.command_for(scope, press(KeyCode::Char('q'), KeyModifiers::NONE)),
+            keymap.command_for(scope, key_event(KeyCode::Char('q'), KeyModifiers::NONE)),
             None
         );
         assert_eq!(
-            keymap.command_for(scope, press(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            keymap.command_for(scope, key_event(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(Command::Quit)
         );
     }
@@ -382,16 +382,16 @@ fn key_events_match_as_terminals_send_them() {
     ];
     for (scope, code, modifiers, expected) in cases {
         assert_eq!(
-            keymap.command_for(scope, press(code, modifiers)),
+            keymap.command_for(scope, key_event(code, modifiers)),
             expected,
             "{code:?} {modifiers:?} in {}",
             scope.as_str()
         );
     }
-    let mut release = press(KeyCode::Char('j'), KeyModifiers::NONE);
+    let mut release = key_event(KeyCode::Char('j'), KeyModifiers::NONE);
     release.kind = KeyEventKind::Release;
     assert_eq!(keymap.command_for(Scope::Table, release), None);
-    let mut repeat = press(KeyCode::Char('j'), KeyModifiers::NONE);
+    let mut repeat = key_event(KeyCode::Char('j'), KeyModifiers::NONE);
     repeat.kind = KeyEventKind::Repeat;
     assert_eq!(
         keymap.command_for(Scope::Table, repeat),
@@ -405,15 +405,24 @@ fn remaps_apply_and_show_in_hints_and_help() {
         Keymap::from_toml("[keys]\nyaml = \"Y\"\nquit = [\"q\", \"ctrl-c\"]\n");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
-        keymap.command_for(Scope::Table, press(KeyCode::Char('Y'), KeyModifiers::SHIFT)),
+        keymap.command_for(
+            Scope::Table,
+            key_event(KeyCode::Char('Y'), KeyModifiers::SHIFT)
+        ),
         Some(Command::Yaml)
     );
     assert_eq!(
-        keymap.command_for(Scope::Table, press(KeyCode::Char('y'), KeyModifiers::NONE)),
+        keymap.command_for(
+            Scope::Table,
+            key_event(KeyCode::Char('y'), KeyModifiers::NONE)
+        ),
         None
     );
     assert_eq!(
-        keymap.command_for(Scope::Table, press(KeyCode::Char('q'), KeyModifiers::NONE)),
+        keymap.command_for(
+            Scope::Table,
+            key_event(KeyCode::Char('q'), KeyModifiers::NONE)
+        ),
         Some(Command::Quit)
     );
 
@@ -471,7 +480,10 @@ fn unknown_commands_warn_and_change_nothing() {
         "{warnings:?}"
     );
     assert_eq!(
-        keymap.command_for(Scope::Table, press(KeyCode::Char('x'), KeyModifiers::NONE)),
+        keymap.command_for(
+            Scope::Table,
+            key_event(KeyCode::Char('x'), KeyModifiers::NONE)
+        ),
         None
     );
     assert_eq!(printed_keys(&keymap, Command::Edit), ["E"]);
@@ -518,8 +530,12 @@ fn a_key_bound_twice_in_one_scope_warns_and_the_last_binding_wins() {
         warnings[1].contains("`rebuild`") && warnings[1].contains("`recheck`"),
         "{warnings:?}"
     );
-    let table =
-        |c: char| keymap.command_for(Scope::Table, press(KeyCode::Char(c), KeyModifiers::NONE));
+    let table = |c: char| {
+        keymap.command_for(
+            Scope::Table,
+            key_event(KeyCode::Char(c), KeyModifiers::NONE),
+        )
+    };
     assert_eq!(table('y'), Some(Command::Edit));
     assert_eq!(table('x'), Some(Command::Recheck));
     assert_eq!(table('e'), None);
@@ -538,11 +554,11 @@ fn the_same_key_in_different_scopes_is_no_conflict() {
     let (keymap, warnings) = Keymap::from_toml("[keys]\nconfirm = [\"y\", \"enter\"]\n");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
-        keymap.command_for(Scope::Dialog, press(KeyCode::Enter, KeyModifiers::NONE)),
+        keymap.command_for(Scope::Dialog, key_event(KeyCode::Enter, KeyModifiers::NONE)),
         Some(Command::Confirm)
     );
     assert_eq!(
-        keymap.command_for(Scope::Table, press(KeyCode::Enter, KeyModifiers::NONE)),
+        keymap.command_for(Scope::Table, key_event(KeyCode::Enter, KeyModifiers::NONE)),
         Some(Command::Enter)
     );
 }
@@ -554,7 +570,7 @@ fn an_empty_list_unbinds_a_command() {
     assert_eq!(
         keymap.command_for(
             Scope::Table,
-            press(KeyCode::Char('d'), KeyModifiers::CONTROL)
+            key_event(KeyCode::Char('d'), KeyModifiers::CONTROL)
         ),
         None
     );

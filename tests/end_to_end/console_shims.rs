@@ -3,14 +3,12 @@
 //! batch; `A` `y` in its detail raises `approvedBatch`, the engine starts the batch, and both show on screen and
 //! through the API. Skipped, saying why, where tmux is not installed.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kmm_api::shim::Shim;
 use kube::Api;
 use kube::api::ListParams;
-
-use kmm_testing::tmux::TmuxConsole;
 
 use crate::screen::{self, cells, client_from, skip, status_line};
 
@@ -69,26 +67,6 @@ async fn installers_of_batch(pods: &Api<Pod>, batch: i32) -> Result<Vec<String>,
         .collect())
 }
 
-/// Poll `check` until it gives `Some`, failing the console with `what` after `limit`.
-fn eventually<T>(
-    console: &TmuxConsole,
-    what: &str,
-    limit: Duration,
-    mut check: impl FnMut() -> Result<Option<T>, String>,
-) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        match check() {
-            Ok(Some(found)) => return found,
-            Ok(None) if Instant::now() >= deadline => {
-                console.fail(&format!("{what}: not after {limit:?}"))
-            }
-            Err(error) if Instant::now() >= deadline => console.fail(&format!("{what}: {error}")),
-            _ => std::thread::sleep(Duration::from_millis(250)),
-        }
-    }
-}
-
 #[test]
 fn approving_the_waiting_batch_starts_it() {
     if skip("the Shim approval end-to-end test") {
@@ -123,12 +101,11 @@ fn approving_the_waiting_batch_starts_it() {
     let client = runtime.block_on(client_from(&kubeconfig));
     let shims: Api<Shim> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client, INSTALLER_NAMESPACE);
-    let (approved, batch) =
-        eventually(&console, "the batch spin-v2 waits for", REACT_LIMIT, || {
-            runtime
-                .block_on(approval(&shims))
-                .map(|(approved, waiting)| waiting.map(|batch| (approved, batch)))
-        });
+    let (approved, batch) = console.poll("the batch spin-v2 waits for", REACT_LIMIT, || {
+        runtime
+            .block_on(approval(&shims))
+            .map(|(approved, waiting)| waiting.map(|batch| (approved, batch)))
+    });
     if approved >= batch {
         console.fail(&format!(
             "batch {batch} waits for approval although approvedBatch is {approved}"
@@ -155,21 +132,16 @@ fn approving_the_waiting_batch_starts_it() {
     console.press(&["y"]);
 
     // The write reaches the cluster, and the engine starts the batch.
-    eventually(&console, "approvedBatch raised", REACT_LIMIT, || {
+    console.poll("approvedBatch raised", REACT_LIMIT, || {
         runtime
             .block_on(approval(&shims))
             .map(|(approved, _)| (approved == batch).then_some(()))
     });
-    let started = eventually(
-        &console,
-        "installers of the approved batch",
-        REACT_LIMIT,
-        || {
-            runtime
-                .block_on(installers_of_batch(&pods, batch))
-                .map(|nodes| (!nodes.is_empty()).then_some(nodes))
-        },
-    );
+    let started = console.poll("installers of the approved batch", REACT_LIMIT, || {
+        runtime
+            .block_on(installers_of_batch(&pods, batch))
+            .map(|nodes| (!nodes.is_empty()).then_some(nodes))
+    });
 
     // And on screen: the footer says what was approved, and a node of that batch is installing or installed.
     let batch_cell = batch.to_string();

@@ -174,6 +174,27 @@ impl TmuxConsole {
         }
     }
 
+    /// Poll `check` (the cluster, usually) until it gives `Some`, and return that; fail after `limit` with `what`
+    /// and the last error `check` gave.
+    pub fn poll<T>(
+        &self,
+        what: &str,
+        limit: Duration,
+        mut check: impl FnMut() -> Result<Option<T>, String>,
+    ) -> T {
+        let deadline = Instant::now() + limit;
+        loop {
+            match check() {
+                Ok(Some(found)) => return found,
+                Ok(None) if Instant::now() >= deadline => {
+                    self.fail(&format!("{what}: not after {limit:?}"))
+                }
+                Err(error) if Instant::now() >= deadline => self.fail(&format!("{what}: {error}")),
+                _ => std::thread::sleep(POLL_INTERVAL),
+            }
+        }
+    }
+
     /// Wait until the program has exited, and return the pane then; fail after `limit`.
     pub fn wait_for_exit(&self, limit: Duration) -> PaneState {
         let deadline = Instant::now() + limit;
