@@ -1,5 +1,5 @@
 //! The long soak: 50 nodes, faults for two hours of simulated time, everything the short soak (`cargo test --test
-//! soak`) checks, and resident memory that must stay flat within 10 % after warm-up. See `tests/support/soak` for
+//! soak`) checks, and resident memory that must stay flat within 10 % after warm-up. See `tests/soak/harness` for
 //! what runs and what is checked.
 //!
 //! `cargo bench --bench soak -- --seed 7 --duration 2h --nodes 50 --time-scale 20` (or `SOAK_SEED`, `SOAK_DURATION`,

@@ -1,7 +1,7 @@
-//! kubectl against `kmm-tui serve`: the real binary serves HTTPS, and `tests/kubectl/e2e.sh` drives it the way a
-//! user would (get/list/watch, wait, label, annotate, the three patch types, apply, server-side apply, replace,
-//! CRDs, finalizers, garbage collection, namespace deletion, authorization: the `viewer` context, `--as`,
-//! `auth can-i`, `create token`; pagination). Skipped where kubectl is not installed.
+//! kubectl against `kmm-tui serve`: the real binary serves HTTPS, and `tests/end_to_end/kubectl/e2e.sh` drives it the
+//! way a user would (get/list/watch, wait, label, annotate, the three patch types, apply, server-side apply, replace,
+//! CRDs, finalizers, garbage collection, namespace deletion, authorization: the `viewer` context, `--as`, `auth can-i`,
+//! `create token`; pagination). Skipped where kubectl is not installed.
 
 use std::fs::File;
 use std::path::Path;
