@@ -67,7 +67,6 @@ pub fn run(
         let shared_context = Arc::new(Day0Context {
             engine: context.clone(),
             nodes,
-            day0s: day0s.clone(),
         });
         let config = watcher::Config::default;
         let day0_passes = controller

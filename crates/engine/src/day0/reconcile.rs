@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::Store;
 use serde_json::json;
 
 use super::images::{self, ImageStage};
@@ -34,8 +33,6 @@ pub struct Day0Context {
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
     pub nodes: SharedStore<Node>,
-    /// Every ModuleDay0, to tell which one claimed a pool first.
-    pub day0s: Store<ModuleDay0>,
 }
 
 /// The error policy of the day-0 reconcilers: the engine's, on the day-0 context.
@@ -152,7 +149,14 @@ async fn managed(
         )));
     };
     let pool_name = pool.name_any();
-    if let Some(first) = first_claim(day0, &context.day0s.state(), &pools, &pool_name) {
+    // Read from the server, not a cache: the pass a claimant's deletion starts must not see it still there, or the
+    // verdict "already managed" would stand with nothing left to start another pass.
+    let day0s: Vec<ModuleDay0> = Api::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .doing(|| "listing ModuleDay0s".to_owned())?
+        .items;
+    if let Some(first) = first_claim(day0, &day0s, &pools, &pool_name) {
         return Ok(Err(Report::degraded(
             reasons::DUPLICATE_POOL,
             format!(
@@ -250,7 +254,7 @@ async fn move_to(
 /// time and then by name, among those targeting the pool.
 fn first_claim(
     day0: &ModuleDay0,
-    all: &[Arc<ModuleDay0>],
+    all: &[ModuleDay0],
     pools: &[MachineConfigPool],
     pool: &str,
 ) -> Option<String> {
@@ -263,7 +267,6 @@ fn first_claim(
     };
     let first = all
         .iter()
-        .map(Arc::as_ref)
         .filter(|d| d.metadata.deletion_timestamp.is_none() && d.uid() != day0.uid())
         .filter(|d| {
             pools::pool_for_selector(pools, &d.spec.machine_config_pool_selector)
