@@ -28,9 +28,6 @@ const ACTING: &str = "engine acting";
 /// What a candidate logs while another holds the Lease.
 const STANDING_BY: &str = "standing by";
 
-/// The process tests measure handovers on the wall clock: they run one at a time so they do not slow each other.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// A `kmm-tui controller` process, killed when dropped.
 struct Controller {
     identity: String,
@@ -184,7 +181,7 @@ async fn one_controller_acts_and_a_standby_takes_over_within_the_lease_duration_
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().await;
+    let _alone = crate::ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let server = ServeProcess::start(dir.path(), &dir.path().join("state"), "serve.log");
     let client = client_for(server.kubeconfig()).await;
@@ -232,7 +229,7 @@ async fn a_leader_stopped_with_sigterm_releases_the_lease_at_once() {
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().await;
+    let _alone = crate::ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let server = ServeProcess::start(dir.path(), &dir.path().join("state"), "serve.log");
     let client = client_for(server.kubeconfig()).await;
@@ -273,7 +270,7 @@ async fn the_engine_of_serve_with_engine_leads_and_controllers_stand_by() {
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().await;
+    let _alone = crate::ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let server = ServeProcess::start_with(
         dir.path(),

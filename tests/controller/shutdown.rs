@@ -28,9 +28,6 @@ const EXIT_SLACK: Duration = Duration::from_millis(1500);
 /// Lease duration, in seconds, of the `serve --with-engine` engine (fixed in `main.rs`).
 const EMBEDDED_LEASE_SECS: u64 = 15;
 
-/// The processes measure shutdowns on the wall clock: they run one test at a time so they do not slow each other.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The renew deadline of a Lease of `seconds`: the most a shutdown may take.
 fn renew_deadline(seconds: u64) -> Duration {
     let lease = LeaseConfig::new("ns", "lease", "me", Duration::from_secs(seconds));
@@ -174,7 +171,7 @@ fn a_restarted_controller_signalled_with_its_api_server_exits_within_the_renew_d
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = crate::ONE_AT_A_TIME.blocking_lock();
     let lease_secs = 5;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let server = ServeProcess::start_scenario(
@@ -224,7 +221,7 @@ fn a_controller_whose_api_server_stops_answering_exits_within_the_renew_deadline
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = crate::ONE_AT_A_TIME.blocking_lock();
     // Long enough that a release waited for up to the lease duration (a retry period past the renew deadline)
     // shows beyond the slack.
     let lease_secs = 10;
@@ -272,7 +269,7 @@ fn a_second_signal_ends_a_blocked_shutdown_at_once() {
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = crate::ONE_AT_A_TIME.blocking_lock();
     // A long lease: the first shutdown may take its whole renew deadline, and the second signal must not wait for it.
     let lease_secs = 15;
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -315,7 +312,7 @@ fn a_restarted_serve_with_engine_signalled_exits_within_the_renew_deadline() {
         println!("skipped: {reason}");
         return;
     }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = crate::ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let state = dir.path().join("state");
     // The first run takes the demo cluster over and is killed; the second starts on what it left, as a restarted
