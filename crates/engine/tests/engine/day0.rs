@@ -178,7 +178,7 @@ fn build_pods(client: &Client) -> PodRecorder {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_label_hands_a_machine_config_over_and_a_second_module_day0_never_acts() {
     let harness = start().await;
     let client = harness.client();
@@ -257,6 +257,7 @@ async fn a_label_hands_a_machine_config_over_and_a_second_module_day0_never_acts
     harness.shutdown().await;
 }
 
+// Real time on two threads, unlike its neighbours on paused time: the kill lands while passes race each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_it() {
     let mut harness = start().await;
@@ -310,7 +311,7 @@ async fn a_missing_image_is_built_once_through_a_kill_then_the_pool_rolls_onto_i
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_signed_image_is_built_then_signed_before_the_machine_config_names_it() {
     let harness = start().await;
     let client = harness.client();
@@ -355,7 +356,7 @@ async fn a_signed_image_is_built_then_signed_before_the_machine_config_names_it(
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
     let harness = start().await;
     let client = harness.client();
@@ -382,7 +383,7 @@ async fn a_failed_build_leaves_the_machine_config_alone_and_says_why() {
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_cluster_upgrade_rebuilds_and_rolls_the_pool_only_when_opted_in() {
     let harness = start().await;
     let client = harness.client();
@@ -443,6 +444,7 @@ async fn a_cluster_upgrade_rebuilds_and_rolls_the_pool_only_when_opted_in() {
     harness.shutdown().await;
 }
 
+// Real time: on paused time the demo's simulation would race ahead of the engine without end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_built_in_scenarios_hand_their_labelled_machine_configs_over() {
     // The demo's zone-b pool runs a 4.15 image on a 4.14 cluster: it keeps its layered image.
@@ -479,7 +481,7 @@ async fn the_built_in_scenarios_hand_their_labelled_machine_configs_over() {
 /// A rebuild (a raised image generation in the ModuleDay0's ModuleImagesConfig, as the console writes it) is kept by
 /// the engine and builds a failed image again, which the pool then rolls onto; before it, the ModuleDay0 stays
 /// degraded.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_rebuild_builds_a_failed_image_again_and_the_pool_rolls_onto_it() {
     let harness = start().await;
     let client = harness.client();

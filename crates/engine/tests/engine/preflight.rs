@@ -140,7 +140,7 @@ async fn preflight_mics(client: &Client) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_module_gets_a_verdict_and_the_checks_go_with_the_preflight() {
     let harness = start().await;
     let client = harness.client();
@@ -284,7 +284,7 @@ async fn every_module_gets_a_verdict_and_the_checks_go_with_the_preflight() {
     harness.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_image_built_without_pushing_is_built_again_once_pushing_is_turned_on() {
     let mut harness = start().await;
     let client = harness.client();
@@ -330,7 +330,7 @@ async fn an_image_built_without_pushing_is_built_again_once_pushing_is_turned_on
 
 /// The demo's planned upgrade: `acme-accel` builds for the next kernel but cannot sign an image it did not push;
 /// `nvme-tuning` has no image for it. Once pushing is on, `acme-accel` is ready.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_demos_planned_upgrade_is_ready_once_builds_are_pushed() {
     let mut harness = Harness::start("demo").await;
     harness.start_engine();

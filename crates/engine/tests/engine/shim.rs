@@ -209,6 +209,7 @@ impl Drop for InstallerSampler {
     }
 }
 
+// Real time on two threads, unlike its neighbours on paused time: the kills land while passes race each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_never_exceeds_max_update_even_when_the_engine_is_killed() {
     let mut harness = Harness::start(SCENARIO).await;
@@ -298,7 +299,7 @@ async fn rolling_never_exceeds_max_update_even_when_the_engine_is_killed() {
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn manual_approval_holds_each_batch_and_a_spec_change_rolls_every_node_again() {
     let mut harness = Harness::start(SCENARIO).await;
     let client = harness.client();
@@ -414,7 +415,7 @@ async fn manual_approval_holds_each_batch_and_a_spec_change_rolls_every_node_aga
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_failed_containerd_restart_is_rolled_back_stops_the_rollout_and_is_retried() {
     let mut harness = Harness::start(SCENARIO).await;
     let client = harness.client();
@@ -501,7 +502,7 @@ async fn a_failed_containerd_restart_is_rolled_back_stops_the_rollout_and_is_ret
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn deleting_uninstalls_everywhere_and_selector_changes_install_and_uninstall() {
     let mut harness = Harness::start(SCENARIO).await;
     let client = harness.client();
@@ -595,7 +596,7 @@ async fn deleting_uninstalls_everywhere_and_selector_changes_install_and_uninsta
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn runtime_class_managers_samples_roll_out_unchanged() {
     let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/reference/shim/config/samples");
@@ -636,7 +637,7 @@ async fn runtime_class_managers_samples_roll_out_unchanged() {
     harness.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn the_demo_shows_a_held_batch_a_rolled_back_node_and_a_broken_download() {
     let mut harness = Harness::start("demo").await;
     let client = harness.client();

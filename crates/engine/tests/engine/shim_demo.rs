@@ -55,7 +55,7 @@ async fn eventually_notes(client: &kube::Client, text: &str) -> Vec<String> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn approving_the_last_batch_of_the_demo_finishes_the_rollout() {
     let mut harness = Harness::start("demo").await;
     let client = harness.client();
