@@ -24,6 +24,19 @@ use kmm_api::kmm::os_image_kernels::{
 /// How soon to look again while a reading pod runs, should no pod event come.
 const WHILE_READING: Duration = Duration::from_secs(30);
 
+/// How soon to look again for the namespace the pods run in, where it does not exist (KMM is not installed).
+const WHILE_NO_NAMESPACE: Duration = Duration::from_secs(60);
+
+/// Where the reading of one image is.
+enum Reading {
+    /// Its kernel, or why it cannot be read, is in its entry.
+    Answered,
+    /// Its pod runs, or was just started.
+    Pending,
+    /// No pod can start: the namespace does not exist.
+    NoNamespace,
+}
+
 /// One pass over the cluster's OS images.
 pub async fn reconcile(
     _version: Arc<ClusterVersion>,
@@ -61,6 +74,7 @@ pub async fn reconcile(
         .items;
     let mut entries = Vec::new();
     let mut reading = false;
+    let mut no_namespace = false;
     for (image, named_by) in named {
         let mut entry = recorded
             .get(&image)
@@ -75,9 +89,21 @@ pub async fn reconcile(
             let reader = readers
                 .iter()
                 .find(|p| pod::pod_image(p) == Some(image.as_str()));
-            reading |= !read(&pods, &image, reader, &mut entry).await?;
+            match read(&pods, &image, reader, &mut entry).await? {
+                Reading::Answered => {}
+                Reading::Pending => reading = true,
+                Reading::NoNamespace => no_namespace = true,
+            }
         }
         entries.push(entry);
+    }
+    if no_namespace {
+        // Optional, unlike what the day-0 family does there: nobody is asked to act, and the reading starts once
+        // the namespace exists.
+        tracing::debug!(
+            "namespace {NAMESPACE} does not exist: the kernels of the OS images are not read"
+        );
+        return Ok(context.engine.resync_within(WHILE_NO_NAMESPACE));
     }
     write_record(&records, record.as_ref(), &entries).await?;
     for reader in &readers {
@@ -106,27 +132,28 @@ pub fn error_policy(
     crate::context::retry_on_error(version, error, context.engine.clone())
 }
 
-/// Move the reading of `image` on: start its pod, or take its answer into `entry`. Returns whether the image is
-/// answered.
+/// Move the reading of `image` on: start its pod, or take its answer into `entry`.
 async fn read(
     pods: &Api<Pod>,
     image: &str,
     reader: Option<&Pod>,
     entry: &mut OsImageKernel,
-) -> Result<bool, Error> {
+) -> Result<Reading, Error> {
     let Some(reader) = reader else {
         let name = pod::pod_name(image);
         match pods.create(&post_params(), &pod::pod(image)).await {
             Ok(_) => {}
             // Started by an earlier pass whose list did not show it yet.
             Err(error) if is_conflict(&error) => {}
+            // A pod is created in a namespace: only the namespace can be missing.
+            Err(error) if is_not_found(&error) => return Ok(Reading::NoNamespace),
             Err(error) => {
                 return Err(error).doing(|| {
                     format!("creating pod {NAMESPACE}/{name} to read the kernel of {image}")
                 });
             }
         }
-        return Ok(false);
+        return Ok(Reading::Pending);
     };
     match pod::progress(reader) {
         Progress::Listed => {
@@ -140,17 +167,17 @@ async fn read(
                 Ok(kernel) => entry.kernel = Some(kernel),
                 Err(why) => entry.failure = Some(why),
             }
-            Ok(true)
+            Ok(Reading::Answered)
         }
         Progress::Failed(why) => {
             entry.failure = Some(why);
-            Ok(true)
+            Ok(Reading::Answered)
         }
-        Progress::Running => Ok(false),
+        Progress::Running => Ok(Reading::Pending),
         // Evicted or rejected before it ran: a new pod of the same name starts once this one is gone.
         Progress::Lost => {
             delete(pods, &reader.name_any()).await?;
-            Ok(false)
+            Ok(Reading::Pending)
         }
     }
 }
