@@ -20,7 +20,6 @@ pub mod named;
 pub mod pod;
 mod reconcile;
 
-use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -49,74 +48,69 @@ pub struct KernelsContext {
     pub release_os_image: reflector::Store<ConfigMap>,
 }
 
-/// The reconciler; run the returned future until `stop`.
-pub fn run(
-    context: Arc<Context>,
-    stop: CancellationToken,
-) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        let client = context.client.clone();
-        let config = watcher::Config::default;
-        let (versions, writer) = reflector::store();
-        let listed = Listed::default();
-        let version_changes = listed
-            .watching(watcher(
-                Api::<ClusterVersion>::all(client.clone()),
-                config(),
-            ))
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects();
-        let (machine_configs, writer) = reflector::store();
-        // Deleted ones too: an image no longer named leaves the record.
-        let machine_config_changes = watcher(Api::<MachineConfig>::all(client.clone()), config())
-            .default_backoff()
-            .reflect(writer)
-            .touched_objects();
-        let (release_os_image, writer) = reflector::store();
-        let release_changes = watcher(
-            Api::<ConfigMap>::namespaced(client.clone(), OS_IMAGE_CONFIG_MAP_NAMESPACE),
-            config().fields(&format!("metadata.name={OS_IMAGE_CONFIG_MAP}")),
-        )
+/// The reconciler; run it until `stop`.
+pub async fn run(context: Arc<Context>, stop: CancellationToken) {
+    let client = context.client.clone();
+    let config = watcher::Config::default;
+    let (versions, writer) = reflector::store();
+    let listed = Listed::default();
+    let version_changes = listed
+        .watching(watcher(
+            Api::<ClusterVersion>::all(client.clone()),
+            config(),
+        ))
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    let (machine_configs, writer) = reflector::store();
+    // Deleted ones too: an image no longer named leaves the record.
+    let machine_config_changes = watcher(Api::<MachineConfig>::all(client.clone()), config())
         .default_backoff()
         .reflect(writer)
         .touched_objects();
-        let controller = Controller::for_stream(version_changes, versions.clone());
-        let meter = context.meter(
-            "clusterversion",
-            Family::Day0,
-            0,
-            (versions.clone(), listed),
-        );
-        let kernels_context = Arc::new(KernelsContext {
-            engine: context,
-            machine_configs,
-            release_os_image,
+    let (release_os_image, writer) = reflector::store();
+    let release_changes = watcher(
+        Api::<ConfigMap>::namespaced(client.clone(), OS_IMAGE_CONFIG_MAP_NAMESPACE),
+        config().fields(&format!("metadata.name={OS_IMAGE_CONFIG_MAP}")),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .touched_objects();
+    let controller = Controller::for_stream(version_changes, versions.clone());
+    let meter = context.meter(
+        "clusterversion",
+        Family::Day0,
+        0,
+        (versions.clone(), listed),
+    );
+    let kernels_context = Arc::new(KernelsContext {
+        engine: context,
+        machine_configs,
+        release_os_image,
+    });
+    let passes = controller
+        .watches_stream(machine_config_changes, every(&versions))
+        .watches_stream(release_changes, every(&versions))
+        .watches(
+            Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
+            config().fields(&format!("metadata.name={CONFIG_MAP}")),
+            every(&versions),
+        )
+        .watches(
+            Api::<Pod>::namespaced(client, NAMESPACE),
+            config().labels(POD_LABEL),
+            every(&versions),
+        )
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(
+            meter.reconciler(reconcile::reconcile),
+            meter.error_policy(reconcile::error_policy),
+            kernels_context,
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "OS image kernel pass did not complete");
+            }
         });
-        let passes = controller
-            .watches_stream(machine_config_changes, every(&versions))
-            .watches_stream(release_changes, every(&versions))
-            .watches(
-                Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
-                config().fields(&format!("metadata.name={CONFIG_MAP}")),
-                every(&versions),
-            )
-            .watches(
-                Api::<Pod>::namespaced(client, NAMESPACE),
-                config().labels(POD_LABEL),
-                every(&versions),
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile::reconcile),
-                meter.error_policy(reconcile::error_policy),
-                kernels_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "OS image kernel pass did not complete");
-                }
-            });
-        stopping::until_stopped(passes, &versions, &stop).await;
-    }
+    stopping::until_stopped(passes, &versions, &stop).await;
 }

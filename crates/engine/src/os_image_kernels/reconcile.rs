@@ -124,6 +124,7 @@ pub async fn reconcile(
     })
 }
 
+/// A failed pass is retried with the engine's backoff, and told once where a person must act (a grant missing).
 pub fn error_policy(
     version: Arc<ClusterVersion>,
     error: &Error,
