@@ -1,8 +1,9 @@
 //! Watches that keep the console's lists current: one kube-rs reflector per kind (five for pods: KMM's pull,
 //! build/sign and worker pods selected by KMM's labels, Shim installer pods, and image puller pods selected by
 //! kube-fledged's labels), each sending its whole list to the UI task when it changed, at most every [`COALESCE`],
-//! so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and retried with backoff;
-//! the last lists stay on screen meanwhile.
+//! so a burst of 5,000 node updates costs a handful of redraws. Two single objects are followed apart: the engine
+//! Lease and the engine's record of the kernels of the cluster's OS images. Watch errors are reported and retried
+//! with backoff; the last lists stay on screen meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
