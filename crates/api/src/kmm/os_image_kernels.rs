@@ -49,8 +49,9 @@ pub fn parse(
 ) -> Result<Vec<OsImageKernel>, String> {
     match data.and_then(|d| d.get(DATA_KEY)) {
         None => Ok(Vec::new()),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|error| format!("ConfigMap {NAMESPACE}/{CONFIG_MAP} key {DATA_KEY} is not a list of OS images: {error}")),
+        Some(text) => serde_json::from_str(text).map_err(|error| {
+            format!("ConfigMap {NAMESPACE}/{CONFIG_MAP} key {DATA_KEY} is not a list of OS images: {error}")
+        }),
     }
 }
 
