@@ -27,6 +27,8 @@ pub enum Action {
     Access(AccessReport),
     /// The Lease that elects the acting engine changed (`None`: no engine holds it).
     EngineLease(Option<std::sync::Arc<k8s_openapi::api::coordination::v1::Lease>>),
+    /// The engine's record of the kernels of the cluster's OS images changed (`None`: there is none).
+    OsImageKernels(Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>),
     /// Something about the engine besides its Lease: a hand-off deadline, a failed request, upstream operators.
     Engine(EngineEvent),
     /// A pod's log arrived: its lines, or why it could not be read.

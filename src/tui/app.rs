@@ -252,6 +252,13 @@ impl App {
                 // A renewal every few seconds moves only the renew time; outside `:engine` it shows nowhere.
                 self.view() == &View::Engine || self.engine_shown() != shown
             }
+            Action::OsImageKernels(record) => {
+                self.data.os_image_kernels = record;
+                // Only the Preflight pane shows them.
+                self.refresh_open_view();
+                self.refresh_visible();
+                true
+            }
             Action::Engine(event) => {
                 self.on_engine_event(event);
                 true

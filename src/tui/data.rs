@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
@@ -177,6 +177,9 @@ pub struct ClusterData {
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
     pub engine_lease: Option<Arc<Lease>>,
+    /// The engine's record of the kernel each OS image the cluster names boots
+    /// (`openshift-kmm/kmm-tui-os-image-kernels`), when it exists.
+    pub os_image_kernels: Option<Arc<ConfigMap>>,
     /// How many lists of each kind were taken in, so a view built from a few kinds is rebuilt only when they change.
     pub revisions: BTreeMap<Kind, u64>,
 }

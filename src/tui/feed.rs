@@ -1,15 +1,16 @@
 //! Watches that keep the console's lists current: one kube-rs reflector per kind (five for pods: KMM's pull,
 //! build/sign and worker pods selected by KMM's labels, Shim installer pods, and image puller pods selected by
 //! kube-fledged's labels), each sending its whole list to the UI task when it changed, at most every [`COALESCE`],
-//! so a burst of 5,000 node updates costs a handful of redraws. Watch errors are reported and retried with backoff;
-//! the last lists stay on screen meanwhile.
+//! so a burst of 5,000 node updates costs a handful of redraws. Two single objects are followed apart: the engine
+//! Lease and the engine's record of the kernels of the cluster's OS images. Watch errors are reported and retried
+//! with backoff; the last lists stay on screen meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -23,6 +24,7 @@ use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::labels;
+use kmm_api::kmm::os_image_kernels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_api::shim::{Shim, names};
@@ -118,6 +120,7 @@ pub fn start(
         cancel,
     );
     watch_engine_lease(client, sender, cancel);
+    watch_os_image_kernels(client, sender, cancel);
     watch_upstream_operators(client, sender, cancel);
 }
 
@@ -246,6 +249,40 @@ fn watch_engine_lease(
                         }
                     }
                     // A cluster without the Lease (or without leave to read it) simply shows no acting engine.
+                    Some(Err(_)) => {}
+                },
+            }
+        }
+    });
+}
+
+/// Follow the engine's record of the kernels of the cluster's OS images, which the Preflight pane offers.
+fn watch_os_image_kernels(
+    client: &Client,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), os_image_kernels::NAMESPACE);
+    let config = watcher::Config::default()
+        .fields(&format!("metadata.name={}", os_image_kernels::CONFIG_MAP));
+    let sender = sender.clone();
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        let (store, writer) = reflector::store::<ConfigMap>();
+        let mut stream =
+            reflector::reflector(writer, watcher(api, config).default_backoff()).boxed();
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                event = stream.next() => match event {
+                    None => return,
+                    Some(Ok(_)) => {
+                        let record = store.state().into_iter().next();
+                        if sender.send(Action::OsImageKernels(record)).is_err() {
+                            return;
+                        }
+                    }
+                    // Without the record (not OpenShift, or no leave to read it) the pane offers the other kernels.
                     Some(Err(_)) => {}
                 },
             }

@@ -760,6 +760,48 @@ fn preflight_pane_without_a_validation_offers_the_clusters_kernels() {
     check("preflight_empty", &app);
 }
 
+#[test]
+fn preflight_pane_offers_the_kernels_of_the_cluster_s_os_images() {
+    let mut app = preflight_console((120, 40));
+    app.update(Action::OsImageKernels(Some(
+        sample::preflight::os_image_kernels(),
+    )));
+    command(&mut app, "preflight");
+    let row = |app: &App, kernel: &str| {
+        app.preflight
+            .pane
+            .kernels
+            .iter()
+            .find(|row| row.kernel == kernel)
+            .map(|row| row.known_from.clone())
+    };
+    assert_eq!(
+        row(&app, sample::preflight::NEXT_OS_KERNEL).as_deref(),
+        Some("OS image of MachineConfig 99-worker-next-os")
+    );
+    assert_eq!(
+        row(&app, "5.14.0-362.8.1.el9_3.x86_64").as_deref(),
+        Some("12 nodes run it, OS image of release 4.15.3, PreflightValidation preflight"),
+        "one row per kernel, its sources joined"
+    );
+    assert_eq!(
+        app.completions("preflight 5.14.0-4"),
+        [format!("preflight {}", sample::preflight::NEXT_OS_KERNEL)]
+    );
+    check("preflight_os_images", &app);
+
+    // A record the console cannot read is a note, not a crash.
+    let mut unreadable = sample::preflight::os_image_kernels().as_ref().clone();
+    unreadable.data = Some([("osImages.json".to_owned(), "{".to_owned())].into());
+    app.update(Action::OsImageKernels(Some(unreadable.into())));
+    assert!(row(&app, sample::preflight::NEXT_OS_KERNEL).is_none());
+    assert!(
+        app.preflight.pane.os_image_notes[0].contains("is not a list of OS images"),
+        "{:?}",
+        app.preflight.pane.os_image_notes
+    );
+}
+
 /// A console opened on the sample fleet, at `size`.
 fn fleet_console(size: (u16, u16)) -> App {
     let mut app = empty_console(size);

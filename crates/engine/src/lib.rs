@@ -39,6 +39,7 @@ pub mod nmc;
 pub mod nodes;
 pub mod object_names;
 pub mod operators;
+pub mod os_image_kernels;
 pub mod preflight;
 pub mod rbac;
 pub mod resync;

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::context::{Family, MANAGER};
 use super::leader::LeaseConfig;
+use kmm_api::kmm::os_image_kernels;
 
 /// Name of the ServiceAccount, roles and bindings: the engine's own name, so they are easy to find and audit.
 pub const ENGINE_ACCOUNT: &str = MANAGER;
@@ -203,9 +204,13 @@ const DAY0_RULES: &[Rule] = &[
     ("", &["pods/status"], &["get"]),
     // Pool membership, OS and kernel of nodes.
     ("", &["nodes"], &["get", "list", "watch"]),
-    // Dockerfiles, signing keys and the release's OS image ConfigMap are read, never changed.
-    ("", &["configmaps"], &["get", "list", "watch"]),
+    // Dockerfiles, signing keys and the release's OS image ConfigMap are read, never changed. The one ConfigMap
+    // written is the record of the OS images' kernels: created here (creation cannot be limited by name), patched
+    // by name only (see `named_rules`).
+    ("", &["configmaps"], &["get", "list", "watch", "create"]),
     ("", &["secrets"], &["get"]),
+    // The kernel of an OS image is the log of a pod that lists it.
+    ("", &["pods/log"], &["get"]),
     // The MachineConfig's osImageURL is the one thing the family writes outside its own objects.
     (
         "machineconfiguration.openshift.io",
@@ -255,6 +260,7 @@ impl EngineRbac {
             COMMON_RULES.iter().map(|rule| policy_rule(*rule)).collect();
         for family in Family::ALL.iter().filter(|f| families.contains(f)) {
             rules.extend(family_rules(*family).iter().map(|rule| policy_rule(*rule)));
+            rules.extend(named_rules(*family));
         }
         let namespace = lease.namespace.as_str();
         let subject = Subject {
@@ -300,6 +306,18 @@ impl EngineRbac {
             yaml_document(&self.role_binding),
         ]
         .concat()
+    }
+}
+
+/// The grants of one family confined to objects it names: the day-0 family patches the OS image kernel record
+/// and no other ConfigMap.
+fn named_rules(family: Family) -> Vec<PolicyRule> {
+    match family {
+        Family::Day0 => vec![PolicyRule {
+            resource_names: Some(vec![os_image_kernels::CONFIG_MAP.to_owned()]),
+            ..policy_rule(("", &["configmaps"], &["patch"]))
+        }],
+        Family::Kmm | Family::Shims | Family::Caches => Vec::new(),
     }
 }
 
@@ -406,6 +424,9 @@ mod tests {
         (KMM_GROUP, "moduleday0s/status", "patch", true),
         (KMM_GROUP, "moduleday0s/finalizers", "update", true),
         ("", "configmaps", "watch", true),
+        ("", "configmaps", "create", true),
+        ("", "configmaps", "patch", true),
+        ("", "pods/log", "get", true),
         (
             "machineconfiguration.openshift.io",
             "machineconfigs",
@@ -576,6 +597,20 @@ mod tests {
                 ]
                 .contains(&verb.as_str())
             }));
+        }
+    }
+
+    #[test]
+    fn the_only_config_map_patched_is_the_os_image_kernel_record() {
+        let rules = rbac().cluster_role.rules.unwrap_or_default();
+        for rule in rules.iter().filter(|r| {
+            r.resources.iter().flatten().any(|x| x == "configmaps")
+                && r.verbs.iter().any(|v| v == "patch")
+        }) {
+            assert_eq!(
+                rule.resource_names.as_deref(),
+                Some(&[os_image_kernels::CONFIG_MAP.to_owned()][..])
+            );
         }
     }
 

@@ -6,11 +6,46 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
 use super::{KERNELS, ago, object};
 use crate::tui::data::{ClusterData, KindSnapshot};
+use kmm_api::kmm::os_image_kernels::{self, OsImageKernel};
 use kmm_api::kmm::{Build, DevicePluginSpec, Module};
+
+/// The kernel of the OS image the sample's next MachineConfig names: no node runs it yet.
+pub const NEXT_OS_KERNEL: &str = "5.14.0-427.13.1.el9_4.x86_64";
+
+/// The engine's record of the kernels of the sample's OS images: the release's (a kernel nodes run), a
+/// MachineConfig's naming the next OS (a kernel no node runs) and one that cannot be pulled.
+pub fn os_image_kernels() -> Arc<ConfigMap> {
+    let entries = [
+        OsImageKernel {
+            image: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:415".to_owned(),
+            named_by: vec!["release 4.15.3".to_owned()],
+            kernel: Some(KERNELS[1].0.to_owned()),
+            failure: None,
+        },
+        OsImageKernel {
+            image: "registry.local/acme/rhcos-kmod:416.94.202405010000-0".to_owned(),
+            named_by: vec!["MachineConfig 99-worker-next-os".to_owned()],
+            kernel: Some(NEXT_OS_KERNEL.to_owned()),
+            failure: None,
+        },
+        OsImageKernel {
+            image: "registry.local/acme/rhcos-rt:416".to_owned(),
+            named_by: vec!["MachineConfig 99-infra-rt-os".to_owned()],
+            kernel: None,
+            failure: Some("ErrImagePull: not found".to_owned()),
+        },
+    ];
+    object(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": os_image_kernels::CONFIG_MAP, "namespace": os_image_kernels::NAMESPACE},
+        "data": {os_image_kernels::DATA_KEY: os_image_kernels::render(&entries)},
+    }))
+}
 
 /// Add the upgrade plan to `data`.
 pub fn add(data: &mut ClusterData) {

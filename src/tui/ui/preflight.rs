@@ -1,6 +1,7 @@
 //! The Preflight pane: the validation under way (its kernel and whether built images are pushed, with a count of
-//! Modules per verdict), then three tables `tab` moves between: the kernels the cluster knows of, every Module's
-//! verdict for the validated kernel, and the device plugins each node loses while its module reloads.
+//! Modules per verdict), then three tables `tab` moves between: the kernels the cluster knows of (with a line under
+//! it per OS image whose kernel could not be read), every Module's verdict for the validated kernel, and the device
+//! plugins each node loses while its module reloads.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -21,15 +22,20 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .max(1)
     };
     let room = area.height.saturating_sub(1);
-    let [summary, kernel_area, module_area, node_area] = Layout::vertical([
+    let notes = u16::try_from(pane.os_image_notes.len())
+        .unwrap_or(u16::MAX)
+        .min(MOST_NOTES);
+    let [summary, kernel_area, note_area, module_area, node_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length((rows(PreflightSection::Kernels) + 3).min(room / 3)),
+        Constraint::Length(notes),
         Constraint::Length((rows(PreflightSection::Modules) + 3).min(room / 2)),
         Constraint::Fill(1),
     ])
     .areas(area);
     draw_summary(frame, summary, app, pane);
     draw_kernels(frame, kernel_area, app, pane);
+    draw_os_image_notes(frame, note_area, app, pane);
     draw_modules(frame, module_area, app, pane);
     draw_nodes(frame, node_area, app, pane);
 }
@@ -97,6 +103,32 @@ fn draw_kernels(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPa
             .cell(row.kernel.as_str())
             .cell(row.known_from.as_str())
     });
+}
+
+/// The most lines the notes on unreadable OS images take; the last says how many more there are.
+const MOST_NOTES: u16 = 3;
+
+/// The OS images whose kernel could not be read, and why: what keeps their kernel out of the table.
+fn draw_os_image_notes(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
+    let shown = usize::from(area.height);
+    let notes = &pane.os_image_notes;
+    let lines: Vec<Line> = notes
+        .iter()
+        .enumerate()
+        .take(shown)
+        .map(|(index, note)| {
+            let text = if index + 1 == shown && notes.len() > shown {
+                format!(
+                    " … and {} more OS images whose kernel is unknown",
+                    notes.len() - index
+                )
+            } else {
+                format!(" {note}")
+            };
+            Line::from(Span::styled(text, app.theme.warn()))
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 /// Every Module's verdict for the validated kernel.

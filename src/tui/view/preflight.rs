@@ -1,7 +1,9 @@
 //! The Preflight pane: planning a kernel upgrade. Three tables made from what the cluster shows:
 //!
-//! - the kernels the cluster knows of: those its nodes run, those PreflightValidations name, and those Modules map
-//!   by literal (a mapping written ahead of an upgrade) — the one being validated marked;
+//! - the kernels the cluster knows of: those its nodes run, those PreflightValidations name, those Modules map by
+//!   literal (a mapping written ahead of an upgrade), and those the OS images of MachineConfigs and of the release
+//!   boot (as the engine read them from the images, see [`kmm_api::kmm::os_image_kernels`]) — the one being
+//!   validated marked; an OS image whose kernel could not be read is a note under the table;
 //! - per Module, whether it is ready for the validated kernel and why, from the PreflightValidation's verdicts, and
 //!   whether its mapping for that kernel can build (and sign) the image;
 //! - per node that will move to the kernel, the device plugins it loses while its kernel module reloads: every
@@ -15,6 +17,7 @@ use std::sync::Arc;
 
 use crate::tui::data::ClusterData;
 use kmm_api::kmm::labels;
+use kmm_api::kmm::os_image_kernels::{self, OsImageKernel};
 use kmm_api::kmm::{Module, PreflightValidation, VerificationStatus};
 use kmm_engine::kernel;
 
@@ -172,6 +175,8 @@ pub struct PreflightPane {
     pub preflight: Option<PreflightSummary>,
     /// Kernels the cluster knows of, sorted.
     pub kernels: Vec<KernelRow>,
+    /// OS images whose kernel is not known, and why (or why the engine's record cannot be read).
+    pub os_image_notes: Vec<String>,
     /// One row per Module that loads a kernel module.
     pub modules: Vec<PreflightModuleRow>,
     /// One row per node not on the validated kernel.
@@ -200,8 +205,10 @@ pub fn pane(data: &ClusterData) -> PreflightPane {
         push_built_image: p.spec.push_built_image,
     });
     let target = preflight.as_ref().map(|p| p.kernel.as_str());
+    let (os_images, os_image_notes) = os_images(data);
     PreflightPane {
-        kernels: kernels(data, target),
+        kernels: kernels(data, &os_images, target),
+        os_image_notes,
         modules: current(data)
             .map(|p| module_rows(data, p))
             .unwrap_or_default(),
@@ -210,7 +217,35 @@ pub fn pane(data: &ClusterData) -> PreflightPane {
     }
 }
 
-fn kernels(data: &ClusterData, target: Option<&str>) -> Vec<KernelRow> {
+/// The engine's record of the OS images' kernels, and a note for each image it could not read (or for the record
+/// itself when it cannot be read).
+fn os_images(data: &ClusterData) -> (Vec<OsImageKernel>, Vec<String>) {
+    let record = data.os_image_kernels.as_ref().and_then(|r| r.data.as_ref());
+    match os_image_kernels::parse(record) {
+        Err(why) => (Vec::new(), vec![why]),
+        Ok(entries) => {
+            let notes = entries
+                .iter()
+                .filter(|e| e.kernel.is_none())
+                .map(|e| {
+                    let why = e.failure.as_deref().unwrap_or("not read yet");
+                    let of = match e.named_by.as_slice() {
+                        [] => String::new(),
+                        namers => format!(" of {}", namers.join(", ")),
+                    };
+                    format!("OS image{of}: kernel unknown, {why} ({})", e.image)
+                })
+                .collect();
+            (entries, notes)
+        }
+    }
+}
+
+fn kernels(
+    data: &ClusterData,
+    os_images: &[OsImageKernel],
+    target: Option<&str>,
+) -> Vec<KernelRow> {
     let mut nodes: BTreeMap<String, usize> = BTreeMap::new();
     for node in &data.nodes {
         if let Some(k) = kernel::node_kernel(node) {
@@ -254,6 +289,26 @@ fn kernels(data: &ClusterData, target: Option<&str>) -> Vec<KernelRow> {
             .entry(k)
             .or_default()
             .push(format!("mapped by {by}"));
+    }
+    for entry in os_images {
+        let Some(k) = entry
+            .kernel
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+        else {
+            continue;
+        };
+        let namers = sources.entry(k.to_owned()).or_default();
+        if entry.named_by.is_empty() {
+            namers.push(format!("OS image {}", entry.image));
+        }
+        namers.extend(
+            entry
+                .named_by
+                .iter()
+                .map(|namer| format!("OS image of {namer}")),
+        );
     }
     for preflight in &data.preflights {
         let k = preflight.spec.kernel_version.trim();

@@ -5,6 +5,7 @@ mod images;
 pub mod labels;
 mod module;
 mod node_modules;
+pub mod os_image_kernels;
 pub mod preflight;
 
 pub use common::{

@@ -95,7 +95,11 @@ impl World {
             server,
             clock: SimClock::new(scenario.time_scale),
             machines,
-            registry: SimRegistry::new(&scenario.registry, &scenario.controller_image),
+            registry: SimRegistry::new(
+                &scenario.registry,
+                &scenario.controller_image,
+                &scenario.os_images,
+            ),
             registry_recorded: tokio::sync::Mutex::new(0),
             faults: Faults::new(scenario.faults.clone()),
             device_plugins: DevicePlugins::default(),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::scenario::{RegistrySpec, ShimArtifact};
+use super::scenario::{OsImage, RegistrySpec, ShimArtifact};
 
 /// Why a pull failed, worded as a container runtime reports it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -79,6 +79,9 @@ pub struct SimRegistry {
 /// Size of kmm-tui's own image: one static binary.
 const OWN_IMAGE_MIB: u64 = 30;
 
+/// Size of a release's OS image (an RHCOS container image is about this large).
+const RELEASE_OS_IMAGE_MIB: u64 = 1200;
+
 /// The repository of an image reference: without its tag or digest.
 pub fn repository(image: &str) -> &str {
     let image = image.split('@').next().unwrap_or(image);
@@ -100,8 +103,10 @@ pub fn normalise(image: &str) -> String {
 }
 
 impl SimRegistry {
-    /// The registry a scenario describes, also holding every tag of kmm-tui's own repository `own_repository`.
-    pub fn new(spec: &RegistrySpec, own_repository: &str) -> Self {
+    /// The registry a scenario describes, also holding every tag of kmm-tui's own repository `own_repository` and
+    /// the OS image of every release in `os_images`: a release payload's images are published with it, so a pod can
+    /// run one. A layered OS image (no release) is held only when the scenario lists it or a build pushes it.
+    pub fn new(spec: &RegistrySpec, own_repository: &str, os_images: &[OsImage]) -> Self {
         let system = SYSTEM_IMAGES.iter().map(|(name, mib)| {
             let entry = Entry {
                 size_bytes: mib * 1024 * 1024,
@@ -116,7 +121,17 @@ impl SimRegistry {
             };
             (normalise(&i.name), entry)
         });
-        let images = system.chain(listed).collect();
+        let releases = os_images
+            .iter()
+            .filter(|image| image.release.is_some())
+            .map(|image| {
+                let entry = Entry {
+                    size_bytes: RELEASE_OS_IMAGE_MIB * 1024 * 1024,
+                    pull_secret: None,
+                };
+                (normalise(&image.url), entry)
+            });
+        let images = system.chain(releases).chain(listed).collect();
         Self {
             images: Mutex::new(images),
             changes: Mutex::default(),

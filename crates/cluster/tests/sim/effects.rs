@@ -23,6 +23,9 @@ registry:
     - {name: "quay.io/org/kmm-ci:5.14.0-284.el9.x86_64", sizeMiB: 20}
   shims:
     - {url: "https://github.com/spinframework/containerd-shim-spin/releases/download/v0.17.0/containerd-shim-spin-v2-linux-x86_64.tar.gz", binary: containerd-shim-spin-v2}
+osImages:
+  - {url: "quay.io/os/rhcos@sha256:415", kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
+  - {url: "registry.local/os/rhcos-layered:415", kernelVersion: 5.14.0-362.24.1.el9.x86_64, osImage: RHCOS 415 layered}
 "#;
 
 /// The containerd configuration the node starts with: containerd 1.7 with runc.
@@ -232,4 +235,52 @@ async fn a_shim_installer_pod_installs_the_shim_and_restarts_containerd() {
             .map(|m| m.containerd.restarts),
         Some(1)
     );
+}
+
+#[tokio::test]
+async fn an_os_image_lists_the_kernel_it_boots_whatever_the_node_runs() {
+    let (_cluster, world) = world().await;
+    assert!(
+        world.registry.exists("quay.io/os/rhcos@sha256:415"),
+        "a release's OS image is published with the release"
+    );
+    assert!(
+        !world.registry.exists("registry.local/os/rhcos-layered:415"),
+        "a layered OS image exists only once listed or built"
+    );
+    for (name, command) in [
+        (
+            "direct",
+            serde_json::json!({"command": ["ls", "/usr/lib/modules"]}),
+        ),
+        (
+            "shell",
+            serde_json::json!({"command": ["/bin/sh", "-c"], "args": ["ls /usr/lib/modules"]}),
+        ),
+    ] {
+        let mut container =
+            serde_json::json!({"name": "kernel", "image": "quay.io/os/rhcos@sha256:415"});
+        container
+            .as_object_mut()
+            .expect("an object")
+            .extend(command.as_object().expect("an object").clone());
+        let pod = create(
+            &world,
+            "openshift-kmm",
+            serde_json::json!({
+                "metadata": {"name": format!("os-image-kernel-{name}")},
+                "spec": {"nodeName": "worker-0", "restartPolicy": "Never", "containers": [container]}
+            }),
+        )
+        .await;
+        let spec = pod.spec.clone().expect("the pod has a spec");
+        let (runs_for, outcome) = run(&world, &pod, &spec.containers[0], false);
+        assert!(runs_for.is_some(), "{name}: the listing ends");
+        assert_eq!(outcome.exit_code, 0, "{name}: {outcome:?}");
+        assert_eq!(
+            outcome.logs,
+            ["5.14.0-362.el9.x86_64"],
+            "{name}: the image's kernel, not the node's {KERNEL}"
+        );
+    }
 }

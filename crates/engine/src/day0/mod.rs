@@ -8,7 +8,10 @@
 //! Machine Config Operator roll the pool. With `clusterUpgradeTriggerNodeUpgrade`, a cluster upgrade to a new
 //! y-stream rebuilds the image on the new release's OS ([`release`], [`target`]).
 //!
-//! Both reconcilers run on `kube::runtime::Controller` and read all progress from the cluster; the engine's one
+//! Beside them, [`os_image_kernels`](crate::os_image_kernels) reads the kernel of every OS image the cluster names, so
+//! an upgrade to one can be planned.
+//!
+//! The reconcilers run on `kube::runtime::Controller` and read all progress from the cluster; the engine's one
 //! Lease keeps a second engine from acting.
 
 pub mod handover;
@@ -149,6 +152,7 @@ pub fn run(
                 }
             });
         let handover_controller = stopping::until_stopped(handover_passes, &configs, &stop);
+        let kernels = super::os_image_kernels::run(context.clone(), stop.clone());
         let pipeline = async {
             if !context.runs(Family::Kmm) {
                 tokio::join!(
@@ -157,14 +161,16 @@ pub fn run(
                 );
             }
         };
-        tokio::join!(day0_controller, handover_controller, pipeline);
+        tokio::join!(day0_controller, handover_controller, kernels, pipeline);
     }
 }
 
 /// A trigger mapper that starts a pass over every object of `store`: pools, MachineConfigs, the release and other
 /// ModuleDay0s all change what each ModuleDay0 decides, and a new pool lets a waiting MachineConfig be handed over;
 /// there are only a few of each.
-fn every<K, T>(store: &Store<K>) -> impl Fn(T) -> Vec<ObjectRef<K>> + Send + Sync + 'static
+pub(crate) fn every<K, T>(
+    store: &Store<K>,
+) -> impl Fn(T) -> Vec<ObjectRef<K>> + Send + Sync + 'static
 where
     K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {

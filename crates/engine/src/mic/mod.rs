@@ -9,7 +9,7 @@
 mod build_sign;
 mod checks;
 mod cluster;
-mod pods;
+pub(crate) mod pods;
 mod progress;
 mod pull_pod;
 mod ready;

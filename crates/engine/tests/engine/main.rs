@@ -11,6 +11,7 @@ mod kmm;
 mod metrics;
 mod module;
 mod nmc;
+mod os_image_kernels;
 mod preflight;
 mod rbac;
 mod resilience;

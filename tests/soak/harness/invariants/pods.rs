@@ -1,6 +1,6 @@
 //! The pods the engine runs, revision by revision: never two alive for one purpose (a worker per node and Module, an
-//! installer per node and Shim, a cache pull per node and image, a pull, build or sign per image), and never more
-//! unfinished installers for a rolling Shim than its `maxUpdate`.
+//! installer per node and Shim, a cache pull per node and image, a pull, build or sign per image, a read of each OS
+//! image's kernel), and never more unfinished installers for a rolling Shim than its `maxUpdate`.
 //!
 //! A pod is alive from its creation until it reaches `Succeeded` or `Failed` or leaves the API: a pod stuck in
 //! `ImagePullBackOff` is alive (its kubelet keeps pulling), whatever an engine has decided about it.
@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::Pod;
 use kmm_api::imagecache::names as cache_names;
 use kmm_api::kmm::labels;
+use kmm_api::kmm::os_image_kernels;
 use kmm_api::shim::names as shim_names;
 
 use super::Violations;
@@ -251,6 +252,9 @@ fn purpose(pod: &Pod) -> Option<(&'static str, String, Option<String>)> {
     }
     if let Some(owner) = labels.get(labels::IMAGE_OWNER) {
         return Some(("image pull", format!("pull of {image} for {owner}"), None));
+    }
+    if labels.contains_key(os_image_kernels::POD_LABEL) {
+        return Some(("OS image read", format!("read of OS image {image}"), None));
     }
     if let Some(kind) = labels.get(labels::RESOURCE_TYPE) {
         let module = labels.get(labels::MODULE_NAME).cloned().unwrap_or_default();

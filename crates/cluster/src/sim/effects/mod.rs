@@ -67,7 +67,10 @@
 //!    (`example.com/gpu`, or `example.com/gpu=4` for four devices) is a server: it runs until the pod is deleted
 //!    (or for the `sim.kmm-tui.io/run-for` annotation's time), args or not, and while it runs its node offers the
 //!    devices in `status.capacity` and `status.allocatable` (see [`device_plugin`]).
-//! 8. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
+//! 8. **OS image listing its kernels.** A container of one of the scenario's `osImages` whose command is
+//!    `ls /usr/lib/modules` (or `/lib/modules`, or either in a `sh -c` script) prints the kernel that image boots
+//!    and exits 0 a second after it starts: the image decides, not the node it runs on (see [`os_image`]).
+//! 9. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
 //!    0 a second after it starts; an `echo` prints its text. A container without command and args is a server: it
 //!    runs until the pod is deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
 //!    `sim.kmm-tui.io/exit-code` override the run time and exit code of these containers (also of servers).
@@ -84,6 +87,7 @@ pub mod device_plugin;
 mod generic;
 mod images;
 mod kmod;
+mod os_image;
 pub mod own_image;
 mod podspec;
 mod shim;
@@ -169,12 +173,14 @@ enum Effect {
     RemoveImages(Vec<String>),
     /// A device plugin, which serves until its pod goes.
     DevicePlugin,
+    /// An OS image listing its kernel directory: the kernel it boots.
+    OsImageKernel(String),
     /// Anything else.
     Generic,
 }
 
 /// Recognise a container's effect by the rules of the module documentation, in order.
-fn recognise(run: &ContainerRun) -> Effect {
+fn recognise(world: &World, run: &ContainerRun) -> Effect {
     if !run.init && kmod::is_worker(run) {
         return Effect::Kmod;
     }
@@ -193,31 +199,35 @@ fn recognise(run: &ContainerRun) -> Effect {
     if !run.init && device_plugin::advertised(run.container).is_some() {
         return Effect::DevicePlugin;
     }
+    if let Some(kernel) = os_image::listed_kernel(world, run) {
+        return Effect::OsImageKernel(kernel.to_owned());
+    }
     Effect::Generic
 }
 
 /// How long a starting container runs.
 pub fn plan(world: &World, run: &ContainerRun) -> Plan {
-    let runs_for = match recognise(run) {
+    let runs_for = match recognise(world, run) {
         Effect::Kmod => Some(kmod::RUN_TIME),
         Effect::Build(kind) => Some(build::run_time(world, run, kind)),
         Effect::ShimDownload => Some(shim::download_time(world)),
         Effect::ShimInstaller(operation) => Some(shim::installer_time(world, run, &operation)),
         Effect::RemoveImages(_) => Some(images::RUN_TIME),
         Effect::DevicePlugin => generic::requested_run_time(run),
-        Effect::Generic => generic::run_time(run),
+        Effect::OsImageKernel(_) | Effect::Generic => generic::run_time(run),
     };
     Plan { runs_for }
 }
 
 /// Apply the effect of a container that has run its time, and say how it exited.
 pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
-    match recognise(run) {
+    match recognise(world, run) {
         Effect::Kmod => kmod::finish(world, run),
         Effect::Build(kind) => build::finish(world, run, kind),
         Effect::ShimDownload => shim::download(world, run),
         Effect::ShimInstaller(operation) => shim::run_installer(world, run, &operation),
         Effect::RemoveImages(images) => images::remove(world, run, &images),
+        Effect::OsImageKernel(kernel) => os_image::finish(&kernel),
         Effect::DevicePlugin | Effect::Generic => generic::finish(run),
     }
 }
