@@ -155,7 +155,19 @@ const CACHE_RULES: &[Rule] = &[
     ),
     // Pull and delete pods are owned by their cache (blockOwnerDeletion needs update on its finalizers).
     ("kubefledged.io", &["imagecaches/finalizers"], &["update"]),
-    ("", &["pods"], &["get", "list", "watch", "create", "delete"]),
+    // Finished pull pods leave a few requests per pass, by selector (succeeded ones only), not one DELETE each.
+    (
+        "",
+        &["pods"],
+        &[
+            "get",
+            "list",
+            "watch",
+            "create",
+            "delete",
+            "deletecollection",
+        ],
+    ),
     // Which images each node holds, and which nodes the selectors match.
     ("", &["nodes"], READ),
 ];
@@ -405,6 +417,7 @@ mod tests {
         (KMM_GROUP, "nodemodulesconfigs/status", "patch", true),
         ("", "pods", "create", true),
         ("", "pods", "delete", true),
+        ("", "pods", "deletecollection", true),
         ("", "pods", "patch", true),
         ("", "pods", "list", true),
         ("", "pods", "watch", true),
@@ -591,11 +604,14 @@ mod tests {
                     assert!(called, "{group}/{resource} is granted but never called");
                 }
             }
+            // Deleting by selector only ever takes the cache's finished pods.
+            let only_pods = rule.resources.iter().flatten().all(|r| r == "pods");
             assert!(rule.verbs.iter().all(|verb| {
                 [
                     "get", "list", "watch", "create", "patch", "update", "delete",
                 ]
                 .contains(&verb.as_str())
+                    || (verb == "deletecollection" && only_pods)
             }));
         }
     }

@@ -89,6 +89,22 @@ impl CacheApi {
         }
     }
 
+    /// Delete, in one request, the succeeded pods that `selector` picks (see [`super::sweep`]).
+    pub async fn delete_succeeded(&self, selector: &str) -> Result<(), Error> {
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::background()
+        };
+        let pods = ListParams::default()
+            .labels(selector)
+            .fields(super::sweep::SUCCEEDED);
+        self.pods
+            .delete_collection(&params, &pods)
+            .await
+            .map(drop)
+            .doing(|| format!("deleting finished pods of {}", self.cache()))
+    }
+
     /// Replace the status of the cache as read at the start of the pass: a concurrent change makes it a 409 and
     /// the pass is retried from fresh state. Returns the cache as written.
     pub async fn write_status(

@@ -26,6 +26,7 @@ mod plan;
 mod pods;
 mod reference;
 mod report;
+mod sweep;
 mod wanted;
 
 use crate::metrics::Listed;
@@ -259,6 +260,13 @@ async fn reconcile_cache(object: &ImageCache, context: &CacheContext) -> Result<
         if !api.delete_pod(name).await? {
             still_there.insert(name.as_str());
         }
+    }
+    let finished = sweep::sweep(&cache.name_any(), &plan.sweep);
+    for name in &finished.by_name {
+        api.delete_pod(name).await?;
+    }
+    for selector in &finished.selectors {
+        api.delete_succeeded(selector).await?;
     }
     for new in &plan.create {
         if new

@@ -20,7 +20,7 @@ use kmm_api::imagecache::{
 
 mod outcome;
 
-pub use outcome::{Mode, NewPod, PairState, Plan, RemovalState};
+pub use outcome::{Finished, Mode, NewPod, PairState, Plan, RemovalState};
 
 /// Bounds on the work in flight and on each pull.
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +167,7 @@ impl<'a> Planner<'a> {
                 removals: Vec::new(),
                 create: Vec::new(),
                 delete: BTreeSet::new(),
+                sweep: BTreeSet::new(),
                 done_annotations: Vec::new(),
                 removals_settled: true,
                 asked_undone: false,
@@ -545,7 +546,12 @@ impl<'a> Planner<'a> {
             return (PairState::Cached, Answer::By(pod.name));
         }
         if cached {
-            self.plan.delete.insert(pod.name);
+            self.plan.sweep.insert(Finished {
+                image: pod.image,
+                operation: pod.operation,
+                node: pod.node,
+                name: pod.name,
+            });
             return (PairState::Cached, Answer::Done);
         }
         if truncated {

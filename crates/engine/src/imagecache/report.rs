@@ -444,6 +444,7 @@ mod tests {
             removals: Vec::new(),
             create: Vec::new(),
             delete: BTreeSet::new(),
+            sweep: BTreeSet::new(),
             done_annotations: Vec::new(),
             removals_settled: true,
             asked_undone: false,

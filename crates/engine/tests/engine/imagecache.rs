@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -745,5 +746,73 @@ async fn the_demo_shows_a_complete_cache_a_failing_one_and_a_lost_image_pulled_b
         node_holds(&client, "worker-b-1", NGINX)
     })
     .await;
+    harness.shutdown().await;
+}
+
+/// Pod deletions the engine asked for: one pod by name, or finished pods by selector.
+#[derive(Default)]
+struct PodDeletes {
+    by_name: AtomicUsize,
+    by_selector: AtomicUsize,
+}
+
+/// `client`, counting in `deletes` the pod deletions sent through it.
+fn counting_pod_deletes(client: Client, deletes: Arc<PodDeletes>) -> Client {
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let path = request.uri().path();
+        if request.method() == http::Method::DELETE && path.contains("/pods") {
+            let counter = if path.ends_with("/pods") {
+                &deletes.by_selector
+            } else {
+                &deletes.by_name
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        let client = client.clone();
+        async move { client.send(request).await }
+    });
+    Client::new(service, NS)
+}
+
+/// The pull pods of a rollout leave by a few requests that select the succeeded ones, never by one DELETE each:
+/// what the engine writes per (node, image) is the pod's creation and a share of a sweep.
+#[tokio::test(start_paused = true)]
+async fn finished_pull_pods_leave_by_selector_not_one_delete_each() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    let client = harness.client();
+    let deletes = Arc::new(PodDeletes::default());
+    let counted = counting_pod_deletes(client.clone(), deletes.clone());
+    harness.start_with(move |context, stop| {
+        let mut context = (*context).clone().with_settings(Settings {
+            families: BTreeSet::from([Family::Caches]),
+            ..Settings::default()
+        });
+        context.client = counted;
+        kmm_engine::run_reconcilers(Arc::new(context), stop)
+    });
+    let record = recorder(&client);
+    create(&client, "warm", json!([{"images": [NGINX, INFERENCE]}])).await;
+    eventually(120, "the cache is available", || available(&client, "warm")).await;
+    let pods = Api::<Pod>::namespaced(client.clone(), NS);
+    eventually(60, "every pull pod has left", || async {
+        pods.list(&Default::default())
+            .await
+            .expect("pods are listed")
+            .items
+            .is_empty()
+    })
+    .await;
+    let pulls = created_with(&record.record(), "pull");
+    assert_eq!(pulls, EVERY_NODE.len() * 2, "one pull per (node, image)");
+    assert_eq!(
+        deletes.by_name.load(Ordering::Relaxed),
+        0,
+        "no pod deleted by name"
+    );
+    let sweeps = deletes.by_selector.load(Ordering::Relaxed);
+    assert!(
+        (1..=pulls).contains(&sweeps),
+        "{sweeps} sweeps for {pulls} pulls"
+    );
     harness.shutdown().await;
 }

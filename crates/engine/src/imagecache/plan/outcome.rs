@@ -72,6 +72,19 @@ pub struct NewPod {
     pub replaces: Option<String>,
 }
 
+/// A pod whose work is done and shows on its node: one of many swept away together (see [`Plan::sweep`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finished {
+    /// The image it pulled.
+    pub image: String,
+    /// Pull or refresh.
+    pub operation: Operation,
+    /// The node it worked on.
+    pub node: String,
+    /// Its name.
+    pub name: String,
+}
+
 /// The decisions of one pass.
 #[derive(Debug)]
 pub struct Plan {
@@ -85,6 +98,9 @@ pub struct Plan {
     pub create: Vec<NewPod>,
     /// Pods to delete, by name.
     pub delete: BTreeSet<String>,
+    /// Succeeded pods whose image their node reports: the bulk of a rollout's deletes, made a few requests per
+    /// pass (one per image and operation, naming the nodes) rather than one per pod.
+    pub sweep: BTreeSet<Finished>,
     /// Annotations whose work is done, to remove.
     pub done_annotations: Vec<&'static str>,
     /// Every image that left the spec is gone from the nodes (or failed to go): the status may record the spec as

@@ -184,7 +184,9 @@ fn a_pulled_image_the_node_lost_is_pulled_again_once_the_report_is_due() {
         )],
         Busy::default(),
     );
-    assert!(held.create.is_empty() && held.delete.contains("a-pull1"));
+    assert!(held.create.is_empty() && held.delete.is_empty());
+    let swept: Vec<_> = held.sweep.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(swept, ["a-pull1"], "a finished pull leaves with the sweep");
     assert_eq!(held.pairs["a"][0].1, PairState::Cached);
 }
 
