@@ -14,7 +14,9 @@
 //! once per (node, image); the two took about half of the CPU. The scheduler now checks the named node alone and a
 //! pass rereads only nodes that changed: 224 s of CPU became 140 s for the same coverage. What remains is mostly the
 //! simulated kubelets' work per pull (about 8 Events and 4 pod status patches), and the Events are most of the
-//! memory.
+//! memory. In-process, finished pull pods swept by one delete-collection per image (writes per pair 2.01 → 1.03)
+//! and passes over a cache at least 750 ms apart took the rollout from 172–175 s to 146 s: back-to-back passes
+//! had taken the CPU the pulls needed. Memory (1.04 GiB) is unchanged.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
