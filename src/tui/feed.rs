@@ -224,51 +224,50 @@ fn watch_upstream_operators(
 }
 
 /// Follow the Lease that elects the acting engine, so the header says whether this console's engine, a cluster
-/// controller, or nobody acts.
+/// controller, or nobody acts. A cluster without the Lease (or without leave to read it) shows no acting engine.
 fn watch_engine_lease(
     client: &Client,
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
     let api: Api<Lease> = Api::namespaced(client.clone(), DEFAULT_LEASE_NAMESPACE);
-    let config = watcher::Config::default().fields(&format!("metadata.name={DEFAULT_LEASE_NAME}"));
-    let sender = sender.clone();
-    let cancel = cancel.clone();
-    tokio::spawn(async move {
-        let (store, writer) = reflector::store::<Lease>();
-        let mut stream =
-            reflector::reflector(writer, watcher(api, config).default_backoff()).boxed();
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                event = stream.next() => match event {
-                    None => return,
-                    Some(Ok(_)) => {
-                        if sender.send(Action::EngineLease(store.state().into_iter().next())).is_err() {
-                            return;
-                        }
-                    }
-                    // A cluster without the Lease (or without leave to read it) simply shows no acting engine.
-                    Some(Err(_)) => {}
-                },
-            }
-        }
-    });
+    follow_one(api, DEFAULT_LEASE_NAME, sender, cancel, Action::EngineLease);
 }
 
-/// Follow the engine's record of the kernels of the cluster's OS images, which the Preflight pane offers.
+/// Follow the engine's record of the kernels of the cluster's OS images, which the Preflight pane offers. Without
+/// the record (not OpenShift, or no leave to read it) the pane offers the other kernels.
 fn watch_os_image_kernels(
     client: &Client,
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), os_image_kernels::NAMESPACE);
-    let config = watcher::Config::default()
-        .fields(&format!("metadata.name={}", os_image_kernels::CONFIG_MAP));
+    let name = os_image_kernels::CONFIG_MAP;
+    follow_one(api, name, sender, cancel, Action::OsImageKernels);
+}
+
+/// Send `action` of the object `name` of `api` (or of its absence) on every change, until `cancel`; watch errors
+/// (the object's kind missing, reading it forbidden) leave the last word standing.
+fn follow_one<K>(
+    api: Api<K>,
+    name: &str,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+    action: fn(Option<Arc<K>>) -> Action,
+) where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let sender = sender.clone();
     let cancel = cancel.clone();
     tokio::spawn(async move {
-        let (store, writer) = reflector::store::<ConfigMap>();
+        let (store, writer) = reflector::store::<K>();
         let mut stream =
             reflector::reflector(writer, watcher(api, config).default_backoff()).boxed();
         loop {
@@ -277,12 +276,10 @@ fn watch_os_image_kernels(
                 event = stream.next() => match event {
                     None => return,
                     Some(Ok(_)) => {
-                        let record = store.state().into_iter().next();
-                        if sender.send(Action::OsImageKernels(record)).is_err() {
+                        if sender.send(action(store.state().into_iter().next())).is_err() {
                             return;
                         }
                     }
-                    // Without the record (not OpenShift, or no leave to read it) the pane offers the other kernels.
                     Some(Err(_)) => {}
                 },
             }
