@@ -77,6 +77,8 @@ struct Figures {
     cpu_percent: f64,
     /// Resident memory at the end of the window.
     rss_mib: f64,
+    /// The most resident memory the process ever held (its rollout included).
+    peak_mib: f64,
 }
 
 /// Clock ticks per second, the unit of /proc/<pid>/stat's times.
@@ -108,16 +110,16 @@ fn cpu_ticks(pid: u32) -> u64 {
     field(11) + field(12)
 }
 
-/// Resident set size in MiB, from /proc/<pid>/status.
-fn rss_mib(pid: u32) -> f64 {
+/// A memory figure of /proc/<pid>/status (`VmRSS:` now, `VmHWM:` the peak) in MiB.
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_else(|error| panic!("reading /proc/{pid}/status: {error}"));
     let kib: f64 = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|value| value.split_whitespace().next())
         .and_then(|value| value.parse().ok())
-        .expect("VmRSS in /proc/<pid>/status");
+        .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"));
     kib / 1024.0
 }
 
@@ -132,11 +134,12 @@ fn measure(pid: u32) -> Figures {
     let wall = started.elapsed().as_secs_f64();
     let figures = Figures {
         cpu_percent: ticks as f64 / clock_ticks() / wall * 100.0,
-        rss_mib: rss_mib(pid),
+        rss_mib: status_mib(pid, "VmRSS:"),
+        peak_mib: status_mib(pid, "VmHWM:"),
     };
     println!(
-        "  {:.2}% of a core, RSS {:.0} MiB",
-        figures.cpu_percent, figures.rss_mib
+        "  {:.2}% of a core, RSS {:.0} MiB, peak {:.0} MiB",
+        figures.cpu_percent, figures.rss_mib, figures.peak_mib
     );
     figures
 }
@@ -350,8 +353,8 @@ struct Pair {
 
 fn row(name: &str, figures: Figures, note: &str) {
     println!(
-        "{name:<48} {:>14.2} {:>10.1}  {note}",
-        figures.cpu_percent, figures.rss_mib
+        "{name:<48} {:>14.2} {:>10.1} {:>10.1}  {note}",
+        figures.cpu_percent, figures.rss_mib, figures.peak_mib
     );
 }
 
@@ -416,8 +419,8 @@ fn main() {
     }
     println!();
     println!(
-        "{:<48} {:>14} {:>10}  module",
-        "process", "CPU % of core", "RSS MiB"
+        "{:<48} {:>14} {:>10} {:>10}  module",
+        "process", "CPU % of core", "RSS MiB", "peak MiB"
     );
     for (nodes, pairs) in &results {
         for pair in pairs {
@@ -440,10 +443,11 @@ fn main() {
             };
             row(&serve_name, pair.serve, &serve_note);
             println!(
-                "{:<48} {:>14.2} {:>10.1}",
+                "{:<48} {:>14.2} {:>10.1} {:>10.1}",
                 format!("{nodes} nodes: console's own share, engine {engine}"),
                 pair.console.cpu_percent - pair.serve.cpu_percent,
-                pair.console.rss_mib - pair.serve.rss_mib
+                pair.console.rss_mib - pair.serve.rss_mib,
+                pair.console.peak_mib - pair.serve.peak_mib
             );
         }
     }
@@ -451,12 +455,13 @@ fn main() {
     for (nodes, pairs) in &results {
         for pair in pairs {
             println!(
-                "console idle on large, {nodes} nodes (engine {}): {:.2}% of a core over {}s, RSS {:.0} MiB \
-                 (console's own share: {:+.2}% of a core, {:+.0} MiB)",
+                "console idle on large, {nodes} nodes (engine {}): {:.2}% of a core over {}s, RSS {:.0} MiB, \
+                 peak {:.0} MiB (console's own share: {:+.2}% of a core, {:+.0} MiB)",
                 pair.engine,
                 pair.console.cpu_percent,
                 WINDOW.as_secs(),
                 pair.console.rss_mib,
+                pair.console.peak_mib,
                 pair.console.cpu_percent - pair.serve.cpu_percent,
                 pair.console.rss_mib - pair.serve.rss_mib
             );

@@ -19,6 +19,8 @@ pub enum Action {
     Terminal(TerminalEvent),
     /// A new list of one watched kind.
     Data(KindSnapshot),
+    /// The first list of one kind as far as its pages have arrived: shown at once, the kind still loading.
+    Listing(KindSnapshot),
     /// A watch failed or recovered.
     Feed(Kind, FeedState),
     /// A write finished, well or badly.

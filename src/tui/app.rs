@@ -22,7 +22,7 @@ use crossterm::event::{Event as TerminalEvent, KeyEventKind};
 
 use super::access::AccessReport;
 use super::action::Action;
-use super::data::{ClusterData, Kind};
+use super::data::{ClusterData, FeedState, Kind};
 use super::editor::EditorState;
 use super::fleet::state::Fleet;
 use super::keymap::{Keymap, Scope};
@@ -225,6 +225,14 @@ impl App {
             Action::Data(snapshot) => {
                 let kind = snapshot.kind();
                 self.data.apply(snapshot);
+                self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
+                self.refresh_kind(kind);
+                true
+            }
+            Action::Listing(snapshot) => {
+                let kind = snapshot.kind();
+                self.data.apply(snapshot);
+                self.data.set_feed(kind, FeedState::Loading);
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 self.refresh_kind(kind);
                 true

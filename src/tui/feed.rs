@@ -1,10 +1,12 @@
-//! Watches that keep the console's lists current: one kube-rs reflector per kind (five for pods: KMM's pull,
+//! Watches that keep the console's lists current: one kube-rs watcher per kind (five for pods: KMM's pull,
 //! build/sign and worker pods selected by KMM's labels, Shim installer pods, and image puller pods selected by
 //! kube-fledged's labels), each sending its whole list to the UI task when it changed, at most every [`COALESCE`],
-//! so a burst of 5,000 node updates costs a handful of redraws. Two single objects are followed apart: the engine
-//! Lease and the engine's record of the kernels of the cluster's OS images. Watch errors are reported and retried
-//! with backoff; the last lists stay on screen meanwhile.
+//! so a burst of 5,000 node updates costs a handful of redraws. A first list is sent as its pages arrive, so a
+//! cluster of 5,000 nodes is on screen with its first 500 rather than once all are read. Two single objects are
+//! followed apart: the engine Lease and the engine's record of the kernels of the cluster's OS images. Watch errors
+//! are reported and retried with backoff; the last lists stay on screen meanwhile.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -104,9 +106,13 @@ pub fn start(
         sender,
         cancel,
     );
-    spawn(
+    spawn_kept(
         Kind::Event,
         vec![(events, all())],
+        Some(Newest {
+            limit: EVENT_LIMIT,
+            time: event_time,
+        }),
         newest_events,
         sender,
         cancel,
@@ -296,7 +302,9 @@ fn newest_events(mut events: Vec<Arc<Event>>) -> KindSnapshot {
     KindSnapshot::Events(events)
 }
 
-/// Run reflectors over `sources` (their union is the kind's list) until `cancel`.
+/// Watch `sources` (their union is the kind's list) until `cancel`, sending the list on every change: the first
+/// list as its pages arrive (the first page at once, then at most every [`COALESCE`]) and once it is whole at once,
+/// later changes gathered over [`COALESCE`].
 fn spawn<K>(
     kind: Kind,
     sources: Vec<(Api<K>, watcher::Config)>,
@@ -312,74 +320,257 @@ fn spawn<K>(
         + Sync
         + 'static,
 {
+    spawn_kept(kind, sources, None, snapshot, sender, cancel);
+}
+
+/// [`spawn`], keeping of each source only the newest objects `newest` allows (all without it).
+fn spawn_kept<K>(
+    kind: Kind,
+    sources: Vec<(Api<K>, watcher::Config)>,
+    newest: Option<Newest<K>>,
+    snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
+    sender: &UnboundedSender<Action>,
+    cancel: &CancellationToken,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let sender = sender.clone();
     let cancel = cancel.clone();
     tokio::spawn(async move {
-        let mut stores: Vec<Store<K>> = Vec::new();
+        let mut lists: Vec<Objects<K>> = Vec::new();
         let mut streams = futures::stream::SelectAll::new();
-        for (api, config) in sources {
-            let (store, writer) = reflector::store();
-            stores.push(store);
+        for (index, (api, config)) in sources.into_iter().enumerate() {
+            // A watch that lists in one go (no page size) has one page, ended by its last object.
+            lists.push(Objects::new(config.page_size.unwrap_or(u32::MAX), newest));
             streams.push(
-                reflector::reflector(writer, watcher(api, config).default_backoff())
-                    .map(|event| event.map(|_| ()))
+                watcher(api, config)
+                    .default_backoff()
+                    .map(move |event| (index, event))
                     .boxed(),
             );
         }
         let _ = sender.send(Action::Feed(kind, FeedState::Loading));
+        let mut sent_any = false;
+        let mut listed = false;
         let mut pending = false;
         let mut failing = false;
         let mut deadline = tokio::time::Instant::now();
         loop {
             tokio::select! {
+                // Changes already there are taken in before a gathered list goes out.
+                biased;
                 () = cancel.cancelled() => return,
-                () = tokio::time::sleep_until(deadline), if pending => {
-                    pending = false;
-                    if stores.iter().all(|store| store.wait_until_ready().now_or_never_ready()) {
-                        let list = stores.iter().flat_map(Store::state).collect();
-                        if sender.send(Action::Data(snapshot(list))).is_err() {
-                            return;
-                        }
-                    }
-                }
-                event = streams.next() => match event {
+                next = streams.next() => match next {
                     None => return,
-                    Some(Ok(())) => {
+                    Some((index, Ok(event))) => {
                         if failing {
                             failing = false;
                             let _ = sender.send(Action::Feed(kind, FeedState::Live));
                         }
-                        if !pending {
-                            pending = true;
+                        // A relist's pages change nothing shown until it is whole.
+                        let shown_changes = match &event {
+                            watcher::Event::Init => false,
+                            watcher::Event::InitApply(_) => !lists[index].listed,
+                            _ => true,
+                        };
+                        lists[index].apply(event);
+                        let whole = lists.iter().all(|list| list.listed);
+                        // The first page, and the first whole list, go out at once; the rest is gathered.
+                        let first_page = shown_changes && !sent_any && lists[index].page_ended();
+                        let first_whole = whole && !listed;
+                        listed = whole;
+                        if first_page || first_whole {
+                            pending = false;
+                            sent_any = true;
+                            if !send(&sender, &lists, listed, snapshot) {
+                                return;
+                            }
+                        } else if shown_changes && !pending {
                             deadline = tokio::time::Instant::now() + COALESCE;
+                            pending = true;
                         }
                     }
                     // A kind the cluster does not serve (its CRD is not installed) has no objects; the watch
                     // keeps retrying and finds them once it is.
-                    Some(Err(error)) if not_served(&error) => {
+                    Some((_, Err(error))) if not_served(&error) => {
                         if sender.send(Action::Data(snapshot(Vec::new()))).is_err() {
                             return;
                         }
                     }
-                    Some(Err(error)) => {
+                    Some((_, Err(error))) => {
                         failing = true;
                         let _ = sender.send(Action::Feed(kind, FeedState::Failing(describe(&error))));
                     }
                 },
+                () = tokio::time::sleep_until(deadline), if pending => {
+                    pending = false;
+                    sent_any = true;
+                    if !send(&sender, &lists, listed, snapshot) {
+                        return;
+                    }
+                }
             }
         }
     });
 }
 
-/// Whether a reflector store has listed at least once, without waiting.
-trait ReadyNow {
-    fn now_or_never_ready(self) -> bool;
+/// Send the union of `lists` to the UI task: the kind's list once every source has listed (`listed`), what has
+/// arrived of it before. Returns whether the UI task still listens.
+fn send<K: Resource>(
+    sender: &UnboundedSender<Action>,
+    lists: &[Objects<K>],
+    listed: bool,
+    snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
+) -> bool {
+    let list = lists.iter().flat_map(Objects::shown).cloned().collect();
+    let action = if listed {
+        Action::Data(snapshot(list))
+    } else {
+        Action::Listing(snapshot(list))
+    };
+    sender.send(action).is_ok()
 }
 
-impl<F: std::future::Future> ReadyNow for F {
-    fn now_or_never_ready(self) -> bool {
-        futures::FutureExt::now_or_never(self).is_some()
+/// What one watch has seen, by namespace and name. A relist gathers its pages apart and replaces the list once it
+/// is whole, so nothing vanishes meanwhile; an object whose resourceVersion the relist finds unchanged keeps its
+/// shared pointer, so the panes know not to remake its rows.
+struct Objects<K> {
+    /// The list as of the last whole listing and the changes since.
+    current: Keyed<K>,
+    /// The pages of a listing in progress.
+    listing: Option<Keyed<K>>,
+    /// Whether a listing has ever been whole.
+    listed: bool,
+    /// How many objects the listing in progress has brought so far.
+    received: u32,
+    /// How many objects a page of a listing holds.
+    page: u32,
+    /// How many objects to keep, if not all.
+    newest: Option<Newest<K>>,
+}
+
+/// Objects by namespace and name.
+type Keyed<K> = HashMap<(Option<String>, String), Arc<K>>;
+
+/// Keep only the `limit` newest objects by `time`: the console shows the newest events, and a cluster in a rollout
+/// holds tens of thousands. An object let go comes back when a change makes it newer.
+struct Newest<K> {
+    /// How many to keep; up to twice as many are held between trims.
+    limit: usize,
+    /// How new an object is.
+    time: fn(&K) -> Option<jiff::Timestamp>,
+}
+
+impl<K> Clone for Newest<K> {
+    fn clone(&self) -> Self {
+        *self
     }
+}
+
+impl<K> Copy for Newest<K> {}
+
+impl<K> Newest<K> {
+    /// Let go of all but the newest `limit`, once twice as many are held.
+    fn trim(&self, objects: &mut Keyed<K>) {
+        if objects.len() <= self.limit * 2 {
+            return;
+        }
+        let mut times: Vec<Option<jiff::Timestamp>> =
+            objects.values().map(|object| (self.time)(object)).collect();
+        times.sort_unstable_by(|a, b| b.cmp(a));
+        let oldest_kept = times[self.limit - 1];
+        objects.retain(|_, object| (self.time)(object) >= oldest_kept);
+    }
+}
+
+impl<K: Resource> Objects<K> {
+    /// Nothing seen yet of a watch listing `page` objects a page.
+    fn new(page: u32, newest: Option<Newest<K>>) -> Self {
+        Objects {
+            current: HashMap::new(),
+            listing: None,
+            listed: false,
+            received: 0,
+            page: page.max(1),
+            newest,
+        }
+    }
+
+    /// Whether the last object taken in ended a page of the listing in progress (the next one is being asked for).
+    fn page_ended(&self) -> bool {
+        self.listing.is_some() && self.received > 0 && self.received.is_multiple_of(self.page)
+    }
+
+    /// Take in one watch event. `managedFields` is dropped on arrival: no pane shows it, and on nodes it is a large
+    /// share of each object.
+    fn apply(&mut self, event: watcher::Event<K>) {
+        match event {
+            watcher::Event::Init => {
+                self.listing = Some(HashMap::new());
+                self.received = 0;
+            }
+            watcher::Event::InitApply(object) => {
+                self.received += 1;
+                let (key, object) = keyed(object);
+                let listing = self.listing.get_or_insert_default();
+                listing.insert(key, object);
+                if let Some(newest) = &self.newest {
+                    newest.trim(listing);
+                }
+            }
+            watcher::Event::InitDone => {
+                let mut listed = self.listing.take().unwrap_or_default();
+                for (key, object) in &mut listed {
+                    if let Some(before) = self.current.get(key)
+                        && before.meta().resource_version == object.meta().resource_version
+                    {
+                        *object = before.clone();
+                    }
+                }
+                self.current = listed;
+                self.listed = true;
+            }
+            watcher::Event::Apply(object) => {
+                let (key, object) = keyed(object);
+                self.current.insert(key, object);
+                if let Some(newest) = &self.newest {
+                    newest.trim(&mut self.current);
+                }
+            }
+            watcher::Event::Delete(object) => {
+                let meta = object.meta();
+                self.current.remove(&(
+                    meta.namespace.clone(),
+                    meta.name.clone().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+
+    /// The objects to show: before the first whole listing, the pages that arrived so far.
+    fn shown(&self) -> impl Iterator<Item = &Arc<K>> {
+        match (&self.listing, self.listed) {
+            (Some(pages), false) => pages.values(),
+            _ => self.current.values(),
+        }
+    }
+}
+
+/// An object's key in [`Objects`], and the object as it is kept.
+fn keyed<K: Resource>(mut object: K) -> ((Option<String>, String), Arc<K>) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    let key = (
+        meta.namespace.clone(),
+        meta.name.clone().unwrap_or_default(),
+    );
+    (key, Arc::new(object))
 }
 
 /// Whether the error says the cluster does not serve the kind at all (404 on the list).
@@ -412,4 +603,98 @@ fn describe(error: &watcher::Error) -> String {
         cause = error.source();
     }
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+
+    fn node(name: &str, version: &str) -> Node {
+        let mut node = Node::default();
+        node.metadata.name = Some(name.to_owned());
+        node.metadata.resource_version = Some(version.to_owned());
+        node.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        node
+    }
+
+    fn names<K: Resource>(objects: &Objects<K>) -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .shown()
+            .map(|object| object.meta().name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_relist_shows_the_old_list_until_it_is_whole_and_keeps_unchanged_objects() {
+        let mut objects = Objects::new(500, None);
+        objects.apply(watcher::Event::Init);
+        objects.apply(watcher::Event::InitApply(node("a", "1")));
+        assert_eq!(names(&objects), ["a"], "a first list shows its pages");
+        objects.apply(watcher::Event::InitApply(node("b", "1")));
+        objects.apply(watcher::Event::InitDone);
+        let kept = objects.current[&(None, "a".to_owned())].clone();
+        assert!(kept.metadata.managed_fields.is_none());
+
+        objects.apply(watcher::Event::Init);
+        objects.apply(watcher::Event::InitApply(node("a", "1")));
+        assert_eq!(
+            names(&objects),
+            ["a", "b"],
+            "a relist replaces nothing early"
+        );
+        objects.apply(watcher::Event::InitApply(node("c", "2")));
+        objects.apply(watcher::Event::InitDone);
+        assert_eq!(names(&objects), ["a", "c"]);
+        assert!(
+            Arc::ptr_eq(&kept, &objects.current[&(None, "a".to_owned())]),
+            "an object the relist finds unchanged is the same shared object"
+        );
+    }
+
+    fn event(name: &str, second: i64) -> Event {
+        let mut event = Event::default();
+        event.metadata.name = Some(name.to_owned());
+        event.metadata.namespace = Some("default".to_owned());
+        event.event_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+            jiff::Timestamp::from_second(second).expect("a time"),
+        ));
+        event.metadata.creation_timestamp =
+            Some(Time(jiff::Timestamp::from_second(second).expect("a time")));
+        event
+    }
+
+    #[test]
+    fn of_many_events_the_newest_are_kept_and_a_newer_change_brings_one_back() {
+        let newest = Newest {
+            limit: 10,
+            time: event_time,
+        };
+        let mut objects = Objects::new(500, Some(newest));
+        objects.apply(watcher::Event::Init);
+        for second in 0..100 {
+            objects.apply(watcher::Event::InitApply(event(
+                &format!("e{second:03}"),
+                second,
+            )));
+        }
+        objects.apply(watcher::Event::InitDone);
+        assert!(objects.current.len() <= 20, "{}", objects.current.len());
+        let shown = names(&objects);
+        for second in 90..100 {
+            assert!(shown.contains(&format!("e{second:03}")), "{shown:?}");
+        }
+        objects.apply(watcher::Event::Apply(event("e000", 1000)));
+        assert!(names(&objects).contains(&"e000".to_owned()));
+        for second in 1000..1100 {
+            objects.apply(watcher::Event::Apply(event(
+                &format!("f{second}"),
+                second + 1,
+            )));
+        }
+        assert!(objects.current.len() <= 20);
+        assert!(!names(&objects).contains(&"e000".to_owned()));
+    }
 }

@@ -4,6 +4,7 @@
 mod app;
 mod config;
 mod engine;
+mod feed;
 mod fleet;
 mod panes;
 mod shim_writes;

@@ -106,10 +106,13 @@ impl ListTable<'_> {
         let block = self.block(app, visible.len(), filter);
         let inner_height = usize::from(area.height.saturating_sub(3));
         if visible.is_empty() {
-            let message = if filter.is_empty() {
+            // Before every list has arrived, an empty list may only not have arrived yet.
+            let message = if !filter.is_empty() {
+                format!("No rows match /{filter} (esc clears the filter)")
+            } else if app.data.loaded() {
                 self.empty.to_owned()
             } else {
-                format!("No rows match /{filter} (esc clears the filter)")
+                "Loading…".to_owned()
             };
             frame.render_widget(
                 ratatui::widgets::Paragraph::new(Span::styled(message, app.theme.muted()))
