@@ -17,6 +17,20 @@
 //! memory. In-process, finished pull pods swept by one delete-collection per image (writes per pair 2.01 → 1.03)
 //! and passes over a cache at least 750 ms apart took the rollout from 172–175 s to 146 s: back-to-back passes
 //! had taken the CPU the pulls needed. Memory (1.04 GiB) is unchanged.
+//!
+//! Memory through the front door (`serve --with-engine` on `large` with images of 20, 50, 100, 150 and 200 MiB, one
+//! cache of all five, on a 2-core machine shared with other work; load averages given): 129 s at load 2.7–3.7, peak
+//! RSS 1,197 MiB, growing with the Events the pulls record (8.3 per pull, 208,000 in all, 254 MB of JSON kept for
+//! the Event TTL). With `--event-ttl 2s` the same rollout stayed at 570–594 MiB, so each Event cost about 3 KB
+//! resident: its JSON (1.2 KB, 470 bytes of it `managedFields`) sat in the 2 KiB block the serialiser's vector had
+//! grown to, because mimalloc keeps a block that a reallocation shrinks by at most half, so `into_boxed_slice` (and
+//! `shrink_to_fit` for the strings of parsed trees) freed nothing. The store now copies the JSON and such strings
+//! into allocations of their own size: 98 s at load 1.6–1.9 and 118 s at 2.2–3.7 (the load of the 129 s before),
+//! peak RSS 1,049 and 1,055 MiB, about 2.3 KB per Event. Engine writes (pods created, delete-collections, cache
+//! status, Lease) 1.03 per pair; a node whose image is removed holds it again 0.60–0.95 s later and the cache counts
+//! it complete again within 1.24–1.42 s. What is left of the peak: the Events' JSON (about 270 MB), their keys
+//! (kept by the store's map, the object and the expiry queue) and about 570 MiB of cluster, simulation and engine
+//! state and pulls under way.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -63,8 +63,7 @@ impl StoredObject {
         let (json, span) = serialised(&value, managed.as_ref().map(|(p, f)| (*p, f)));
         Self {
             form: Form::Parsed(compacted(value)),
-            // A boxed slice holds exactly the JSON; the vector it comes from may be up to twice as large.
-            json: Bytes::from(json.into_boxed_slice()),
+            json: exact_bytes(json),
             rv,
             managed_fields: managed
                 .zip(span)
@@ -257,9 +256,26 @@ fn compacted(value: Value) -> Value {
     }
 }
 
-fn exact_string(mut text: String) -> String {
-    text.shrink_to_fit();
-    text
+/// `text` in an allocation of its own length. Shrinking in place is not enough: an allocator may keep a block that
+/// shrinks by at most half as it is (mimalloc does), so the slack would stay with the stored object.
+fn exact_string(text: String) -> String {
+    if text.len() == text.capacity() {
+        text
+    } else {
+        text.as_str().to_owned()
+    }
+}
+
+/// `json` in an allocation of its own length. The vector it was written into grew by doubling, so it may be up to
+/// twice as large as the JSON, and shrinking it in place frees nothing under an allocator that keeps a block that
+/// shrinks by at most half (mimalloc): the copy is what makes every stored object, Events above all, cost its JSON
+/// and no more.
+fn exact_bytes(json: Vec<u8>) -> Bytes {
+    if json.len() == json.capacity() {
+        Bytes::from(json)
+    } else {
+        Bytes::copy_from_slice(&json)
+    }
 }
 
 /// What a write did, as watchers see it.
