@@ -32,6 +32,9 @@
 //! (kept by the store's map, the object and the expiry queue) and about 570 MiB of cluster, simulation and engine
 //! state and pulls under way.
 
+// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
+use kmm_tui as _;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -76,6 +76,9 @@
 //!
 //! [`Store::write_counts`]: kmm_cluster::store::Store::write_counts
 
+// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
+use kmm_tui as _;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

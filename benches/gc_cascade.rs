@@ -20,6 +20,9 @@
 //!
 //! Run with `cargo bench --bench gc_cascade`.
 
+// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
+use kmm_tui as _;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

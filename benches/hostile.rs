@@ -6,6 +6,9 @@
 //!
 //! Run with `cargo bench --bench hostile`.
 
+// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
+use kmm_tui as _;
+
 #[path = "../tests/hostile/client.rs"]
 mod client;
 #[path = "../tests/hostile/process.rs"]

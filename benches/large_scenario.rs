@@ -5,6 +5,11 @@
 //! resident memory, from /proc. Linux only.
 //!
 //! Run with `cargo bench --bench large_scenario`.
+//!
+//! Where memory went (release build, idle resident memory): 895 MiB at first; 629 MiB once the simulation stopped
+//! caching `managedFields` and stored objects were kept at their exact size; 443 MiB once stored objects kept
+//! `managedFields` only in their serialised form (parsed back when a write needs them); 393 MiB with glibc's heaps
+//! capped at one per core; 366 MiB with mimalloc as the allocator and Events stored serialised only.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
