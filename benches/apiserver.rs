@@ -116,7 +116,8 @@ async fn run(transport: &str, client: kube::Client) {
     for _ in 0..10 {
         let started = Instant::now();
         let list = api.list(&ListParams::default()).await.expect("list");
-        assert_eq!(list.items.len(), LIST_SIZE);
+        // The namespace's own `kube-root-ca.crt` is listed beside the benchmark's ConfigMaps.
+        assert!(list.items.len() >= LIST_SIZE, "{} listed", list.items.len());
         lists.push(started.elapsed());
     }
     row(
