@@ -24,10 +24,11 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{LazyLock, mpsc};
 use std::time::{Duration, Instant};
 
+use kmm_testing::serve::Serve;
 use nix::pty::{Winsize, openpty};
 use regex::Regex;
 
@@ -63,42 +64,18 @@ struct Console {
     second_means: &'static str,
 }
 
-/// `kmm-tui serve`, killed when dropped.
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Start `kmm-tui serve --scenario large` and wait until it is ready and settled; its kubeconfig is written to
 /// `dir`.
 fn serve(dir: &Path) -> (Serve, PathBuf) {
     let kubeconfig = dir.join("kubeconfig");
     let started = Instant::now();
-    let mut serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .args(["serve", "--scenario", "large", "--listen", "127.0.0.1:0"])
-            .args(["--log", "warn", "--kubeconfig-out"])
-            .arg(&kubeconfig)
-            .env("TMPDIR", dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting kmm-tui serve"),
+    let serve = Serve::start(
+        Path::new(env!("CARGO_BIN_EXE_kmm-tui")),
+        ["--scenario", "large"],
+        &kubeconfig,
+        dir,
+        Duration::from_secs(600),
     );
-    while !kubeconfig.exists() {
-        if let Ok(Some(status)) = serve.0.try_wait() {
-            panic!("kmm-tui serve exited during start-up: {status}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "kmm-tui serve not ready"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     println!(
         "serve --scenario large: ready after {:.1?}; settling for {SETTLE:?}",
         started.elapsed()

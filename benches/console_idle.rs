@@ -42,8 +42,9 @@
 //!   125 to 41 MiB with the engine off, measured beside other builds. The rest of the peak is the cluster's: the
 //!   Events the rollout writes, kept an hour as kube-apiserver keeps them.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kmm_api::kmm::Module;
@@ -52,6 +53,7 @@ use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::runtime::Runtime;
 
+use kmm_testing::serve::Serve;
 use kmm_testing::tmux::{self, TmuxConsole};
 
 /// Time allowed for start-up work to die down once the process is ready (or its Module has converged).
@@ -288,58 +290,27 @@ fn console(runtime: &Runtime, dir: &Path, run: &Run, engine: &str) -> (Figures, 
     (figures, rollout)
 }
 
-/// `kmm-tui serve`, killed when dropped.
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `kmm-tui serve` on `scenario` (with the engine when `engine` is true), measured once it is ready and, with the
 /// engine, once the Module has rolled out.
 fn serve(runtime: &Runtime, dir: &Path, run: &Run, engine: bool) -> (Figures, Option<Rollout>) {
     let kubeconfig = dir.join(format!("serve-{}-{engine}.kubeconfig", run.nodes));
     let started = Instant::now();
-    let mut serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-            .arg("serve")
-            .arg("--scenario")
-            .arg(&run.scenario)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--log",
-                "warn",
-                "--kubeconfig-out",
-            ])
-            .arg(&kubeconfig)
-            .args(engine.then_some("--with-engine"))
-            .env("TMPDIR", dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting kmm-tui serve"),
-    );
-    while !kubeconfig.exists() {
-        if let Ok(Some(status)) = serve.0.try_wait() {
-            panic!("kmm-tui serve exited during start-up: {status}");
-        }
-        assert!(
-            started.elapsed() < STARTUP_LIMIT,
-            "kmm-tui serve not ready after {STARTUP_LIMIT:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    let mut args = vec![OsStr::new("--scenario"), run.scenario.as_os_str()];
+    if engine {
+        args.push(OsStr::new("--with-engine"));
     }
+    let mut serve = Serve::start(
+        Path::new(env!("CARGO_BIN_EXE_kmm-tui")),
+        args,
+        &kubeconfig,
+        dir,
+        STARTUP_LIMIT,
+    );
     let name = if engine { "--with-engine" } else { "" };
     println!("  serve {name}: ready after {:.1?}", started.elapsed());
     let rollout = engine.then(|| roll_out(runtime, &kubeconfig, run.nodes));
-    let figures = measure(serve.0.id());
-    if let Ok(Some(status)) = serve.0.try_wait() {
-        panic!("kmm-tui serve exited while it was measured: {status}");
-    }
+    let figures = measure(serve.id());
+    serve.assert_running("while it was measured");
     (figures, rollout)
 }
 

@@ -261,13 +261,7 @@ fn follow_one<K>(
     cancel: &CancellationToken,
     action: fn(Option<Arc<K>>) -> Action,
 ) where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let sender = sender.clone();
@@ -302,6 +296,23 @@ fn newest_events(mut events: Vec<Arc<Event>>) -> KindSnapshot {
     KindSnapshot::Events(events)
 }
 
+/// What the console can watch: a kind of the API with a static type, shared between the watch task and the UI task.
+trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Watch `sources` (their union is the kind's list) until `cancel`, sending the list on every change: the first
 /// list as its pages arrive (the first page at once, then at most every [`COALESCE`]) and once it is whole at once,
 /// later changes gathered over [`COALESCE`].
@@ -312,13 +323,7 @@ fn spawn<K>(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     spawn_kept(kind, sources, None, snapshot, sender, cancel);
 }
@@ -332,13 +337,7 @@ fn spawn_kept<K>(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let sender = sender.clone();
     let cancel = cancel.clone();

@@ -1,6 +1,7 @@
-//! What the tests of every kmm-tui crate share: waiting for a cluster to converge, and driving the console in tmux
-//! as a user does. A dev-dependency only; it knows nothing of the crates it tests.
+//! What the tests of every kmm-tui crate share: waiting for a cluster to converge, driving the console in tmux as a
+//! user does, and `kmm-tui serve` as a child process. A dev-dependency only; it knows nothing of the crates it tests.
 
+pub mod serve;
 pub mod tmux;
 pub mod wait;
 
