@@ -9,15 +9,16 @@
 //!
 //! Run with `cargo bench --bench shim_rollout`.
 //!
-//! Where time and memory went: the first run (release, on the 2-core machine at a load of about 10, so the process
-//! had about 5 minutes of CPU) took 748 s to provision 5,000 nodes and peaked at 5.07 GiB, with 5.8 engine writes
-//! and 22.3 store writes per node and never more than the 500 installers `maxUpdate: "10%"` allows. Most of it was
-//! the cluster rather than the Shim engine: the embedded garbage collector scanned every object on each deletion,
-//! per-node pod lists tested every pod, the live watch feed held 65,536 events, the simulated scheduler sorted
-//! every node for each pod, and stored objects kept `managedFields` parsed. With those fixed for the Module
-//! rollout (see `engine_rollout`), the engine's node, NodeModulesConfig and worker pod watches shared between its
-//! reconcilers and slimmed to the fields they read, and mimalloc as the binary's allocator, the same rollout takes
-//! well under a minute; the README has the figures of the current tree.
+//! Where time and memory went: the first run (release, on the 2-core machine at a load of about 10, so the process had
+//! about 5 minutes of CPU) took 748 s to provision 5,000 nodes and peaked at 5.07 GiB, with 5.8 engine writes and 22.3
+//! store writes per node and never more than the 500 installers `maxUpdate: "10%"` allows. Since then the cluster lost
+//! the costs the Module rollout's profiles found (see `engine_rollout`): the embedded garbage collector's scan of every
+//! object on each deletion, per-node pod lists that tested every pod, a live watch feed of 65,536 events, the simulated
+//! scheduler's sort of every node for each pod, `managedFields` kept parsed. With those gone, the engine's node,
+//! NodeModulesConfig and worker pod watches shared between its reconcilers and slimmed to the fields they read, and
+//! mimalloc as the binary's allocator (which this benchmark had lost for a while when the crates were split, running on
+//! the C library's malloc), the same rollout took 19.1 s on a quiet machine, peaking at 751 MiB, with 3.39 engine
+//! writes and 20.3 store writes per node; through the front door 20.7 s and 699 MiB.
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;
