@@ -46,11 +46,22 @@ pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 /// ([`Store::watch_from`]), which is bounded by bytes.
 const BROADCAST_CAPACITY: usize = 1024;
 
-/// Resources whose objects the store holds only serialised ([`StoredObject::serialised`]). Events are most of
-/// what a busy cluster writes (a pod's lifecycle records about as many Events as it makes pod writes) and stay
-/// until they expire, yet the server reads them back only for lists and watches with selectors: a parsed tree
-/// per Event would cost several times the Events themselves.
-const SERIALISED_ONLY: &[&str] = &["/events"];
+/// Resources whose objects the store holds only serialised ([`StoredObject::serialised`]), each parsed when the
+/// server itself reads it, which it seldom does: clients read the serialised form.
+/// - Events are most of what a busy cluster writes (a pod's lifecycle records about as many Events as it makes pod
+///   writes) and stay until they expire, yet the server reads them back only for lists and watches with selectors.
+/// - Nodes, NodeModulesConfigs and ConfigMaps (the simulated machines' records among them) come one or more per
+///   node: on 5,000 nodes their parsed trees took about 150 MiB beside 55 MB of JSON, and the server parses one
+///   only when a write changes it or a selector other than a name reads it.
+///
+/// Pods keep their tree: the store indexes them by node, and the scheduler and every kubelet write each one several
+/// times in its short life (parsing them on each write made a 5,000-node rollout 40 % slower).
+const SERIALISED_ONLY: &[&str] = &[
+    "/events",
+    "/nodes",
+    "kmm.sigs.x-k8s.io/nodemodulesconfigs",
+    "/configmaps",
+];
 
 /// A stored object of `resource` for `value` written at `rv`, parsed or not as the resource is read.
 fn stored_object(resource: &ResourceKey, value: Value, rv: u64) -> StoredObject {
@@ -824,6 +835,32 @@ mod tests {
         assert_eq!(before.len(), 1);
         assert_eq!(before[0].json, created.json);
         assert_eq!(store.list(&events, None).0[0].json, stored.json);
+    }
+
+    #[test]
+    fn nodes_and_their_per_node_objects_are_held_serialised_and_read_the_same() {
+        let store = Store::in_memory(100);
+        let node = json!({"metadata": {"name": "n1", "labels": {"zone": "a"}}, "status": {"capacity": {"cpu": "4"}}});
+        for (resource, object) in [
+            (ResourceKey::new("", "nodes"), node),
+            (
+                ResourceKey::new("kmm.sigs.x-k8s.io", "nodemodulesconfigs"),
+                json!({"metadata": {"name": "n1"}, "spec": {"modules": []}}),
+            ),
+            (
+                ResourceKey::new("", "configmaps"),
+                json!({"metadata": {"name": "machine-n1", "namespace": "sim"}, "data": {"kernel": "5.14"}}),
+            ),
+        ] {
+            let stored = store.put(&resource, None, object.clone()).expect("written");
+            assert!(stored.is_serialised(), "{resource:?} held serialised");
+            let mut read = stored.value().into_owned();
+            read["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("resourceVersion");
+            assert_eq!(read, object, "{resource:?} reads as written");
+        }
     }
 
     #[test]
