@@ -18,7 +18,10 @@
 //! NodeModulesConfig and worker pod watches shared between its reconcilers and slimmed to the fields they read, and
 //! mimalloc as the binary's allocator (which this benchmark had lost for a while when the crates were split, running on
 //! the C library's malloc), the same rollout took 19.1 s on a quiet machine, peaking at 751 MiB, with 3.39 engine
-//! writes and 20.3 store writes per node; through the front door 20.7 s and 699 MiB.
+//! writes and 20.3 store writes per node; through the front door 20.7 s and 699 MiB. Then the simulation's
+//! components (kubelets, scheduler, workload and EndpointSlice controllers, Machine Config Operator) shared one pod
+//! and one node watch instead of three cached copies of each, and the store kept Nodes and NodeModulesConfigs
+//! serialised only: 18.0 s and 543 MiB in-process, 20.7 s and 520 MiB through the front door.
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;

@@ -50,7 +50,17 @@ struct ManagedFieldsSpan {
 }
 
 impl StoredObject {
-    pub(super) fn new(mut value: Value, rv: u64) -> Self {
+    pub(super) fn new(value: Value, rv: u64) -> Self {
+        Self::stored(value, rv, true)
+    }
+
+    /// Like [`StoredObject::new`], but held only serialised: for objects the server itself seldom reads.
+    pub(super) fn serialised(value: Value, rv: u64) -> Self {
+        Self::stored(value, rv, false)
+    }
+
+    /// The object at `rv`, its tree kept when `parsed` (in exact-size allocations, see [`compacted`]).
+    fn stored(mut value: Value, rv: u64, parsed: bool) -> Self {
         let mut managed = None;
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
@@ -61,19 +71,22 @@ impl StoredObject {
             }
         }
         let (json, span) = serialised(&value, managed.as_ref().map(|(p, f)| (*p, f)));
+        let form = if parsed {
+            Form::Parsed(compacted(value))
+        } else {
+            Form::Serialised {
+                namespace: key_part(&value, "namespace"),
+                name: key_part(&value, "name"),
+            }
+        };
         Self {
-            form: Form::Parsed(compacted(value)),
+            form,
             json: exact_bytes(json),
             rv,
             managed_fields: managed
                 .zip(span)
                 .map(|((position, _), bytes)| ManagedFieldsSpan { bytes, position }),
         }
-    }
-
-    /// Like [`StoredObject::new`], but held only serialised: for objects the server itself seldom reads.
-    pub(super) fn serialised(value: Value, rv: u64) -> Self {
-        Self::new(value, rv).into_serialised()
     }
 
     /// The same object held only serialised, sharing its bytes with this one: what the watch history keeps, so
@@ -88,11 +101,6 @@ impl StoredObject {
                 managed_fields: self.managed_fields.clone(),
             }),
         }
-    }
-
-    fn into_serialised(mut self) -> Self {
-        self.form = self.key_form();
-        self
     }
 
     fn key_form(&self) -> Form {
@@ -175,6 +183,16 @@ impl StoredObject {
 }
 
 const MANAGED_FIELDS: &str = "managedFields";
+
+/// `metadata.<field>` of an object as the store keys it (empty when absent), in an allocation of its own size.
+fn key_part(value: &Value, field: &str) -> Box<str> {
+    value
+        .get("metadata")
+        .and_then(|meta| meta.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .into()
+}
 
 /// `object` serialised exactly as `serde_json::to_vec` serialises it with `managed` (position, fields) put back
 /// among the keys of its `metadata`, and which bytes those fields took.
