@@ -103,7 +103,7 @@ use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::{self, Context, PodImages};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -382,7 +382,7 @@ fn count_workers(client: kube::Client) {
         let mut uids = std::collections::HashSet::new();
         let pods: Api<Pod> = Api::all(client);
         let config = watcher::Config::default().labels(labels::WORKER_ACTION);
-        let mut stream = std::pin::pin!(watcher(pods, config));
+        let mut stream = std::pin::pin!(watcher(pods, config).default_backoff());
         // A watch error (the server closed a watch that fell behind) is followed by the watcher's own resume or
         // relist: counting goes on with it.
         while let Some(event) = stream.next().await {

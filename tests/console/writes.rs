@@ -27,7 +27,7 @@ use kmm_tui::tui::theme::Theme;
 use kmm_tui::tui::writes::images::image_generations_served;
 use kmm_tui::tui::writes::{self, WriteOutcome, WriteRequest};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -432,7 +432,8 @@ impl PullPods {
         let uids = Arc::new(Mutex::new(BTreeSet::new()));
         let seen = uids.clone();
         let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
-        let stream = watcher(pods, watcher::Config::default().labels(labels::IMAGE_OWNER));
+        let stream =
+            watcher(pods, watcher::Config::default().labels(labels::IMAGE_OWNER)).default_backoff();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

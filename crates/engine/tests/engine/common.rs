@@ -163,11 +163,13 @@ impl PodRecorder {
         key: impl Fn(&k8s_openapi::api::core::v1::Pod) -> String + Send + 'static,
     ) -> Self {
         use futures::StreamExt;
-        use kube::runtime::watcher;
+        use kube::runtime::{WatchStreamExt, watcher};
         let seen = Arc::new(std::sync::Mutex::new(PodRecord::default()));
         let record = seen.clone();
         let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::all(client);
-        let stream = watcher(pods, watcher::Config::default().labels(selector));
+        // With a back-off, a watch that fails (the server gone at the end of a test) waits between attempts: without
+        // one the failures come back at once and the task never yields, so the test's runtime can never stop it.
+        let stream = watcher(pods, watcher::Config::default().labels(selector)).default_backoff();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

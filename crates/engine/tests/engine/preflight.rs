@@ -13,7 +13,7 @@ use kmm_api::kmm::{
 };
 use kmm_engine::{mbsc, mic, preflight};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -103,7 +103,8 @@ fn record_verdicts(client: &Client) -> Arc<Mutex<Vec<(String, VerificationStatus
     let stream = watcher(
         Api::<PreflightValidation>::all(client.clone()),
         watcher::Config::default(),
-    );
+    )
+    .default_backoff();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {

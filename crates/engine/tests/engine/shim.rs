@@ -13,7 +13,7 @@ use k8s_openapi::api::node::v1::RuntimeClass;
 use kmm_api::shim::Shim;
 use kmm_api::shim::names::{INSTALLER_NAMESPACE, node_hash_annotation};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use crate::common::{Harness, eventually, wait_for};
@@ -154,7 +154,8 @@ impl InstallerSampler {
         let stream = watcher(
             pods,
             watcher::Config::default().labels("spinkube.dev/shimName"),
-        );
+        )
+        .default_backoff();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
