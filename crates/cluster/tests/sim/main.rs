@@ -11,7 +11,6 @@ mod inject;
 mod jobs;
 mod kubelet;
 mod scenarios;
-mod shared;
 mod workloads;
 
 use kmm_cluster::sim::scenario::Scenario;
