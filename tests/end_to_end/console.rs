@@ -446,15 +446,22 @@ fn the_day0_pane_opens_the_demo_moduleday0_on_its_pool_nodes() {
     });
     console.press(&[":", "d", "a", "y", "0", "Enter"]);
     // The engine creates the ModuleDay0 from the demo's kmm-managed MachineConfig of pool zone-b. Until it does,
-    // the MachineConfig has a row of its own (awaiting hand-over) on the same pool: the header counts ModuleDay0s
-    // only, so it tells the two apart.
+    // the MachineConfig has a row of its own on the same pool and under the same name, `Pending` with a reason
+    // that says it awaits hand-over (`enter` on it opens its events). The header counts that row as well, so only
+    // the row tells the two apart: one row of that name, and not the awaiting one.
     console.wait_for(
         "the demo's ModuleDay0 on pool zone-b",
         CONVERGE_LIMIT,
         |screen| {
+            let rows = screen
+                .lines()
+                .filter(|line| line.contains("99-zone-b-os-image"));
             header(screen).contains("D0 1")
+                && rows.count() == 1
                 && cells_of(screen, "99-zone-b-os-image").is_some_and(|cells| {
-                    cells.contains(&"zone-b") && cells.contains(&"openshift-kmm")
+                    cells.contains(&"zone-b")
+                        && cells.contains(&"openshift-kmm")
+                        && !cells.contains(&"Pending:")
                 })
         },
     );
