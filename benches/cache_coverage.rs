@@ -40,7 +40,6 @@
 //! 875 MiB (1.02 engine writes per pair, re-pull 0.61–1.02 s). The time is where it was: most of the CPU is the
 //! simulated kubelets' pod status patches (about 4 per pull, a quarter of the samples of a `perf` profile, an
 //! eighth in computing their managedFields) and Events.
-//! (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;

@@ -45,7 +45,6 @@
 //!   and NodeModulesConfigs serialised only: the console with the engine in the foreground peaked at 874 MiB
 //!   (idle 791 MiB, 0.43 % of a core), `serve --with-engine` at 720 MiB; engine off, 294 and 244 MiB. The
 //!   console's own share is 129 MiB with the engine and 47 MiB without.
-//!   (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

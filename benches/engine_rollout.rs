@@ -81,7 +81,6 @@
 //!   upgrade) parsed every changed Node to match its name, until selection by name and namespace read the store's
 //!   key instead. This benchmark's count of worker pods stopped at the first watch error then (1,856 of 5,000): it
 //!   now goes on through the watcher's resume.
-//!   (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 //!
 //! [`Store::write_counts`]: kmm_cluster::store::Store::write_counts
 

@@ -12,7 +12,6 @@
 //! capped at one per core; 366 MiB with mimalloc as the allocator and Events stored serialised only; 229 MiB with
 //! Nodes and NodeModulesConfigs stored serialised only and the simulation's pods and nodes watched and cached once
 //! for all its components.
-//! (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

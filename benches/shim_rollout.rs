@@ -22,7 +22,6 @@
 //! components (kubelets, scheduler, workload and EndpointSlice controllers, Machine Config Operator) shared one pod
 //! and one node watch instead of three cached copies of each, and the store kept Nodes and NodeModulesConfigs
 //! serialised only: 18.0 s and 543 MiB in-process, 20.7 s and 520 MiB through the front door.
-//! (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;

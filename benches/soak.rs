@@ -21,7 +21,6 @@
 //! spans the final convergence. With the server never killed (`--server-kills 0`, the tree of the +16 % runs) the
 //! same seed held within +3.4 %, between 145 and 173 MiB for 12 minutes: no growth without bound, but a check that
 //! cannot yet tell a restart's warm-up from growth.
-//! (The simulation's shared watches were withdrawn before they landed; see the README's Benchmarks.)
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;

@@ -46,7 +46,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let client = world.client.clone();
         let (services, service_writer) = reflector::store::<Service>();
-        let (pods, pod_writer) = reflector::store::<Pod>();
+        let pods = world.watches.pods.store();
         let (slices, slice_writer) = reflector::store::<EndpointSlice>();
         let managed =
             watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
@@ -59,14 +59,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .default_backoff()
             .map(drop)
             .boxed(),
-            reflector::reflector(
-                pod_writer,
-                watcher(Api::<Pod>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(drop)
-            .boxed(),
+            world.watches.pods.subscribe().map(drop).boxed(),
             reflector::reflector(
                 slice_writer,
                 watcher(Api::<EndpointSlice>::all(client.clone()), managed)

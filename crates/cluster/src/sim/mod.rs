@@ -25,6 +25,7 @@ pub mod registry_record;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
+pub mod shared;
 pub mod shell;
 pub mod workloads;
 
@@ -43,6 +44,7 @@ use faults::Faults;
 use machine::Machines;
 use registry::SimRegistry;
 use scenario::Scenario;
+use shared::SharedWatches;
 
 /// The namespace where the simulation publishes what it knows about each machine (one ConfigMap per node).
 pub const SIM_NAMESPACE: &str = "kmm-tui-sim";
@@ -75,6 +77,8 @@ pub struct World {
     /// Announces (by node name) that a machine changed underneath its node — a reboot, a fault, an effect — so
     /// the kubelet republishes what the API shows of it.
     pub machine_changed: broadcast::Sender<String>,
+    /// The pods and nodes every component follows, watched and cached once.
+    pub watches: SharedWatches,
     /// Cancelled when the simulation stops.
     pub stop: CancellationToken,
 }
@@ -90,7 +94,9 @@ impl World {
         let machines = Machines::default();
         // `kubectl exec` into a pod runs in its node's machine, as a kubelet runs it in the node's runtime.
         server.set_runtime(Arc::new(machines.clone()));
+        let stop = CancellationToken::new();
         Arc::new(Self {
+            watches: SharedWatches::new(&client, &stop),
             client,
             server,
             clock: SimClock::new(scenario.time_scale),
@@ -106,7 +112,7 @@ impl World {
             scenario,
             own_image: own_image.map(|programs| programs.0),
             machine_changed: broadcast::channel(4096).0,
-            stop: CancellationToken::new(),
+            stop,
         })
     }
 
@@ -123,15 +129,15 @@ impl World {
 }
 
 /// Drop `metadata.managedFields` from a watched object before a component keeps it. No simulated component reads
-/// them, yet they are about half of a Node's JSON and most of its size once parsed, and the scheduler, the Machine
-/// Config Operator and the workload controllers each cache every Node or Pod of the cluster.
+/// them, yet they are about half of a Node's JSON and most of its size once parsed, and the simulation caches every
+/// Node and Pod of the cluster ([`shared`]).
 pub(crate) fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// What the simulation's placement caches (the scheduler's, the DaemonSet controller's) keep of a node: no managed
-/// fields and no image list. Nothing there places pods by the images a node holds, and on a cluster whose nodes hold
-/// many images the lists were most of each cached node, written anew at every pull.
+/// What the simulation's node cache ([`shared`]) keeps of a node: no managed fields and no image list. Nothing there
+/// places pods or rolls out machine configs by the images a node holds, and on a cluster whose nodes hold many
+/// images the lists were most of each cached node, written anew at every pull.
 pub(crate) fn node_for_placement(node: &mut k8s_openapi::api::core::v1::Node) {
     forget_managed_fields(node);
     if let Some(status) = node.status.as_mut() {

@@ -11,6 +11,7 @@ mod inject;
 mod jobs;
 mod kubelet;
 mod scenarios;
+mod shared;
 mod workloads;
 
 use kmm_cluster::sim::scenario::Scenario;

@@ -403,3 +403,29 @@ osImages:
     assert_eq!(most_unavailable, 1, "one node at a time");
     cluster.shutdown().await;
 }
+
+/// How many watches of `resource` (`pods`, `nodes`) the API server is serving now, from its metrics.
+async fn watchers(client: &kube::Client, resource: &str) -> usize {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(request).await.unwrap();
+    let series = format!("apiserver_registered_watchers{{resource=\"{resource}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map_or(0, |count| count.trim().parse().unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_simulation_watches_pods_and_nodes_once_for_all_its_components() {
+    let cluster = start(Scenario::load("demo").unwrap()).await;
+    let client = cluster.client();
+    for _ in 0..100 {
+        if watchers(&client, "pods").await > 0 && watchers(&client, "nodes").await > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Every component has had time to start its watches.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(watchers(&client, "pods").await, 1, "one pod watch");
+    assert_eq!(watchers(&client, "nodes").await, 1, "one node watch");
+}

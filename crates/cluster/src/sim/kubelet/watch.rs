@@ -1,5 +1,5 @@
-//! What the kubelet follows: one pod watch for all nodes (each pod bound to a simulated node gets a worker), and
-//! the machines underneath (changes announced by the other components, fault windows opening and closing).
+//! What the kubelet follows: the simulation's shared pod watch for all nodes (each pod bound to a simulated node gets a
+//! worker), and the machines underneath (changes announced by the other components, fault windows opening and closing).
 
 use std::collections::{BTreeSet, HashSet};
 use std::future::pending;
@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::Event;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
@@ -18,44 +16,40 @@ use super::{Kubelet, Tracked, locked, worker};
 use crate::sim::mco::daemon::REBOOT_TIME;
 use crate::sim::registry::normalise;
 use crate::sim::scenario::Fault;
-use crate::sim::{forget_managed_fields, inject, registry_record};
+use crate::sim::{inject, registry_record};
 
-/// Watch every pod; start a worker for each pod bound to a simulated node, stop it when the pod goes.
+/// Follow every pod (the simulation's shared pod watch); start a worker for each pod bound to a simulated node,
+/// stop it when the pod goes.
 pub async fn pods(kubelet: Arc<Kubelet>) {
-    let api: Api<Pod> = Api::all(kubelet.world.client.clone());
-    let stream = watcher::watcher(api, watcher::Config::default())
-        .modify(forget_managed_fields)
-        .default_backoff();
-    futures::pin_mut!(stream);
+    let mut changes = kubelet.world.watches.pods.subscribe();
     let mut relisted: Option<HashSet<String>> = None;
     loop {
-        let event = tokio::select! {
+        let change = tokio::select! {
             _ = kubelet.world.stop.cancelled() => return,
-            event = stream.next() => event,
+            change = changes.next() => change,
         };
-        match event {
-            Some(Ok(Event::Init)) => relisted = Some(HashSet::new()),
-            Some(Ok(Event::InitApply(pod))) => {
+        match change {
+            Some(Event::Init) => relisted = Some(HashSet::new()),
+            Some(Event::InitApply(pod)) => {
                 if let (Some(seen), Some(uid)) = (relisted.as_mut(), pod.metadata.uid.clone()) {
                     seen.insert(uid);
                 }
-                seen(&kubelet, pod);
+                seen(&kubelet, &pod);
             }
-            Some(Ok(Event::InitDone)) => {
+            Some(Event::InitDone) => {
                 if let Some(seen) = relisted.take() {
                     forget_all_but(&kubelet, &seen);
                 }
             }
-            Some(Ok(Event::Apply(pod))) => seen(&kubelet, pod),
-            Some(Ok(Event::Delete(pod))) => gone(&kubelet, &pod),
-            Some(Err(e)) => tracing::debug!(error = %e, "watching pods"),
+            Some(Event::Apply(pod)) => seen(&kubelet, &pod),
+            Some(Event::Delete(pod)) => gone(&kubelet, &pod),
             None => return,
         }
     }
 }
 
 /// A pod was created or changed.
-fn seen(kubelet: &Arc<Kubelet>, pod: Pod) {
+fn seen(kubelet: &Arc<Kubelet>, pod: &Pod) {
     let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
         return;
     };
@@ -82,7 +76,7 @@ fn seen(kubelet: &Arc<Kubelet>, pod: Pod) {
     }
     let killed = CancellationToken::new();
     pods.insert(uid, Tracked::Running(killed.clone()));
-    tokio::spawn(worker::run(kubelet.clone(), pod, node, killed));
+    tokio::spawn(worker::run(kubelet.clone(), pod.clone(), node, killed));
 }
 
 /// A pod was deleted: its containers stop and its logs go.

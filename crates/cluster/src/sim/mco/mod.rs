@@ -142,24 +142,23 @@ impl Operator {
             tracing::warn!(%error, "cannot create the default MachineConfigPools");
         }
         let client = world.client.clone();
-        let (nodes, node_writer) = reflector::store();
+        let nodes = world.watches.nodes.store();
         let (configs, config_writer) = reflector::store();
         let (pools, pool_writer) = reflector::store();
         let (versions, version_writer) = reflector::store();
         let config = watcher::Config::default;
         let mut changes = futures::stream::select_all([
-            reflector::reflector(
-                node_writer,
-                watcher(Api::<Node>::all(client.clone()), config()).modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|event| match event {
-                Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
-                    Changed::Node(node.name_any())
-                }
-                _ => Changed::Everything,
-            })
-            .boxed(),
+            world
+                .watches
+                .nodes
+                .subscribe()
+                .map(|change| match change {
+                    watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
+                        Changed::Node(node.name_any())
+                    }
+                    _ => Changed::Everything,
+                })
+                .boxed(),
             reflector::reflector(
                 config_writer,
                 watcher(Api::<MachineConfig>::all(client.clone()), config())

@@ -19,15 +19,15 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::{MANAGER, World, forget_managed_fields};
+use super::{MANAGER, World};
 use events::{Recorder, Severity};
 
 /// The scheduler name pods ask for (an empty name means this one too).
@@ -56,27 +56,19 @@ struct Scheduler {
 
 impl Scheduler {
     async fn run(&mut self) {
-        let client = self.world.client.clone();
-        let (pods, pod_writer) = reflector::store::<Pod>();
-        let (nodes, node_writer) = reflector::store::<Node>();
-        let pod_events = reflector::reflector(
-            pod_writer,
-            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-                .modify(forget_managed_fields),
-        )
-        .default_backoff();
-        let node_events = reflector::reflector(
-            node_writer,
-            watcher(Api::<Node>::all(client), watcher::Config::default())
-                .modify(super::node_for_placement),
-        )
-        .default_backoff();
-        let pod_events = pod_events.map(|event| match event {
-            Ok(watcher::Event::Apply(pod)) => Seen::Pod(pod.uid(), is_ours_to_schedule(&pod)),
-            Ok(watcher::Event::Delete(pod)) => Seen::Pod(pod.uid(), false),
-            _ => Seen::Everything,
-        });
-        let node_events = node_events.map(|_| Seen::Node);
+        let pods = self.world.watches.pods.store();
+        let nodes = self.world.watches.nodes.store();
+        let pod_events = self
+            .world
+            .watches
+            .pods
+            .subscribe()
+            .map(|change| match change {
+                watcher::Event::Apply(pod) => Seen::Pod(pod.uid(), is_ours_to_schedule(&pod)),
+                watcher::Event::Delete(pod) => Seen::Pod(pod.uid(), false),
+                _ => Seen::Everything,
+            });
+        let node_events = self.world.watches.nodes.subscribe().map(|_| Seen::Node);
         let mut events = futures::stream::select(pod_events.boxed(), node_events.boxed());
         // Pods waiting for this scheduler, by UID, as the pod events show them; a pass is due when there are any
         // (a change of any pod or node may make room for them) or after a relist.

@@ -55,9 +55,9 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let (replication_controllers, replication_controller_writer) =
             reflector::store::<ReplicationController>();
         let (daemon_sets, daemon_set_writer) = reflector::store::<DaemonSet>();
-        let (nodes, node_writer) = reflector::store::<Node>();
         let (jobs, job_writer) = reflector::store::<Job>();
-        let (pods, pod_writer) = reflector::store::<Pod>();
+        let nodes = world.watches.nodes.store();
+        let pods = world.watches.pods.store();
         // What about a node decides DaemonSet placement (labels, taints, cordon), by node: a node status heartbeat
         // or image list change wakes nobody.
         let mut placements: HashMap<String, u64> = HashMap::new();
@@ -67,36 +67,32 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             every_change(replication_controller_writer, &client),
             every_change(daemon_set_writer, &client),
             every_change(job_writer, &client),
-            reflector::reflector(
-                node_writer,
-                watcher(Api::<Node>::all(client.clone()), Default::default())
-                    .modify(super::node_for_placement),
-            )
-            .default_backoff()
-            .map(move |event| match event {
-                Ok(watcher::Event::Apply(node)) => {
-                    let fingerprint = placement_fingerprint(&node);
-                    placements.insert(node.name_any(), fingerprint) != Some(fingerprint)
-                }
-                Ok(watcher::Event::Delete(node)) => placements.remove(&node.name_any()).is_some(),
-                _ => true,
-            })
-            .boxed(),
-            reflector::reflector(
-                pod_writer,
-                watcher(Api::<Pod>::all(client.clone()), Default::default())
-                    .modify(forget_managed_fields),
-            )
-            .default_backoff()
-            .map(|event| match event {
-                Ok(watcher::Event::Apply(pod) | watcher::Event::Delete(pod)) => {
-                    replicas::has_replicating_controller(&pod)
-                        || daemons::has_daemon_controller(&pod)
-                        || jobs::has_job_controller(&pod)
-                }
-                _ => true,
-            })
-            .boxed(),
+            world
+                .watches
+                .nodes
+                .subscribe()
+                .map(move |change| match change {
+                    watcher::Event::Apply(node) => {
+                        let fingerprint = placement_fingerprint(&node);
+                        placements.insert(node.name_any(), fingerprint) != Some(fingerprint)
+                    }
+                    watcher::Event::Delete(node) => placements.remove(&node.name_any()).is_some(),
+                    _ => true,
+                })
+                .boxed(),
+            world
+                .watches
+                .pods
+                .subscribe()
+                .map(|change| match change {
+                    watcher::Event::Apply(pod) | watcher::Event::Delete(pod) => {
+                        replicas::has_replicating_controller(&pod)
+                            || daemons::has_daemon_controller(&pod)
+                            || jobs::has_job_controller(&pod)
+                    }
+                    _ => true,
+                })
+                .boxed(),
         ];
         let mut events = futures::stream::select_all(streams);
         let stores = Stores {
