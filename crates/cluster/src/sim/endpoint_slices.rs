@@ -59,7 +59,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             .default_backoff()
             .map(drop)
             .boxed(),
-            world.watches.pods.subscribe().map(drop).boxed(),
+            world.watches.pods.subscribe_with(|_| ()).boxed(),
             reflector::reflector(
                 slice_writer,
                 watcher(Api::<EndpointSlice>::all(client.clone()), managed)

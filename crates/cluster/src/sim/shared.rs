@@ -5,7 +5,8 @@
 //! and a cache of its own: on 5,000 nodes in the middle of a rollout that was three cached copies of every pod and
 //! of every node, and four decodings of every pod change. Here each kind is watched, decoded and cached once; the
 //! components read the one cache ([`SharedWatch::store`]) and receive each change with the object shared with it
-//! ([`SharedWatch::subscribe`]).
+//! ([`SharedWatch::subscribe`]), or only what they read of it, taken as the change arrives
+//! ([`SharedWatch::subscribe_with`]): a busy component's queue then holds no old versions of the objects.
 //!
 //! The watch starts with its first subscription. A component that subscribes later first receives the cache as a
 //! list of its own (`Init`, an `InitApply` per object, `InitDone`), at once when the cache holds a whole list, or
@@ -15,7 +16,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::StreamExt;
-use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use futures::channel::mpsc::{self, UnboundedReceiver};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Resource;
 use kube::api::Api;
@@ -59,12 +60,15 @@ pub struct SharedWatch<K: Resource<DynamicType = ()> + Clone + 'static> {
     subscribers: Arc<Mutex<Subscribers<K>>>,
 }
 
+/// One subscriber: takes a change, false once it has gone.
+type Subscriber<K> = Box<dyn FnMut(&Change<K>) -> bool + Send>;
+
 /// Who receives the changes.
 struct Subscribers<K> {
     /// Subscribers that have seen a whole list.
-    following: Vec<UnboundedSender<Change<K>>>,
+    following: Vec<Subscriber<K>>,
     /// Subscribers that joined while a list was under way: they receive the cache once it is whole.
-    waiting: Vec<UnboundedSender<Change<K>>>,
+    waiting: Vec<Subscriber<K>>,
     /// Whether a list is under way (from `Init` to `InitDone`), or none has been whole yet.
     listing: bool,
 }
@@ -97,13 +101,25 @@ where
     /// Every change from now on, after the cache as a list of the subscriber's own; starts the watch on the first
     /// call. Poll the stream: its changes queue until they are read.
     pub fn subscribe(&self) -> UnboundedReceiver<Change<K>> {
+        self.subscribe_with(Change::clone)
+    }
+
+    /// [`subscribe`](Self::subscribe), receiving `read(change)` for each change, taken as the change arrives. A
+    /// component that needs a name or a fingerprint of each object reads it here, so that what waits in its queue
+    /// while it is busy (binding pods, writing to the API) holds no old versions of whole objects.
+    pub fn subscribe_with<T: Send + 'static>(
+        &self,
+        mut read: impl FnMut(&Change<K>) -> T + Send + 'static,
+    ) -> UnboundedReceiver<T> {
         let (sender, receiver) = mpsc::unbounded();
+        let mut subscriber: Subscriber<K> =
+            Box::new(move |change| sender.unbounded_send(read(change)).is_ok());
         {
             let mut subscribers = locked(&self.subscribers);
             if subscribers.listing {
-                subscribers.waiting.push(sender);
-            } else if replay(&self.store, &sender) {
-                subscribers.following.push(sender);
+                subscribers.waiting.push(subscriber);
+            } else if replay(&self.store, &mut subscriber) {
+                subscribers.following.push(subscriber);
             }
         }
         if let Some(writer) = locked(&self.writer).take() {
@@ -147,13 +163,15 @@ async fn follow<K>(
                 let mut subscribers = locked(&subscribers);
                 subscribers
                     .following
-                    .retain(|s| s.unbounded_send(change.clone()).is_ok());
+                    .retain_mut(|subscriber| subscriber(&change));
                 match change {
                     watcher::Event::Init => subscribers.listing = true,
                     watcher::Event::InitDone => {
                         subscribers.listing = false;
                         let waiting = std::mem::take(&mut subscribers.waiting);
-                        let joined = waiting.into_iter().filter(|s| replay(&store, s));
+                        let joined = waiting.into_iter().filter_map(|mut subscriber| {
+                            replay(&store, &mut subscriber).then_some(subscriber)
+                        });
                         subscribers.following.extend(joined.collect::<Vec<_>>());
                     }
                     _ => {}
@@ -184,14 +202,14 @@ where
 }
 
 /// The whole cache to one subscriber as a list; false when it has gone.
-fn replay<K>(store: &Store<K>, subscriber: &UnboundedSender<Change<K>>) -> bool
+fn replay<K>(store: &Store<K>, subscriber: &mut Subscriber<K>) -> bool
 where
     K: Resource<DynamicType = ()> + Clone,
 {
     std::iter::once(watcher::Event::Init)
         .chain(store.state().into_iter().map(watcher::Event::InitApply))
         .chain(std::iter::once(watcher::Event::InitDone))
-        .all(|change| subscriber.unbounded_send(change).is_ok())
+        .all(|change| subscriber(&change))
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -25,12 +25,21 @@ async fn create_pod(client: &kube::Client, name: &str) {
         .unwrap();
 }
 
-/// The next change, named: `init`, `listed <name>`, `listed all`, `applied <name>`, `deleted <name>`.
+/// The next change, named by [`named`].
 async fn next(changes: &mut UnboundedReceiver<Change<Pod>>) -> String {
-    let change = tokio::time::timeout(Duration::from_secs(30), changes.next())
+    named(&next_read(changes).await)
+}
+
+/// The next of what a subscriber receives.
+async fn next_read<T>(changes: &mut UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), changes.next())
         .await
         .expect("a change within 30 s")
-        .expect("the watch goes on");
+        .expect("the watch goes on")
+}
+
+/// A change, named: `init`, `listed <name>`, `listed all`, `applied <name>`, `deleted <name>`.
+fn named(change: &Change<Pod>) -> String {
     match change {
         Event::Init => "init".to_string(),
         Event::InitApply(pod) => format!("listed {}", pod.name_any()),
@@ -78,4 +87,22 @@ async fn a_late_subscriber_receives_the_cache_as_a_list_then_every_change_with_t
         assert_eq!(seen, "deleted before");
     }
     assert_eq!(store.state().len(), 1, "the deleted pod left the cache");
+}
+
+#[tokio::test]
+async fn a_subscriber_that_reads_as_changes_arrive_receives_what_it_read_of_each() {
+    let sim = Sim::start("seed: 1").await;
+    let client = sim.client();
+    create_pod(&client, "before").await;
+    let pods = &sim.world.watches.pods;
+    let mut first = pods.subscribe();
+    assert_eq!(next(&mut first).await, "init");
+
+    // Joining while the first list may be under way or whole: the cache as a list either way, read as it goes out.
+    let mut names = pods.subscribe_with(named);
+    assert_eq!(next_read(&mut names).await, "init");
+    assert_eq!(next_read(&mut names).await, "listed before");
+    assert_eq!(next_read(&mut names).await, "listed all");
+    create_pod(&client, "after").await;
+    assert_eq!(next_read(&mut names).await, "applied after");
 }

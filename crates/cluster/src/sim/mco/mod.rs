@@ -151,8 +151,7 @@ impl Operator {
             world
                 .watches
                 .nodes
-                .subscribe()
-                .map(|change| match change {
+                .subscribe_with(|change| match change {
                     watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
                         Changed::Node(node.name_any())
                     }

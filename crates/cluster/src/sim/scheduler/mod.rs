@@ -62,13 +62,12 @@ impl Scheduler {
             .world
             .watches
             .pods
-            .subscribe()
-            .map(|change| match change {
-                watcher::Event::Apply(pod) => Seen::Pod(pod.uid(), is_ours_to_schedule(&pod)),
+            .subscribe_with(|change| match change {
+                watcher::Event::Apply(pod) => Seen::Pod(pod.uid(), is_ours_to_schedule(pod)),
                 watcher::Event::Delete(pod) => Seen::Pod(pod.uid(), false),
                 _ => Seen::Everything,
             });
-        let node_events = self.world.watches.nodes.subscribe().map(|_| Seen::Node);
+        let node_events = self.world.watches.nodes.subscribe_with(|_| Seen::Node);
         let mut events = futures::stream::select(pod_events.boxed(), node_events.boxed());
         // Pods waiting for this scheduler, by UID, as the pod events show them; a pass is due when there are any
         // (a change of any pod or node may make room for them) or after a relist.

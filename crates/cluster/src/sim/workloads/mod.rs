@@ -70,10 +70,9 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             world
                 .watches
                 .nodes
-                .subscribe()
-                .map(move |change| match change {
+                .subscribe_with(move |change| match change {
                     watcher::Event::Apply(node) => {
-                        let fingerprint = placement_fingerprint(&node);
+                        let fingerprint = placement_fingerprint(node);
                         placements.insert(node.name_any(), fingerprint) != Some(fingerprint)
                     }
                     watcher::Event::Delete(node) => placements.remove(&node.name_any()).is_some(),
@@ -83,12 +82,11 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             world
                 .watches
                 .pods
-                .subscribe()
-                .map(|change| match change {
+                .subscribe_with(|change| match change {
                     watcher::Event::Apply(pod) | watcher::Event::Delete(pod) => {
-                        replicas::has_replicating_controller(&pod)
-                            || daemons::has_daemon_controller(&pod)
-                            || jobs::has_job_controller(&pod)
+                        replicas::has_replicating_controller(pod)
+                            || daemons::has_daemon_controller(pod)
+                            || jobs::has_job_controller(pod)
                     }
                     _ => true,
                 })
