@@ -113,6 +113,11 @@ pub struct EngineArgs {
     /// to twenty times this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub cache_retry: Duration,
+    /// How many image cache pull pods may work at once in the whole cluster (all caches together), so a cache of
+    /// thousands of nodes never floods the registry or the API server.
+    #[arg(long, value_name = "PODS", value_parser = parse_count,
+          default_value_t = kmm_engine::imagecache::DEFAULT_CLUSTER_PULLS)]
+    pub cache_pulls: usize,
     /// How often every reconciler looks again at each object it owns when nothing it watches changed (e.g. `10m`,
     /// `1h`), so a change no watch delivers heals within it. Each object's period is jittered by a fifth either way.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
@@ -130,8 +135,17 @@ impl EngineArgs {
             },
             cache_refresh: self.cache_refresh,
             cache_retry: self.cache_retry,
+            cache_pulls: self.cache_pulls,
             resync: self.resync_period,
         }
+    }
+}
+
+/// A count of at least one.
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(count) if count > 0 => Ok(count),
+        _ => Err(format!("{text:?} is not a count of at least 1")),
     }
 }
 
@@ -257,6 +271,23 @@ mod tests {
             some.settings.families.into_iter().collect::<Vec<_>>(),
             [Family::Kmm, Family::Caches]
         );
+    }
+
+    #[test]
+    fn the_cluster_wide_pull_bound_is_a_setting_of_at_least_one() {
+        let default = config(&["controller"]);
+        assert_eq!(
+            default.settings.cache_pulls,
+            kmm_engine::imagecache::DEFAULT_CLUSTER_PULLS
+        );
+        assert_eq!(
+            config(&["controller", "--cache-pulls", "64"])
+                .settings
+                .cache_pulls,
+            64
+        );
+        let line = ["kmm-tui", "controller", "--cache-pulls", "0"];
+        assert!(PodCommandLine::try_parse_from(line).is_err());
     }
 
     #[test]

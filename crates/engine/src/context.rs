@@ -95,6 +95,10 @@ pub struct Settings {
     /// How long after a failed pull an image cache tries again (doubling per attempt, at most twenty times this):
     /// a registry outage heals without anyone asking, and a registry that stays down is not hammered.
     pub cache_retry: Duration,
+    /// How many image cache pull pods work at once in the whole cluster (all caches together): enough to keep a
+    /// 5,000-node rollout busy, few enough that a cache of thousands of nodes never floods the registry or the
+    /// API server.
+    pub cache_pulls: usize,
     /// How often every reconciler looks again at each object it owns when no watch said it changed, so a change
     /// no watch delivers heals within it (see [`resync`](super::resync)).
     pub resync: Duration,
@@ -106,6 +110,7 @@ impl Default for Settings {
             families: Family::ALL.into_iter().collect(),
             cache_refresh: None,
             cache_retry: super::imagecache::DEFAULT_FIRST_RETRY,
+            cache_pulls: super::imagecache::DEFAULT_CLUSTER_PULLS,
             resync: super::resync::DEFAULT_PERIOD,
         }
     }

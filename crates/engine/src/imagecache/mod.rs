@@ -56,7 +56,7 @@ use super::shared::{SharedStore, SharedWatches};
 use super::stopping;
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
-pub use self::plan::{DEFAULT_FIRST_RETRY, backoff};
+pub use self::plan::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY, backoff};
 pub use self::pods::image_hash;
 pub use self::reference::canonical;
 
@@ -118,6 +118,7 @@ pub fn run(
             images: Default::default(),
             limits: Limits {
                 first_retry: context.settings.cache_retry,
+                cluster: context.settings.cache_pulls.max(1),
                 ..Limits::default()
             },
             last_pass: Default::default(),

@@ -41,12 +41,18 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             per_node: 2,
-            cluster: 256,
+            cluster: DEFAULT_CLUSTER_PULLS,
             deadline: Duration::from_secs(300),
             first_retry: DEFAULT_FIRST_RETRY,
         }
     }
 }
+
+/// Pods working at once in the whole cluster by default. A slot is freed when a pass sees its pod finished, and
+/// passes over a cache are at least `PACE` (750 ms) apart, so a rollout pulls about this many images per
+/// pass: on 5,000 nodes with 5 images each, 256 took 97 s in-process and 512 took 71 s (1024 took 57 s but peaked
+/// 34 MiB higher, with more pods and their Events in flight at once).
+pub const DEFAULT_CLUSTER_PULLS: usize = 512;
 
 /// How long after a pull pod succeeded its image may still be missing from the node's `status.images` (the kubelet
 /// reports node status every few seconds) before the image counts as removed since.

@@ -816,3 +816,55 @@ async fn finished_pull_pods_leave_by_selector_not_one_delete_each() {
     );
     harness.shutdown().await;
 }
+
+/// The most pull pods working at once (created and not yet finished), as a watch of the engine's pods sees them.
+fn most_working(client: &Client) -> (Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let most = Arc::new(AtomicUsize::new(0));
+    let seen = most.clone();
+    let pods: Api<Pod> = Api::all(client.clone());
+    let config = watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR);
+    let stream = watcher(pods, config).default_backoff().applied_objects();
+    let task = tokio::spawn(async move {
+        let mut working = BTreeSet::new();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(pod) = stream.next().await {
+            let Ok(pod) = pod else { continue };
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if matches!(phase, Some("Succeeded" | "Failed")) {
+                working.remove(&pod.name_any());
+            } else {
+                working.insert(pod.name_any());
+            }
+            seen.fetch_max(working.len(), Ordering::Relaxed);
+        }
+    });
+    (most, task)
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_more_pull_pods_work_at_once_than_the_cluster_bound() {
+    let mut harness = Harness::start("imagecache.yaml").await;
+    start_caches_with(
+        &mut harness,
+        Settings {
+            cache_pulls: 2,
+            ..Settings::default()
+        },
+    );
+    let client = harness.client();
+    let (most, watch) = most_working(&client);
+    create(&client, "warm", json!([{"images": [NGINX, INFERENCE]}])).await;
+    eventually(120, "the cache is available", || available(&client, "warm")).await;
+    for node in EVERY_NODE {
+        assert!(
+            node_holds(&client, node, NGINX).await && node_holds(&client, node, INFERENCE).await
+        );
+    }
+    // Three nodes of two pods each could pull six images at once: the bound keeps it to two.
+    let most = most.load(Ordering::Relaxed);
+    assert!((1..=2).contains(&most), "{most} pull pods worked at once");
+    watch.abort();
+    harness.shutdown().await;
+}
