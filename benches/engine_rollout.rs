@@ -81,6 +81,9 @@
 //!   upgrade) parsed every changed Node to match its name, until selection by name and namespace read the store's
 //!   key instead. This benchmark's count of worker pods stopped at the first watch error then (1,856 of 5,000): it
 //!   now goes on through the watcher's resume.
+//! - With the simulation's components reading what they need of each shared change as it arrives (their queues
+//!   no longer hold whole old objects): 22.3, 25.8 and 17.7 s, peak 865 MiB (732 MiB in phase 1); a run just
+//!   before peaked at 949 MiB, so the peak varies by tens of MiB between runs.
 //!
 //! [`Store::write_counts`]: kmm_cluster::store::Store::write_counts
 
