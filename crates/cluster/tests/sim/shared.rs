@@ -25,6 +25,13 @@ async fn create_pod(client: &kube::Client, name: &str) {
         .unwrap();
 }
 
+/// A simulation whose cluster holds one pod, `before`.
+async fn with_one_pod() -> Sim {
+    let sim = Sim::start("seed: 1").await;
+    create_pod(&sim.client(), "before").await;
+    sim
+}
+
 /// The next change, named by [`named`].
 async fn next(changes: &mut UnboundedReceiver<Change<Pod>>) -> String {
     named(&next_read(changes).await)
@@ -51,9 +58,8 @@ fn named(change: &Change<Pod>) -> String {
 
 #[tokio::test]
 async fn a_late_subscriber_receives_the_cache_as_a_list_then_every_change_with_the_others() {
-    let sim = Sim::start("seed: 1").await;
+    let sim = with_one_pod().await;
     let client = sim.client();
-    create_pod(&client, "before").await;
     let pods = &sim.world.watches.pods;
 
     let mut first = pods.subscribe();
@@ -91,10 +97,9 @@ async fn a_late_subscriber_receives_the_cache_as_a_list_then_every_change_with_t
 
 #[tokio::test]
 async fn a_subscriber_that_reads_as_changes_arrive_receives_what_it_read_of_each() {
-    let sim = Sim::start("seed: 1").await;
-    let client = sim.client();
-    create_pod(&client, "before").await;
+    let sim = with_one_pod().await;
     let pods = &sim.world.watches.pods;
+    // The first subscription starts the watch.
     let mut first = pods.subscribe();
     assert_eq!(next(&mut first).await, "init");
 
@@ -103,6 +108,6 @@ async fn a_subscriber_that_reads_as_changes_arrive_receives_what_it_read_of_each
     assert_eq!(next_read(&mut names).await, "init");
     assert_eq!(next_read(&mut names).await, "listed before");
     assert_eq!(next_read(&mut names).await, "listed all");
-    create_pod(&client, "after").await;
+    create_pod(&sim.client(), "after").await;
     assert_eq!(next_read(&mut names).await, "applied after");
 }
