@@ -33,6 +33,11 @@ pub enum Action {
     OsImageKernels(Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>),
     /// Something about the engine besides its Lease: a hand-off deadline, a failed request, upstream operators.
     Engine(EngineEvent),
+    /// The object the YAML view follows, as the API server has it now (`None`: it is gone), or why it cannot be
+    /// read.
+    Object(Target, Result<Option<serde_json::Value>, String>),
+    /// The object to edit, read from the API server, or why it could not be.
+    Editable(Target, Result<serde_json::Value, String>),
     /// A pod's log arrived: its lines, or why it could not be read.
     PodLog(Target, Result<Vec<String>, String>),
     /// News about one cluster of the fleet, by context name.

@@ -10,6 +10,7 @@ mod engine;
 mod fleet;
 mod input;
 mod navigation;
+mod objects;
 mod preflight;
 mod sections;
 mod selection;
@@ -26,6 +27,7 @@ use super::data::{ClusterData, FeedState, Kind};
 use super::editor::EditorState;
 use super::fleet::state::Fleet;
 use super::keymap::{Keymap, Scope};
+use super::target::Target;
 use super::theme::Theme;
 use super::view::day0::{self as day0_rows};
 use super::view::day0_detail::Day0Detail;
@@ -36,7 +38,6 @@ use super::view::modules::{self};
 use super::view::nodes::{self};
 use super::view::shims::{self as shim_rows};
 use super::view::summary::Summary;
-use super::yaml;
 
 pub use caches::CachePane;
 pub use engine::{EngineMove, EnginePane};
@@ -64,8 +65,11 @@ pub struct App {
     pub module_detail: Option<ModuleDetail>,
     /// The cache views' detail and matrix scroll.
     pub caches: CachePane,
-    /// The YAML view's text, when it is open: its lines, or why the object cannot be shown.
+    /// The YAML view's text, when it is open and its object has arrived: its lines, or why the object cannot be
+    /// shown.
     pub yaml: Option<Result<Vec<String>, String>>,
+    /// The object the YAML view follows (asked of the event loop with [`Request::Follow`]).
+    followed: Option<Target>,
     /// The open Shim's detail and the installer log being read.
     pub shim: shims::ShimPane,
     /// The open ModuleDay0's detail, while the Day-0 detail view is open.
@@ -129,6 +133,7 @@ impl App {
             module_detail: None,
             caches: CachePane::default(),
             yaml: None,
+            followed: None,
             shim: shims::ShimPane::default(),
             day0_detail: None,
             engine: EnginePane::default(),
@@ -271,6 +276,11 @@ impl App {
                 self.on_engine_event(event);
                 true
             }
+            Action::Object(target, object) => self.on_object(&target, object),
+            Action::Editable(target, object) => {
+                self.on_editable(&target, object);
+                true
+            }
             Action::PodLog(pod, log) => {
                 self.on_pod_log(&pod, log);
                 true
@@ -400,10 +410,7 @@ impl App {
             _ => None,
         };
         self.refresh_cache_detail();
-        self.yaml = match self.view() {
-            View::Yaml(target) => Some(yaml::object_lines(&self.data, target)),
-            _ => None,
-        };
+        self.follow_yaml_object();
         self.refresh_shim_view();
         self.refresh_day0_view();
         self.refresh_preflight_view();

@@ -19,7 +19,7 @@ use super::fleet::follow::{self, Member, Source};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
-use super::{access, feed, logs, ui, writes};
+use super::{access, feed, live, logs, ui, writes};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::endpoint::{self, Reported};
@@ -464,6 +464,7 @@ async fn event_loop(
         session: None,
         fleet: CancellationToken::new(),
         fleet_started: false,
+        followed: None,
     };
     let _stop_fleet = connections.fleet.clone().drop_guard();
     connections.start(app)?;
@@ -520,6 +521,8 @@ struct Connections<'a> {
     /// Stops the fleet's tasks when the loop ends.
     fleet: CancellationToken,
     fleet_started: bool,
+    /// Stops following the YAML view's object; a child of `session`, so leaving the cluster stops it too.
+    followed: Option<CancellationToken>,
 }
 
 impl Connections<'_> {
@@ -568,6 +571,29 @@ impl Connections<'_> {
                 tokio::spawn(async move {
                     let log = logs::pod_log(&client, &pod).await;
                     let _ = sender.send(Action::PodLog(pod, log));
+                });
+                false
+            }
+            Request::Follow(target) => {
+                if let Some(followed) = self.followed.take() {
+                    followed.cancel();
+                }
+                if let Some(target) = target {
+                    let stop = self
+                        .session
+                        .as_ref()
+                        .map_or_else(CancellationToken::new, CancellationToken::child_token);
+                    live::follow(&self.client, target, &self.sender, stop.clone());
+                    self.followed = Some(stop);
+                }
+                false
+            }
+            Request::Edit(target) => {
+                let client = self.client.clone();
+                let sender = self.sender.clone();
+                tokio::spawn(async move {
+                    let object = live::read(&client, &target).await;
+                    let _ = sender.send(Action::Editable(target, object));
                 });
                 false
             }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, EngineEvent};
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use super::kept::Kept;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::labels;
@@ -323,7 +324,7 @@ fn spawn<K>(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) where
-    K: Watched,
+    K: Watched + Kept,
 {
     spawn_kept(kind, sources, None, snapshot, sender, cancel);
 }
@@ -337,7 +338,7 @@ fn spawn_kept<K>(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) where
-    K: Watched,
+    K: Watched + Kept,
 {
     let sender = sender.clone();
     let cancel = cancel.clone();
@@ -421,7 +422,7 @@ fn spawn_kept<K>(
 
 /// Send the union of `lists` to the UI task: the kind's list once every source has listed (`listed`), what has
 /// arrived of it before. Returns whether the UI task still listens.
-fn send<K: Resource>(
+fn send<K: Kept>(
     sender: &UnboundedSender<Action>,
     lists: &[Objects<K>],
     listed: bool,
@@ -488,7 +489,7 @@ impl<K> Newest<K> {
     }
 }
 
-impl<K: Resource> Objects<K> {
+impl<K: Kept> Objects<K> {
     /// Nothing seen yet of a watch listing `page` objects a page.
     fn new(page: u32, newest: Option<Newest<K>>) -> Self {
         Objects {
@@ -506,8 +507,7 @@ impl<K: Resource> Objects<K> {
         self.listing.is_some() && self.received > 0 && self.received.is_multiple_of(self.page)
     }
 
-    /// Take in one watch event. `managedFields` is dropped on arrival: no pane shows it, and on nodes it is a large
-    /// share of each object.
+    /// Take in one watch event, keeping of each object only what the console shows ([`Kept`]).
     fn apply(&mut self, event: watcher::Event<K>) {
         match event {
             watcher::Event::Init => {
@@ -561,10 +561,10 @@ impl<K: Resource> Objects<K> {
     }
 }
 
-/// An object's key in [`Objects`], and the object as it is kept.
-fn keyed<K: Resource>(mut object: K) -> ((Option<String>, String), Arc<K>) {
-    let meta = object.meta_mut();
-    meta.managed_fields = None;
+/// An object's key in [`Objects`], and the object as it is kept: only what the console shows of it.
+fn keyed<K: Kept>(mut object: K) -> ((Option<String>, String), Arc<K>) {
+    object.keep_shown();
+    let meta = object.meta();
     let key = (
         meta.namespace.clone(),
         meta.name.clone().unwrap_or_default(),
@@ -581,7 +581,7 @@ fn not_served(error: &watcher::Error) -> bool {
 }
 
 /// A watch error in one line, as the header shows it.
-fn describe(error: &watcher::Error) -> String {
+pub(super) fn describe(error: &watcher::Error) -> String {
     let root: &(dyn std::error::Error + 'static) = match error {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
@@ -617,7 +617,7 @@ mod tests {
         node
     }
 
-    fn names<K: Resource>(objects: &Objects<K>) -> Vec<String> {
+    fn names<K: Kept>(objects: &Objects<K>) -> Vec<String> {
         let mut names: Vec<String> = objects
             .shown()
             .map(|object| object.meta().name.clone().unwrap_or_default())

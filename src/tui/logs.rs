@@ -44,7 +44,7 @@ pub async fn pod_log(client: &Client, pod: &Target) -> Result<Vec<String>, Strin
 }
 
 /// An API error in one line: the server's message when it sent one.
-fn one_line(error: &kube::Error) -> String {
+pub(super) fn one_line(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         other => other

@@ -1,82 +1,17 @@
-//! Objects as YAML for the YAML view and the editor. Secret data is masked wherever an object is shown, and
-//! `managedFields` is left out because nobody reads or edits it by hand.
+//! Objects as YAML for the YAML view and the editor, from the JSON the API server sends ([`super::live`]). Secret
+//! data is masked wherever an object is shown, and `managedFields` is left out because nobody reads or edits it by
+//! hand.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::data::{ClusterData, Kind};
+use super::data::Kind;
 use super::target::Target;
 
 /// What masked Secret values read as.
 pub const MASK: &str = "••••••••";
 
-/// The object as JSON, without `managedFields`, with Secret data masked.
-fn object_json(data: &ClusterData, target: &Target) -> Result<Value, String> {
-    let namespace = target.namespace.as_deref().unwrap_or_default();
-    let missing = || format!("{target} no longer exists");
-    let value = match target.kind {
-        Kind::Module => to_json(
-            data.module(namespace, &target.name)
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::ModuleImagesConfig => to_json(
-            data.mic(namespace, &target.name)
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::NodeModulesConfig => to_json(data.nmc(&target.name).ok_or_else(missing)?.as_ref()),
-        Kind::Node => to_json(data.node(&target.name).ok_or_else(missing)?.as_ref()),
-        Kind::Pod => to_json(
-            data.pods
-                .iter()
-                .find(|p| {
-                    p.metadata.name.as_deref() == Some(&target.name)
-                        && p.metadata.namespace.as_deref() == Some(namespace)
-                })
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::Event => to_json(
-            data.events
-                .iter()
-                .find(|e| {
-                    e.metadata.name.as_deref() == Some(&target.name)
-                        && e.metadata.namespace.as_deref() == Some(namespace)
-                })
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::Shim => to_json(data.shim(&target.name).ok_or_else(missing)?.as_ref()),
-        Kind::ImageCache => to_json(
-            data.cache(namespace, &target.name)
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::ModuleDay0 => to_json(
-            data.day0(namespace, &target.name)
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::MachineConfigPool => to_json(data.pool(&target.name).ok_or_else(missing)?.as_ref()),
-        Kind::MachineConfig => to_json(
-            data.machine_config(&target.name)
-                .ok_or_else(missing)?
-                .as_ref(),
-        ),
-        Kind::PreflightValidation => {
-            to_json(data.preflight(&target.name).ok_or_else(missing)?.as_ref())
-        }
-    }?;
-    Ok(presentable(value))
-}
-
-fn to_json(object: &impl Serialize) -> Result<Value, String> {
-    serde_json::to_value(object).map_err(|error| format!("cannot show the object: {error}"))
-}
-
 /// Drop `managedFields` and mask Secret data.
-pub fn presentable(mut value: Value) -> Value {
+fn presentable(mut value: Value) -> Value {
     if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
@@ -105,20 +40,21 @@ pub fn mask_secret(value: &mut Value) {
     }
 }
 
-/// The lines of the YAML view, or why the object cannot be shown.
-pub fn object_lines(data: &ClusterData, target: &Target) -> Result<Vec<String>, String> {
-    let value = object_json(data, target)?;
+/// The lines of the YAML view of `object`, the JSON of `target` as the API server sent it.
+pub fn object_lines(target: &Target, object: Value) -> Result<Vec<String>, String> {
+    let value = presentable(object);
     let text = serde_saphyr::to_string(&value)
         .map_err(|error| format!("cannot show {target}: {error}"))?;
     Ok(text.lines().map(str::to_owned).collect())
 }
 
-/// The YAML the editor opens: the object without its status, which the API server ignores on update.
-pub fn editable_yaml(data: &ClusterData, target: &Target) -> Result<String, String> {
+/// The YAML the editor opens of `object`, the JSON of `target` as the API server sent it: without its status,
+/// which the API server ignores on update.
+pub fn editable_yaml(target: &Target, object: Value) -> Result<String, String> {
     if target.kind == Kind::Event {
         return Err("Events cannot be edited".to_owned());
     }
-    let mut value = object_json(data, target)?;
+    let mut value = presentable(object);
     if let Some(object) = value.as_object_mut() {
         object.remove("status");
     }

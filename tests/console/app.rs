@@ -284,16 +284,71 @@ fn a_failed_write_shows_in_the_footer() {
 }
 
 #[test]
-fn y_shows_yaml_without_managed_fields() {
+fn y_follows_the_object_and_shows_it_without_managed_fields() {
     let mut app = app(false);
     press(&mut app, KeyCode::Char('y'));
+    let target = Target::namespaced(Kind::Module, "a", "alpha");
+    assert_eq!(app.view(), &View::Yaml(target.clone()));
     assert_eq!(
-        app.view(),
-        &View::Yaml(Target::namespaced(Kind::Module, "a", "alpha"))
+        app.requests,
+        [Request::Follow(Some(target.clone()))],
+        "the object is read whole from the API server"
     );
+    assert!(app.yaml.is_none(), "nothing is shown before it arrives");
+
+    let mut object = serde_json::to_value(&*module("a", "alpha")).expect("json");
+    object["metadata"]["managedFields"] = json!([{"manager": "kubectl"}]);
+    object["status"] = json!({"moduleLoader": {"desiredNumber": 7}});
+    assert!(app.update(Action::Object(target.clone(), Ok(Some(object)))));
     let lines = app.yaml.clone().expect("open").expect("shown");
     assert!(lines.iter().any(|l| l.contains("name: alpha")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("desiredNumber: 7")),
+        "{lines:?}"
+    );
     assert!(!lines.iter().any(|l| l.contains("managedFields")));
+
+    app.update(Action::Object(target.clone(), Ok(None)));
+    assert_eq!(
+        app.yaml,
+        Some(Err("Module a/alpha no longer exists".to_owned()))
+    );
+    app.requests.clear();
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(
+        app.requests,
+        [Request::Follow(None)],
+        "closing stops following"
+    );
+    assert!(app.yaml.is_none());
+    assert!(
+        !app.update(Action::Object(target, Ok(None))),
+        "an object arriving after its view closed changes nothing"
+    );
+}
+
+#[test]
+fn e_reads_the_object_and_opens_the_editor_without_its_status() {
+    let mut refused = app(false);
+    let mut app = app(false);
+    press(&mut app, KeyCode::Char('e'));
+    let target = Target::namespaced(Kind::Module, "a", "alpha");
+    assert_eq!(app.requests, [Request::Edit(target.clone())]);
+    assert!(app.editor.is_none(), "the editor waits for the object");
+
+    let mut object = serde_json::to_value(&*module("a", "alpha")).expect("json");
+    object["status"] = json!({"moduleLoader": {"desiredNumber": 7}});
+    app.update(Action::Editable(target.clone(), Ok(object)));
+    let text = app.editor.as_ref().expect("the editor opens").text();
+    assert!(text.contains("moduleName: alpha"), "{text}");
+    assert!(!text.contains("desiredNumber"), "{text}");
+
+    refused.update(Action::Editable(
+        target,
+        Err("cannot read Module a/alpha: forbidden".to_owned()),
+    ));
+    assert!(refused.editor.is_none());
+    assert_eq!(status(&refused), "cannot read Module a/alpha: forbidden");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::support::{command, press, screen, type_text};
 use crossterm::event::{Event, KeyCode};
 use kmm_tui::tui::action::Action;
-use kmm_tui::tui::app::{App, DetailSection, EngineMode, ListId, Mode, Session, View};
+use kmm_tui::tui::app::{App, DetailSection, EngineMode, ListId, Mode, Request, Session, View};
 use kmm_tui::tui::data::{FeedState, Kind, KindSnapshot};
 use kmm_tui::tui::fleet::reach::{Reach, Why};
 use kmm_tui::tui::fleet::state::FleetChange;
@@ -61,6 +61,27 @@ fn open_detail(app: &mut App, name: &str) {
     type_text(app, name);
     press(app, KeyCode::Enter);
     press(app, KeyCode::Enter);
+}
+
+/// Answer the open YAML view's request with its Module as the sample cluster has it, as the event loop does with
+/// the object the API server sends.
+fn arrive_yaml(app: &mut App) {
+    let View::Yaml(target) = app.view().clone() else {
+        panic!("the YAML view is open: {:?}", app.view());
+    };
+    assert!(
+        app.requests
+            .contains(&Request::Follow(Some(target.clone())))
+    );
+    let module = app
+        .data
+        .module(
+            target.namespace.as_deref().unwrap_or_default(),
+            &target.name,
+        )
+        .expect("the sample Module");
+    let object = serde_json::to_value(module.as_ref()).expect("json");
+    app.update(Action::Object(target, Ok(Some(object))));
 }
 
 /// Compare the screen with the reviewed snapshot `name` (the size is appended).
@@ -211,7 +232,7 @@ fn yaml_view() {
     for size in SIZES {
         let mut app = standard(size);
         press(&mut app, KeyCode::Char('y'));
-        assert!(matches!(app.view(), View::Yaml(_)));
+        arrive_yaml(&mut app);
         check("yaml_module", &app);
     }
 }
@@ -311,7 +332,12 @@ fn error_states() {
         let mut app = standard(size);
         open_detail(&mut app, "smartnic");
         press(&mut app, KeyCode::Char('y'));
+        arrive_yaml(&mut app);
         app.update(Action::Data(KindSnapshot::Modules(without)));
+        let View::Yaml(shown) = app.view().clone() else {
+            panic!("the YAML view is open: {:?}", app.view());
+        };
+        app.update(Action::Object(shown, Ok(None)));
         assert!(matches!(app.yaml, Some(Err(_))), "{:?}", app.yaml);
         check("yaml_gone", &app);
     }

@@ -723,7 +723,13 @@ async fn console_editing(client: &Client) -> App {
     let mut app = App::new(session, Theme::monochrome(), Keymap::default(), None);
     app.update(Action::Data(KindSnapshot::Modules(vec![Arc::new(module)])));
     press_with(&mut app, KeyCode::Char('e'), KeyModifiers::NONE);
-    assert!(app.editor.is_some(), "e opens the editor: {:?}", app.status);
+    let requests = std::mem::take(&mut app.requests);
+    let [Request::Edit(target)] = requests.as_slice() else {
+        panic!("e asks to read the object, got {requests:?}");
+    };
+    let object = kmm_tui::tui::live::read(client, target).await;
+    app.update(Action::Editable(target.clone(), object));
+    assert!(app.editor.is_some(), "the editor opens: {:?}", app.status);
     app
 }
 

@@ -3,11 +3,9 @@
 //! that live with their panes. Nothing here changes the cluster: writes are asked for, confirmed, and carried out
 //! by the event loop.
 
-use crate::tui::editor::EditorState;
 use crate::tui::keymap::Command;
-use crate::tui::yaml;
 
-use super::{App, Availability, Mode, Prompt, Severity, View};
+use super::{App, Mode, Prompt, Severity, View};
 
 impl App {
     /// The word the hint bar shows for `command` here: `P` pulls again in the cache views.
@@ -77,21 +75,6 @@ impl App {
             | Command::Build => self.request_write(command),
             Command::HandOff | Command::TakeOver => self.run_engine(command),
             Command::Confirm | Command::Cancel => {}
-        }
-    }
-
-    /// Open the editor on the selected object, when editing is available here.
-    fn edit(&mut self) {
-        if let Availability::Unavailable(why) = self.availability(Command::Edit) {
-            self.set_status(Severity::Warning, why);
-            return;
-        }
-        let Some(target) = self.selected_object() else {
-            return;
-        };
-        match yaml::editable_yaml(&self.data, &target) {
-            Ok(text) => self.editor = Some(EditorState::open(target, &text)),
-            Err(why) => self.set_status(Severity::Error, why),
         }
     }
 }

@@ -266,6 +266,10 @@ pub enum Request {
     SwitchContext(String),
     /// Read a pod's log for the log view.
     PodLog(Target),
+    /// Follow one object for the YAML view, whole, as the API server has it; `None` stops following.
+    Follow(Option<Target>),
+    /// Read one object whole for the editor.
+    Edit(Target),
     /// Hand this console's engine off, or take it over.
     Engine(EngineMove),
     /// Start following every cluster of the fleet, if not yet.

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use crate::tui::app::{App, ListId};
 use crate::tui::target::Target;
 
-/// Draw `target` as YAML, scrolled to the YAML list's selection.
+/// Draw `target` as YAML, scrolled to the YAML list's selection; until the object arrives, say it is being read.
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let block = Block::default()
         .borders(Borders::ALL)
@@ -41,7 +41,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
                 .collect()
         }
         Some(Err(why)) => vec![Line::from(Span::styled(why.as_str(), app.theme.warn()))],
-        None => Vec::new(),
+        None => vec![Line::from(Span::styled(
+            format!("Reading {target}…"),
+            app.theme.muted(),
+        ))],
     };
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
