@@ -453,6 +453,7 @@ async fn pod_writes(client: kube::Client) {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     let writes_only = std::env::args().skip(1).any(|arg| arg == "writes");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

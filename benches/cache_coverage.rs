@@ -108,8 +108,15 @@ async fn resource_version(client: &kube::Client) -> u64 {
         .unwrap_or_default()
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(bench());
+}
+
+/// The benchmark, on a runtime started once the allocator is set.
+async fn bench() {
     let mut scenario = Scenario::load("large").expect("the large scenario loads");
     scenario
         .registry

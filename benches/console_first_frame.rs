@@ -216,6 +216,7 @@ fn kdash() -> Option<PathBuf> {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     if !cfg!(target_os = "linux") {
         println!("console_first_frame: skipped, Linux only");
         return;

@@ -361,6 +361,7 @@ fn reached(rollout: Option<Rollout>, nodes: usize) -> String {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     if let Some(why) = tmux::unavailable() {
         println!("skipping the console idle benchmark: {why}");
         return;

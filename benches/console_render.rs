@@ -71,6 +71,7 @@ fn report(name: &str, times: &[Duration]) {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     let start = Instant::now();
     let mut app = app();
     println!(

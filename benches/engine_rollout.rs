@@ -519,8 +519,15 @@ async fn upgrade_kernels(
     phase.report();
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(bench());
+}
+
+/// The benchmark, on a runtime started once the allocator is set.
+async fn bench() {
     let nodes: usize = std::env::var("BENCH_NODES")
         .ok()
         .and_then(|n| n.parse().ok())

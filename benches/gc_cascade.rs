@@ -157,6 +157,7 @@ async fn run() {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -27,6 +27,7 @@ use tokio::io::AsyncWriteExt;
 use client::Raw;
 
 fn main() -> anyhow::Result<()> {
+    kmm_tui::allocator::return_freed_memory_promptly();
     let seconds: u64 = std::env::var("HOSTILE_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())

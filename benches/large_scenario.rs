@@ -47,6 +47,7 @@ fn rss_mib(pid: u32) -> f64 {
 }
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let started = Instant::now();

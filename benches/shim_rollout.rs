@@ -105,8 +105,15 @@ fn counting(server: ApiServer, writes: Arc<AtomicUsize>) -> kube::Client {
     kube::Client::new(service, "default")
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(bench());
+}
+
+/// The benchmark, on a runtime started once the allocator is set.
+async fn bench() {
     let begin = Instant::now();
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
         scenario: Some(scenario()),

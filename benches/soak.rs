@@ -33,6 +33,7 @@ use std::time::Duration;
 use kmm_engine::imagecache;
 
 fn main() {
+    kmm_tui::allocator::return_freed_memory_promptly();
     let config = soak::Config {
         seed: 7,
         nodes: 50,

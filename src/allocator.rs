@@ -9,3 +9,44 @@
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's option for how long freed memory is kept before it is handed back to the system, in milliseconds
+/// (`mi_option_purge_delay` of the mimalloc this crate builds; the Rust bindings do not name it).
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// The environment variable with which mimalloc's purge delay can still be chosen by hand.
+const PURGE_DELAY_VARIABLE: &str = "MIMALLOC_PURGE_DELAY";
+
+/// Have freed memory handed back to the system at once, rather than after mimalloc's default second. A rollout
+/// frees and allocates the objects of thousands of pods a second; with a second's delay the freed pages stay
+/// resident while new ones are taken, which on 5,000 nodes held about 30 MiB more at the peak for no measurable
+/// gain in speed. Call it first thing in `main`, before other threads start: mimalloc's options are not
+/// thread-safe to set. `MIMALLOC_PURGE_DELAY` in the environment still wins.
+pub fn return_freed_memory_promptly() {
+    if std::env::var_os(PURGE_DELAY_VARIABLE).is_none() {
+        // SAFETY: setting an option is a plain store into mimalloc's option table; called before other threads.
+        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_is_the_option_set() {
+        if std::env::var_os(PURGE_DELAY_VARIABLE).is_some() {
+            println!("skipped: {PURGE_DELAY_VARIABLE} is set in the environment");
+            return;
+        }
+        // SAFETY: reading an option.
+        let before = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+        assert_eq!(
+            before, 1000,
+            "the option at this index is mimalloc's purge delay, 1,000 ms by default"
+        );
+        return_freed_memory_promptly();
+        // SAFETY: reading an option.
+        assert_eq!(unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) }, 0);
+    }
+}

@@ -41,6 +41,7 @@ const RUNTIME_DRAIN: Duration = Duration::from_secs(1);
 
 /// Errors end the process with one line on stderr and exit code 1: they are meant for people, not backtraces.
 fn main() -> ExitCode {
+    kmm_tui::allocator::return_freed_memory_promptly();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

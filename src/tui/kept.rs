@@ -6,7 +6,9 @@
 //! holds a fraction of what the cluster stores. The YAML view and the editor read the whole object from the API
 //! server instead ([`super::live`]). `managedFields` goes from every kind: no pane shows it.
 
-use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerImage, Node, NodeStatus, NodeSystemInfo, Pod, PodSpec, PodStatus,
+};
 use k8s_openapi::api::events::v1::Event;
 use kube::Resource;
 
@@ -34,21 +36,40 @@ impl Kept for MachineConfigPool {}
 impl Kept for MachineConfig {}
 impl Kept for PreflightValidation {}
 
-/// A node's metadata, spec, Ready condition, OS and kernel (`nodeInfo`) and the images it reports (the cache
-/// coverage). Addresses, capacity and the other conditions go: no pane shows them.
+/// A node's metadata, spec, Ready condition, OS, architecture and kernel (`nodeInfo`) and the images it reports
+/// (the cache coverage). Addresses, capacity, the other conditions and the node's IDs and component versions go:
+/// no pane shows them.
 impl Kept for Node {
     fn keep_shown(&mut self) {
         self.metadata.managed_fields = None;
         if let Some(status) = self.status.take() {
             self.status = Some(NodeStatus {
                 conditions: status.conditions.map(|conditions| {
-                    conditions
-                        .into_iter()
-                        .filter(|c| c.type_ == "Ready")
-                        .collect()
+                    exact(
+                        conditions
+                            .into_iter()
+                            .filter(|c| c.type_ == "Ready")
+                            .collect(),
+                    )
                 }),
-                images: status.images,
-                node_info: status.node_info,
+                images: status.images.map(|images| {
+                    exact(
+                        images
+                            .into_iter()
+                            .map(|image| ContainerImage {
+                                names: image.names.map(exact),
+                                size_bytes: image.size_bytes,
+                            })
+                            .collect(),
+                    )
+                }),
+                node_info: status.node_info.map(|info| NodeSystemInfo {
+                    architecture: info.architecture,
+                    kernel_version: info.kernel_version,
+                    operating_system: info.operating_system,
+                    os_image: info.os_image,
+                    ..NodeSystemInfo::default()
+                }),
                 ..NodeStatus::default()
             });
         }
@@ -60,11 +81,13 @@ impl Kept for Node {
 impl Kept for NodeModulesConfig {
     fn keep_shown(&mut self) {
         self.metadata.managed_fields = None;
+        self.spec.modules.shrink_to_fit();
         for module in &mut self.spec.modules {
             module.tolerations = Vec::new();
             module.service_account_name = String::new();
         }
         if let Some(status) = &mut self.status {
+            status.modules.shrink_to_fit();
             for module in &mut status.modules {
                 module.tolerations = Vec::new();
                 module.service_account_name = String::new();
@@ -75,7 +98,8 @@ impl Kept for NodeModulesConfig {
 }
 
 /// A pod's metadata without the worker configuration KMM's annotations carry, the node it runs on (or is pinned
-/// to), each container's name and image, and its whole status. Volumes, commands, environment and tolerations go.
+/// to), each container's name and image, and its phase and container states. Volumes, commands, environment,
+/// tolerations, addresses and conditions go.
 impl Kept for Pod {
     fn keep_shown(&mut self) {
         self.metadata.managed_fields = None;
@@ -92,19 +116,39 @@ impl Kept for Pod {
                 ..PodSpec::default()
             });
         }
+        if let Some(status) = self.status.take() {
+            self.status = Some(PodStatus {
+                phase: status.phase,
+                reason: status.reason,
+                message: status.message,
+                start_time: status.start_time,
+                container_statuses: status.container_statuses.map(exact),
+                init_container_statuses: status.init_container_statuses.map(exact),
+                ..PodStatus::default()
+            });
+        }
     }
 }
 
 /// Each container's name and image.
 fn named_images(containers: Vec<Container>) -> Vec<Container> {
-    containers
-        .into_iter()
-        .map(|container| Container {
-            name: container.name,
-            image: container.image,
-            ..Container::default()
-        })
-        .collect()
+    exact(
+        containers
+            .into_iter()
+            .map(|container| Container {
+                name: container.name,
+                image: container.image,
+                ..Container::default()
+            })
+            .collect(),
+    )
+}
+
+/// `list` in an allocation of its length. A list read from JSON grows as its items arrive, and one of one item
+/// holds room for four: kept for every node, that spare room is most of what a list costs.
+fn exact<T>(mut list: Vec<T>) -> Vec<T> {
+    list.shrink_to_fit();
+    list
 }
 
 #[cfg(test)]

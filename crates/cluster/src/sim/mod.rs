@@ -135,6 +135,42 @@ pub(crate) fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
+/// What the simulation's pod cache ([`shared`]) keeps of a pod: all of it but the managed fields, each list in an
+/// allocation of its length. A list read from JSON grows as its items arrive, so a pod's one container, one
+/// container status and five conditions held room for four, four and eight: on 5,000 nodes in a rollout that
+/// spare room was a large share of the cache.
+pub(crate) fn pod_as_cached(pod: &mut k8s_openapi::api::core::v1::Pod) {
+    fn exact<T>(list: &mut Option<Vec<T>>) {
+        if let Some(list) = list {
+            list.shrink_to_fit();
+        }
+    }
+    fn exact_container(container: &mut k8s_openapi::api::core::v1::Container) {
+        exact(&mut container.args);
+        exact(&mut container.command);
+        exact(&mut container.env);
+        exact(&mut container.volume_mounts);
+    }
+    forget_managed_fields(pod);
+    exact(&mut pod.metadata.owner_references);
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.shrink_to_fit();
+        spec.containers.iter_mut().for_each(exact_container);
+        exact(&mut spec.init_containers);
+        spec.init_containers
+            .iter_mut()
+            .flatten()
+            .for_each(exact_container);
+        exact(&mut spec.volumes);
+        exact(&mut spec.tolerations);
+    }
+    if let Some(status) = pod.status.as_mut() {
+        exact(&mut status.conditions);
+        exact(&mut status.container_statuses);
+        exact(&mut status.init_container_statuses);
+    }
+}
+
 /// What the simulation's node cache ([`shared`]) keeps of a node: no managed fields and no image list. Nothing there
 /// places pods or rolls out machine configs by the images a node holds, and on a cluster whose nodes hold many
 /// images the lists were most of each cached node, written anew at every pull.

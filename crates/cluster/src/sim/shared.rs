@@ -25,14 +25,14 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::{forget_managed_fields, node_for_placement};
+use super::{node_for_placement, pod_as_cached};
 
 /// A change as subscribers receive it: kube's watch event, with the object shared with the cache.
 pub type Change<K> = watcher::Event<Arc<K>>;
 
 /// The simulation's shared watches.
 pub struct SharedWatches {
-    /// Every pod, without managed fields.
+    /// Every pod, without managed fields ([`pod_as_cached`]).
     pub pods: SharedWatch<Pod>,
     /// Every node, as placement reads it ([`node_for_placement`]: no managed fields, no image list).
     pub nodes: SharedWatch<Node>,
@@ -42,7 +42,7 @@ impl SharedWatches {
     /// Watches through `client`, none started yet; they stop with `stop`.
     pub fn new(client: &kube::Client, stop: &CancellationToken) -> Self {
         Self {
-            pods: SharedWatch::new(client, stop, forget_managed_fields),
+            pods: SharedWatch::new(client, stop, pod_as_cached),
             nodes: SharedWatch::new(client, stop, node_for_placement),
         }
     }
