@@ -168,14 +168,7 @@ fn slim_node(node: &mut Node, keep_images: bool) {
     node.meta_mut().managed_fields = None;
     if let Some(status) = node.status.take() {
         node.status = Some(NodeStatus {
-            conditions: status.conditions.map(|conditions| {
-                exact(
-                    conditions
-                        .into_iter()
-                        .filter(|c| c.type_ == "Ready")
-                        .collect(),
-                )
-            }),
+            conditions: status.conditions.map(crate::nodes::ready_condition_only),
             images: status.images.filter(|_| keep_images).map(exact),
             node_info: status.node_info,
             ..NodeStatus::default()
