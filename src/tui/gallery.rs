@@ -7,16 +7,17 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use kube::Client;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
-use super::app::{App, EngineMode, Session};
+use super::app::{App, EngineMode, Request, Session};
 use super::keymap::Keymap;
 use super::theme::Theme;
-use super::{feed, sample, screenshot, ui};
+use super::{feed, live, sample, screenshot, ui};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::{EngineConfig, LeaseConfig, PodImages};
@@ -137,7 +138,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
     while let Ok(action) = receiver.try_recv() {
         app.update(action);
     }
-    let mut written = write_panes(&mut app, &options.out, options.size);
+    let mut written = write_panes(&mut app, &cluster.client(), &options.out, options.size).await;
     if let Ok(files) = &mut written {
         files.push(write_fleet(app.theme.clone(), &options.out, options.size)?);
     }
@@ -173,8 +174,14 @@ fn write_fleet(theme: Theme, out: &Path, size: (u16, u16)) -> anyhow::Result<Pat
     Ok(path)
 }
 
-/// Draw each pane of [`PANES`] and write it as `<out>/<name>.png`.
-fn write_panes(app: &mut App, out: &Path, size: (u16, u16)) -> anyhow::Result<Vec<PathBuf>> {
+/// Draw each pane of [`PANES`] and write it as `<out>/<name>.png`, reading through `client` what a pane asks of the
+/// API server.
+async fn write_panes(
+    app: &mut App,
+    client: &Client,
+    out: &Path,
+    size: (u16, u16),
+) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut written = Vec::new();
     for (name, steps) in PANES {
@@ -190,6 +197,7 @@ fn write_panes(app: &mut App, out: &Path, size: (u16, u16)) -> anyhow::Result<Ve
                 Step::Command(command) => app.execute(command),
             }
         }
+        answer_reads(app, client).await;
         let mut terminal = Terminal::new(TestBackend::new(size.0, size.1))?;
         terminal.draw(|frame| ui::draw(frame, app))?;
         let png = screenshot::buffer_to_png(terminal.backend().buffer())?;
@@ -198,4 +206,15 @@ fn write_panes(app: &mut App, out: &Path, size: (u16, u16)) -> anyhow::Result<Ve
         written.push(path);
     }
     Ok(written)
+}
+
+/// Answer what the steps asked of the API server, as the event loop does: the object the YAML view shows. Other
+/// requests (none of the steps writes) are left undone.
+async fn answer_reads(app: &mut App, client: &Client) {
+    for request in std::mem::take(&mut app.requests) {
+        if let Request::Follow(Some(target)) = request {
+            let object = live::read(client, &target).await.map(Some);
+            app.update(Action::Object(target, object));
+        }
+    }
 }
