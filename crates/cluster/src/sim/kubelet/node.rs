@@ -3,6 +3,7 @@
 //! rewritten only when something in them changes.
 
 use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hasher};
 
 use k8s_openapi::api::core::v1::{
     ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints,
@@ -92,23 +93,98 @@ pub fn new_object(world: &World, group: &NodeGroup, machine: &Machine, index: us
     }
 }
 
+/// What a kubelet keeps of the status it last wrote for its node: a fingerprint of the whole of it, to tell whether
+/// a new status says anything new; its conditions, whose times carry over while they hold; and the names of the
+/// resources it offered, so that one that went is written as null. The status itself (image list, nodeInfo,
+/// addresses, quantities) cost about 4 KB a node to keep: 19 MiB on 5,000 nodes, beside the API server's copy.
+#[derive(Clone, Debug, Default)]
+pub struct WrittenStatus {
+    fingerprint: u64,
+    conditions: Vec<NodeCondition>,
+    capacity: Vec<String>,
+    allocatable: Vec<String>,
+}
+
+impl WrittenStatus {
+    /// What is kept of `status`, as written.
+    pub fn of(status: &NodeStatus) -> Self {
+        let names = |resources: &Option<BTreeMap<String, Quantity>>| {
+            resources
+                .iter()
+                .flatten()
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        Self {
+            fingerprint: fingerprint(status),
+            conditions: status.conditions.clone().unwrap_or_default(),
+            capacity: names(&status.capacity),
+            allocatable: names(&status.allocatable),
+        }
+    }
+
+    /// Whether `status` says exactly what the written one did.
+    pub fn says_the_same(&self, status: &NodeStatus) -> bool {
+        self.fingerprint == fingerprint(status)
+    }
+
+    /// The resources the written status offered that `status` does not, each with its field (`capacity` or
+    /// `allocatable`): a device plugin that went.
+    pub fn gone<'a>(
+        &'a self,
+        status: &'a NodeStatus,
+    ) -> impl Iterator<Item = (&'static str, &'a str)> {
+        [
+            ("capacity", &self.capacity, &status.capacity),
+            ("allocatable", &self.allocatable, &status.allocatable),
+        ]
+        .into_iter()
+        .flat_map(|(field, before, now)| {
+            before
+                .iter()
+                .filter(move |name| !now.as_ref().is_some_and(|now| now.contains_key(*name)))
+                .map(move |name| (field, name.as_str()))
+        })
+    }
+}
+
+/// A hash of a status's JSON: two statuses serialise alike exactly when they are equal.
+fn fingerprint(status: &NodeStatus) -> u64 {
+    /// Feeds the serialiser's output straight into the hasher, with no buffer between.
+    struct Hashing(DefaultHasher);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(DefaultHasher::new());
+    // Serialising a typed status into a writer that cannot fail does not fail.
+    let _ = serde_json::to_writer(&mut hashing, status);
+    hashing.0.finish()
+}
+
 /// The status of a machine's node. Condition times carry over from `previous` where the condition did not change,
-/// so a status that says nothing new equals `previous` and need not be written.
+/// so a status that says nothing new matches `previous` and need not be written.
 pub fn status(
     world: &World,
     machine: &Machine,
     index: usize,
-    previous: Option<&NodeStatus>,
+    previous: Option<&WrittenStatus>,
 ) -> NodeStatus {
     let now = Time(jiff::Timestamp::now());
     let not_ready_fault = world
         .faults
         .node_not_ready(&machine.name, world.clock.now());
     let fresh = conditions(machine, not_ready_fault);
-    let before = previous.and_then(|p| p.conditions.as_ref());
+    let before = previous.map_or(&[][..], |p| &p.conditions);
     let unchanged = |c: &NodeCondition| {
         before
-            .and_then(|b| b.iter().find(|p| p.type_ == c.type_))
+            .iter()
+            .find(|p| p.type_ == c.type_)
             .filter(|p| p.status == c.status && p.reason == c.reason && p.message == c.message)
     };
     let devices = world.device_plugins.offered(&machine.name);
@@ -151,7 +227,7 @@ pub fn status(
         )),
         ..Default::default()
     };
-    if previous != Some(&status) {
+    if !previous.is_some_and(|p| p.says_the_same(&status)) {
         for c in status.conditions.iter_mut().flatten() {
             c.last_heartbeat_time = Some(now.clone());
         }
@@ -313,4 +389,56 @@ pub fn reported_images(machine: &Machine, max: usize) -> Vec<ContainerImage> {
             size_bytes: Some(size as i64),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(ready: &str, gpus: Option<u64>) -> NodeStatus {
+        let mut resources = quantities(&[("cpu", "8".into()), ("pods", "110".into())]);
+        if let Some(gpus) = gpus {
+            resources.insert("example.com/gpu".into(), Quantity(gpus.to_string()));
+        }
+        NodeStatus {
+            conditions: Some(vec![condition("Ready", ready, "KubeletReady", "ready")]),
+            capacity: Some(resources.clone()),
+            allocatable: Some(resources),
+            images: Some(vec![ContainerImage {
+                names: Some(vec!["quay.io/a/b:1".into()]),
+                size_bytes: Some(1),
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_written_status_matches_only_a_status_that_says_the_same() {
+        let written = WrittenStatus::of(&status("True", Some(2)));
+        assert!(written.says_the_same(&status("True", Some(2))));
+        assert!(!written.says_the_same(&status("False", Some(2))));
+        assert!(!written.says_the_same(&status("True", Some(3))));
+        let mut fewer_images = status("True", Some(2));
+        fewer_images.images = Some(Vec::new());
+        assert!(!written.says_the_same(&fewer_images));
+        assert_eq!(
+            written.conditions[0].status, "True",
+            "conditions kept for their times"
+        );
+    }
+
+    #[test]
+    fn resources_a_written_status_offered_and_a_new_one_does_not_are_gone() {
+        let written = WrittenStatus::of(&status("True", Some(2)));
+        assert_eq!(written.gone(&status("True", Some(1))).count(), 0);
+        let without_gpus = status("True", None);
+        let gone: Vec<_> = written.gone(&without_gpus).collect();
+        assert_eq!(
+            gone,
+            [
+                ("capacity", "example.com/gpu"),
+                ("allocatable", "example.com/gpu")
+            ]
+        );
+    }
 }

@@ -71,9 +71,9 @@ pub async fn register(world: &Arc<World>) -> anyhow::Result<()> {
                     world, group, &machine, index,
                 )))),
                 Some(existing) => {
-                    let previous = existing.status.unwrap_or_default();
+                    let previous = node::WrittenStatus::of(&existing.status.unwrap_or_default());
                     let status = node::status(world, &machine, index, Some(&previous));
-                    (status != previous).then(|| {
+                    (!previous.says_the_same(&status)).then(|| {
                         Registration::Refresh(Box::new(publish::status_patch(
                             &status,
                             Some(&previous),

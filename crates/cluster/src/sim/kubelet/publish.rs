@@ -6,6 +6,7 @@
 //! nothing, reads nothing and wakes nobody.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -14,6 +15,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::Notify;
 
+use super::node::WrittenStatus;
 use super::{Kubelet, locked, node, record};
 use crate::sim::SIM_NAMESPACE;
 use crate::sim::scenario::NodeGroup;
@@ -41,11 +43,19 @@ impl Dirty {
     }
 }
 
-/// What was last written, per node.
+/// What was last written, per node: what the status said ([`WrittenStatus`]) and a fingerprint of the machine's
+/// ConfigMap data (rewritten whole, so nothing of it but whether it changed matters).
 #[derive(Default)]
 struct Published {
-    status: Mutex<HashMap<String, NodeStatus>>,
-    data: Mutex<HashMap<String, BTreeMap<String, String>>>,
+    status: Mutex<HashMap<String, WrittenStatus>>,
+    data: Mutex<HashMap<String, u64>>,
+}
+
+/// A hash of a machine's ConfigMap data.
+fn data_fingerprint(data: &BTreeMap<String, String>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    data.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Publish dirty nodes until the simulation stops.
@@ -73,7 +83,7 @@ async fn first_seen(client: &kube::Client, published: &Published, name: &str) {
         && let Ok(Some(node)) = Api::<Node>::all(client.clone()).get_opt(name).await
         && let Some(status) = node.status
     {
-        locked(&published.status).insert(name.to_string(), status);
+        locked(&published.status).insert(name.to_string(), WrittenStatus::of(&status));
     }
     if !locked(&published.data).contains_key(name)
         && let Ok(Some(cm)) = Api::<ConfigMap>::namespaced(client.clone(), SIM_NAMESPACE)
@@ -81,7 +91,7 @@ async fn first_seen(client: &kube::Client, published: &Published, name: &str) {
             .await
         && let Some(data) = cm.data
     {
-        locked(&published.data).insert(name.to_string(), data);
+        locked(&published.data).insert(name.to_string(), data_fingerprint(&data));
     }
 }
 
@@ -99,21 +109,14 @@ fn group_of(groups: &[NodeGroup], index: usize) -> Option<&NodeGroup> {
 /// not name.
 pub(super) fn status_patch(
     status: &NodeStatus,
-    previous: Option<&NodeStatus>,
+    previous: Option<&WrittenStatus>,
 ) -> serde_json::Value {
     let mut patch = serde_json::to_value(status).unwrap_or_default();
     let Some(previous) = previous else {
         return patch;
     };
-    for (field, before, now) in [
-        ("capacity", &previous.capacity, &status.capacity),
-        ("allocatable", &previous.allocatable, &status.allocatable),
-    ] {
-        for gone in before.iter().flatten().map(|(name, _)| name) {
-            if !now.as_ref().is_some_and(|now| now.contains_key(gone)) {
-                patch[field][gone] = serde_json::Value::Null;
-            }
-        }
+    for (field, gone) in previous.gone(status) {
+        patch[field][gone] = serde_json::Value::Null;
     }
     patch
 }
@@ -126,7 +129,7 @@ async fn publish(kubelet: &Kubelet, published: &Published, name: &str) {
     first_seen(&world.client, published, name).await;
     let previous = locked(&published.status).get(name).cloned();
     let status = node::status(world, &machine, handle.index, previous.as_ref());
-    if previous.as_ref() != Some(&status) {
+    if !previous.as_ref().is_some_and(|p| p.says_the_same(&status)) {
         let nodes: Api<Node> = Api::all(world.client.clone());
         let written = match nodes
             .patch_status(
@@ -148,14 +151,16 @@ async fn publish(kubelet: &Kubelet, published: &Published, name: &str) {
         };
         match written {
             Ok(n) => {
-                locked(&published.status).insert(name.to_string(), n.status.unwrap_or(status));
+                let written = WrittenStatus::of(n.status.as_ref().unwrap_or(&status));
+                locked(&published.status).insert(name.to_string(), written);
             }
             Err(e) => tracing::warn!(node = name, error = %e, "writing node status"),
         }
     }
 
     let data = record::data(&machine);
-    if locked(&published.data).get(name) != Some(&data) {
+    let fingerprint = data_fingerprint(&data);
+    if locked(&published.data).get(name) != Some(&fingerprint) {
         let maps: Api<ConfigMap> = Api::namespaced(world.client.clone(), SIM_NAMESPACE);
         let written = match maps
             .patch(
@@ -173,7 +178,7 @@ async fn publish(kubelet: &Kubelet, published: &Published, name: &str) {
         };
         match written {
             Ok(_) => {
-                locked(&published.data).insert(name.to_string(), data);
+                locked(&published.data).insert(name.to_string(), fingerprint);
             }
             Err(e) => tracing::warn!(node = name, error = %e, "publishing the machine"),
         }
