@@ -49,7 +49,11 @@
 //! re-pull 0.39–0.58 s. With lists kept at their length and freed memory handed back at once (mimalloc's purge
 //! delay at zero): in-process 72.4 s and 855 MiB; front door 84.5 and 76.9 s, 861 and 867 MiB (the same binary
 //! with the default delay: 76.8 s, 888 MiB), 1.02 engine writes per pair, re-pull 0.40–0.50 s. The memory goes
-//! down by about 25 MiB, the time within the spread between runs.
+//! down by about 25 MiB, the time within the spread between runs. With the simulated kubelets keeping fingerprints
+//! of what they last wrote (a pull changes a node's image list, and each kubelet had kept its whole last status and
+//! machine record) and the simulation's node cache only what placement reads: in-process 74.0 s and 797 MiB; front
+//! door 76.4 and 71.6 s, 816 and 806 MiB, 1.02 engine writes per pair, re-pull 0.58–0.68 s (the status read over
+//! one HTTPS connection; read by a `kubectl get` every 250 ms, which took CPU from the server: 89.3 and 86.9 s).
 
 // Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
 use kmm_tui as _;
