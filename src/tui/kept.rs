@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::events::v1::Event;
 use kube::Resource;
 
-use kmm_engine::nodes::ready_condition_only;
+use kmm_api::conditions::node_ready_only;
 
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
@@ -46,7 +46,7 @@ impl Kept for Node {
         self.metadata.managed_fields = None;
         if let Some(status) = self.status.take() {
             self.status = Some(NodeStatus {
-                conditions: status.conditions.map(ready_condition_only),
+                conditions: status.conditions.map(node_ready_only),
                 images: status.images.map(|images| {
                     exact(
                         images

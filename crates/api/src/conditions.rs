@@ -3,6 +3,16 @@
 //! One condition type across kinds lets the console show "why is this not done" the same way for
 //! modules, shims, image caches and day-0 configurations, and lets printer columns read one path.
 
+/// Of a Node's conditions, only `Ready`, in a list of its length. Every cache of every node (the engine's, the
+/// console's, the simulation's) keeps no more, since `Ready` is the one condition they read; a list read from JSON
+/// holds room for eight where a node reports five.
+pub fn node_ready_only(
+    conditions: Vec<k8s_openapi::api::core::v1::NodeCondition>,
+) -> Vec<k8s_openapi::api::core::v1::NodeCondition> {
+    let ready = conditions.into_iter().find(|c| c.type_ == READY);
+    ready.into_iter().collect()
+}
+
 /// Condition type that summarises whether the object reached its desired state.
 ///
 /// Its `reason` is what the `REASON` printer column shows; its `message` says what to do next.

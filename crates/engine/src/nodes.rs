@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
 /// Pressure taints every engine pod tolerates: a node short of disk, memory or PIDs can still load a module.
 pub fn internal_tolerations() -> Vec<Toleration> {
@@ -73,17 +73,6 @@ pub fn describe_taint(taint: &Taint) -> String {
         Some(value) => format!("{}={}:{}", taint.key, value, taint.effect),
         None => format!("{}:{}", taint.key, taint.effect),
     }
-}
-
-/// Of a node's conditions, only `Ready` ([`is_ready`] reads it), in a list of its length: caches of every node keep
-/// no more, and a list read from JSON holds room for eight where a node reports five.
-pub fn ready_condition_only(conditions: Vec<NodeCondition>) -> Vec<NodeCondition> {
-    let mut ready: Vec<NodeCondition> = conditions
-        .into_iter()
-        .filter(|c| c.type_ == "Ready")
-        .collect();
-    ready.shrink_to_fit();
-    ready
 }
 
 /// Whether the node's `Ready` condition is `True`.

@@ -168,7 +168,7 @@ fn slim_node(node: &mut Node, keep_images: bool) {
     node.meta_mut().managed_fields = None;
     if let Some(status) = node.status.take() {
         node.status = Some(NodeStatus {
-            conditions: status.conditions.map(crate::nodes::ready_condition_only),
+            conditions: status.conditions.map(kmm_api::conditions::node_ready_only),
             images: status.images.filter(|_| keep_images).map(exact),
             node_info: status.node_info,
             ..NodeStatus::default()

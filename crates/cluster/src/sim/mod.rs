@@ -181,10 +181,7 @@ pub(crate) fn node_for_placement(node: &mut k8s_openapi::api::core::v1::Node) {
     if let Some(status) = node.status.take() {
         node.status = Some(k8s_openapi::api::core::v1::NodeStatus {
             allocatable: status.allocatable,
-            conditions: status.conditions.map(|conditions| {
-                let ready = conditions.into_iter().find(|c| c.type_ == "Ready");
-                ready.into_iter().collect()
-            }),
+            conditions: status.conditions.map(kmm_api::conditions::node_ready_only),
             ..Default::default()
         });
     }
