@@ -51,34 +51,40 @@ pub fn dns_safe(kernel: &str) -> String {
     safe.trim_matches('-').to_owned()
 }
 
-/// Why a Module's mappings could not be applied to a kernel.
+/// Where a Module's kernel mappings live, for error messages that name the field to fix.
+const CONTAINER_PATH: &str = "spec.moduleLoader.container";
+
+/// Why a Module's mappings could not be applied to a kernel. Each error names the field to fix (its JSON path in
+/// the Module) and the value found there, so a person can find the typo from the Module's condition alone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MappingError {
     /// A mapping's regexp does not compile.
-    #[error("kernel mapping {index} has an invalid regexp: {message}")]
+    #[error("{field} {pattern:?} is not a valid regular expression: {message}")]
     BadRegexp {
-        /// Position of the mapping in the list.
-        index: usize,
+        /// JSON path of the regexp.
+        field: String,
+        /// The regexp as written.
+        pattern: String,
         /// What the regexp engine said.
         message: String,
     },
     /// The matching mapping and the container both leave the image empty.
-    #[error("kernel mapping {index} matches kernel {kernel} but names no image")]
+    #[error(
+        "{field} is empty and so is {CONTAINER_PATH}.containerImage: kernel {kernel} gets no image"
+    )]
     NoImage {
-        /// Position of the mapping in the list.
-        index: usize,
+        /// JSON path of the matching mapping's image.
+        field: String,
         /// The kernel.
         kernel: String,
     },
     /// A template opens `${` and never closes it: the mapping says something the engine cannot read, so it is
     /// not pulled as written.
-    #[error(
-        "kernel mapping {index} has an unterminated template in {text:?}: a `${{` without its `}}`"
-    )]
+    #[error("{field} {text:?} opens a template with `${{` and never closes it with `}}`")]
     UnterminatedTemplate {
-        /// Position of the mapping in the list.
-        index: usize,
-        /// The text holding it.
+        /// JSON path of the text holding it.
+        field: String,
+        /// The text as written.
         text: String,
     },
     /// The kernel has fewer than three version parts, so `${KERNEL_X}` and friends cannot be expanded.
@@ -117,7 +123,8 @@ pub fn first_match<'m>(
             }
         } else if let Some(pattern) = &mapping.regexp {
             let regex = regex::Regex::new(pattern).map_err(|e| MappingError::BadRegexp {
-                index,
+                field: format!("{}.regexp", mapping_path(index)),
+                pattern: pattern.clone(),
                 message: e.to_string(),
             })?;
             if regex.is_match(kernel) {
@@ -126,6 +133,11 @@ pub fn first_match<'m>(
         }
     }
     Ok(None)
+}
+
+/// The JSON path of the mapping at `index`.
+fn mapping_path(index: usize) -> String {
+    format!("{CONTAINER_PATH}.kernelMappings[{index}]")
 }
 
 /// Resolve the container's mappings for `kernel`, or `None` when no mapping matches.
@@ -138,36 +150,28 @@ pub fn resolve(
     let Some((index, mapping)) = first_match(&container.kernel_mappings, kernel)? else {
         return Ok(None);
     };
-    let template = Some(mapping.container_image.as_str())
-        .filter(|image| !image.is_empty())
-        .or(container
+    let at = mapping_path(index);
+    let (template, template_field) = match (
+        Some(mapping.container_image.as_str()).filter(|image| !image.is_empty()),
+        container
             .container_image
             .as_deref()
-            .filter(|i| !i.is_empty()))
-        .ok_or_else(|| MappingError::NoImage {
-            index,
-            kernel: kernel.to_owned(),
-        })?;
-    let vars = TemplateVars::new(kernel, module_name, module_namespace)?;
-    let expand = |text: &str| {
-        vars.expand(text)
-            .ok_or_else(|| MappingError::UnterminatedTemplate {
-                index,
-                text: text.to_owned(),
-            })
-    };
-    let sign = match merge::sign(container.sign.as_ref(), mapping.sign.as_ref()) {
-        Some(mut sign) => {
-            sign.unsigned_image = sign.unsigned_image.as_deref().map(expand).transpose()?;
-            sign.files_to_sign = sign
-                .files_to_sign
-                .iter()
-                .map(|f| expand(f))
-                .collect::<Result<_, _>>()?;
-            Some(sign)
+            .filter(|i| !i.is_empty()),
+    ) {
+        (Some(image), _) => (image, format!("{at}.containerImage")),
+        (None, Some(image)) => (image, format!("{CONTAINER_PATH}.containerImage")),
+        (None, None) => {
+            return Err(MappingError::NoImage {
+                field: format!("{at}.containerImage"),
+                kernel: kernel.to_owned(),
+            });
         }
-        None => None,
     };
+    let vars = TemplateVars::new(kernel, module_name, module_namespace)?;
+    // Each sign section is expanded before they merge, so an error names the section it is in.
+    let module_sign =
+        vars.expand_sign(container.sign.as_ref(), &format!("{CONTAINER_PATH}.sign"))?;
+    let mapping_sign = vars.expand_sign(mapping.sign.as_ref(), &format!("{at}.sign"))?;
     let single = mapping
         .in_tree_module_to_remove
         .as_ref()
@@ -182,9 +186,9 @@ pub fn resolve(
     };
     Ok(Some(ResolvedMapping {
         kernel: kernel.to_owned(),
-        image: expand(template)?,
+        image: vars.expand_field(template, &template_field)?,
         build: merge::build(container.build.as_ref(), mapping.build.as_ref()),
-        sign,
+        sign: merge::sign(module_sign.as_ref(), mapping_sign.as_ref()),
         registry_tls: mapping
             .registry_tls
             .clone()
@@ -217,6 +221,33 @@ impl TemplateVars {
                 ("MOD_NAMESPACE", module_namespace.to_owned()),
             ],
         })
+    }
+
+    /// [`Self::expand`] of the text of `field`, an unterminated template an error naming the field.
+    fn expand_field(&self, text: &str, field: &str) -> Result<String, MappingError> {
+        self.expand(text)
+            .ok_or_else(|| MappingError::UnterminatedTemplate {
+                field: field.to_owned(),
+                text: text.to_owned(),
+            })
+    }
+
+    /// A sign section (at `path`) with its unsigned image and files to sign expanded.
+    fn expand_sign(&self, sign: Option<&Sign>, path: &str) -> Result<Option<Sign>, MappingError> {
+        let Some(sign) = sign else { return Ok(None) };
+        let mut sign = sign.clone();
+        sign.unsigned_image = sign
+            .unsigned_image
+            .as_deref()
+            .map(|image| self.expand_field(image, &format!("{path}.unsignedImage")))
+            .transpose()?;
+        sign.files_to_sign = sign
+            .files_to_sign
+            .iter()
+            .enumerate()
+            .map(|(i, file)| self.expand_field(file, &format!("{path}.filesToSign[{i}]")))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(sign))
     }
 
     /// Expand `${VAR}` and `$VAR` for the known variables; anything else stays as written. `None` when a `${`
@@ -316,9 +347,43 @@ mod tests {
         assert_eq!(
             resolve(&c, "5.14.0-284.el9.x86_64", "kmod", "acme"),
             Err(MappingError::UnterminatedTemplate {
-                index: 0,
+                field: "spec.moduleLoader.container.kernelMappings[0].containerImage".to_owned(),
                 text: "r/kmod:${KERNEL_XYZ".to_owned()
             })
+        );
+    }
+
+    #[test]
+    fn every_mapping_error_names_its_field_and_value() {
+        let c = container(vec![regexp("^.+$", "quay.io/t/first:${KERNEL_XYZ")]);
+        let error = resolve(&c, "5.14.0-284.el9.x86_64", "m", "ns").expect_err("a typo");
+        assert_eq!(
+            error.to_string(),
+            "spec.moduleLoader.container.kernelMappings[0].containerImage \"quay.io/t/first:${KERNEL_XYZ\" \
+             opens a template with `${` and never closes it with `}`"
+        );
+        let mut signed = container(vec![regexp("^.+$", "r/kmod:1")]);
+        signed.kernel_mappings[0].sign = Some(
+            serde_json::from_value(serde_json::json!({
+                "keySecret": {"name": "key"}, "certSecret": {"name": "cert"},
+                "filesToSign": ["/a.ko", "/lib/${KERNEL_X.ko"],
+            }))
+            .expect("a sign section"),
+        );
+        assert!(matches!(
+            resolve(&signed, "5.14.0", "m", "ns"),
+            Err(MappingError::UnterminatedTemplate { field, .. })
+                if field == "spec.moduleLoader.container.kernelMappings[0].sign.filesToSign[1]"
+        ));
+        let bad = container(vec![regexp("(", "a:1")]);
+        let message = resolve(&bad, "5.14.0", "m", "n")
+            .expect_err("a bad regexp")
+            .to_string();
+        assert!(
+            message.starts_with(
+                "spec.moduleLoader.container.kernelMappings[0].regexp \"(\" is not a valid"
+            ),
+            "{message}"
         );
     }
 
@@ -372,7 +437,8 @@ mod tests {
         let bad = container(vec![regexp("(", "a:1")]);
         assert!(matches!(
             resolve(&bad, "5.14.0", "m", "n"),
-            Err(MappingError::BadRegexp { index: 0, .. })
+            Err(MappingError::BadRegexp { field, pattern, .. })
+                if field == "spec.moduleLoader.container.kernelMappings[0].regexp" && pattern == "("
         ));
     }
 

@@ -31,6 +31,8 @@ pub struct EntryCounts {
     pub desired: i32,
     /// Of those, NMCs whose loaded configuration equals the entry.
     pub available: i32,
+    /// Held nodes (see [`Plan::held`]) that carry an entry, kept as it was.
+    pub held: i32,
     /// Writes refused because the cached NMC was older than the stored one (409): the pass must run again.
     pub conflicts: usize,
 }
@@ -75,7 +77,7 @@ struct Write<'a> {
 
 /// Bring every NMC in line with the plan: an entry for each target whose image exists, none for nodes no longer
 /// targeted, and none for a node whose kernel changed before its new image exists (the old module cannot load on
-/// the new kernel anyway). `current` is the cache of NMCs; only NMCs whose cached state differs from what the
+/// the new kernel anyway). Kept and held nodes are left as they are. `current` is the cache of NMCs; only NMCs whose cached state differs from what the
 /// plan wants are written, [`CONCURRENT_WRITES`] at a time.
 pub async fn sync(
     context: &Context,
@@ -128,12 +130,13 @@ pub async fn sync(
             entry: desired,
         });
     }
-    for node in &plan.keep {
+    for node in plan.keep.iter().chain(&plan.held) {
         handled.insert(node.as_str());
         if let Some(nmc) = by_node.get(node.as_str())
             && let Some(entry) = entry_of(nmc, &namespace, &name)
         {
             counts.desired += 1;
+            counts.held += i32::from(plan.held.contains(node));
             if loaded_config_matches(nmc, entry) {
                 counts.available += 1;
             }

@@ -9,8 +9,8 @@ use kube::api::{Api, ListParams, Patch};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::ModuleContext;
 use super::entries::write_entry;
+use super::{ModuleContext, report};
 use crate::context::{Error, KubeResultExt, patch_params};
 use crate::deviceplugin;
 use crate::finalizers::{self, Guard};
@@ -31,6 +31,12 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
     }
     // The device plugin goes first: no plugin may hold a device whose driver is being unloaded.
     if deviceplugin::cleanup::remove(&engine.client, &namespace, &name).await? {
+        tell_progress(
+            context,
+            module,
+            "being deleted: waiting for its device plugin pods to leave the nodes",
+        )
+        .await?;
         tracing::debug!(module = %name, "waiting for the device plugin pods to go");
         return Ok(Action::requeue(UNLOAD_POLL));
     }
@@ -48,6 +54,13 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
         .await
         .doing(|| format!("listing the nodes still using Module {namespace}/{name}"))?;
     if !in_use.items.is_empty() {
+        let nodes: Vec<String> = in_use.items.iter().map(|nmc| nmc.name_any()).collect();
+        let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+        let progress = format!(
+            "being deleted: waiting for {} to unload it",
+            report::named(&nodes)
+        );
+        tell_progress(context, module, &progress).await?;
         tracing::debug!(module = %name, nodes = in_use.items.len(), "waiting for nodes to unload");
         return Ok(crate::metrics::requeue(UNLOAD_POLL));
     }
@@ -62,6 +75,33 @@ pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action
     .await
     .doing(|| format!("removing the finalizer of Module {namespace}/{name}"))?;
     Ok(Action::await_change())
+}
+
+/// Say in the Module's conditions what its deletion waits for, when that is news: a Module on its way out is no
+/// longer available, whatever its last pass found.
+async fn tell_progress(
+    context: &ModuleContext,
+    module: &Module,
+    progress: &str,
+) -> Result<(), Error> {
+    let before = module
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let mut conditions = before.clone();
+    report::set_deleting_conditions(&mut conditions, progress, module.metadata.generation);
+    if conditions == before {
+        return Ok(());
+    }
+    let namespace = module.namespace().unwrap_or_default();
+    let name = module.name_any();
+    let patch = json!({"status": {"conditions": conditions}});
+    Api::<Module>::namespaced(context.engine.client.clone(), &namespace)
+        .patch_status(&name, &patch_params(), &Patch::Merge(&patch))
+        .await
+        .doing(|| format!("writing the status of deleting Module {namespace}/{name}"))?;
+    Ok(())
 }
 
 /// Remove the namespace's contains-modules label when this is its last Module.

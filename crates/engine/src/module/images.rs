@@ -15,6 +15,16 @@ use kmm_api::kmm::{
     ModuleLoaderContainerSpec,
 };
 
+/// The MIC of `module` as stored, unchanged: what a pass reads image states from while the spec cannot be acted on.
+pub async fn current_mic(
+    context: &Context,
+    module: &Module,
+) -> Result<Option<ModuleImagesConfig>, Error> {
+    let namespace = module.namespace().unwrap_or_default();
+    let api: Api<ModuleImagesConfig> = Api::namespaced(context.client.clone(), &namespace);
+    read_mic(&api, &namespace, &module.name_any()).await
+}
+
 /// Create or update the MIC of `module` so that it lists the plan's images; returns it as stored.
 pub async fn ensure_mic(
     context: &Context,

@@ -31,7 +31,8 @@ pub enum SkipReason {
     NoMapping(String),
     /// The node reports no kernel yet.
     NoKernel,
-    /// The mappings cannot be applied (bad regexp, no image, short kernel).
+    /// The mappings cannot be applied (bad regexp, no image, unterminated template, short kernel): the node keeps
+    /// the entry it has, as the new spec says nothing the engine can act on.
     BadMapping(String),
     /// Ordered upgrade: the node is not (yet) labelled for the Module's version.
     AwaitingVersion(String),
@@ -53,8 +54,11 @@ pub struct Plan {
     pub targeted: usize,
     /// Targeted nodes whose kernel has a mapping and whose entry may be (re)written.
     pub targets: Vec<Target>,
-    /// Nodes whose existing entry is left alone (ordered upgrade in flight).
+    /// Nodes whose existing entry is left alone while an ordered upgrade is in flight there.
     pub keep: BTreeSet<String>,
+    /// Targeted nodes whose entry the spec cannot be prepared for (a mapping's typo, a missing reference): they
+    /// keep the entry they have, so an error in an edit never unloads what runs.
+    pub held: BTreeSet<String>,
     /// Nodes matching the selector that get no entry.
     pub skipped: Vec<Skip>,
     /// Images the MIC must check, one per distinct image, in node order.
@@ -63,6 +67,15 @@ pub struct Plan {
     pub kernels: Vec<String>,
     /// Ordered-upgrade labels (worker and schedule) to set (`Some`) or remove (`None`), per node and label key.
     pub version_labels: BTreeMap<String, BTreeMap<String, Option<String>>>,
+}
+
+impl Plan {
+    /// Hold every target: the spec refers to something that is missing, so no entry is written from it and each
+    /// node keeps the one it has.
+    pub fn hold_targets(&mut self) {
+        self.held
+            .extend(self.targets.drain(..).map(|target| target.node));
+    }
 }
 
 /// Compute the plan of `module` over `all_nodes`, as if no device plugin pod of it ran anywhere (what the console
@@ -126,6 +139,7 @@ pub fn plan_with_plugins(
                 continue;
             }
             Err(error) => {
+                plan.held.insert(node_name.clone());
                 plan.skipped.push(Skip {
                     node: node_name,
                     reason: SkipReason::BadMapping(error.to_string()),
@@ -317,6 +331,36 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_node_whose_mapping_cannot_be_prepared_keeps_its_entry() {
+        let mut typo = module(None);
+        typo.spec
+            .module_loader
+            .as_mut()
+            .expect("a loader")
+            .container
+            .kernel_mappings[0]
+            .container_image = "q/kmod:${KERNEL_XYZ".into();
+        let nodes = [
+            node("a", "5.14.0-1.el9", json!({"gpu": "yes"}), json!([])),
+            node("b", "6.1.0-3", json!({"gpu": "yes"}), json!([])),
+        ];
+        let plan = run(&typo, &nodes);
+        assert_eq!(plan.held, BTreeSet::from(["a".to_owned()]));
+        assert_eq!(
+            plan.targets
+                .iter()
+                .map(|t| t.node.as_str())
+                .collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert!(matches!(
+            &plan.skipped[..],
+            [Skip { node, reason: SkipReason::BadMapping(why) }]
+                if node == "a" && why.contains("kernelMappings[0].containerImage")
+        ));
     }
 
     #[test]

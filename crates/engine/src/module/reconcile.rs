@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
@@ -24,6 +24,9 @@ use kmm_api::kmm::{BuildSignAction, DaemonSetCounts, ImageState, Module, ModuleS
 
 /// The longest pause [`paced`] makes after a pass.
 const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How soon a pass held by a missing reference looks again for it.
+const RECHECK_REFERENCES: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How soon a pass whose NMC writes lost races looks again: by then the watch cache has caught up with the NMCs.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
@@ -76,12 +79,20 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
     let all_nodes = context.nodes.state();
     let node_refs: Vec<&Node> = all_nodes.iter().map(Arc::as_ref).collect();
     let plugin_nodes = plugin_nodes(&context, &namespace, &module.name_any());
-    let plan = plan::plan_with_plugins(&module, &loader.container, &node_refs, &plugin_nodes);
+    let mut plan = plan::plan_with_plugins(&module, &loader.container, &node_refs, &plugin_nodes);
     apply_version_labels(&context, &plan).await?;
-    let mic = images::ensure_mic(&context.engine, &module, &loader.container, &plan).await?;
+    let missing_references = missing_references(&context, &module, &namespace).await?;
+    let mic = if missing_references.is_empty() {
+        Some(images::ensure_mic(&context.engine, &module, &loader.container, &plan).await?)
+    } else {
+        // Nothing is written from a spec that names a missing object: every node keeps its entry, and the MIC
+        // keeps checking the images it had (its pull pods would lack the missing pull secret).
+        plan.hold_targets();
+        images::current_mic(&context.engine, &module).await?
+    };
     let image_states: BTreeMap<String, _> = mic
-        .status
         .iter()
+        .flat_map(|mic| &mic.status)
         .flat_map(|s| &s.images_states)
         .map(|s| (s.image.clone(), s.status))
         .collect();
@@ -98,13 +109,21 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
     observed.image_states = image_states;
     observed.desired = counts.desired;
     observed.available = counts.available;
-    observed.mic_name = mic.name_any();
-    observed.missing_inputs = missing_inputs(&context, &namespace, &plan, &observed).await?;
-    let trigger = mic
-        .status
+    observed.held = counts.held;
+    observed.mic_name = mic
         .as_ref()
+        .map_or_else(|| module.name_any(), |mic| mic.name_any());
+    observed.missing_inputs = missing_inputs(&context, &namespace, &plan, &observed).await?;
+    observed.missing_references = missing_references;
+    let trigger = mic
+        .as_ref()
+        .and_then(|mic| mic.status.as_ref())
         .and_then(|s| s.image_rebuild_trigger_generation);
     write_status(&context, &module, trigger, &plan, &observed).await?;
+    if !observed.missing_references.is_empty() {
+        // Nothing watches Secrets: look again soon, so a Secret created to fix the spec is acted on.
+        return Ok(context.engine.resync_within(RECHECK_REFERENCES));
+    }
     if counts.conflicts > 0 {
         // The cache was behind the NMCs: look again once it has caught up.
         tracing::debug!(module = %module.name_any(), conflicts = counts.conflicts, "NMC writes lost races");
@@ -272,8 +291,7 @@ async fn write_status(
             module.metadata.generation,
         );
     } else {
-        // Without a loader nothing can be degraded: a Degraded condition left from a failed pass goes.
-        status.conditions.retain(|c| c.type_ != DEGRADED);
+        report::set_no_loader_conditions(&mut status.conditions, module.metadata.generation);
     }
     if status == current {
         return Ok(());
@@ -306,6 +324,33 @@ async fn write_status(
     announce_completion(context, module, &current, &status).await;
     announce_degraded(context, module, &current, &status).await;
     Ok(())
+}
+
+/// The objects the Module's spec refers to for every node that do not exist, each worded with its field: the
+/// pull secret of its images (`spec.imageRepoSecret`). Workers and pull pods started without it would fail, so
+/// while one is missing the pass holds every node as it is.
+async fn missing_references(
+    context: &ModuleContext,
+    module: &Module,
+    namespace: &str,
+) -> Result<Vec<String>, Error> {
+    let Some(secret) = module
+        .spec
+        .image_repo_secret
+        .as_ref()
+        .map(|s| s.name.as_str())
+        .filter(|name| !name.is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    let api = Api::<Secret>::namespaced(context.engine.client.clone(), namespace);
+    match api.get_metadata_opt(secret).await {
+        Ok(Some(_)) => Ok(Vec::new()),
+        Ok(None) => Ok(vec![format!(
+            "spec.imageRepoSecret.name {secret:?}: Secret {namespace}/{secret} does not exist"
+        )]),
+        Err(source) => Err(source).doing(|| format!("reading Secret {namespace}/{secret}")),
+    }
 }
 
 /// The images to build or sign whose recipe names a Dockerfile ConfigMap or signing Secret that is missing or

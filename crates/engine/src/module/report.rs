@@ -28,6 +28,11 @@ pub struct Observed {
     pub mic_name: String,
     /// Images to build or sign whose recipe names an input that is missing: image → what is missing.
     pub missing_inputs: BTreeMap<String, String>,
+    /// Objects the spec refers to that do not exist (field, what is missing): while any is missing, every node
+    /// keeps the entry it has.
+    pub missing_references: Vec<String>,
+    /// Held nodes (the spec cannot be prepared for them) that keep an entry, and so still count as targeted.
+    pub held: i32,
 }
 
 /// How much a finding matters.
@@ -92,6 +97,31 @@ impl Findings {
 
     fn of(&self, severity: Severity) -> impl Iterator<Item = &Finding> {
         self.0.iter().filter(move |f| f.severity == severity)
+    }
+}
+
+/// The nodes of each distinct mapping error, in node order: one typo on a thousand nodes is one finding.
+fn bad_mappings(plan: &Plan) -> Vec<(&str, Vec<&str>)> {
+    let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
+    for skip in &plan.skipped {
+        let SkipReason::BadMapping(error) = &skip.reason else {
+            continue;
+        };
+        match grouped.iter_mut().find(|(seen, _)| seen == error) {
+            Some((_, nodes)) => nodes.push(&skip.node),
+            None => grouped.push((error, vec![&skip.node])),
+        }
+    }
+    grouped
+}
+
+/// `nodes` named for a message: the first few, then how many more.
+pub(crate) fn named(nodes: &[&str]) -> String {
+    let shown = nodes[..nodes.len().min(NAMED_SUBJECTS)].join(", ");
+    match nodes.len() {
+        1 => format!("node {shown}"),
+        n if n <= NAMED_SUBJECTS => format!("nodes {shown}"),
+        n => format!("nodes {shown} and {} more", n - NAMED_SUBJECTS),
     }
 }
 
@@ -170,17 +200,28 @@ fn findings(plan: &Plan, observed: &Observed) -> Findings {
                 "NodeKernelUnknown",
                 format!("{node} reports no kernel version yet"),
             ),
-            SkipReason::BadMapping(error) => found.add(
-                Severity::Degraded,
-                "InvalidKernelMapping",
-                format!("{node}: {error}"),
-            ),
+            // Told once per error below, with the nodes it holds.
+            SkipReason::BadMapping(_) => {}
             SkipReason::AwaitingVersion(version) => found.add(
                 Severity::Info,
                 "AwaitingVersionLabel",
                 format!("{node} is not labelled for version {version} yet"),
             ),
         }
+    }
+    for (error, nodes) in bad_mappings(plan) {
+        found.add(
+            Severity::Degraded,
+            "InvalidKernelMapping",
+            format!("{error}; {} keep what they have loaded", named(&nodes)),
+        );
+    }
+    for missing in &observed.missing_references {
+        found.add(
+            Severity::Degraded,
+            "InvalidReference",
+            format!("{missing}; every node keeps what it has loaded"),
+        );
     }
     for (node, message) in &observed.worker_failures {
         found.add(
@@ -200,7 +241,7 @@ fn findings(plan: &Plan, observed: &Observed) -> Findings {
             ),
         );
     }
-    if targets == 0 && plan.skipped.is_empty() {
+    if targets == 0 && plan.skipped.is_empty() && plan.held.is_empty() {
         found.add(
             Severity::Info,
             "NoMatchingNodes",
@@ -218,7 +259,8 @@ pub fn set_conditions(
     generation: Option<i64>,
 ) {
     let found = findings(plan, observed);
-    let targets = plan.targets.len() as i32;
+    // Held nodes that keep an entry are still the Module's: what runs there counts until the spec is fixed.
+    let targets = plan.targets.len() as i32 + observed.held;
     let available = targets > 0 && observed.desired == targets && observed.available == targets;
     let first_problem = found
         .of(Severity::Degraded)
@@ -291,6 +333,45 @@ pub fn set_conditions(
         available,
         reason,
         ready_message,
+        generation,
+    );
+}
+
+/// Set the conditions of a Module whose spec has no `moduleLoader`: the engine loads and unloads nothing for it, so
+/// nothing is available, progressing or degraded, and every condition answers the generation that says so.
+pub fn set_no_loader_conditions(conditions: &mut Vec<Condition>, generation: Option<i64>) {
+    let message = "spec.moduleLoader is not set: the engine loads and unloads nothing for this Module (nodes keep \
+                   what they have loaded)";
+    for type_ in [AVAILABLE, READY] {
+        set_condition(
+            conditions,
+            type_,
+            false,
+            "NoModuleLoader",
+            message,
+            generation,
+        );
+    }
+    set_condition(conditions, PROGRESSING, false, "Idle", "", generation);
+    set_condition(conditions, DEGRADED, false, "AsExpected", "", generation);
+}
+
+/// Set the conditions of a Module being deleted: it is no longer available anywhere it is still loaded, and
+/// `progress` says what the deletion waits for.
+pub fn set_deleting_conditions(
+    conditions: &mut Vec<Condition>,
+    progress: &str,
+    generation: Option<i64>,
+) {
+    for type_ in [AVAILABLE, READY] {
+        set_condition(conditions, type_, false, "Deleting", progress, generation);
+    }
+    set_condition(
+        conditions,
+        PROGRESSING,
+        true,
+        "Deleting",
+        progress,
         generation,
     );
 }
@@ -397,6 +478,50 @@ mod tests {
             "{}",
             ready.message
         );
+    }
+
+    #[test]
+    fn a_mapping_typo_is_degraded_once_and_what_runs_still_counts() {
+        let typo = "spec.moduleLoader.container.kernelMappings[0].containerImage \"q/x:${KERNEL_XYZ\" opens a \
+                    template with `${` and never closes it with `}`";
+        let plan = Plan {
+            targeted: 4,
+            held: ["a", "b", "c", "d"].map(str::to_owned).into(),
+            skipped: ["a", "b", "c", "d"]
+                .map(|node| Skip {
+                    node: node.into(),
+                    reason: SkipReason::BadMapping(typo.to_owned()),
+                })
+                .into(),
+            ..Default::default()
+        };
+        let observed = Observed {
+            desired: 4,
+            available: 4,
+            held: 4,
+            ..Default::default()
+        };
+        let mut conditions = Vec::new();
+        set_conditions(&mut conditions, &plan, &observed, Some(3));
+        let available = condition(&conditions, AVAILABLE);
+        assert_eq!(available.status, "True", "{}", available.message);
+        assert!(
+            available
+                .message
+                .starts_with("loaded on 4 of 4 targeted nodes")
+        );
+        let degraded = condition(&conditions, DEGRADED);
+        assert_eq!(
+            (degraded.status.as_str(), degraded.reason.as_str()),
+            ("True", "InvalidKernelMapping")
+        );
+        assert_eq!(
+            degraded.message,
+            format!(
+                "InvalidKernelMapping: {typo}; nodes a, b, c and 1 more keep what they have loaded"
+            )
+        );
+        assert_eq!(degraded.observed_generation, Some(3));
     }
 
     #[test]

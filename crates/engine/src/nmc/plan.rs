@@ -49,14 +49,6 @@ impl NodeFacts {
             .as_deref()
             .is_some_and(|kernel| kernel != entry.config.kernel_version)
     }
-
-    /// Whether the node booted since `status` was recorded (a node that does not say which boot it is in never
-    /// counts as rebooted).
-    fn rebooted_since(&self, status: &NodeModuleStatus) -> bool {
-        self.boot_id
-            .as_deref()
-            .is_some_and(|boot| status.boot_id.as_deref() != Some(boot))
-    }
 }
 
 /// The next step for a module the NMC spec wants on the node. `loader_hash` is the hash of the loader the entry
@@ -78,24 +70,22 @@ pub(super) fn for_configured(
             Next::Wait
         };
     }
-    let Some(loaded) = status.and_then(|s| s.config.as_ref().map(|c| (s, c))) else {
-        return Next::Load;
+    let Some(config) = status.and_then(|s| s.config.as_ref()) else {
+        // Nothing is loaded on this boot (a reboot takes the status entry with it, see `settle`). A loader waits
+        // for the node to be Ready, and a node that rebooted into another kernel waits for its entry to be written
+        // for that kernel (the entry changing starts the next pass): a loader from the entry as it stands would
+        // load for the kernel the node left, and a second loader would follow as soon as the entry changes.
+        return if node.ready && !node.runs_other_kernel_than(entry) {
+            Next::Load
+        } else {
+            Next::Wait
+        };
     };
-    let (status, config) = loaded;
     if config.kernel_version != entry.config.kernel_version {
         // The node runs another kernel now: the old module cannot be loaded there, so there is nothing to unload.
         Next::Load
     } else if *config != entry.config {
         Next::Unload
-    } else if node.ready && node.rebooted_since(status) {
-        // A node that rebooted into another kernel waits for its entry to be written for that kernel (the entry
-        // changing starts the next pass): a loader from the entry as it stands would load for the kernel the node
-        // left, and a second loader would follow as soon as the entry changes.
-        if node.runs_other_kernel_than(entry) {
-            Next::Wait
-        } else {
-            Next::Load
-        }
     } else {
         Next::Wait
     }
@@ -176,19 +166,17 @@ mod tests {
             c.kernel_version = "6.0.0".into();
         }
         assert_eq!(decide(Some(&other_kernel), true), Next::Load, "upgraded");
-        let before_reboot = status_entry("ns", "a", "img:2", "boot-0");
-        assert_eq!(decide(Some(&before_reboot), true), Next::Load, "reload");
         let upgraded_node = NodeFacts {
             kernel: Some("6.0.0".into()),
             ..node(true)
         };
         assert_eq!(
-            for_configured(&entry, Some(&before_reboot), None, &upgraded_node, &current),
+            for_configured(&entry, None, None, &upgraded_node, &current),
             Next::Wait,
             "a node rebooted into another kernel waits for an entry for that kernel"
         );
         assert_eq!(
-            decide(Some(&before_reboot), false),
+            decide(None, false),
             Next::Wait,
             "a node that is not Ready gets no loader"
         );

@@ -1,5 +1,6 @@
 //! End-to-end tests of the KMM engine on the embedded cluster and its simulated nodes, through `kube::Client`.
 
+mod bad_edits;
 mod common;
 mod day0;
 mod device_plugin;

@@ -558,3 +558,150 @@ async fn an_ordered_upgrade_moves_the_worker_then_the_schedule_label() {
     .await;
     harness.shutdown().await;
 }
+
+/// A Module whose deletion waits for a node that cannot unload it (NotReady) says so, rather than still claiming
+/// it is loaded everywhere; once the node is back, the Module goes.
+#[tokio::test(start_paused = true)]
+async fn a_deleting_module_says_what_it_waits_for() {
+    let mut harness = Harness::start("two-kernels.yaml").await;
+    harness.start_engine();
+    create_module(&harness, "kmod", two_mapping_spec()).await;
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
+    let faults: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(harness.client(), "kmm-tui-sim");
+    let not_ready: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "faults", "namespace": "kmm-tui-sim"},
+        "data": {"hold": "{kind: nodeNotReady, node: kmm-a-0}"},
+    }))
+    .expect("a ConfigMap");
+    faults
+        .create(&PostParams::default(), &not_ready)
+        .await
+        .expect("injecting the fault");
+    eventually(120, "kmm-a-0 NotReady", || async {
+        !kmm_engine::nodes::is_ready(&node(&harness, "kmm-a-0").await)
+    })
+    .await;
+    Api::<kmm_api::kmm::Module>::namespaced(harness.client(), "acme")
+        .delete("kmod", &Default::default())
+        .await
+        .expect("deleting the Module");
+    let (_, reason, message) = wait_for(120, "Available names the deletion", || async {
+        condition(&harness, "kmod", "Available")
+            .await
+            .filter(|(status, reason, _)| status == "False" && reason == "Deleting")
+    })
+    .await;
+    assert_eq!(reason, "Deleting");
+    assert!(
+        message.contains("being deleted") && message.contains("kmm-a-0"),
+        "{message}"
+    );
+    faults
+        .delete("faults", &Default::default())
+        .await
+        .expect("ending the fault");
+    eventually(300, "the Module is gone", || async {
+        module(&harness, "kmod").await.is_none()
+    })
+    .await;
+    harness.shutdown().await;
+}
+
+/// Removing `moduleLoader` from a Module moves every condition to the new generation, saying what that means.
+#[tokio::test(start_paused = true)]
+async fn removing_the_module_loader_answers_the_new_generation() {
+    let mut harness = Harness::start("two-kernels.yaml").await;
+    harness.start_engine();
+    create_module(&harness, "kmod", two_mapping_spec()).await;
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
+    Api::<kmm_api::kmm::Module>::namespaced(harness.client(), "acme")
+        .patch(
+            "kmod",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"moduleLoader": null}})),
+        )
+        .await
+        .expect("removing the loader");
+    let generation = module(&harness, "kmod")
+        .await
+        .and_then(|m| m.metadata.generation)
+        .expect("a generation");
+    eventually(120, "every condition at the new generation", || async {
+        module(&harness, "kmod")
+            .await
+            .and_then(|m| m.status)
+            .is_some_and(|status| {
+                !status.conditions.is_empty()
+                    && status
+                        .conditions
+                        .iter()
+                        .all(|c| c.observed_generation == Some(generation))
+            })
+    })
+    .await;
+    let (status, reason, message) = condition(&harness, "kmod", "Available")
+        .await
+        .expect("Available");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoModuleLoader")
+    );
+    assert!(
+        message.contains("spec.moduleLoader is not set"),
+        "{message}"
+    );
+    harness.shutdown().await;
+}
+
+/// After a reboot the NodeModulesConfig status no longer claims the module loaded under the old boot, and the
+/// Module does not count the node as available until its module is loaded again.
+#[tokio::test(start_paused = true)]
+async fn a_reboot_takes_the_loaded_claim_with_it() {
+    let mut harness = Harness::start("two-kernels.yaml").await;
+    harness.start_engine();
+    create_module(&harness, "kmod", two_mapping_spec()).await;
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
+    let old_boot = nmc(&harness, "kmm-a-0")
+        .await
+        .and_then(|n| n.status)
+        .and_then(|s| s.modules.first().and_then(|m| m.boot_id.clone()))
+        .expect("a loaded status with its boot");
+    // The node stays NotReady after its reboot, so the module cannot be loaded again yet.
+    let faults: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(harness.client(), "kmm-tui-sim");
+    let not_ready: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "faults", "namespace": "kmm-tui-sim"},
+        "data": {"hold": "{kind: nodeNotReady, node: kmm-a-0}"},
+    }))
+    .expect("a ConfigMap");
+    faults
+        .create(&PostParams::default(), &not_ready)
+        .await
+        .expect("injecting the fault");
+    let new_boot = power_cycle(&harness, "kmm-a-0");
+    assert_ne!(new_boot, old_boot);
+    eventually(120, "no status entry of the old boot", || async {
+        nmc(&harness, "kmm-a-0").await.is_some_and(|n| {
+            n.status.is_none_or(|s| {
+                s.modules
+                    .iter()
+                    .all(|m| m.boot_id.as_deref() != Some(old_boot.as_str()))
+            })
+        })
+    })
+    .await;
+    eventually(120, "the Module counts one node available", || async {
+        module(&harness, "kmod")
+            .await
+            .and_then(|m| m.status?.module_loader)
+            .is_some_and(|counts| counts.available_number == 1)
+    })
+    .await;
+    faults
+        .delete("faults", &Default::default())
+        .await
+        .expect("ending the fault");
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
+    harness.shutdown().await;
+}

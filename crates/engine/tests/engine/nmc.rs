@@ -733,30 +733,26 @@ async fn killed_and_restarted_it_never_doubles_a_worker_and_converges() {
     harness.shutdown().await;
 }
 
+/// An entry written for a kernel the node does not run (the node rebooted into another one before the Module
+/// wrote its entry for it) starts no loader, which could only fail; once the entry is for the node's kernel, one
+/// loader loads it. (A loader that crash-loops from an outdated template is replaced: see the decision table.)
 #[tokio::test(start_paused = true)]
-async fn a_crash_looping_loader_from_an_outdated_template_is_replaced() {
+async fn an_entry_for_another_kernel_waits_for_one_for_the_nodes_kernel() {
     let (harness, log) = start().await;
     let client = harness.client();
     let mut wrong_kernel = kmod_a();
     wrong_kernel.config.kernel_version = "6.0.0".into();
     create_nmc(&client, "worker-0", vec![wrong_kernel]).await;
-    eventually(120, "the loader restarts", || {
-        let client = client.clone();
-        async move {
-            worker_pods(&client, "worker-0").await.iter().any(|p| {
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.container_statuses.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.name == "worker" && c.restart_count > 0))
-            })
-        }
-    })
-    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert!(
+        worker_pods(&client, "worker-0").await.is_empty(),
+        "no loader for a kernel the node does not run"
+    );
     assert!(status_of(&client, "worker-0", "kmod-a").await.is_none());
 
     set_entries(&client, "worker-0", vec![kmod_a()]).await;
     wait_loaded(&harness, "worker-0", "kmod-a", "kmod_a", A_V1).await;
-    assert_eq!(log.actions("worker-0", "acme/kmod-a"), ["Load", "Load"]);
+    assert_eq!(log.actions("worker-0", "acme/kmod-a"), ["Load"]);
     assert_eq!(log.most_at_once(), 1);
     harness.shutdown().await;
 }
