@@ -3,6 +3,7 @@
 //! cluster. Hostile clients, the soak and the `controller` processes have binaries of their own: they load the
 //! machine, or time what they do on the wall clock, in ways the other tests must not disturb.
 
+mod bad_edit;
 mod console;
 mod console_handoff;
 mod console_shims;
