@@ -27,6 +27,7 @@ mod convergence;
 mod engines;
 mod faults;
 mod invariants;
+mod memory;
 mod operator;
 mod server;
 mod workload;
@@ -73,7 +74,7 @@ pub struct Config {
     pub long_outages: f64,
     /// How long after a failed pull the cache engine tries again (doubling per attempt).
     pub cache_retry: Duration,
-    /// Whether resident memory must stay flat (within 10 %) after warm-up.
+    /// Whether resident memory must stay flat after warm-up (by the rule of [`memory`]).
     pub flat_memory: bool,
 }
 
@@ -436,61 +437,40 @@ async fn soak(config: Config) -> Report {
     report
 }
 
-/// How memory moved: the median of the first third of the samples, of the last third, and the growth between.
-#[derive(Clone, Copy)]
-struct Growth {
-    early: u64,
-    late: u64,
-    ratio: f64,
-}
-
-/// The growth of `values` from the median of their first third to that of their last; none with too few samples.
-fn growth(values: &[u64]) -> Option<Growth> {
-    if values.len() < 6 {
-        return None;
-    }
-    let third = values.len() / 3;
-    let median = |slice: &[u64]| {
-        let mut sorted = slice.to_vec();
-        sorted.sort_unstable();
-        sorted[sorted.len() / 2]
-    };
-    let (early, late) = (
-        median(&values[..third]),
-        median(&values[values.len() - third..]),
-    );
-    Some(Growth {
-        early,
-        late,
-        ratio: late as f64 / early.max(1) as f64 - 1.0,
-    })
-}
+/// How long a run of the API server warms up before its memory is judged: a restarted server reads its store back
+/// compactly and sits lower for a minute or so than one that has been writing.
+const SERVER_WARM_UP: Duration = Duration::from_secs(60);
 
 fn mib(kib: u64) -> String {
     format!("{:.0} MiB", kib as f64 / 1024.0)
 }
 
 impl Report {
-    /// Resident memory after warm-up (the first quarter of the fault phase; for the server, the first 30 s of each
-    /// run): (soak, server) growth from the first third of the samples to the last.
-    fn memory_growth(&self) -> (Option<Growth>, Option<Growth>) {
+    /// The memory trends after warm-up (see [`memory`]): this process's, after the first quarter of the fault
+    /// phase, and the API server's, a segment per run after its first [`SERVER_WARM_UP`].
+    fn memory_trends(&self) -> [(&'static str, Option<memory::Trend>); 2] {
         let warm =
             self.samples.first().map_or(Duration::ZERO, |s| s.at) + self.config.fault_phase() / 4;
-        let soak: Vec<u64> = self
+        let point = |at: Duration, kib: u64| memory::Point { at, kib };
+        let soak: Vec<memory::Point> = self
             .samples
             .iter()
             .filter(|s| s.at >= warm)
-            .map(|s| s.soak_kib)
+            .map(|s| point(s.at, s.soak_kib))
             .collect();
-        let server: Vec<u64> = self
-            .samples
-            .iter()
-            .filter(|s| s.at >= warm)
-            .filter_map(|s| s.server)
-            .filter(|server| server.age >= Duration::from_secs(30))
-            .map(|server| server.kib)
-            .collect();
-        (growth(&soak), growth(&server))
+        let mut runs: BTreeMap<usize, Vec<memory::Point>> = BTreeMap::new();
+        for sample in &self.samples {
+            if let Some(server) = sample.server.filter(|server| server.age >= SERVER_WARM_UP) {
+                runs.entry(server.run)
+                    .or_default()
+                    .push(point(sample.at, server.kib));
+            }
+        }
+        let server: Vec<Vec<memory::Point>> = runs.into_values().collect();
+        [
+            ("this process", memory::trend(&[soak])),
+            ("the API server", memory::trend(&server)),
+        ]
     }
 
     /// Print the report and say why the run failed (nothing when it passed). The run's directory (logs, state) is
@@ -527,16 +507,17 @@ impl Report {
             ));
         }
         if self.config.flat_memory {
-            let (soak, server) = self.memory_growth();
-            for (what, growth) in [("this process", soak), ("the API server", server)] {
-                match growth {
-                    Some(growth) if growth.ratio > 0.10 => failures.push(format!(
-                        "resident memory of {what} grew {:.0} % after warm-up",
-                        growth.ratio * 100.0
+            for (what, trend) in self.memory_trends() {
+                match trend {
+                    Some(trend) if trend.grows() => failures.push(format!(
+                        "resident memory of {what} grows after warm-up: {:+.1} MiB/h, {:+.1} % over {:.0} s",
+                        trend.mib_per_hour(),
+                        trend.rise() * 100.0,
+                        trend.span.as_secs_f64()
                     )),
                     Some(_) => {}
                     None => failures.push(format!(
-                        "too few memory samples of {what} to tell whether it stays flat"
+                        "too few memory samples of {what} after warm-up to tell whether it stays flat"
                     )),
                 }
             }
@@ -707,14 +688,15 @@ impl Report {
                 points.join(", ")
             );
         }
-        let (soak, server) = self.memory_growth();
-        for (what, growth) in [("this process", soak), ("API server", server)] {
-            if let Some(growth) = growth {
+        for (what, trend) in self.memory_trends() {
+            if let Some(trend) = trend {
                 println!(
-                    "  {what} after warm-up: {} early, {} late ({:+.1} %)",
-                    mib(growth.early),
-                    mib(growth.late),
-                    growth.ratio * 100.0
+                    "  {what} after warm-up: {} median, fitted {:+.1} MiB/h, {:+.1} % over {:.0} s (bound {:.0} %)",
+                    mib(trend.level as u64),
+                    trend.mib_per_hour(),
+                    trend.rise() * 100.0,
+                    trend.span.as_secs_f64(),
+                    memory::BOUND * 100.0
                 );
             }
         }
