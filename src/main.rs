@@ -243,6 +243,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         });
     let scenario = Scenario::load(&args.scenario)?;
     let nodes = scenario.node_names().len();
+    let names = kmm_cluster::kubeconfig::Names::new(&args.cluster_name());
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
         state_dir: args.state_dir.clone(),
         listen: Some(args.listen),
@@ -252,12 +253,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         scenario: Some(scenario),
         connection_limits: None,
         own_image: Some(kmm_tui::controller::own_image()),
+        name: Some(names.cluster.clone()),
+        rotate_tokens: args.rotate_tokens,
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
     println!(
-        "kmm-tui: embedded cluster serving https://{address} (scenario {}, {nodes} nodes)",
-        args.scenario
+        "kmm-tui: embedded cluster {} serving https://{address} (scenario {}, {nodes} nodes)",
+        names.cluster, args.scenario
     );
     println!(
         "kmm-tui: kubeconfig written to {}",
@@ -270,8 +273,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     println!(
         "kmm-tui: read-only: KUBECONFIG={} kubectl --context {} get namespaces",
         kubeconfig_out.display(),
-        kmm_cluster::kubeconfig::VIEWER_CONTEXT
+        names.viewer_context()
     );
+    if args.rotate_tokens {
+        println!(
+            "kmm-tui: new tokens: kubeconfigs and ServiceAccount tokens issued before no longer work"
+        );
+    }
     if let Some(warning) = cluster.address().and_then(kmm_cluster::exposure_warning) {
         eprintln!("kmm-tui: warning: {warning}");
     }

@@ -226,6 +226,8 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 scenario: Some(scenario),
                 connection_limits: None,
                 own_image: Some(crate::controller::own_image()),
+                name: None,
+                rotate_tokens: false,
             })
             .await?;
             Ok(Connection {

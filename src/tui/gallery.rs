@@ -103,6 +103,8 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         scenario: Some(scenario),
         connection_limits: None,
         own_image: Some(crate::controller::own_image()),
+        name: None,
+        rotate_tokens: false,
     })
     .await?;
     let cancel = CancellationToken::new();

@@ -597,7 +597,10 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
     let kubeconfig = kube::config::Kubeconfig::from_yaml(cluster.kubeconfig().expect("served"))
         .expect("the kubeconfig parses");
     let options = kube::config::KubeConfigOptions {
-        context: Some("viewer".to_owned()),
+        context: Some(
+            kmm_cluster::kubeconfig::Names::new(kmm_cluster::kubeconfig::DEFAULT_NAME)
+                .viewer_context(),
+        ),
         ..Default::default()
     };
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)

@@ -2,6 +2,7 @@
 
 mod certificates;
 mod full_disk;
+mod names;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
