@@ -668,7 +668,7 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
     // Everything the console watches, the viewer may watch: every kind's list arrives, no watch fails.
     let (sender, mut actions) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
-    kmm_tui::tui::feed::start(&viewer, None, &sender, &cancel);
+    kmm_tui::tui::feed::start(&viewer, None, None, &sender, &cancel);
     let mut delivered = BTreeSet::new();
     let mut lease_seen = false;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
