@@ -141,6 +141,27 @@ pub(crate) enum Command {
     /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
     /// the real rendered frame (the README's pictures).
     Screenshots(ScreenshotArgs),
+    /// Print a completion script for a shell, generated from this command line, e.g.
+    /// `kmm-tui completions bash > ~/.local/share/bash-completion/completions/kmm-tui`.
+    Completions(CompletionArgs),
+    /// Print the manual page (roff), generated from this command line, e.g.
+    /// `kmm-tui man > ~/.local/share/man/man1/kmm-tui.1`; with `--out-dir`, write one page per subcommand too.
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct CompletionArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub(crate) struct ManArgs {
+    /// Write `kmm-tui.1` and a page per subcommand (`kmm-tui-serve.1` …) into this directory instead of printing
+    /// the main page.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]

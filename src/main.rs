@@ -21,6 +21,7 @@ use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
 
 mod cli;
+mod manual;
 
 use cli::*;
 use kmm_tui::controller::ControllerArgs;
@@ -135,13 +136,30 @@ fn run_command(cli: Cli, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()
             }
             Ok(())
         }
+        Some(Command::Completions(args)) => {
+            print_bytes(&manual::completions(args.shell), "the completion script")
+        }
+        Some(Command::Man(args)) => match args.out_dir {
+            Some(dir) => {
+                for path in manual::pages_to(&dir)? {
+                    println!("kmm-tui: wrote {}", path.display());
+                }
+                Ok(())
+            }
+            None => print_bytes(&manual::page()?, "the manual page"),
+        },
         None => runtime.block_on(console::run(cli.console.options())),
     }
 }
 
 /// Write `text` to stdout; a reader that stops early (`| head`) is not an error.
 fn print_out(text: &str, what: &str) -> anyhow::Result<()> {
-    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+    print_bytes(text.as_bytes(), what)
+}
+
+/// [`print_out`] for bytes.
+fn print_bytes(bytes: &[u8], what: &str) -> anyhow::Result<()> {
+    match std::io::Write::write_all(&mut std::io::stdout(), bytes) {
         Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(anyhow::Error::new(error).context(format!("writing {what}")))
         }
