@@ -153,9 +153,11 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     app.warn(&warnings);
     let result = event_loop(
         &mut app,
-        connection.client.clone(),
-        connection.server.clone(),
-        connection.kubeconfig.clone(),
+        Opened {
+            client: connection.client.clone(),
+            server: connection.server.clone(),
+            kubeconfig: connection.kubeconfig.clone(),
+        },
         &options,
         &candidacy.participate,
         sender,
@@ -463,13 +465,18 @@ fn start_session(
     cancel
 }
 
+/// The cluster the console opened: its client, the server the client talks to, and the kubeconfig it came from.
+struct Opened {
+    client: Client,
+    server: Option<String>,
+    kubeconfig: Option<Kubeconfig>,
+}
+
 /// Draw the console, then apply every action and carry out the requests it queues, until the user quits or a
 /// signal arrives.
 async fn event_loop(
     app: &mut App,
-    client: Client,
-    server: Option<String>,
-    kubeconfig: Option<Kubeconfig>,
+    opened: Opened,
     options: &ConsoleOptions,
     participate: &Participate,
     sender: UnboundedSender<Action>,
@@ -481,9 +488,9 @@ async fn event_loop(
     let size = terminal.size()?;
     app.size = (size.width, size.height);
     let mut connections = Connections {
-        client,
-        server,
-        kubeconfig,
+        client: opened.client,
+        server: opened.server,
+        kubeconfig: opened.kubeconfig,
         options,
         participate,
         sender,
