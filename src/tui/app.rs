@@ -41,7 +41,7 @@ use super::view::shims::{self as shim_rows};
 use super::view::summary::Summary;
 
 pub use caches::CachePane;
-pub use credentials::{Credentials, RECONNECTED};
+pub use credentials::Credentials;
 pub use engine::{EngineMove, EnginePane};
 pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{

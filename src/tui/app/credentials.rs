@@ -7,7 +7,7 @@ use super::{App, Request, Severity};
 use crate::tui::worded::Why;
 
 /// What the footer says once the kubeconfig was read again and the watches restarted on its credentials.
-pub const RECONNECTED: &str = "Credentials were refused; read the kubeconfig again and reconnected";
+const RECONNECTED: &str = "Credentials were refused; read the kubeconfig again and reconnected";
 
 /// The console's word on its credentials.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -47,11 +47,6 @@ pub struct Auth {
 }
 
 impl Auth {
-    /// Fresh random tokens and signing key; the authorizer follows `store`.
-    pub fn new(store: std::sync::Arc<Store>) -> Self {
-        Self::with_credentials(store, &Credentials::random())
-    }
-
     /// The tokens and signing key of `credentials` (those a state directory keeps across restarts); the
     /// authorizer follows `store`.
     pub fn with_credentials(store: std::sync::Arc<Store>, credentials: &Credentials) -> Self {
