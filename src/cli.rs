@@ -141,6 +141,27 @@ pub(crate) enum Command {
     /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
     /// the real rendered frame (the README's pictures).
     Screenshots(ScreenshotArgs),
+    /// Print a completion script for a shell, generated from this command line, e.g.
+    /// `kmm-tui completions bash > ~/.local/share/bash-completion/completions/kmm-tui`.
+    Completions(CompletionArgs),
+    /// Print the manual page (roff), generated from this command line, e.g.
+    /// `kmm-tui man > ~/.local/share/man/man1/kmm-tui.1`; with `--out-dir`, write one page per subcommand too.
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct CompletionArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub(crate) struct ManArgs {
+    /// Write `kmm-tui.1` and a page per subcommand (`kmm-tui-serve.1` …) into this directory instead of printing
+    /// the main page.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -175,8 +196,18 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig_out: Option<PathBuf>,
     /// Keep the cluster's data here so it survives restarts (and `kill -9`); without it, everything is in memory.
+    /// The tokens the kubeconfig holds are kept here too, so a restart keeps them (see --rotate-tokens).
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
+    /// What the kubeconfig names the cluster (`NAME`), its users (`NAME-admin`, `NAME-viewer`) and contexts
+    /// (`NAME`, current, and the read-only `NAME-viewer`), so the kubeconfigs of several servers merge. Defaults to
+    /// the state directory's name, else `kmm-tui-embedded`.
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
+    pub(crate) name: Option<String>,
+    /// Replace the tokens kept in the state directory with new ones: every kubeconfig and ServiceAccount token
+    /// handed out before stops working (401), and the kubeconfig written now is the one to use.
+    #[arg(long, requires = "state_dir")]
+    pub(crate) rotate_tokens: bool,
     /// The simulated nodes, registry and faults: a built-in scenario (demo, large, chaos, empty) or a scenario
     /// file (see the README for the format).
     #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
@@ -197,6 +228,25 @@ pub(crate) struct ServeArgs {
     pub(crate) images: ImageArgs,
     #[command(flatten)]
     pub(crate) engine: EngineArgs,
+}
+
+/// A cluster name `serve --name` accepts.
+fn parse_name(name: &str) -> Result<String, String> {
+    kmm_cluster::kubeconfig::check_name(name).map(|()| name.to_owned())
+}
+
+impl ServeArgs {
+    /// The name the kubeconfig gives the cluster: `--name`, else the state directory's, else the default.
+    pub(crate) fn cluster_name(&self) -> String {
+        self.name
+            .clone()
+            .or_else(|| {
+                self.state_dir
+                    .as_deref()
+                    .and_then(kmm_cluster::kubeconfig::name_of_state_dir)
+            })
+            .unwrap_or_else(|| kmm_cluster::kubeconfig::DEFAULT_NAME.to_owned())
+    }
 }
 
 /// The cluster `install` and `uninstall --apply` talk to.

@@ -21,6 +21,7 @@ use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
 
 mod cli;
+mod manual;
 
 use cli::*;
 use kmm_tui::controller::ControllerArgs;
@@ -135,13 +136,30 @@ fn run_command(cli: Cli, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()
             }
             Ok(())
         }
+        Some(Command::Completions(args)) => {
+            print_bytes(&manual::completions(args.shell), "the completion script")
+        }
+        Some(Command::Man(args)) => match args.out_dir {
+            Some(dir) => {
+                for path in manual::pages_to(&dir)? {
+                    println!("kmm-tui: wrote {}", path.display());
+                }
+                Ok(())
+            }
+            None => print_bytes(&manual::page()?, "the manual page"),
+        },
         None => runtime.block_on(console::run(cli.console.options())),
     }
 }
 
 /// Write `text` to stdout; a reader that stops early (`| head`) is not an error.
 fn print_out(text: &str, what: &str) -> anyhow::Result<()> {
-    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+    print_bytes(text.as_bytes(), what)
+}
+
+/// [`print_out`] for bytes.
+fn print_bytes(bytes: &[u8], what: &str) -> anyhow::Result<()> {
+    match std::io::Write::write_all(&mut std::io::stdout(), bytes) {
         Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(anyhow::Error::new(error).context(format!("writing {what}")))
         }
@@ -243,6 +261,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         });
     let scenario = Scenario::load(&args.scenario)?;
     let nodes = scenario.node_names().len();
+    let names = kmm_cluster::kubeconfig::Names::new(&args.cluster_name());
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
         state_dir: args.state_dir.clone(),
         listen: Some(args.listen),
@@ -252,12 +271,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         scenario: Some(scenario),
         connection_limits: None,
         own_image: Some(kmm_tui::controller::own_image()),
+        name: Some(names.cluster.clone()),
+        rotate_tokens: args.rotate_tokens,
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
     println!(
-        "kmm-tui: embedded cluster serving https://{address} (scenario {}, {nodes} nodes)",
-        args.scenario
+        "kmm-tui: embedded cluster {} serving https://{address} (scenario {}, {nodes} nodes)",
+        names.cluster, args.scenario
     );
     println!(
         "kmm-tui: kubeconfig written to {}",
@@ -270,8 +291,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     println!(
         "kmm-tui: read-only: KUBECONFIG={} kubectl --context {} get namespaces",
         kubeconfig_out.display(),
-        kmm_cluster::kubeconfig::VIEWER_CONTEXT
+        names.viewer_context()
     );
+    if args.rotate_tokens {
+        println!(
+            "kmm-tui: new tokens: kubeconfigs and ServiceAccount tokens issued before no longer work"
+        );
+    }
     if let Some(warning) = cluster.address().and_then(kmm_cluster::exposure_warning) {
         eprintln!("kmm-tui: warning: {warning}");
     }

@@ -42,6 +42,8 @@ pub enum Action {
     PodLog(Target, Result<Vec<String>, String>),
     /// News about one cluster of the fleet, by context name.
     Fleet(String, super::fleet::state::FleetChange),
+    /// The backoff after a reconnect ran out: the event loop may read the kubeconfig again.
+    ReconnectDue,
 }
 
 /// What background tasks tell the UI about the engine, besides the Lease itself.

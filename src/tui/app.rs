@@ -5,6 +5,7 @@
 mod caches;
 mod cluster_writes;
 mod commands;
+mod credentials;
 mod day0;
 mod engine;
 mod fleet;
@@ -40,6 +41,7 @@ use super::view::shims::{self as shim_rows};
 use super::view::summary::Summary;
 
 pub use caches::CachePane;
+pub use credentials::Credentials;
 pub use engine::{EngineMove, EnginePane};
 pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{
@@ -103,6 +105,8 @@ pub struct App {
     pub status: Option<StatusLine>,
     /// What the user may do here.
     pub access: AccessReport,
+    /// Whether the server accepts the kubeconfig's credentials, and what was done when it did not.
+    pub credentials: Credentials,
     /// Access reviews by context: asked once per context, reused when the user switches back.
     reviews: HashMap<String, AccessReport>,
     /// Work for the event loop.
@@ -150,6 +154,7 @@ impl App {
             visible: HashMap::new(),
             status: None,
             access: AccessReport::default(),
+            credentials: Credentials::default(),
             reviews: HashMap::new(),
             requests: Vec::new(),
             quit: false,
@@ -195,6 +200,7 @@ impl App {
     pub fn switch_context(&mut self, context: &str) {
         self.session.context = context.to_owned();
         self.data = ClusterData::default();
+        self.credentials = Credentials::default();
         self.access = self.reviews.get(context).cloned().unwrap_or_default();
         self.watching = true;
         if self.views.first() == Some(&View::Fleet) {
@@ -230,6 +236,7 @@ impl App {
             Action::Data(snapshot) => {
                 let kind = snapshot.kind();
                 self.data.apply(snapshot);
+                self.on_feed_delivered();
                 self.now = self.pinned_clock.unwrap_or_else(jiff::Timestamp::now);
                 self.refresh_kind(kind);
                 true
@@ -243,7 +250,14 @@ impl App {
                 true
             }
             Action::Feed(kind, state) => {
+                if let FeedState::Failing(why) = &state {
+                    self.on_feed_failure(why);
+                }
+                let delivered = state == FeedState::Live;
                 self.data.set_feed(kind, state);
+                if delivered {
+                    self.on_feed_delivered();
+                }
                 true
             }
             Action::Written(outcome) => {
@@ -286,6 +300,10 @@ impl App {
                 true
             }
             Action::Fleet(context, change) => self.on_fleet_change(&context, change),
+            Action::ReconnectDue => {
+                self.reconnect_due();
+                false
+            }
         }
     }
 

@@ -1,6 +1,8 @@
 //! The console's event loop: connect (to a kubeconfig's cluster or the embedded one), start the watches and,
 //! where asked, the engine; then receive [`Action`]s, update the [`App`] and draw only when something changed.
-//! The terminal is restored on every exit path: return, error, panic (ratatui's hook) and SIGTERM/SIGHUP.
+//! The terminal is restored on every exit path: return, error, panic (ratatui's hook) and SIGTERM/SIGHUP. When the
+//! server refuses the credentials, the kubeconfig is read again and the watches restart on a new client
+//! ([`Request::Reconnect`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,8 +19,10 @@ use super::action::{Action, EngineEvent};
 use super::app::{App, EngineMode, EngineMove, Request, Session};
 use super::fleet::follow::{self, Member, Source};
 use super::keymap::Keymap;
+use super::reconnect::Backoff;
 use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
+use super::worded::{self, Why};
 use super::{access, feed, live, logs, ui, writes};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
@@ -80,6 +84,8 @@ pub struct ConsoleOptions {
 /// A connected cluster and what runs against it.
 struct Connection {
     client: Client,
+    /// `host:port` of the API server, named in failures; None in-process.
+    server: Option<String>,
     session: Session,
     embedded: Option<EmbeddedCluster>,
     kubeconfig: Option<Kubeconfig>,
@@ -147,8 +153,11 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     app.warn(&warnings);
     let result = event_loop(
         &mut app,
-        connection.client.clone(),
-        connection.kubeconfig.clone(),
+        Opened {
+            client: connection.client.clone(),
+            server: connection.server.clone(),
+            kubeconfig: connection.kubeconfig.clone(),
+        },
         &options,
         &candidacy.participate,
         sender,
@@ -226,10 +235,13 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 scenario: Some(scenario),
                 connection_limits: None,
                 own_image: Some(crate::controller::own_image()),
+                name: None,
+                rotate_tokens: false,
             })
             .await?;
             Ok(Connection {
                 client: cluster.client(),
+                server: None,
                 session: Session {
                     context: EMBEDDED_CONTEXT.to_owned(),
                     contexts: vec![EMBEDDED_CONTEXT.to_owned()],
@@ -243,11 +255,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
             })
         }
         ClusterChoice::Kubeconfig { path, context } => {
-            let kubeconfig = match &path {
-                Some(path) => Kubeconfig::read_from(path)
-                    .with_context(|| format!("reading kubeconfig {}", path.display()))?,
-                None => Kubeconfig::read().context("reading the kubeconfig")?,
-            };
+            let kubeconfig = read_kubeconfig(path.as_deref())?;
             let fleet_first = options
                 .fleet
                 .then(|| fleet_contexts(&kubeconfig, options.contexts.as_deref()))
@@ -257,9 +265,10 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 .or_else(|| kubeconfig.current_context.clone())
                 .or(fleet_first)
                 .context("the kubeconfig names no current context; pass --context")?;
-            let client = client_for(&kubeconfig, &context).await?;
+            let (client, server) = client_for(&kubeconfig, &context).await?;
             Ok(Connection {
                 client,
+                server,
                 session: Session {
                     contexts: kubeconfig.contexts.iter().map(|c| c.name.clone()).collect(),
                     context,
@@ -377,7 +386,7 @@ fn move_engine(
                     )
                     .await;
                     if let Err(error) = asked {
-                        let message = kmm_engine::context::describe(&error);
+                        let message = Why::of(&error, None).detail;
                         let _ = sender.send(Action::Engine(EngineEvent::RequestFailed(message)));
                     }
                 });
@@ -396,9 +405,12 @@ fn kubeconfig_available() -> bool {
         .is_some_and(|path| path.exists())
 }
 
-/// A client for one context of a kubeconfig. It is not checked to answer: an unreachable cluster shows in the
-/// header while the watches retry, and the console stays usable.
-async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> anyhow::Result<Client> {
+/// A client for one context of a kubeconfig, and the `host:port` it talks to. It is not checked to answer: an
+/// unreachable cluster shows in the header while the watches retry, and the console stays usable.
+async fn client_for(
+    kubeconfig: &Kubeconfig,
+    context: &str,
+) -> anyhow::Result<(Client, Option<String>)> {
     let options = KubeConfigOptions {
         context: Some(context.to_owned()),
         ..Default::default()
@@ -407,19 +419,33 @@ async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> anyhow::Result<Cl
         .await
         .with_context(|| format!("loading context {context} of the kubeconfig"))?;
     let url = config.cluster_url.clone();
-    Client::try_from(config).with_context(|| format!("setting up a client for {url}"))
+    let server = worded::server_of(&config);
+    let client =
+        Client::try_from(config).with_context(|| format!("setting up a client for {url}"))?;
+    Ok((client, server))
+}
+
+/// The kubeconfig the console opened, read again from the same place: `path`, else `$KUBECONFIG` or
+/// `~/.kube/config`.
+fn read_kubeconfig(path: Option<&std::path::Path>) -> anyhow::Result<Kubeconfig> {
+    match path {
+        Some(path) => Kubeconfig::read_from(path)
+            .with_context(|| format!("reading kubeconfig {}", path.display())),
+        None => Kubeconfig::read().context("reading the kubeconfig"),
+    }
 }
 
 /// Start the watches of a connection, and its access review unless one is cached for the context.
 fn start_session(
     client: &Client,
+    server: Option<&str>,
     context: &str,
     namespace: Option<&str>,
     review: bool,
     sender: &UnboundedSender<Action>,
 ) -> CancellationToken {
     let cancel = CancellationToken::new();
-    feed::start(client, namespace, sender, &cancel);
+    feed::start(client, server, namespace, sender, &cancel);
     if !review {
         return cancel;
     }
@@ -439,12 +465,18 @@ fn start_session(
     cancel
 }
 
+/// The cluster the console opened: its client, the server the client talks to, and the kubeconfig it came from.
+struct Opened {
+    client: Client,
+    server: Option<String>,
+    kubeconfig: Option<Kubeconfig>,
+}
+
 /// Draw the console, then apply every action and carry out the requests it queues, until the user quits or a
 /// signal arrives.
 async fn event_loop(
     app: &mut App,
-    client: Client,
-    kubeconfig: Option<Kubeconfig>,
+    opened: Opened,
     options: &ConsoleOptions,
     participate: &Participate,
     sender: UnboundedSender<Action>,
@@ -456,8 +488,9 @@ async fn event_loop(
     let size = terminal.size()?;
     app.size = (size.width, size.height);
     let mut connections = Connections {
-        client,
-        kubeconfig,
+        client: opened.client,
+        server: opened.server,
+        kubeconfig: opened.kubeconfig,
         options,
         participate,
         sender,
@@ -465,6 +498,7 @@ async fn event_loop(
         fleet: CancellationToken::new(),
         fleet_started: false,
         followed: None,
+        reconnects: Backoff::default(),
     };
     let _stop_fleet = connections.fleet.clone().drop_guard();
     connections.start(app)?;
@@ -511,6 +545,8 @@ async fn event_loop(
 /// and the fleet's watches once they started.
 struct Connections<'a> {
     client: Client,
+    /// `host:port` of the open cluster's API server, named in failures; None in-process.
+    server: Option<String>,
     kubeconfig: Option<Kubeconfig>,
     options: &'a ConsoleOptions,
     participate: &'a Participate,
@@ -523,6 +559,8 @@ struct Connections<'a> {
     fleet_started: bool,
     /// Stops following the YAML view's object; a child of `session`, so leaving the cluster stops it too.
     followed: Option<CancellationToken>,
+    /// When the kubeconfig may be read again after the server refused the credentials.
+    reconnects: Backoff,
 }
 
 impl Connections<'_> {
@@ -543,6 +581,7 @@ impl Connections<'_> {
         } else {
             self.session = Some(start_session(
                 &self.client,
+                self.server.as_deref(),
                 &app.session.context,
                 self.options.namespace.as_deref(),
                 true,
@@ -618,6 +657,7 @@ impl Connections<'_> {
             }
             Request::OpenFleet => false,
             Request::SwitchContext(context) => self.switch_context(app, &context).await,
+            Request::Reconnect => self.reconnect(app).await,
         }
     }
 
@@ -627,25 +667,83 @@ impl Connections<'_> {
         let new_client = match &self.kubeconfig {
             Some(kubeconfig) => client_for(kubeconfig, context).await,
             // The embedded cluster, entered from the fleet: its watches start now.
-            None if context == app.session.context => Ok(self.client.clone()),
+            None if context == app.session.context => Ok((self.client.clone(), None)),
             None => return false,
         };
         match new_client {
-            Ok(new_client) => {
+            Ok((new_client, server)) => {
                 if let Some(session) = self.session.take() {
                     session.cancel();
                 }
                 self.client = new_client;
+                self.server = server;
+                self.reconnects = Backoff::default();
                 app.switch_context(context);
                 self.session = Some(start_session(
                     &self.client,
+                    self.server.as_deref(),
                     context,
                     self.options.namespace.as_deref(),
                     !app.reviewed(context),
                     &self.sender,
                 ));
             }
-            Err(error) => app.fail(format!("{error:#}")),
+            Err(error) => app.fail(Why::kubeconfig(&error).detail),
+        }
+        true
+    }
+}
+
+impl Connections<'_> {
+    /// The server refused the credentials: read the kubeconfig again from where it was read (a restarted server
+    /// writes new tokens and perhaps a new CA or port), make a new client for the same context and restart the
+    /// watches on it. No sooner than [`Backoff`] allows: until then a timer asks again, so a kubeconfig whose
+    /// credentials stay refused is read every few seconds, then every minute, never in a loop.
+    async fn reconnect(&mut self, app: &mut App) -> bool {
+        let ClusterChoice::Kubeconfig { path, .. } = &self.options.cluster else {
+            return false;
+        };
+        if self.kubeconfig.is_none() {
+            return false;
+        }
+        if let Some(wait) = self.reconnects.wait() {
+            let sender = self.sender.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                let _ = sender.send(Action::ReconnectDue);
+            });
+            return false;
+        }
+        let context = app.session.context.clone();
+        let read = match read_kubeconfig(path.as_deref()) {
+            Ok(kubeconfig) => client_for(&kubeconfig, &context)
+                .await
+                .map(|(client, server)| (kubeconfig, client, server)),
+            Err(error) => Err(error),
+        };
+        match read {
+            Ok((kubeconfig, client, server)) => {
+                if let Some(session) = self.session.take() {
+                    session.cancel();
+                }
+                self.kubeconfig = Some(kubeconfig);
+                self.client = client;
+                self.server = server;
+                self.session = Some(start_session(
+                    &self.client,
+                    self.server.as_deref(),
+                    &context,
+                    self.options.namespace.as_deref(),
+                    !app.reviewed(&context),
+                    &self.sender,
+                ));
+                app.reconnected();
+            }
+            Err(error) => {
+                app.reconnect_failed(Why::kubeconfig(&error).detail);
+                // The next attempt waits out the backoff this one started.
+                let _ = self.sender.send(Action::ReconnectDue);
+            }
         }
         true
     }

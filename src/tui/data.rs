@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 
+use super::worded::Why;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
@@ -142,8 +143,9 @@ pub enum FeedState {
     Loading,
     /// Listed and watching.
     Live,
-    /// The watch failed and is retrying with backoff; the lists shown are the last ones received.
-    Failing(String),
+    /// The watch failed (why, worded for a person) and is retrying with backoff; the lists shown are the last ones
+    /// received.
+    Failing(Why),
 }
 
 /// The latest lists of every watched kind, sorted by namespace and name (events newest first).
@@ -269,9 +271,18 @@ impl ClusterData {
     }
 
     /// The first failing feed, for the header.
-    pub fn failure(&self) -> Option<(Kind, &str)> {
+    pub fn failure(&self) -> Option<(Kind, &Why)> {
         self.feeds.iter().find_map(|(kind, state)| match state {
-            FeedState::Failing(message) => Some((*kind, message.as_str())),
+            FeedState::Failing(why) => Some((*kind, why)),
+            _ => None,
+        })
+    }
+
+    /// Why the cluster cannot be reached, while a watch says it cannot (connection refused, timeout, TLS, unknown
+    /// host): every pane says so rather than showing empty lists as if the cluster had nothing.
+    pub fn unreachable(&self) -> Option<&Why> {
+        self.feeds.values().find_map(|state| match state {
+            FeedState::Failing(why) if why.unreachable() => Some(why),
             _ => None,
         })
     }

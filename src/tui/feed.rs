@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::action::{Action, EngineEvent};
 use super::data::{FeedState, Kind, KindSnapshot, event_time};
 use super::kept::Kept;
+use super::worded::Why;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::labels;
@@ -41,13 +42,16 @@ pub const PULLER_SELECTOR: &str = "app=kubefledged";
 /// How many events the console keeps: the newest ones.
 pub const EVENT_LIMIT: usize = 1000;
 
-/// Start every watch; they stop when `cancel` fires. `namespace` limits the namespaced kinds.
+/// Start every watch; they stop when `cancel` fires. `namespace` limits the namespaced kinds; `server` is the
+/// `host:port` the client talks to (None in-process), named in the failures the header shows.
 pub fn start(
     client: &Client,
+    server: Option<&str>,
     namespace: Option<&str>,
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
+    let sink = &Sink::new(server, sender, cancel);
     let scoped = |client: &Client| -> (Api<Module>, Api<ModuleImagesConfig>, Api<Pod>, Api<Event>) {
         match namespace {
             Some(ns) => (
@@ -74,22 +78,19 @@ pub fn start(
         Kind::ModuleImagesConfig,
         vec![(mics, all())],
         KindSnapshot::ModuleImagesConfigs,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::NodeModulesConfig,
         vec![(Api::<NodeModulesConfig>::all(client.clone()), all())],
         KindSnapshot::NodeModulesConfigs,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::Node,
         vec![(Api::<Node>::all(client.clone()), all())],
         KindSnapshot::Nodes,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::Pod,
@@ -104,8 +105,7 @@ pub fn start(
         .map(|label| (pods.clone(), all().labels(label)))
         .collect(),
         KindSnapshot::Pods,
-        sender,
-        cancel,
+        sink,
     );
     spawn_kept(
         Kind::Event,
@@ -115,20 +115,18 @@ pub fn start(
             time: event_time,
         }),
         newest_events,
-        sender,
-        cancel,
+        sink,
     );
-    spawn_counted_kinds(client, modules, caches, sender, cancel);
+    spawn_counted_kinds(client, modules, caches, sink);
     spawn(
         Kind::PreflightValidation,
         vec![(Api::<PreflightValidation>::all(client.clone()), all())],
         KindSnapshot::PreflightValidations,
-        sender,
-        cancel,
+        sink,
     );
-    watch_engine_lease(client, sender, cancel);
-    watch_os_image_kernels(client, sender, cancel);
-    watch_upstream_operators(client, sender, cancel);
+    watch_engine_lease(client, sink);
+    watch_os_image_kernels(client, sink);
+    watch_upstream_operators(client, sink);
 }
 
 /// The few watches the fleet view keeps on each cluster: the custom resources the header counts (Modules, Shims,
@@ -136,17 +134,40 @@ pub fn start(
 /// events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty clusters stays cheap.
 pub fn start_counted(
     client: &Client,
+    server: Option<&str>,
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
+    let sink = &Sink::new(server, sender, cancel);
     spawn_counted_kinds(
         client,
         Api::all(client.clone()),
         Api::all(client.clone()),
-        sender,
-        cancel,
+        sink,
     );
-    watch_engine_lease(client, sender, cancel);
+    watch_engine_lease(client, sink);
+}
+
+/// Where the watches report, when they stop, and the server their failures name.
+struct Sink {
+    sender: UnboundedSender<Action>,
+    cancel: CancellationToken,
+    /// `host:port` of the API server, when it is reached over the network.
+    server: Option<Arc<str>>,
+}
+
+impl Sink {
+    fn new(
+        server: Option<&str>,
+        sender: &UnboundedSender<Action>,
+        cancel: &CancellationToken,
+    ) -> Sink {
+        Sink {
+            sender: sender.clone(),
+            cancel: cancel.clone(),
+            server: server.map(Arc::from),
+        }
+    }
 }
 
 /// The kinds the header counts and the fleet view follows on every cluster: Modules and ImageCaches (from `modules`
@@ -156,44 +177,38 @@ fn spawn_counted_kinds(
     client: &Client,
     modules: Api<Module>,
     caches: Api<ImageCache>,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
+    sink: &Sink,
 ) {
     let all = watcher::Config::default;
     spawn(
         Kind::Module,
         vec![(modules, all())],
         KindSnapshot::Modules,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::Shim,
         vec![(Api::<Shim>::all(client.clone()), all())],
         KindSnapshot::Shims,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::ImageCache,
         vec![(caches, all())],
         KindSnapshot::ImageCaches,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::ModuleDay0,
         vec![(Api::<ModuleDay0>::all(client.clone()), all())],
         KindSnapshot::ModuleDay0s,
-        sender,
-        cancel,
+        sink,
     );
     spawn(
         Kind::MachineConfigPool,
         vec![(Api::<MachineConfigPool>::all(client.clone()), all())],
         KindSnapshot::MachineConfigPools,
-        sender,
-        cancel,
+        sink,
     );
     // Only those handed to kmm-tui: a cluster's other MachineConfigs are many and large.
     spawn(
@@ -203,20 +218,15 @@ fn spawn_counted_kinds(
             all().labels(&format!("{KMM_MANAGED_LABEL}=true")),
         )],
         KindSnapshot::MachineConfigs,
-        sender,
-        cancel,
+        sink,
     );
 }
 
 /// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine
 /// does, so the header and `:engine` say who acts.
-fn watch_upstream_operators(
-    client: &Client,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
-) {
-    let mut upstream = kmm_engine::operators::follow(client.clone(), cancel.clone());
-    let sender = sender.clone();
+fn watch_upstream_operators(client: &Client, sink: &Sink) {
+    let mut upstream = kmm_engine::operators::follow(client.clone(), sink.cancel.clone());
+    let sender = sink.sender.clone();
     tokio::spawn(async move {
         while upstream.changed().await.is_ok() {
             let found = upstream.borrow_and_update().clone();
@@ -232,41 +242,28 @@ fn watch_upstream_operators(
 
 /// Follow the Lease that elects the acting engine, so the header says whether this console's engine, a cluster
 /// controller, or nobody acts. A cluster without the Lease (or without leave to read it) shows no acting engine.
-fn watch_engine_lease(
-    client: &Client,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
-) {
+fn watch_engine_lease(client: &Client, sink: &Sink) {
     let api: Api<Lease> = Api::namespaced(client.clone(), DEFAULT_LEASE_NAMESPACE);
-    follow_one(api, DEFAULT_LEASE_NAME, sender, cancel, Action::EngineLease);
+    follow_one(api, DEFAULT_LEASE_NAME, sink, Action::EngineLease);
 }
 
 /// Follow the engine's record of the kernels of the cluster's OS images, which the Preflight pane offers. Without
 /// the record (not OpenShift, or no leave to read it) the pane offers the other kernels.
-fn watch_os_image_kernels(
-    client: &Client,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
-) {
+fn watch_os_image_kernels(client: &Client, sink: &Sink) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), os_image_kernels::NAMESPACE);
     let name = os_image_kernels::CONFIG_MAP;
-    follow_one(api, name, sender, cancel, Action::OsImageKernels);
+    follow_one(api, name, sink, Action::OsImageKernels);
 }
 
 /// Send `action` of the object `name` of `api` (or of its absence) on every change, until `cancel`; watch errors
 /// (the object's kind missing, reading it forbidden) leave the last word standing.
-fn follow_one<K>(
-    api: Api<K>,
-    name: &str,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
-    action: fn(Option<Arc<K>>) -> Action,
-) where
+fn follow_one<K>(api: Api<K>, name: &str, sink: &Sink, action: fn(Option<Arc<K>>) -> Action)
+where
     K: Watched,
 {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let sender = sender.clone();
-    let cancel = cancel.clone();
+    let sender = sink.sender.clone();
+    let cancel = sink.cancel.clone();
     tokio::spawn(async move {
         let (store, writer) = reflector::store::<K>();
         let mut stream =
@@ -321,12 +318,11 @@ fn spawn<K>(
     kind: Kind,
     sources: Vec<(Api<K>, watcher::Config)>,
     snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
+    sink: &Sink,
 ) where
     K: Watched + Kept,
 {
-    spawn_kept(kind, sources, None, snapshot, sender, cancel);
+    spawn_kept(kind, sources, None, snapshot, sink);
 }
 
 /// [`spawn`], keeping of each source only the newest objects `newest` allows (all without it).
@@ -335,13 +331,13 @@ fn spawn_kept<K>(
     sources: Vec<(Api<K>, watcher::Config)>,
     newest: Option<Newest<K>>,
     snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
-    sender: &UnboundedSender<Action>,
-    cancel: &CancellationToken,
+    sink: &Sink,
 ) where
     K: Watched + Kept,
 {
-    let sender = sender.clone();
-    let cancel = cancel.clone();
+    let sender = sink.sender.clone();
+    let cancel = sink.cancel.clone();
+    let server = sink.server.clone();
     tokio::spawn(async move {
         let mut lists: Vec<Objects<K>> = Vec::new();
         let mut streams = futures::stream::SelectAll::new();
@@ -405,7 +401,8 @@ fn spawn_kept<K>(
                     }
                     Some((_, Err(error))) => {
                         failing = true;
-                        let _ = sender.send(Action::Feed(kind, FeedState::Failing(describe(&error))));
+                        let why = Why::of_watch(&error, server.as_deref());
+                        let _ = sender.send(Action::Feed(kind, FeedState::Failing(why)));
                     }
                 },
                 () = tokio::time::sleep_until(deadline), if pending => {
@@ -578,30 +575,6 @@ fn not_served(error: &watcher::Error) -> bool {
         error,
         watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404
     )
-}
-
-/// A watch error in one line, as the header shows it.
-pub(super) fn describe(error: &watcher::Error) -> String {
-    let root: &(dyn std::error::Error + 'static) = match error {
-        watcher::Error::InitialListFailed(e)
-        | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => e,
-        other => other,
-    };
-    // The causes say what went wrong ("Connection refused"); the outer layers only say where.
-    let mut text = String::new();
-    let mut cause = Some(root);
-    while let Some(error) = cause {
-        let message = error.to_string();
-        if !text.contains(&message) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&message);
-        }
-        cause = error.source();
-    }
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -103,6 +103,8 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         scenario: Some(scenario),
         connection_limits: None,
         own_image: Some(crate::controller::own_image()),
+        name: None,
+        rotate_tokens: false,
     })
     .await?;
     let cancel = CancellationToken::new();
@@ -117,7 +119,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         cancel.clone(),
     ));
     let (sender, mut receiver) = mpsc::unbounded_channel();
-    feed::start(&cluster.client(), None, &sender, &cancel);
+    feed::start(&cluster.client(), None, None, &sender, &cancel);
     let session = Session {
         context: super::console::EMBEDDED_CONTEXT.to_owned(),
         contexts: vec![super::console::EMBEDDED_CONTEXT.to_owned()],

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::data::Kind;
-use super::logs::one_line;
 use super::target::Target;
+use super::worded::Why;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
@@ -57,7 +57,7 @@ pub async fn read(client: &Client, target: &Target) -> Result<Value, String> {
     let object = api(client, target)
         .get(&target.name)
         .await
-        .map_err(|error| format!("cannot read {target}: {}", one_line(&error)))?;
+        .map_err(|error| format!("cannot read {target}: {}", Why::of(&error, None)))?;
     serde_json::to_value(object).map_err(|error| format!("cannot read {target}: {error}"))
 }
 
@@ -96,7 +96,7 @@ pub fn follow(
                 Some(Ok(watcher::Event::Delete(_))) => Ok(None),
                 Some(Err(error)) => Err(format!(
                     "cannot read {target}: {}",
-                    super::feed::describe(&error)
+                    Why::of_watch(&error, None)
                 )),
             };
             if sender.send(Action::Object(target.clone(), object)).is_err() {

@@ -6,6 +6,7 @@ use kube::Client;
 use kube::api::{Api, LogParams};
 
 use super::target::Target;
+use super::worded::Why;
 
 /// How many lines of each container the log view keeps: the last ones.
 pub const TAIL_LINES: i64 = 500;
@@ -17,7 +18,7 @@ pub async fn pod_log(client: &Client, pod: &Target) -> Result<Vec<String>, Strin
     let object = api
         .get(&pod.name)
         .await
-        .map_err(|error| format!("cannot read {pod}: {}", one_line(&error)))?;
+        .map_err(|error| format!("cannot read {pod}: {}", Why::of(&error, None)))?;
     let spec = object.spec.unwrap_or_default();
     let containers: Vec<String> = spec
         .init_containers
@@ -37,20 +38,8 @@ pub async fn pod_log(client: &Client, pod: &Target) -> Result<Vec<String>, Strin
         match api.logs(&pod.name, &params).await {
             Ok(text) if text.trim().is_empty() => lines.push("(no output)".to_owned()),
             Ok(text) => lines.extend(text.lines().map(|line| line.replace('\t', "    "))),
-            Err(error) => lines.push(format!("(log unavailable: {})", one_line(&error))),
+            Err(error) => lines.push(format!("(log unavailable: {})", Why::of(&error, None))),
         }
     }
     Ok(lines)
-}
-
-/// An API error in one line: the server's message when it sent one.
-pub(super) fn one_line(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
 }

@@ -5,6 +5,7 @@
 //! - [`app`] owns the state and turns every [`action::Action`] into state changes and [`app::Request`]s.
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
 //! - [`fleet`] follows every cluster of the kubeconfig at little cost, for the fleet view.
+//! - [`worded`] words every failure the console shows for a person.
 //! - [`screenshot`] turns a rendered frame into a PNG, for the screenshots the README shows.
 pub mod access;
 pub mod action;
@@ -19,11 +20,13 @@ pub mod kept;
 pub mod keymap;
 pub mod live;
 pub mod logs;
+pub mod reconnect;
 pub mod sample;
 pub mod screenshot;
 pub mod target;
 pub mod theme;
 pub mod ui;
 pub mod view;
+pub mod worded;
 pub mod writes;
 pub mod yaml;

@@ -37,7 +37,7 @@ async fn a_first_list_of_many_nodes_is_on_screen_with_its_first_page() {
     .expect("the embedded cluster starts");
     let (sender, mut actions) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
-    kmm_tui::tui::feed::start(&cluster.client(), None, &sender, &cancel);
+    kmm_tui::tui::feed::start(&cluster.client(), None, None, &sender, &cancel);
 
     // Every list of nodes the UI task receives, and whether it was a first list still arriving.
     let mut received: Vec<(bool, usize)> = Vec::new();
@@ -130,7 +130,7 @@ async fn lists_keep_what_panes_draw_and_the_yaml_view_follows_the_whole_object()
 
     let (sender, mut actions) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
-    kmm_tui::tui::feed::start(&client, None, &sender, &cancel);
+    kmm_tui::tui::feed::start(&client, None, None, &sender, &cancel);
     let listed = next_matching(&mut actions, |action| match action {
         Action::Data(KindSnapshot::Pods(pods)) if !pods.is_empty() => Some(pods),
         _ => None,

@@ -155,7 +155,11 @@ fn add_viewer(kubeconfig: &mut Kubeconfig, cluster: &EmbeddedCluster, name: &str
     let mut context = one
         .contexts
         .into_iter()
-        .find(|c| c.name == "viewer")
+        .find(|c| {
+            c.name
+                == kmm_cluster::kubeconfig::Names::new(kmm_cluster::kubeconfig::DEFAULT_NAME)
+                    .viewer_context()
+        })
         .expect("the viewer's context");
     let inner = context.context.as_mut().expect("a context");
     let user = inner.user.clone().expect("a user");
@@ -351,11 +355,13 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
         row(&app.rows.fleet, "north")
     );
 
-    // North comes back on its port with its state, but with new tokens: unauthorized until the kubeconfig has them.
+    // North comes back on its port with its state, but with its tokens rotated: unauthorized until the kubeconfig
+    // has the new ones.
     let north = loop {
         match EmbeddedCluster::start(EmbeddedOptions {
             state_dir: Some(north_state.clone()),
             listen: Some(std::net::SocketAddr::from(([127, 0, 0, 1], north_port))),
+            rotate_tokens: true,
             ..Default::default()
         })
         .await

@@ -10,4 +10,5 @@ mod panes;
 mod shim_writes;
 mod shims;
 mod support;
+mod worded;
 mod writes;

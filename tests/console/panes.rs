@@ -304,7 +304,11 @@ fn error_states() {
         let mut app = standard(size);
         app.update(Action::Feed(
             Kind::Pod,
-            FeedState::Failing("connection refused (retrying in 4s)".to_owned()),
+            FeedState::Failing(Why {
+                word: "forbidden",
+                detail: r#"forbidden: pods is forbidden: User "dev" cannot watch resource "pods""#
+                    .to_owned(),
+            }),
         ));
         let text = screen(&app);
         assert!(
@@ -312,6 +316,19 @@ fn error_states() {
             "{text}"
         );
         check("feed_failing", &app);
+
+        // A cluster that cannot be reached says so in the header and where its lists would be.
+        let mut app = console(size, 0, 0);
+        for kind in Kind::ALL {
+            app.update(Action::Feed(
+                kind,
+                FeedState::Failing(Why {
+                    word: "refused",
+                    detail: "connection refused at 10.0.0.1:6443".to_owned(),
+                }),
+            ));
+        }
+        check("cluster_unreachable", &app);
 
         let mut app = standard(size);
         open_detail(&mut app, "smartnic");

@@ -310,7 +310,7 @@ async fn a_cluster_without_the_shim_crd_has_no_shims_rather_than_a_failing_watch
         .expect("the Shim CRD is deleted");
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = tokio_util::sync::CancellationToken::new();
-    kmm_tui::tui::feed::start(&client, None, &sender, &cancel);
+    kmm_tui::tui::feed::start(&client, None, None, &sender, &cancel);
     let shims = tokio::time::timeout(std::time::Duration::from_secs(30), async {
         loop {
             match receiver.recv().await.expect("the feeds run") {

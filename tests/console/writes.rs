@@ -597,7 +597,10 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
     let kubeconfig = kube::config::Kubeconfig::from_yaml(cluster.kubeconfig().expect("served"))
         .expect("the kubeconfig parses");
     let options = kube::config::KubeConfigOptions {
-        context: Some("viewer".to_owned()),
+        context: Some(
+            kmm_cluster::kubeconfig::Names::new(kmm_cluster::kubeconfig::DEFAULT_NAME)
+                .viewer_context(),
+        ),
         ..Default::default()
     };
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
@@ -665,7 +668,7 @@ async fn the_viewer_context_sees_every_write_dimmed_from_the_servers_answers() {
     // Everything the console watches, the viewer may watch: every kind's list arrives, no watch fails.
     let (sender, mut actions) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
-    kmm_tui::tui::feed::start(&viewer, None, &sender, &cancel);
+    kmm_tui::tui::feed::start(&viewer, None, None, &sender, &cancel);
     let mut delivered = BTreeSet::new();
     let mut lease_seen = false;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);

@@ -377,9 +377,14 @@ fn a_kubeconfig_pointing_nowhere_shows_the_failure_and_stays_usable() {
     );
 
     let screen = console.wait_for(
-        "the header to report the failing watch",
+        "the header to say the cluster cannot be reached, and why",
         CONVERGE_LIMIT,
-        |screen| header(screen).contains("nowhere") && header(screen).contains("watch failing"),
+        |screen| {
+            header(screen).contains("nowhere")
+                && header(screen)
+                    .contains("cannot reach the cluster: connection refused at 127.0.0.1:1")
+                && screen.contains("Cannot reach the cluster: connection refused at 127.0.0.1:1")
+        },
     );
     assert!(
         !screen.contains("EMBEDDED"),

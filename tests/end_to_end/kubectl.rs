@@ -151,7 +151,8 @@ fn kubectl_exec_runs_in_the_simulated_node() {
     assert_eq!(code, Some(127));
     assert!(err.contains("vi: command not simulated"), "{err}");
     // Reading pods does not let one run commands in them: exec is authorized as `create` on `pods/exec`.
-    let (code, _, err) = run(&["--context", "viewer", "exec", "app", "--", "true"]);
+    // The state directory `state` names the cluster, and so its read-only context.
+    let (code, _, err) = run(&["--context", "state-viewer", "exec", "app", "--", "true"]);
     assert_ne!(code, Some(0));
     assert!(
         err.contains("cannot create resource \"pods/exec\""),

@@ -10,6 +10,7 @@ mod console_shims;
 mod crash;
 mod handoff_install;
 mod kubectl;
+mod manual;
 mod screen;
 mod serve;
 #[path = "../support/serve_process.rs"]

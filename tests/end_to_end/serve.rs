@@ -2,6 +2,8 @@
 
 mod certificates;
 mod full_disk;
+mod names;
+mod tokens;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

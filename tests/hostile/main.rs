@@ -146,7 +146,7 @@ async fn slow_and_idle_connections_are_closed() {
 async fn floods_leave_descriptors_bounded_and_honest_clients_served() {
     let (cluster, _turn) = serving().await;
     let raw = Raw::new(&cluster);
-    let honest = https_client(&cluster, kmm_cluster::kubeconfig::CONTEXT).await;
+    let honest = https_client(&cluster, kmm_cluster::kubeconfig::DEFAULT_NAME).await;
     let configmaps = Api::<ConfigMap>::namespaced(honest, "default");
     configmaps
         .list(&ListParams::default())

@@ -37,6 +37,18 @@ impl ServeProcess {
         scenario: &str,
         extra_args: &[&str],
     ) -> Self {
+        Self::start_listening(dir, state, log_name, scenario, "127.0.0.1:0", extra_args)
+    }
+
+    /// [`ServeProcess::start_scenario`] serving on `listen` (a restarted server keeps its port, as a real one does).
+    pub fn start_listening(
+        dir: &Path,
+        state: &Path,
+        log_name: &str,
+        scenario: &str,
+        listen: &str,
+        extra_args: &[&str],
+    ) -> Self {
         let kubeconfig = dir.join("kubeconfig");
         // A restarted server writes the file again: remove the old one so that waiting for it waits for the new one.
         let _ = std::fs::remove_file(&kubeconfig);
@@ -44,7 +56,7 @@ impl ServeProcess {
         let log_file = File::create(&log).expect("creating the server log");
         let child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
             .arg("serve")
-            .args(["--scenario", scenario, "--listen", "127.0.0.1:0"])
+            .args(["--scenario", scenario, "--listen", listen])
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .arg("--state-dir")

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use apiserver::ApiServer;
+use apiserver::auth::credentials::Credentials;
 use store::Store;
 
 /// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
@@ -49,6 +50,12 @@ pub struct EmbeddedOptions {
     /// What containers of the cluster's own image run in-process (the binary registers its `controller` command);
     /// such containers run as any other image's when None.
     pub own_image: Option<sim::OwnImagePrograms>,
+    /// What the kubeconfig names its cluster, users and contexts ([`kubeconfig::Names`]), so the kubeconfigs of
+    /// several clusters merge; [`kubeconfig::DEFAULT_NAME`] when None.
+    pub name: Option<String>,
+    /// Replace the tokens and signing key kept in the state directory with new ones: every kubeconfig and
+    /// ServiceAccount token handed out before stops working. Without a state directory they are new anyway.
+    pub rotate_tokens: bool,
 }
 
 /// A running embedded cluster.
@@ -83,7 +90,12 @@ impl EmbeddedCluster {
                 options.event_ttl.unwrap_or(DEFAULT_EVENT_TTL),
             )
             .context("reading when the stored Events were written")?;
-        let server = ApiServer::new(Arc::new(store));
+        let credentials = match &options.state_dir {
+            Some(dir) if options.rotate_tokens => Credentials::rotate(dir),
+            Some(dir) => Credentials::load_or_create(dir),
+            None => Ok(Credentials::random()),
+        }?;
+        let server = ApiServer::with_credentials(Arc::new(store), &credentials);
         server.start_controllers();
         // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
         let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
@@ -121,8 +133,11 @@ impl EmbeddedCluster {
                     admin: server.auth().admin_token(),
                     viewer: server.auth().viewer_token(),
                 };
+                let names = kubeconfig::Names::new(
+                    options.name.as_deref().unwrap_or(kubeconfig::DEFAULT_NAME),
+                );
                 let config =
-                    kubeconfig::render(&format!("https://{address}"), &tls.ca_pem, tokens)?;
+                    kubeconfig::render(&names, &format!("https://{address}"), &tls.ca_pem, tokens)?;
                 if let Some(warning) = exposure_warning(address) {
                     tracing::warn!("{warning}");
                 }

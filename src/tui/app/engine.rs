@@ -62,6 +62,10 @@ impl App {
         let own = self.session.engine_identity.as_deref();
         let place = holder.map(|holder| Place::of(holder, own));
         let foreground = self.session.engine == EngineMode::Foreground;
+        if self.data.unreachable().is_some() {
+            // The Lease cannot be read: who acts is not known, which is not the same as nobody acting.
+            return "engine: unknown (cannot reach the cluster)".to_owned();
+        }
         let mut summary = match (place, foreground) {
             (Some(Place::ThisConsole), _) => "engine: foreground".to_owned(),
             (Some(place), true) if !self.engine.handed_off => {
@@ -85,6 +89,9 @@ impl App {
     /// Who acts, in a word, for narrow headers: `engine:fg`, `engine:cluster`, `engine:console`, `engine:off`.
     pub fn engine_badge(&self) -> &'static str {
         let own = self.session.engine_identity.as_deref();
+        if self.data.unreachable().is_some() {
+            return "engine:?";
+        }
         match self.data.engine_holder(self.now).map(|h| Place::of(h, own)) {
             Some(Place::ThisConsole) => "engine:fg",
             Some(Place::Pod(_) | Place::Embedded) => "engine:cluster",

@@ -274,6 +274,9 @@ pub enum Request {
     Engine(EngineMove),
     /// Start following every cluster of the fleet, if not yet.
     OpenFleet,
+    /// The server refused the credentials: read the kubeconfig again (same file and context), make a new client
+    /// and restart the watches on it, no sooner than the backoff allows.
+    Reconnect,
 }
 
 /// Whether a command can run on the current selection.

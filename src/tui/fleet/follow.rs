@@ -26,6 +26,7 @@ use super::state::FleetChange;
 use crate::tui::action::{Action, EngineEvent};
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
+use crate::tui::worded;
 use kmm_engine::operators::{self, Upstream};
 use kmm_engine::{Family, nodes};
 
@@ -124,18 +125,18 @@ async fn follow(
     let mut retry = timing.retry_first;
     loop {
         let answered = match connect(&member).await {
-            Ok(client) => probe(&client, timing.probe_timeout)
+            Ok(connected) => probe(&connected, timing.probe_timeout)
                 .await
-                .map(|version| (client, version)),
+                .map(|version| (connected, version)),
             Err(why) => Err(why),
         };
         match answered {
-            Ok((client, version)) => {
+            Ok((connected, version)) => {
                 if !report(FleetChange::Reach(Reach::Reachable { version })) {
                     return;
                 }
                 retry = timing.retry_first;
-                let watched = watch_while_reachable(&client, &context, timing, &sender, &cancel);
+                let watched = watch_while_reachable(&connected, &context, timing, &sender, &cancel);
                 let Some(why) = watched.await else {
                     return;
                 };
@@ -157,10 +158,19 @@ async fn follow(
     }
 }
 
+/// A member's client and the `host:port` it talks to (None in-process), which failures name.
+struct Connected {
+    client: Client,
+    server: Option<String>,
+}
+
 /// A client for the member, with [`CONNECT_TIMEOUT`].
-async fn connect(member: &Member) -> Result<Client, Why> {
+async fn connect(member: &Member) -> Result<Connected, Why> {
     match &member.source {
-        Source::Client(client) => Ok(client.clone()),
+        Source::Client(client) => Ok(Connected {
+            client: client.clone(),
+            server: None,
+        }),
         Source::Kubeconfig(path) => {
             let kubeconfig = match path {
                 Some(path) => Kubeconfig::read_from(path),
@@ -175,16 +185,20 @@ async fn connect(member: &Member) -> Result<Client, Why> {
                 .await
                 .map_err(|error| Why::kubeconfig(&anyhow::Error::new(error)))?;
             config.connect_timeout = Some(CONNECT_TIMEOUT);
-            Client::try_from(config).map_err(|error| Why::of(&error))
+            let server = worded::server_of(&config);
+            let client =
+                Client::try_from(config).map_err(|error| Why::of(&error, server.as_deref()))?;
+            Ok(Connected { client, server })
         }
     }
 }
 
 /// The cluster's Kubernetes version, or why it did not say within `limit`.
-async fn probe(client: &Client, limit: Duration) -> Result<String, Why> {
-    match tokio::time::timeout(limit, client.apiserver_version()).await {
-        Err(_) => Err(Why::timeout(limit)),
-        Ok(Err(error)) => Err(Why::of(&error)),
+async fn probe(connected: &Connected, limit: Duration) -> Result<String, Why> {
+    let server = connected.server.as_deref();
+    match tokio::time::timeout(limit, connected.client.apiserver_version()).await {
+        Err(_) => Err(Why::timeout(limit, server)),
+        Ok(Err(error)) => Err(Why::of(&error, server)),
         Ok(Ok(info)) => Ok(info.git_version),
     }
 }
@@ -192,7 +206,7 @@ async fn probe(client: &Client, limit: Duration) -> Result<String, Why> {
 /// Run the member's watches and pass on what they find until the cluster stops answering (then why) or until
 /// `cancel` or the UI task is gone (then `None`).
 async fn watch_while_reachable(
-    client: &Client,
+    connected: &Connected,
     context: &str,
     timing: Timing,
     sender: &UnboundedSender<Action>,
@@ -201,9 +215,11 @@ async fn watch_while_reachable(
     let watches = cancel.child_token();
     let _stop_watches = watches.clone().drop_guard();
     let (inner, mut found) = mpsc::unbounded_channel();
-    feed::start_counted(client, &inner, &watches);
+    let client = &connected.client;
+    feed::start_counted(client, connected.server.as_deref(), &inner, &watches);
     tokio::spawn(count_nodes(
         client.clone(),
+        connected.server.clone(),
         context.to_owned(),
         sender.clone(),
         watches.clone(),
@@ -221,7 +237,7 @@ async fn watch_while_reachable(
         let action = tokio::select! {
             () = cancel.cancelled() => return None,
             _ = probes.tick() => {
-                if let Err(why) = probe(client, timing.probe_timeout).await {
+                if let Err(why) = probe(connected, timing.probe_timeout).await {
                     return Some(why);
                 }
                 continue;
@@ -237,7 +253,7 @@ async fn watch_while_reachable(
             return None;
         }
         // A failing watch is either this cluster going away or a kind it refuses; `/version` tells which.
-        if failing && let Err(why) = probe(client, timing.probe_timeout).await {
+        if failing && let Err(why) = probe(connected, timing.probe_timeout).await {
             return Some(why);
         }
     }
@@ -258,6 +274,7 @@ fn fleet_change(action: Action) -> Option<FleetChange> {
 /// is reported like the other kinds' (a user who may not list nodes sees why the count never comes).
 async fn count_nodes(
     client: Client,
+    server: Option<String>,
     context: String,
     sender: UnboundedSender<Action>,
     stop: CancellationToken,
@@ -296,7 +313,7 @@ async fn count_nodes(
                     // The watch retries with backoff; whether the cluster answers is the probe's to judge.
                     Some(Err(error)) => {
                         failing = true;
-                        let state = FeedState::Failing(error.to_string());
+                        let state = FeedState::Failing(Why::of_watch(&error, server.as_deref()));
                         if !report(FleetChange::Feed(Kind::Node, state)) {
                             return;
                         }

@@ -76,7 +76,10 @@ pub fn changes() -> Vec<(String, FleetChange)> {
     ));
     changes.push((
         "prod-west",
-        unreachable("TLS", "invalid peer certificate: UnknownIssuer"),
+        unreachable(
+            "TLS",
+            "TLS failure with 10.20.0.4:6443: the server's certificate is not signed by the kubeconfig's CA",
+        ),
     ));
     changes.push(("staging", reachable("v1.30.6")));
     changes.extend(counted(3, 6, false).into_iter().map(|c| ("staging", c)));
@@ -94,10 +97,7 @@ pub fn changes() -> Vec<(String, FleetChange)> {
     ));
     changes.push((
         "edge-lab",
-        unreachable(
-            "refused",
-            "tcp connect error: Connection refused (os error 111)",
-        ),
+        unreachable("refused", "connection refused at 192.168.56.10:6443"),
     ));
     changes.push(("dev", reachable("v1.31.0")));
     changes.extend(
@@ -112,7 +112,13 @@ pub fn changes() -> Vec<(String, FleetChange)> {
         .map(|empty| ("dev", FleetChange::Data(empty))),
     );
     changes.push(("dev", FleetChange::Nodes { ready: 1, total: 1 }));
-    changes.push(("qa", unreachable("unauthorized", "HTTP 401: Unauthorized")));
+    changes.push((
+        "qa",
+        unreachable(
+            "unauthorized",
+            "the server rejected the credentials (401): the kubeconfig's token is no longer valid",
+        ),
+    ));
     changes
         .into_iter()
         .map(|(context, change)| (context.to_owned(), change))

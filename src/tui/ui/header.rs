@@ -83,9 +83,16 @@ fn spans(app: &App, form: Form) -> Vec<Span<'static>> {
     if let Some(namespace) = &app.namespace {
         spans.push(Span::styled(format!(" ns:{namespace} "), theme.accent()));
     }
-    if let Some((kind, message)) = app.data.failure() {
+    if let Some(why) = app.data.unreachable() {
         spans.push(Span::styled(
-            format!(" {kind} watch failing: {message} "),
+            format!(" cannot reach the cluster: {why} "),
+            theme.error(),
+        ));
+    } else if let Some(trouble) = app.credentials_trouble() {
+        spans.push(Span::styled(format!(" {trouble} "), theme.error()));
+    } else if let Some((kind, why)) = app.data.failure() {
+        spans.push(Span::styled(
+            format!(" {kind} watch failing: {why} "),
             theme.error(),
         ));
     } else if !app.data.loaded() {

@@ -109,6 +109,10 @@ impl ListTable<'_> {
             // Before every list has arrived, an empty list may only not have arrived yet.
             let message = if !filter.is_empty() {
                 format!("No rows match /{filter} (esc clears the filter)")
+            } else if let Some(why) = app.data.unreachable() {
+                format!("Cannot reach the cluster: {why}. Retrying until it answers")
+            } else if let Some(trouble) = app.credentials_trouble() {
+                format!("Nothing can be listed: {trouble}")
             } else if app.data.loaded() {
                 self.empty.to_owned()
             } else {

@@ -269,17 +269,26 @@ mod tests {
         listed(&mut fleet, "a", 1, 1);
         fleet.apply(
             "a",
-            FleetChange::Feed(Kind::Shim, FeedState::Failing("HTTP 403".to_owned())),
+            FleetChange::Feed(
+                Kind::Shim,
+                FeedState::Failing(Why {
+                    word: "forbidden",
+                    detail: "forbidden: shims is forbidden".to_owned(),
+                }),
+            ),
             at(0),
         );
         let failing = rows_of(&fleet);
         assert_eq!(failing[0].state, "watch failing");
         assert_eq!(failing[0].attention, Attention::Degraded);
-        assert_eq!(failing[0].detail, "Shim watch failing: HTTP 403");
+        assert_eq!(
+            failing[0].detail,
+            "Shim watch failing: forbidden: shims is forbidden"
+        );
         let refused = || {
             FleetChange::Reach(Reach::Unreachable(Why {
                 word: "refused",
-                detail: "Connection refused".to_owned(),
+                detail: "connection refused at 10.0.0.1:6443".to_owned(),
             }))
         };
         fleet.apply("a", refused(), at(10));
@@ -287,6 +296,9 @@ mod tests {
         let later = rows(&fleet, "a", None, at(130));
         assert_eq!(later[0].state, "refused");
         assert_eq!(later[0].attention, Attention::Unreachable);
-        assert_eq!(later[0].detail, "Connection refused (for 2m)");
+        assert_eq!(
+            later[0].detail,
+            "connection refused at 10.0.0.1:6443 (for 2m)"
+        );
     }
 }

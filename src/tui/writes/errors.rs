@@ -1,21 +1,21 @@
 //! What went wrong with a write, in words for the footer: the API server's `Status` (403, 404, 409, 422 with its
 //! field-level causes) or the network's failure.
 
-use std::error::Error as _;
-
 use kube::core::Status;
 
 use super::{FieldError, WriteError};
 use crate::tui::target::Target;
+use crate::tui::worded::Why;
 
 /// A write on `target` failed with `error`.
 pub fn from_kube(error: &kube::Error, target: &Target) -> WriteError {
     match error {
         kube::Error::Api(status) => from_status(status, target),
-        kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            WriteError::local(format!("cannot reach the cluster: {}", inner_causes(error)))
-        }
-        other => WriteError::local(format!("{target}: {}", inner_causes(other))),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => WriteError::local(format!(
+            "cannot reach the cluster: {}",
+            Why::of(error, None)
+        )),
+        other => WriteError::local(format!("{target}: {}", Why::of(other, None))),
     }
 }
 
@@ -45,25 +45,6 @@ pub fn from_status(status: &Status, target: &Target) -> WriteError {
         message,
         fields,
         code: (status.code != 0).then_some(status.code),
-    }
-}
-
-/// The error's causes, innermost last, without the client's own wrapper words ("ServiceError: ...") where there
-/// is something more specific underneath.
-fn inner_causes(error: &kube::Error) -> String {
-    let mut texts: Vec<String> = Vec::new();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if texts.last() != Some(&text) {
-            texts.push(text);
-        }
-        next = cause.source();
-    }
-    if texts.is_empty() {
-        error.to_string()
-    } else {
-        texts.join(": ")
     }
 }
 

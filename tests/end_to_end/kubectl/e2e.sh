@@ -409,7 +409,9 @@ left=$(kubectl get gd -n kmm-e2e-doomed -o name)
 expect_eq "its custom resources are gone" "" "$left"
 
 step "authorization: the viewer context, impersonation, access reviews and ServiceAccount tokens"
-viewer() { kubectl --context viewer -n "$NS" "$@"; }
+# serve names the read-only context after its cluster: <current context>-viewer.
+VIEWER_CONTEXT="$(kubectl config current-context)-viewer"
+viewer() { kubectl --context "$VIEWER_CONTEXT" -n "$NS" "$@"; }
 expect_eq "the viewer context reads" "configmap/alpha" "$(viewer get cm alpha -o name)"
 expect_fail "configmaps \"alpha\" is forbidden: User \"kmm-tui-viewer\" cannot delete resource \"configmaps\" in API group \"\" in the namespace \"$NS\"" viewer delete cm alpha
 expect_eq "the refused delete left it alone" "configmap/alpha" "$(k get cm alpha -o name)"

@@ -89,6 +89,15 @@ impl ApiServer {
     /// Serve `store`, registering every CRD it already holds. Background controllers (garbage collection,
     /// namespace deletion) start with [`ApiServer::start_controllers`].
     pub fn new(store: Arc<Store>) -> Self {
+        Self::with_credentials(store, &auth::credentials::Credentials::random())
+    }
+
+    /// [`ApiServer::new`] accepting the tokens and signing key of `credentials`, those a state directory keeps, so
+    /// a restarted server accepts what it handed out before.
+    pub fn with_credentials(
+        store: Arc<Store>,
+        credentials: &auth::credentials::Credentials,
+    ) -> Self {
         let registry = Registry::with_builtins();
         let crd_key =
             registry::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
@@ -98,7 +107,7 @@ impl ApiServer {
                 Err(e) => tracing::warn!(crd = crd.name(), "stored CRD cannot be served: {e}"),
             }
         }
-        let auth = Auth::new(store.clone());
+        let auth = Auth::with_credentials(store.clone(), credentials);
         let shutdown = CancellationToken::new();
         let inner = Inner {
             auth,

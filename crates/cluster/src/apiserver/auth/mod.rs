@@ -3,6 +3,7 @@
 //! administrator. Every request, however it arrived, is then authorized by RBAC ([`authorizer`]).
 
 pub mod authorizer;
+pub mod credentials;
 pub mod escalation;
 pub mod identity;
 pub mod roles;
@@ -17,6 +18,7 @@ use super::registry::ResourceKey;
 use super::request::{Endpoint, Query, Verb};
 use crate::store::Store;
 use authorizer::Authorizer;
+use credentials::Credentials;
 use identity::{UserInfo, parse_service_account, service_account_user};
 use rules::{Attributes, ResourceAttributes};
 use tokens::{Binding, Claims, Reference, TokenSigner};
@@ -45,12 +47,18 @@ pub struct Auth {
 }
 
 impl Auth {
-    /// Fresh random tokens and signing key; the authorizer follows `store`.
-    pub fn new(store: std::sync::Arc<Store>) -> Self {
+    /// The tokens and signing key of `credentials` (those a state directory keeps across restarts); the
+    /// authorizer follows `store`.
+    pub fn with_credentials(store: std::sync::Arc<Store>, credentials: &Credentials) -> Self {
+        let signer = match credentials.signing_key() {
+            Ok(key) => TokenSigner::from_key(&key),
+            // Loaded credentials are checked before they get here; a key that is not one signs nothing anyone holds.
+            Err(_) => TokenSigner::random(),
+        };
         Self {
-            admin_token: random_token(),
-            viewer_token: random_token(),
-            signer: TokenSigner::random(),
+            admin_token: credentials.admin_token.clone(),
+            viewer_token: credentials.viewer_token.clone(),
+            signer,
             authorizer: Authorizer::new(store),
         }
     }

@@ -1,7 +1,8 @@
 //! ServiceAccount tokens: compact JWTs (HS256) the server signs on a TokenRequest and checks on every request.
 //!
-//! Only the server that issued a token ever validates it, so a symmetric key is enough; it is random per server
-//! start, which makes every token issued before a restart invalid, as a rotated signing key would.
+//! Only the server that issued a token ever validates it, so a symmetric key is enough. A server with a state
+//! directory keeps its key there ([`super::credentials`]), so the tokens it issued outlive a restart until the key
+//! is rotated; without one the key is random per start.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -88,6 +89,13 @@ impl TokenSigner {
         rand::rng().fill_bytes(&mut secret);
         Self {
             key: hmac::Key::new(hmac::HMAC_SHA256, &secret),
+        }
+    }
+
+    /// A signer with `key` (kept across restarts).
+    pub fn from_key(key: &[u8]) -> Self {
+        Self {
+            key: hmac::Key::new(hmac::HMAC_SHA256, key),
         }
     }
 
