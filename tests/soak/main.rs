@@ -5,6 +5,7 @@
 //! `cargo bench --bench soak`.
 
 mod harness;
+mod memory_rule;
 
 use std::time::Duration;
 

@@ -27,7 +27,7 @@ mod convergence;
 mod engines;
 mod faults;
 mod invariants;
-mod memory;
+pub mod memory;
 mod operator;
 mod server;
 mod workload;

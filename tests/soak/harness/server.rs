@@ -1,10 +1,10 @@
 //! The API server under test: a `kmm-tui serve` process on a fixed loopback port and a durable state directory,
 //! killed with SIGKILL and started again on both, and the clients every part of the soak reaches it with.
 //!
-//! A restarted server keeps its store, TLS material and port, but not its bearer tokens (they are made at start and
-//! written only into the kubeconfig). So clients present the token through a [`Link`] the server side updates from
-//! each new kubeconfig; while the server is down the link has no token and requests fail at once, as they would
-//! against a closed port.
+//! A restarted server keeps its store, TLS material, port and bearer tokens. Clients still present the token
+//! through a [`Link`] the server side updates from each new kubeconfig, so a server started with other tokens
+//! (`--rotate-tokens`) would be followed too; while the server is down the link has no token and requests fail at
+//! once, as they would against a closed port.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
