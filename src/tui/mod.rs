@@ -19,6 +19,7 @@ pub mod kept;
 pub mod keymap;
 pub mod live;
 pub mod logs;
+pub mod prompt;
 pub mod sample;
 pub mod screenshot;
 pub mod target;
