@@ -255,44 +255,38 @@ fn rebuild(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) 
             })
             .unwrap_or_default();
     }
-    let groups: [(&str, fn(&ModuleImageSpec) -> bool); 4] = [
-        ("each built and signed if the registry lacks it", |s| {
-            s.build.is_some() && s.sign.is_some()
-        }),
-        ("each built if the registry lacks it", |s| {
-            s.build.is_some() && s.sign.is_none()
-        }),
-        ("each signed if the registry lacks the signed image", |s| {
-            s.build.is_none() && s.sign.is_some()
-        }),
-        (
-            "checked again only: no build or sign section, so a missing image is reported, not built",
-            |s| s.build.is_none() && s.sign.is_none(),
-        ),
-    ];
+    // Images grouped by what happens to them, in the order they come.
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for spec in images {
+        let outcome = rebuild_outcome(spec);
+        match groups.iter_mut().find(|(what, _)| *what == outcome) {
+            Some((_, listed)) => listed.push(with_kernel(spec)),
+            None => groups.push((outcome, vec![with_kernel(spec)])),
+        }
+    }
     groups
-        .iter()
-        .filter_map(|(what, belongs)| {
-            let names_of: Vec<String> = images
-                .iter()
-                .filter(|spec| belongs(spec))
-                .map(|spec| with_kernel(spec))
-                .collect();
-            (!names_of.is_empty()).then(|| {
-                let verb = if names_of.len() == 1 { "is" } else { "are" };
-                let checked = if what.starts_with("checked") {
-                    String::new()
-                } else {
-                    "checked again, ".to_owned()
-                };
-                format!(
-                    "{} {verb} {checked}{what}: {}",
-                    count(names_of.len(), "image"),
-                    names(&names_of)
-                )
-            })
+        .into_iter()
+        .map(|(what, listed)| {
+            let verb = if listed.len() == 1 { "is" } else { "are" };
+            format!(
+                "{} {verb} {what}: {}",
+                count(listed.len(), "image"),
+                names(&listed)
+            )
         })
         .collect()
+}
+
+/// What a rebuild does with one image, by the recipes it has.
+fn rebuild_outcome(spec: &ModuleImageSpec) -> &'static str {
+    match (spec.build.is_some(), spec.sign.is_some()) {
+        (true, true) => "checked again, each built and signed if the registry lacks it",
+        (true, false) => "checked again, each built if the registry lacks it",
+        (false, true) => "checked again, each signed if the registry lacks the signed image",
+        (false, false) => {
+            "checked again only: no build or sign section, so a missing image is reported, not built"
+        }
+    }
 }
 
 /// What a recheck does: a pull pod checks each image again; nothing is built.
