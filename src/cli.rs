@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use kmm_cluster::sim::scenario::Scenario;
 use kmm_engine::{Family, LeaseConfig};
 use kmm_tui::controller::{ControllerArgs, EngineArgs, ImageArgs, parse_duration};
 use kmm_tui::tui::app::EngineMode;
@@ -41,8 +42,13 @@ pub(crate) struct ConsoleArgs {
     /// Show only this namespace's Modules, images, pods and events.
     #[arg(long, short = 'n', value_name = "NS")]
     pub(crate) namespace: Option<String>,
-    /// The embedded cluster's scenario: demo, large, chaos, empty, or a scenario file. Implies --embedded.
-    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    // The help lists the built-in scenarios from the table that loads them.
+    #[arg(
+        long,
+        value_name = "NAME|FILE",
+        conflicts_with_all = ["kubeconfig", "context"],
+        help = scenario_help("Implies --embedded.")
+    )]
     pub(crate) scenario: Option<String>,
     /// Serve the embedded cluster on a loopback port and write a kubeconfig for it here, so kubectl can watch
     /// alongside. Implies --embedded.
@@ -208,9 +214,13 @@ pub(crate) struct ServeArgs {
     /// handed out before stops working (401), and the kubeconfig written now is the one to use.
     #[arg(long, requires = "state_dir")]
     pub(crate) rotate_tokens: bool,
-    /// The simulated nodes, registry and faults: a built-in scenario (demo, large, chaos, empty) or a scenario
-    /// file (see the README for the format).
-    #[arg(long, value_name = "NAME|FILE", default_value = "demo")]
+    // The help lists the built-in scenarios from the table that loads them.
+    #[arg(
+        long,
+        value_name = "NAME|FILE",
+        default_value = "demo",
+        help = scenario_help("It sets the simulated nodes, registry and faults (see the README for the file format).")
+    )]
     pub(crate) scenario: String,
     /// How long an Event lives after its last write before it is deleted (e.g. `90s`, `30m`, `1h`), as
     /// kube-apiserver's `--event-ttl`. 1h by default.
@@ -260,10 +270,11 @@ pub(crate) struct TargetArgs {
     pub(crate) context: Option<String>,
 }
 
-/// Where the controller goes and which Lease it elects on: what `install` and `uninstall` share.
+/// Where the controller goes and which Lease it elects on: what `install` and `uninstall` share. The namespace's
+/// help differs: install creates it, uninstall deletes it.
 #[derive(Args)]
 pub(crate) struct PlacementArgs {
-    /// Namespace of the controller's Deployment and ServiceAccount (created unless it is one every cluster has).
+    // `install` and `uninstall` each word its help for what they do with it.
     #[arg(long, short = 'n', value_name = "NS", default_value = kmm_tui::install::DEFAULT_NAMESPACE)]
     pub(crate) namespace: String,
     /// Namespace of the Lease that elects the acting engine: the console's foreground engine uses the same one.
@@ -274,7 +285,11 @@ pub(crate) struct PlacementArgs {
     pub(crate) lease_name: String,
 }
 
+/// `install`'s options.
 #[derive(Args)]
+#[command(mut_arg("namespace", |arg| arg.help(
+    "Namespace of the controller's Deployment and ServiceAccount (created unless it is one every cluster has, such as kube-system)"
+)))]
 pub(crate) struct InstallArgs {
     #[command(flatten)]
     pub(crate) placement: PlacementArgs,
@@ -302,7 +317,11 @@ pub(crate) struct InstallArgs {
     pub(crate) target: TargetArgs,
 }
 
+/// `uninstall`'s options.
 #[derive(Args)]
+#[command(mut_arg("namespace", |arg| arg.help(
+    "Namespace install put the controller in: deleted with everything in it, unless it is one every cluster has (such as kube-system), where only kmm-tui's objects are deleted"
+)))]
 pub(crate) struct UninstallArgs {
     #[command(flatten)]
     pub(crate) placement: PlacementArgs,
@@ -317,6 +336,15 @@ pub(crate) struct UninstallArgs {
     pub(crate) apply: bool,
     #[command(flatten)]
     pub(crate) target: TargetArgs,
+}
+
+/// The help of `--scenario`: the built-in scenarios, named by the table that loads them so the list cannot drift,
+/// then `tail`.
+fn scenario_help(tail: &str) -> String {
+    format!(
+        "The embedded cluster's scenario: a built-in one ({}) or a scenario file. {tail}",
+        Scenario::built_in_names().join(", ")
+    )
 }
 
 impl PlacementArgs {
@@ -340,5 +368,47 @@ impl PlacementArgs {
             replicas,
             service_monitor: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// The long help of `path` (subcommand names), as `--help` prints it.
+    fn help(path: &[&str]) -> String {
+        let mut command = Cli::command();
+        command.build();
+        let mut found = &mut command;
+        for name in path {
+            found = found
+                .find_subcommand_mut(name)
+                .unwrap_or_else(|| panic!("no subcommand {name}"));
+        }
+        found.render_long_help().to_string()
+    }
+
+    #[test]
+    fn scenario_help_lists_every_built_in_scenario() {
+        for path in [&[][..], &["serve"][..]] {
+            let text = help(path);
+            for name in Scenario::built_in_names() {
+                assert!(text.contains(name), "{path:?} lacks {name}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_namespace_help_says_what_install_and_uninstall_do_with_it() {
+        let install = help(&["install"]);
+        assert!(install.contains("created unless"), "{install}");
+        let uninstall = help(&["uninstall"]);
+        assert!(!uninstall.contains("created unless"), "{uninstall}");
+        assert!(
+            uninstall.contains("deleted with everything in it"),
+            "{uninstall}"
+        );
     }
 }

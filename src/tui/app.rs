@@ -215,7 +215,21 @@ impl App {
     }
 
     /// Apply one message. Returns whether the screen must be redrawn.
+    ///
+    /// A footer message belongs to the pane it was said on: when the message moves the console to another pane, a
+    /// message said before it is cleared (one said while moving is about the new pane, and stays).
     pub fn update(&mut self, action: Action) -> bool {
+        let view = self.view().clone();
+        let status = self.status.clone();
+        let redraw = self.apply(action);
+        if self.view() != &view && self.status == status {
+            self.status = None;
+        }
+        redraw
+    }
+
+    /// Apply one message to the state. Returns whether the screen must be redrawn.
+    fn apply(&mut self, action: Action) -> bool {
         match action {
             Action::Terminal(TerminalEvent::Key(key)) => {
                 if key.kind == KeyEventKind::Release {
@@ -508,13 +522,9 @@ impl App {
         )
     }
 
-    /// Lines of the help view: a heading and a blank line per section, plus one line per binding.
+    /// Lines of the help view, as it draws them.
     pub fn help_lines(&self) -> usize {
-        self.keymap
-            .help_sections()
-            .iter()
-            .map(|section| section.hints.len() + 2)
-            .sum()
+        super::ui::help::line_count(self)
     }
 }
 

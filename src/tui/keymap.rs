@@ -1,6 +1,8 @@
 //! Named console commands, the key chords that trigger them, and the hint bar and help generated from those
 //! bindings, so a remapped key shows up everywhere the console mentions it.
 //!
+//! Every command knows the [`Pane`]s it acts on, so the hint bar offers it only there.
+//!
 //! Every command belongs to a [`Scope`]: global commands work in every pane, table commands in tables and text
 //! views, dialog commands in confirmation dialogs. A pane asks [`Keymap::command_for`] with its own scope; keys of
 //! that scope win over global keys, which is how `esc` cancels a dialog but goes back everywhere else.
@@ -16,6 +18,7 @@
 
 mod chord;
 mod command;
+mod pane;
 
 use std::collections::HashMap;
 
@@ -24,6 +27,7 @@ use toml_edit::{Document, Item, Value};
 
 pub use chord::{KeyChord, ParseKeyError};
 pub use command::{Command, UnknownCommand};
+pub use pane::Pane;
 
 /// Where a command applies; help groups commands by scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -20,6 +20,7 @@ pub mod kept;
 pub mod keymap;
 pub mod live;
 pub mod logs;
+pub mod prompt;
 pub mod reconnect;
 pub mod sample;
 pub mod screenshot;

@@ -247,6 +247,30 @@ fn help_view() {
 }
 
 #[test]
+fn help_lists_every_prompt_command_and_the_action_names_of_keymap_files() {
+    let mut app = standard((120, 200));
+    press(&mut app, KeyCode::Char('?'));
+    let text = screen(&app);
+    for command in &kmm_tui::tui::prompt::PROMPT_COMMANDS {
+        assert!(
+            text.contains(&command.usage()),
+            "{} missing:\n{text}",
+            command.usage()
+        );
+    }
+    for command in kmm_tui::tui::keymap::Command::ALL {
+        assert!(
+            text.contains(command.as_str()),
+            "{command} missing:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("A keymap file binds keys by the names"),
+        "{text}"
+    );
+}
+
+#[test]
 fn command_prompt_with_completion() {
     for size in SIZES {
         let mut app = standard(size);
@@ -537,6 +561,15 @@ fn shim_detail_pane() {
             "{text}"
         );
         assert!(text.contains("batch 1 by kmm-tui-console"), "{text}");
+        // Every node gets the same archive: it is said once, and the table leaves its room to WHY.
+        let artifact = &detail.nodes[0].artifact;
+        assert_eq!(detail.shared_artifact.as_ref(), Some(artifact));
+        assert!(!text.contains("ARTIFACT"), "{text}");
+        if size.0 >= 120 {
+            assert_eq!(text.matches(artifact.as_str()).count(), 1, "{text}");
+        } else {
+            assert!(text.contains(" archive "), "{text}");
+        }
         check("shim_detail_awaiting", &app);
 
         let mut app = standard(size);

@@ -327,3 +327,48 @@ fn rollout_keys_show_only_where_they_apply_and_can_be_remapped() {
         Mode::Confirm(WriteRequest::ApproveBatch { batch: 2, .. })
     ));
 }
+
+#[test]
+fn the_hint_bar_offers_only_the_keys_that_act_on_the_pane() {
+    let mut app = console(false, Keymap::default());
+    for (pane, absent) in [
+        ("nodes", &[Command::Rebuild, Command::Recheck][..]),
+        ("day0", &[Command::Recheck][..]),
+        ("engine", &[Command::Rebuild, Command::Recheck][..]),
+        (
+            "events",
+            &[Command::Rebuild, Command::Recheck, Command::Yaml][..],
+        ),
+    ] {
+        command(&mut app, pane);
+        for command in absent {
+            assert!(!app.applies(*command), ":{pane} offers {command}");
+        }
+    }
+    command(&mut app, "modules");
+    assert!(app.applies(Command::Rebuild) && app.applies(Command::Recheck));
+}
+
+#[test]
+fn a_footer_message_clears_when_the_pane_changes() {
+    let mut app = console(false, Keymap::default());
+    select_shim(&mut app, "lunatic");
+    press(&mut app, KeyCode::Char('A'));
+    assert!(
+        status(&app).contains("waits for no approval"),
+        "{}",
+        status(&app)
+    );
+    // Moving within the pane keeps it.
+    press(&mut app, KeyCode::Char('j'));
+    assert!(
+        status(&app).contains("waits for no approval"),
+        "{}",
+        status(&app)
+    );
+    command(&mut app, "caches");
+    assert_eq!(status(&app), "");
+    // A message said on the new pane shows there.
+    command(&mut app, "ns kmm-net");
+    assert_eq!(status(&app), "Namespace kmm-net");
+}

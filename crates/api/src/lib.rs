@@ -20,6 +20,7 @@ pub mod errors;
 pub mod imagecache;
 pub mod kmm;
 pub mod lease;
+pub mod plural;
 mod schema;
 pub mod shim;
 pub mod validation;

@@ -29,16 +29,6 @@ impl App {
         matches!(self.view(), View::Caches | View::CacheDetail(_))
     }
 
-    /// Whether `command` means something here as far as caches go: purge only in the cache views, rebuild
-    /// everywhere else.
-    pub(super) fn cache_applies(&self, command: Command) -> bool {
-        match command {
-            Command::Purge => self.in_cache_views(),
-            Command::Rebuild => !self.in_cache_views(),
-            _ => true,
-        }
-    }
-
     /// Build the open cache's detail again, when the lists it is made of changed.
     pub(super) fn refresh_cache_detail(&mut self) {
         let View::CacheDetail(target) = self.view() else {

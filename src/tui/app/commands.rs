@@ -19,14 +19,9 @@ impl App {
         }
     }
 
-    /// Whether a command means something in the current view: the hint bar lists only those.
+    /// Whether a command means something in the current view, as the keymap knows it: the hint bar lists only those.
     pub fn applies(&self, command: Command) -> bool {
-        self.shim_applies(command)
-            && self.cache_applies(command)
-            && self.day0_applies(command)
-            && self.engine_applies(command)
-            && self.preflight_applies(command)
-            && self.fleet_applies(command)
+        command.acts_on(self.view().pane())
     }
 
     /// Run `command` on the current view and selection.

@@ -105,11 +105,6 @@ impl App {
         }
     }
 
-    /// Whether a command means something in the Day-0 views: a recheck belongs to Modules.
-    pub(super) fn day0_applies(&self, command: Command) -> bool {
-        !(command == Command::Recheck && self.in_day0_views())
-    }
-
     /// Whether the selected ModuleDay0's image can be rebuilt, and if not, why: nothing selected, no image work
     /// under way (the engine keeps a ModuleImagesConfig only while the pool is not on the image), read-only, or
     /// not permitted.

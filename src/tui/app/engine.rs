@@ -291,11 +291,6 @@ impl App {
         }
     }
 
-    /// Whether `command` belongs here: hand-off and take-over only in the `:engine` view.
-    pub(super) fn engine_applies(&self, command: Command) -> bool {
-        !matches!(command, Command::HandOff | Command::TakeOver) || self.view() == &View::Engine
-    }
-
     /// The candidates list's rows, for selection.
     pub(super) fn engine_visible(&self, visible: &mut HashMap<ListId, Vec<usize>>) {
         visible.insert(ListId::Engine, (0..self.engine.seen.len()).collect());

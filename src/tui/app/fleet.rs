@@ -3,7 +3,6 @@
 
 use super::{App, ListId, Request, Severity, View};
 use crate::tui::fleet::state::{Fleet, FleetChange};
-use crate::tui::keymap::Command;
 use crate::tui::view::fleet::{self as fleet_rows, FleetRow};
 
 impl App {
@@ -112,30 +111,5 @@ impl App {
         } else {
             vec![view]
         };
-    }
-
-    /// In the fleet view only moving, filtering, entering a cluster and the global keys mean something: the
-    /// object commands act on a cluster's panes.
-    pub(super) fn fleet_applies(&self, command: Command) -> bool {
-        self.view() != &View::Fleet
-            || !matches!(
-                command,
-                Command::Yaml
-                    | Command::Edit
-                    | Command::Rebuild
-                    | Command::Recheck
-                    | Command::Purge
-                    | Command::Delete
-                    | Command::Approve
-                    | Command::PauseResume
-                    | Command::Retry
-                    | Command::Logs
-                    | Command::HandOff
-                    | Command::TakeOver
-                    | Command::NextPane
-                    | Command::PrevPane
-                    | Command::Left
-                    | Command::Right
-            )
     }
 }

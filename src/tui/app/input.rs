@@ -2,6 +2,7 @@
 
 use crate::tui::editor::EditorEvent;
 use crate::tui::keymap::{Command, Scope};
+use crate::tui::prompt::{self, PromptAction};
 use crate::tui::writes::WriteRequest;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -149,23 +150,7 @@ impl App {
     /// The `:` commands that start with what was typed, for `tab` and the prompt's suggestion.
     pub fn completions(&self, typed: &str) -> Vec<String> {
         let typed = typed.trim_start();
-        let mut words: Vec<String> = View::ROOTS
-            .iter()
-            .map(|(name, _)| (*name).to_owned())
-            .chain(
-                [
-                    "help",
-                    "q",
-                    "quit",
-                    "ns",
-                    "ctx",
-                    "engine",
-                    "preflight",
-                    "fleet",
-                ]
-                .map(str::to_owned),
-            )
-            .collect();
+        let mut words: Vec<String> = prompt::words().map(str::to_owned).collect();
         if let Some(partial) = typed.strip_prefix("ctx ") {
             words = self
                 .session
@@ -210,33 +195,40 @@ impl App {
         let (word, argument) = line
             .split_once(char::is_whitespace)
             .map_or((line, ""), |(w, a)| (w, a.trim()));
-        if word == "preflight" {
-            self.views = vec![View::Preflight];
-            self.refresh_open_view();
-            self.refresh_visible();
-            if !argument.is_empty() {
-                self.validate_kernel(argument);
+        if word.is_empty() {
+            return;
+        }
+        let Some(command) = prompt::find(word) else {
+            self.set_status(
+                Severity::Error,
+                format!("Unknown command :{word} (try {})", prompt::names()),
+            );
+            return;
+        };
+        match command.action {
+            PromptAction::Modules => self.show_root(View::Modules),
+            PromptAction::Images => self.show_root(View::Images),
+            PromptAction::Nodes => self.show_root(View::Nodes),
+            PromptAction::Events => self.show_root(View::Events),
+            PromptAction::Shims => self.show_root(View::Shims),
+            PromptAction::Caches => self.show_root(View::Caches),
+            PromptAction::Day0 => self.show_root(View::Day0s),
+            PromptAction::Preflight => {
+                self.views = vec![View::Preflight];
+                self.refresh_open_view();
+                self.refresh_visible();
+                if !argument.is_empty() {
+                    self.validate_kernel(argument);
+                }
             }
-            return;
-        }
-        if let Some((_, view)) = View::ROOTS
-            .iter()
-            .find(|(name, _)| *name == word || (word.len() >= 2 && name.starts_with(word)))
-        {
-            self.set_root(view.clone());
-            self.refresh_open_view();
-            self.refresh_visible();
-            return;
-        }
-        match word {
-            "q" | "q!" | "quit" => self.quit = true,
-            "help" => self.open(View::Help),
-            "fleet" => self.show_fleet(),
-            "engine" => {
+            PromptAction::Quit => self.quit = true,
+            PromptAction::Help => self.open(View::Help),
+            PromptAction::Fleet => self.show_fleet(),
+            PromptAction::Engine => {
                 self.set_root(View::Engine);
                 self.refresh_visible();
             }
-            "ns" => {
+            PromptAction::Namespace => {
                 self.namespace = match argument {
                     "" | "all" | "*" => None,
                     namespace => Some(namespace.to_owned()),
@@ -250,27 +242,30 @@ impl App {
                 );
                 self.refresh_visible();
             }
-            "ctx" if argument.is_empty() => {
+            PromptAction::Context if argument.is_empty() => {
                 let list = self.session.contexts.join(", ");
                 self.set_status(
                     Severity::Info,
                     format!("Context {} (available: {list})", self.session.context),
                 );
             }
-            "ctx" => {
+            PromptAction::Context => {
                 if self.session.contexts.iter().any(|c| c == argument) {
-                    self.requests.push(Request::SwitchContext(argument.to_owned()));
+                    self.requests
+                        .push(Request::SwitchContext(argument.to_owned()));
                     self.set_status(Severity::Info, format!("Switching to context {argument}…"));
                 } else {
                     self.set_status(Severity::Error, format!("No context named {argument}"));
                 }
             }
-            "" => {}
-            other => self.set_status(
-                Severity::Error,
-                format!("Unknown command :{other} (try :modules, :images, :nodes, :events, :shims, :caches, :day0, :preflight, :engine, :fleet, :ns, :ctx, :q)"),
-            ),
         }
+    }
+
+    /// Make `view` the root of the view stack and show it.
+    fn show_root(&mut self, view: View) {
+        self.set_root(view);
+        self.refresh_open_view();
+        self.refresh_visible();
     }
 }
 

@@ -152,16 +152,6 @@ impl App {
         });
     }
 
-    /// Whether `B` means something here: only in the pane.
-    pub(super) fn preflight_applies(&self, command: Command) -> bool {
-        let here = self.view() == &View::Preflight;
-        match command {
-            Command::Build => here,
-            Command::Rebuild | Command::Recheck => !here,
-            _ => true,
-        }
-    }
-
     /// The hint bar's word for `enter` in the kernel table.
     pub(super) fn preflight_hint_label(&self, command: Command) -> Option<&'static str> {
         (command == Command::Enter

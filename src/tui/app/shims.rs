@@ -79,19 +79,6 @@ impl App {
         }
     }
 
-    /// Whether a rollout command, or a command rollouts take over, means something in the current view.
-    pub(super) fn shim_applies(&self, command: Command) -> bool {
-        let shim_view = matches!(self.view(), View::Shims | View::ShimDetail(_));
-        match command {
-            Command::Approve | Command::PauseResume | Command::Retry => shim_view,
-            Command::Logs => matches!(self.view(), View::ShimDetail(_)),
-            Command::Rebuild | Command::Recheck => {
-                !shim_view && !matches!(self.view(), View::Logs(_))
-            }
-            _ => true,
-        }
-    }
-
     /// Whether a rollout command can run on the current selection, and if not, why.
     pub(super) fn shim_availability(&self, command: Command) -> Availability {
         let unavailable = |why: String| Availability::Unavailable(why);

@@ -1,6 +1,7 @@
 //! The vocabulary of the console's state: views, sections, lists, selections, modes and the
 //! requests the event loop carries out.
 
+use crate::tui::keymap::Pane;
 use crate::tui::target::Target;
 use crate::tui::view::caches::CacheRow;
 use crate::tui::view::day0::Day0Row;
@@ -92,6 +93,29 @@ impl View {
         ("caches", View::Caches),
         ("day0", View::Day0s),
     ];
+
+    /// The kind of pane the view is, for the keymap to tell which commands act on it.
+    pub fn pane(&self) -> Pane {
+        match self {
+            View::Modules => Pane::Modules,
+            View::Images => Pane::Images,
+            View::Nodes => Pane::Nodes,
+            View::Events => Pane::Events,
+            View::Caches => Pane::Caches,
+            View::CacheDetail(_) => Pane::CacheDetail,
+            View::ModuleDetail(_) => Pane::ModuleDetail,
+            View::Yaml(_) => Pane::Yaml,
+            View::Help => Pane::Help,
+            View::Shims => Pane::Shims,
+            View::ShimDetail(_) => Pane::ShimDetail,
+            View::Logs(_) => Pane::Logs,
+            View::Day0s => Pane::Day0s,
+            View::Day0Detail(_) => Pane::Day0Detail,
+            View::Engine => Pane::Engine,
+            View::Preflight => Pane::Preflight,
+            View::Fleet => Pane::Fleet,
+        }
+    }
 
     /// The key of the view's selection and filter: one per list, one per detail section.
     pub(super) fn list(&self, section: DetailSection) -> ListId {

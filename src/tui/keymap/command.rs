@@ -236,7 +236,7 @@ impl Command {
             Command::Edit => "Edit the selected object",
             Command::Rebuild => "Rebuild the images of the selected module",
             Command::Recheck => {
-                "Check the images of the selected object again; in the cache views, pull the selected images again"
+                "Check the selected object's images again; in the cache views, pull them again"
             }
             Command::Purge => {
                 "Remove the selected ImageCache's images from its nodes, after confirmation"
@@ -249,13 +249,13 @@ impl Command {
             }
             Command::Logs => "Show the log of the selected node's installer pod",
             Command::HandOff => {
-                "Hand this console's engine off to a controller in the cluster, after confirmation (:engine)"
+                "Hand this console's engine off to a cluster controller, after confirmation (:engine)"
             }
             Command::TakeOver => {
                 "Take the engine back into this console, after confirmation (:engine)"
             }
             Command::Build => {
-                "Build and push the images Modules can build for the validated kernel, after confirming (:preflight)"
+                "Build and push the images the validated kernel needs, after confirming (:preflight)"
             }
             Command::Up => "Move the selection up",
             Command::Down => "Move the selection down",

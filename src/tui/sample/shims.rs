@@ -208,7 +208,7 @@ pub fn shims(nodes: &[SampleNode]) -> SampleShims {
         json!({"anonHttp": {"location": missing}}),
         json!({"nodes": i32::from(broken_node.is_some()), "nodesReady": 0, "observedGeneration": 1,
             "nodeStatuses": broken_statuses, "conditions": [
-            condition("Ready", false, "InstallFailed", "provisioned on 0 of 1 nodes"),
+            condition("Ready", false, "InstallFailed", "provisioned on 0 of 1 node"),
             condition("Progressing", false, "InstallFailed", ""),
             condition("Degraded", true, "InstallFailed",
                 &format!("{}: {failure}", broken_node.as_deref().unwrap_or("-"))),

@@ -53,10 +53,11 @@ pub fn draw_list(
             .cell(row.image.as_str())
             .styled(row.state_label(), health_style(app, row.health))
             .cell(format!("{}/{observed}", row.generation))
-            .cell(row.pod.as_ref().map_or_else(
-                || "-".to_owned(),
-                |pod| format!("{} {}", pod.role, pod.phase),
-            ));
+            .cell(
+                row.pod
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |pod| pod.summary()),
+            );
         if wide {
             cells = cells.cell(row.age.as_str());
         }

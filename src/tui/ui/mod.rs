@@ -12,7 +12,7 @@ mod events;
 mod fleet;
 mod footer;
 mod header;
-mod help;
+pub(crate) mod help;
 mod images;
 mod logs;
 mod module_detail;

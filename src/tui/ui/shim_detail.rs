@@ -1,5 +1,6 @@
-//! The Shim detail pane: a summary line, then every node the Shim targets with its state, batch, artifact and
-//! why, and the recent events of the Shim and its installer pods.
+//! The Shim detail pane: a summary line, the archive when every node gets the same one, then every node the Shim
+//! targets with its state, batch, artifact (when they differ) and why, and the recent events of the Shim and its
+//! installer pods.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -15,10 +16,16 @@ use crate::tui::target::Target;
 use crate::tui::view::consequences::names;
 use crate::tui::view::shim_detail::ShimDetail;
 
-/// The batch waiting for approval with its nodes, and the approvals so far: what `A` would start, and who let the
-/// earlier batches start and when.
+/// The archive every node gets, the batch waiting for approval with its nodes, and the approvals so far: what `A`
+/// would start, and who let the earlier batches start and when.
 fn rollout_lines<'a>(app: &App, detail: &ShimDetail) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
+    if let Some(artifact) = &detail.shared_artifact {
+        lines.push(Line::from(vec![
+            Span::styled(" archive   ", app.theme.muted()),
+            Span::styled(artifact.clone(), app.theme.text()),
+        ]));
+    }
     if let Some((batch, nodes)) = &detail.next_batch {
         lines.push(Line::from(vec![
             Span::styled(" next      ", app.theme.muted()),
@@ -99,7 +106,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
         .map(|(state, count)| format!("{count} {state}"))
         .collect::<Vec<_>>()
         .join(" · ");
-    let columns: &[Column<'_>] = if wide {
+    let artifact_column = wide && detail.shared_artifact.is_none();
+    let columns: &[Column<'_>] = if artifact_column {
         &[
             Column::shrink("NODE"),
             Column::keep("STATE"),
@@ -131,7 +139,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
             .cell(row.node.as_str())
             .styled(row.state, health_style(app, row.health))
             .cell(row.batch_label());
-        if wide {
+        if artifact_column {
             cells = cells.cell(row.artifact.as_str());
         }
         cells.cell(row.since.as_str()).cell(row.why.as_str())

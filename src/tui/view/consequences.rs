@@ -7,6 +7,8 @@ use std::collections::HashSet;
 
 use crate::tui::data::ClusterData;
 use crate::tui::writes::WriteRequest;
+use kmm_api::kmm::ModuleImageSpec;
+use kmm_api::plural::{count, plural};
 use kmm_api::shim::names::{self, node_batch_annotation};
 use kmm_api::shim::{Shim, ShimNodeState};
 use kmm_engine::day0::images::mic_name;
@@ -63,9 +65,13 @@ pub fn consequences(data: &ClusterData, request: &WriteRequest) -> Vec<String> {
             "Build (and sign) pods run in the cluster and push to each Module's registry"
                 .to_owned(),
         ],
-        WriteRequest::Recheck { .. } | WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => {
-            Vec::new()
-        }
+        WriteRequest::Recheck { module, image } => recheck(
+            data,
+            module.namespace.as_deref().unwrap_or_default(),
+            &module.name,
+            image.as_deref(),
+        ),
+        WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => Vec::new(),
     }
 }
 
@@ -81,7 +87,10 @@ fn validation(data: &ClusterData, kernel: &str) -> Vec<String> {
         "Each Module's image is checked with a pull pod; missing images with a build or sign section are built, \
          not pushed (B pushes them)"
             .to_owned(),
-        format!("{moving} of {} nodes run another kernel now", data.nodes.len()),
+        format!(
+            "{moving} of {} run another kernel now",
+            count(data.nodes.len(), "node")
+        ),
     ]
 }
 
@@ -118,8 +127,8 @@ fn approval(data: &ClusterData, shim: &Shim, batch: i32) -> Vec<String> {
         .map_or(0, |r| r.batches);
     let starting = nodes_in(shim, ShimNodeState::Waiting, Some(batch));
     let mut lines = vec![format!(
-        "Batch {batch} of {batches} installs on {} nodes: {}",
-        starting.len(),
+        "Batch {batch} of {batches} installs on {}: {}",
+        count(starting.len(), "node"),
         names(&starting)
     )];
     if batch > 1 {
@@ -151,6 +160,17 @@ fn approval(data: &ClusterData, shim: &Shim, batch: i32) -> Vec<String> {
         "maxFailures {allowed}: {failed} failed so far, {} more tolerated before the rollout stops",
         (allowed - failed).max(0)
     ));
+    let paused = shim
+        .spec
+        .rollout_strategy
+        .rolling
+        .as_ref()
+        .is_some_and(|r| r.paused);
+    if paused {
+        lines.push(format!(
+            "The rollout is paused: the approval is recorded now, and batch {batch} starts once the rollout is resumed"
+        ));
+    }
     lines
 }
 
@@ -201,37 +221,93 @@ fn provisioned_in(data: &ClusterData, name: &str, batch: i32) -> usize {
         .count()
 }
 
-/// Which images a rebuild checks again (those of ModuleImagesConfig `namespace/mic`, or just `image`), for which
-/// kernels.
-fn rebuild(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) -> Vec<String> {
-    let images: Vec<String> = data
-        .mic(namespace, mic)
+/// The images of ModuleImagesConfig `namespace/mic` a rebuild or recheck acts on (every image, or just `image`).
+fn images_of<'a>(
+    data: &'a ClusterData,
+    namespace: &str,
+    mic: &str,
+    image: Option<&'a str>,
+) -> Vec<&'a ModuleImageSpec> {
+    data.mic(namespace, mic)
         .into_iter()
         .flat_map(|mic| mic.spec.images.iter())
-        .filter(|entry| image.is_none_or(|wanted| entry.spec.image == wanted))
-        .map(|entry| {
-            format!(
-                "{} (kernel {})",
-                entry.spec.image, entry.spec.kernel_version
-            )
-        })
-        .collect();
+        .map(|entry| &entry.spec)
+        .filter(|spec| image.is_none_or(|wanted| spec.image == wanted))
+        .collect()
+}
+
+/// `image (kernel k)`, for lists of images.
+fn with_kernel(spec: &ModuleImageSpec) -> String {
+    format!("{} (kernel {})", spec.image, spec.kernel_version)
+}
+
+/// What a rebuild does with each image: check it again, and build or sign the missing ones that have a recipe to
+/// produce them; an image without a build or sign section is only checked again, so the dialog never promises a
+/// build that cannot happen.
+fn rebuild(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) -> Vec<String> {
+    let images = images_of(data, namespace, mic, image);
     if images.is_empty() {
         return image
             .map(|image| {
                 vec![format!(
-                    "{image} is checked again, and built if the registry lacks it."
+                    "{image} is checked again, and built if the registry lacks it and the Module can build it."
                 )]
             })
             .unwrap_or_default();
     }
-    let count = match images.len() {
-        1 => "1 image is".to_owned(),
-        n => format!("{n} images are"),
+    // Images grouped by what happens to them, in the order they come.
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for spec in images {
+        let outcome = rebuild_outcome(spec);
+        match groups.iter_mut().find(|(what, _)| *what == outcome) {
+            Some((_, listed)) => listed.push(with_kernel(spec)),
+            None => groups.push((outcome, vec![with_kernel(spec)])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(what, listed)| {
+            let verb = if listed.len() == 1 { "is" } else { "are" };
+            format!(
+                "{} {verb} {what}: {}",
+                count(listed.len(), "image"),
+                names(&listed)
+            )
+        })
+        .collect()
+}
+
+/// What a rebuild does with one image, by the recipes it has.
+fn rebuild_outcome(spec: &ModuleImageSpec) -> &'static str {
+    match (spec.build.is_some(), spec.sign.is_some()) {
+        (true, true) => "checked again, each built and signed if the registry lacks it",
+        (true, false) => "checked again, each built if the registry lacks it",
+        (false, true) => "checked again, each signed if the registry lacks the signed image",
+        (false, false) => {
+            "checked again only: no build or sign section, so a missing image is reported, not built"
+        }
+    }
+}
+
+/// What a recheck does: a pull pod checks each image again; nothing is built.
+fn recheck(data: &ClusterData, namespace: &str, mic: &str, image: Option<&str>) -> Vec<String> {
+    let images: Vec<String> = images_of(data, namespace, mic, image)
+        .into_iter()
+        .map(with_kernel)
+        .collect();
+    let verb = if images.len() == 1 { "is" } else { "are" };
+    let what = match (images.is_empty(), image) {
+        (true, Some(image)) => format!("{image} is"),
+        (true, None) => "Every image of the Module is".to_owned(),
+        (false, _) => format!("{} {verb}", count(images.len(), "image")),
+    };
+    let listed = if images.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", names(&images))
     };
     vec![format!(
-        "{count} checked again, each built (and signed) if the registry lacks it: {}",
-        names(&images)
+        "{what} checked again with a pull pod; no build is asked for{listed}"
     )]
 }
 
@@ -244,20 +320,29 @@ fn pause(shim: &Shim, paused: bool) -> Vec<String> {
             "No installer runs now".to_owned()
         } else {
             format!(
-                "The {} installers running finish ({})",
-                installing.len(),
+                "The {} running {} ({})",
+                count(installing.len(), "installer"),
+                if installing.len() == 1 {
+                    "finishes"
+                } else {
+                    "finish"
+                },
                 names(&installing)
             )
         };
         vec![format!(
-            "{running}; no new batch starts, and {} waiting nodes wait until it resumes.",
-            waiting.len()
+            "{running}; no new batch starts, and {} waiting {} {} until it resumes.",
+            waiting.len(),
+            plural(waiting.len(), "node"),
+            if waiting.len() == 1 { "waits" } else { "wait" }
         )]
     } else {
         vec![format!(
-            "The {} waiting nodes ({}) are installed batch by batch again.",
+            "The {} waiting {} ({}) {} installed batch by batch again.",
             waiting.len(),
-            names(&waiting)
+            plural(waiting.len(), "node"),
+            names(&waiting),
+            if waiting.len() == 1 { "is" } else { "are" }
         )]
     }
 }
@@ -269,8 +354,9 @@ fn retry(shim: &Shim, chosen: &[String]) -> Vec<String> {
         .filter(|node| chosen.is_empty() || chosen.contains(node))
         .collect();
     vec![format!(
-        "Deletes the failed installer pods of {} nodes ({}); the engine installs each again.",
-        failed.len(),
+        "Deletes the failed installer {} of {} ({}); the engine installs each again.",
+        plural(failed.len(), "pod"),
+        count(failed.len(), "node"),
         names(&failed)
     )]
 }
@@ -286,15 +372,15 @@ fn repull(
         (Some(image), None) => {
             let coverage = detail.images.iter().find(|i| i.image == image);
             vec![format!(
-                "A pull pod on each of the {} nodes meant to hold {image} ({} hold it now).",
-                coverage.map_or(0, |c| c.wanted),
+                "A pull pod on each of the {} meant to hold {image} ({} hold it now).",
+                count(coverage.map_or(0, |c| c.wanted), "node"),
                 coverage.map_or(0, |c| c.cached)
             )]
         }
         _ => vec![format!(
-            "Every image ({}) is pulled again on each node meant to hold it ({} nodes).",
+            "Every image ({}) is pulled again on each node meant to hold it ({}).",
             detail.images.len(),
-            detail.nodes.len()
+            count(detail.nodes.len(), "node")
         )],
     }
 }
@@ -303,10 +389,10 @@ fn repull(
 fn purge(detail: &cache_detail::CacheDetail) -> Vec<String> {
     let images: Vec<String> = detail.images.iter().map(|i| i.image.clone()).collect();
     vec![format!(
-        "Removes {} images ({}) from {} nodes; the cache then stays purged.",
-        images.len(),
+        "Removes {} ({}) from {}; the cache then stays purged.",
+        count(images.len(), "image"),
         names(&images),
-        detail.nodes.len()
+        count(detail.nodes.len(), "node")
     )]
 }
 
@@ -333,7 +419,34 @@ mod tests {
         );
         assert_eq!(lines.len(), 1);
         assert!(
-            lines[0].starts_with("Deletes the failed installer pods of 1 nodes (worker-"),
+            lines[0].starts_with("Deletes the failed installer pod of 1 node (worker-"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn approving_a_paused_rollout_says_the_batch_starts_on_resume() {
+        let mut data = sample(12, 40);
+        for shim in &mut data.shims {
+            if shim.metadata.name.as_deref() == Some("spin-v2") {
+                let shim = std::sync::Arc::make_mut(shim);
+                if let Some(rolling) = shim.spec.rollout_strategy.rolling.as_mut() {
+                    rolling.paused = true;
+                }
+            }
+        }
+        let lines = consequences(
+            &data,
+            &WriteRequest::ApproveBatch {
+                shim: shim("spin-v2"),
+                batch: 2,
+            },
+        );
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some(
+                "The rollout is paused: the approval is recorded now, and batch 2 starts once the rollout is resumed"
+            ),
             "{lines:?}"
         );
     }
@@ -370,6 +483,39 @@ mod tests {
         assert!(
             lines[0].contains(" nodes; the cache then stays purged."),
             "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_rebuild_of_images_without_a_build_section_only_checks_them_again() {
+        let data = sample(12, 40);
+        let module = Target::namespaced(Kind::Module, "kmm-net", "nvme-tuning");
+        let rebuild = consequences(
+            &data,
+            &WriteRequest::Rebuild {
+                module: module.clone(),
+                image: None,
+            },
+        );
+        assert_eq!(rebuild.len(), 1, "{rebuild:?}");
+        assert!(
+            rebuild[0].starts_with(
+                "2 images are checked again only: no build or sign section, so a missing image is reported, not built: "
+            ),
+            "{rebuild:?}"
+        );
+        let recheck = consequences(
+            &data,
+            &WriteRequest::Recheck {
+                module,
+                image: None,
+            },
+        );
+        assert_eq!(recheck.len(), 1, "{recheck:?}");
+        assert!(
+            recheck[0]
+                .starts_with("2 images are checked again with a pull pod; no build is asked for: "),
+            "{recheck:?}"
         );
     }
 

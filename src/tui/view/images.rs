@@ -10,6 +10,7 @@ use crate::tui::data::ClusterData;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleImagesConfig};
 use kmm_engine::kernel;
+use kmm_engine::mic::pods::{PullAnswer, pull_answer};
 
 use super::{Health, age, matches_filter};
 
@@ -20,6 +21,20 @@ pub struct ImagePod {
     pub role: &'static str,
     /// The pod's phase (`Pending`, `Running`, `Succeeded`, `Failed`).
     pub phase: String,
+    /// Why the kubelet cannot pull the image, for a pull pod it cannot pull (`ImagePullBackOff: not found`): the
+    /// same answer the engine judges the image by, so the pane and the Module tell the same story.
+    pub pull_error: Option<String>,
+}
+
+impl ImagePod {
+    /// The pod as a cell: its role and phase, or the pull error that keeps it pending.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} {}",
+            self.role,
+            self.pull_error.as_deref().unwrap_or(&self.phase)
+        )
+    }
 }
 
 /// One image of one Module.
@@ -48,8 +63,12 @@ pub struct ImageRow {
 }
 
 impl ImageRow {
-    /// The state as the pane prints it: the recorded state, or `Checking` while a newer generation is open.
+    /// The state as the pane prints it: `PullFailing` while the kubelet cannot pull the image, the recorded state,
+    /// or `Checking` while a newer generation is open.
     pub fn state_label(&self) -> &'static str {
+        if self.pull_failing() {
+            return "PullFailing";
+        }
         if self.observed_generation != Some(self.generation) && self.pod.is_some() {
             return "Checking";
         }
@@ -60,6 +79,13 @@ impl ImageRow {
             Some(ImageState::NeedsSigning) => "NeedsSigning",
             None => "Checking",
         }
+    }
+
+    /// Whether the newest pull pod of the image cannot pull it.
+    pub fn pull_failing(&self) -> bool {
+        self.pod
+            .as_ref()
+            .is_some_and(|pod| pod.pull_error.is_some())
     }
 
     /// The text the `/` filter searches.
@@ -134,9 +160,17 @@ impl<'a> PodIndex<'a> {
                     .as_ref()
                     .and_then(|status| status.phase.clone())
                     .unwrap_or_else(|| "Pending".to_owned());
+                let pull_error = match (role, pull_answer(pod)) {
+                    ("pull", PullAnswer::NotPulled(error)) => Some(error),
+                    _ => None,
+                };
                 Some((
                     pod.metadata.creation_timestamp.clone(),
-                    ImagePod { role, phase },
+                    ImagePod {
+                        role,
+                        phase,
+                        pull_error,
+                    },
                 ))
             })
             .max_by(|a, b| a.0.cmp(&b.0))
@@ -173,7 +207,9 @@ pub fn rows_of(
             let state = recorded.map(|s| s.status);
             let observed_generation = recorded.map(|s| s.observed_generation.unwrap_or(1));
             let settled = observed_generation == Some(generation);
+            let pull_failing = pod.as_ref().is_some_and(|p| p.pull_error.is_some());
             let health = match state {
+                _ if pull_failing => Health::Error,
                 _ if !settled => Health::Progressing,
                 Some(ImageState::Exists) => Health::Ok,
                 Some(ImageState::NeedsBuilding | ImageState::NeedsSigning) => Health::Progressing,
@@ -203,4 +239,41 @@ pub fn rows(data: &ClusterData, now: jiff::Timestamp) -> Vec<ImageRow> {
         .iter()
         .flat_map(|mic| rows_of(mic, &pods, now))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_image_the_kubelet_cannot_pull_says_so_rather_than_checking() {
+        let mic: ModuleImagesConfig = serde_json::from_value(json!({
+            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",
+            "metadata": {"name": "kmod", "namespace": "ns"},
+            "spec": {"images": [{"image": "quay.io/x:k", "kernelVersion": "6.1.0", "generation": 1}]},
+        }))
+        .expect("a ModuleImagesConfig");
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "pull-kmod", "namespace": "ns", "labels": {labels::IMAGE_OWNER: "kmod"}},
+            "spec": {"containers": [{"name": "pull", "image": "quay.io/x:k"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "pull", "image": "quay.io/x:k",
+                "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}]},
+        }))
+        .expect("a pod");
+        let data = ClusterData {
+            mics: vec![Arc::new(mic)],
+            pods: vec![Arc::new(pod)],
+            ..ClusterData::default()
+        };
+        let rows = rows(&data, jiff::Timestamp::UNIX_EPOCH);
+        assert_eq!(rows[0].state_label(), "PullFailing");
+        assert_eq!(rows[0].health, Health::Error);
+        assert_eq!(
+            rows[0].pod.as_ref().map(ImagePod::summary).as_deref(),
+            Some("pull ImagePullBackOff: not found")
+        );
+    }
 }

@@ -234,9 +234,9 @@ pub fn node_state(facts: &NodeFacts<'_>) -> (NodeState, String, Health) {
             let pod = row
                 .pod
                 .as_ref()
-                .map(|pod| format!(" ({} {})", pod.role, pod.phase))
+                .map(|pod| format!(" ({})", pod.summary()))
                 .unwrap_or_default();
-            let health = if row.state == Some(ImageState::DoesNotExist) {
+            let health = if row.state == Some(ImageState::DoesNotExist) || row.pull_failing() {
                 Health::Error
             } else {
                 Health::Progressing
@@ -472,6 +472,7 @@ mod tests {
             pod: pod.map(|(role, phase)| ImagePod {
                 role,
                 phase: phase.into(),
+                pull_error: None,
             }),
             age: "1m".into(),
             health: Health::Progressing,

@@ -70,6 +70,9 @@ pub struct ShimDetail {
     pub next_batch: Option<(i32, Vec<String>)>,
     /// Who approved each batch of this rollout and how long ago, oldest first.
     pub approvals: Vec<ApprovalRow>,
+    /// The archive every node gets, when they all get the same one: said once above the table rather than on
+    /// every row, where it would take the room the WHY column needs.
+    pub shared_artifact: Option<String>,
 }
 
 /// One approval of the rollout's history.
@@ -164,6 +167,10 @@ pub fn detail(data: &ClusterData, name: &str, now: jiff::Timestamp) -> Option<Sh
             age: age(a.approved_at.as_ref().map(|t| t.0), now),
         })
         .collect();
+    let shared_artifact = nodes
+        .split_first()
+        .filter(|(first, rest)| rest.iter().all(|row| row.artifact == first.artifact))
+        .map(|(first, _)| first.artifact.clone());
     Some(ShimDetail {
         summary,
         nodes,
@@ -171,6 +178,7 @@ pub fn detail(data: &ClusterData, name: &str, now: jiff::Timestamp) -> Option<Sh
         events,
         next_batch,
         approvals,
+        shared_artifact,
     })
 }
 

@@ -280,8 +280,9 @@ fn judge(
         .or_else(|| condition(conditions, READY).and_then(explain))
         .unwrap_or_else(|| {
             format!(
-                "Rolling: provisioned on {} of {} nodes",
-                status.nodes_ready, status.nodes
+                "Rolling: provisioned on {} of {}",
+                status.nodes_ready,
+                kmm_api::plural::count(status.nodes, "node")
             )
         });
     (ShimState::Rolling, Some(why))

@@ -27,8 +27,7 @@ pub async fn delete(client: &Client, target: &Target) -> Result<String, WriteErr
     if target.kind == Kind::Module {
         let nodes = nodes_with_module(client, target).await;
         let nodes = match nodes {
-            Some(1) => "1 node".to_owned(),
-            Some(n) => format!("{n} nodes"),
+            Some(n) => kmm_api::plural::count(n, "node"),
             None => "its nodes".to_owned(),
         };
         return Ok(format!(

@@ -71,3 +71,10 @@ pub fn node_hash_annotation(shim: &str) -> String {
 pub fn node_batch_annotation(shim: &str) -> String {
     format!("{ANNOTATION_PREFIX}{shim}.batch")
 }
+
+/// Node annotation holding `<spec hash>/<batch>` of an install that failed, so that a retry (deleting the failed
+/// installer pod) installs the node again in the batch it failed in rather than in a later one: a retry is not a
+/// new batch.
+pub fn node_failed_batch_annotation(shim: &str) -> String {
+    format!("{ANNOTATION_PREFIX}{shim}.failed-batch")
+}

@@ -26,6 +26,7 @@ use kmm_api::day0::{
 };
 use kmm_api::day0::{node_update, reasons};
 use kmm_api::kmm::ImageState;
+use kmm_api::plural::count;
 
 /// What the day-0 reconcilers share.
 pub struct Day0Context {
@@ -343,8 +344,9 @@ fn rollout(
         return Report::degraded(
             reasons::POOL_DEGRADED,
             format!(
-                "{} of {total} nodes of pool {pool_name} failed to move to {} ({}); the pool stops rolling until they are fixed",
+                "{} of {} of pool {pool_name} failed to move to {} ({}); the pool stops rolling until they are fixed",
                 failed.len(),
+                count(total, "node"),
                 target.image,
                 failed.join("; ")
             ),
@@ -363,14 +365,16 @@ fn rollout(
         return Report::progressing(
             reasons::WAITING_FOR_POOL,
             format!(
-                "pool {pool_name} is paused with {reached} of {total} nodes updated; unpause it to roll the rest"
+                "pool {pool_name} is paused with {reached} of {} updated; unpause it to roll the rest",
+                count(total, "node")
             ),
         );
     }
     Report::progressing(
         reasons::ROLLING,
         format!(
-            "{reached} of {total} nodes updated to {} ({})",
+            "{reached} of {} updated to {} ({})",
+            count(total, "node"),
             target.image,
             target.describe_goal()
         ),
@@ -382,10 +386,14 @@ fn done(pool: &str, total: usize, target: &Target, untouched: Option<&str>) -> R
     if let Some(note) = &target.upgrade_not_followed {
         return Report::available(reasons::LAYERED_IMAGE_KEPT, note.clone());
     }
-    let mut message = format!(
-        "all {total} nodes of pool {pool} run {}",
-        target.describe_goal()
-    );
+    let mut message = if total == 1 {
+        format!("the 1 node of pool {pool} runs {}", target.describe_goal())
+    } else {
+        format!(
+            "all {total} nodes of pool {pool} run {}",
+            target.describe_goal()
+        )
+    };
     match untouched {
         Some(config) => message.push_str(&format!("; MachineConfig {config} left as it is")),
         None => message.push_str(&format!(" from {}", target.image)),

@@ -364,6 +364,14 @@ async fn announce(
             (false, "ImagesDeleted", status.message.clone())
         }
         ImageCacheActionStatus::Succeeded => (false, "ImagesCached", status.message.clone()),
+        _ if cache
+            .spec
+            .cache_spec
+            .iter()
+            .all(|list| list.images.is_empty()) =>
+        {
+            (false, "NoImages", status.message.clone())
+        }
         _ => (false, "NoMatchingNodes", status.message.clone()),
     };
     context.event(cache, warning, reason, note).await;

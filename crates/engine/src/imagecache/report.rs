@@ -16,6 +16,7 @@ use kmm_api::imagecache::{
     MAX_LISTED_NODES, NodeImageCoverage, NodeReasonMessage, PURGE_ANNOTATION, REFRESH_ANNOTATION,
     REPULL_ANNOTATION,
 };
+use kmm_api::plural;
 
 /// Longest runtime message kept in the status, so thousands of failures cannot outgrow the object.
 const MAX_MESSAGE: usize = 300;
@@ -178,13 +179,21 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
         _ => ImageCacheActionStatus::Succeeded,
     };
     let reason = operation(cache, plan, processing);
+    let lists_images = cache
+        .spec
+        .cache_spec
+        .iter()
+        .any(|list| !list.images.is_empty());
     let message = message(
         plan.mode,
         outcome,
         &reason,
-        targeted,
-        complete,
-        failed.len(),
+        Counts {
+            lists_images,
+            targeted,
+            complete,
+            failures: failed.len(),
+        },
     );
     let start_time = match previous {
         Some(p) if !(processing && p.status != ImageCacheActionStatus::Processing) => {
@@ -232,7 +241,8 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
     };
     let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
     let generation = cache.metadata.generation;
-    let (available, available_reason, available_message) = availability(plan, targeted, complete);
+    let (available, available_reason, available_message) =
+        availability(plan, lists_images, targeted, complete);
     set_condition(
         &mut conditions,
         AVAILABLE,
@@ -276,15 +286,26 @@ pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStat
     }
 }
 
-fn message(
-    mode: Mode,
-    outcome: ImageCacheActionStatus,
-    operation: &str,
+/// What the status message counts.
+struct Counts {
+    /// The spec lists at least one image: a cache with none has nothing to match nodes for.
+    lists_images: bool,
+    /// Nodes some image list selects.
     targeted: usize,
+    /// Of those, nodes that hold every image.
     complete: usize,
+    /// Failed node and image pairs.
     failures: usize,
-) -> String {
+}
+
+fn message(mode: Mode, outcome: ImageCacheActionStatus, operation: &str, counts: Counts) -> String {
     use ImageCacheActionStatus as S;
+    let Counts {
+        lists_images,
+        targeted,
+        complete,
+        failures,
+    } = counts;
     match (mode, outcome) {
         (Mode::Purging, S::Processing) => "Deleting the cached images from their nodes".to_owned(),
         (Mode::Purging | Mode::Purged, S::Failed) => {
@@ -299,11 +320,18 @@ fn message(
                 "ImageCacheUpdate" => "being updated",
                 _ => "being refreshed",
             };
-            format!("Image cache is {verb}: {complete} of {targeted} nodes hold every image")
+            format!(
+                "Image cache is {verb}: {complete} of {} hold every image",
+                plural::count(targeted, "node")
+            )
         }
         (_, S::Failed) => format!(
-            "Image pull failed for some images ({failures} node and image pairs). Please see \"failures\" section"
+            "Image pull failed for some images ({}). Please see \"failures\" section",
+            plural::count(failures, "node and image pair")
         ),
+        (_, S::NoImagesPulledOrDeleted) if !lists_images => {
+            "The cache lists no images: spec.cacheSpec has no image to pull".to_owned()
+        }
         (_, S::NoImagesPulledOrDeleted) => {
             "No nodes matched the nodeSelector of any image list".to_owned()
         }
@@ -311,7 +339,12 @@ fn message(
     }
 }
 
-fn availability(plan: &Plan, targeted: usize, complete: usize) -> (bool, &'static str, String) {
+fn availability(
+    plan: &Plan,
+    lists_images: bool,
+    targeted: usize,
+    complete: usize,
+) -> (bool, &'static str, String) {
     match plan.mode {
         Mode::Purging => (
             false,
@@ -324,6 +357,11 @@ fn availability(plan: &Plan, targeted: usize, complete: usize) -> (bool, &'stati
             "the images were deleted from the nodes; annotate kubefledged.io/refresh-imagecache to cache them again"
                 .to_owned(),
         ),
+        Mode::Caching if !lists_images => (
+            false,
+            "NoImages",
+            "the cache lists no images: add images to spec.cacheSpec".to_owned(),
+        ),
         Mode::Caching if targeted == 0 => (
             false,
             "NoMatchingNodes",
@@ -332,7 +370,10 @@ fn availability(plan: &Plan, targeted: usize, complete: usize) -> (bool, &'stati
         Mode::Caching if complete == targeted => (
             true,
             "ImagesCached",
-            format!("every image is on all {targeted} targeted nodes"),
+            format!(
+                "every image is on all targeted nodes ({})",
+                plural::count(targeted, "node")
+            ),
         ),
         Mode::Caching => {
             let example = plan.pairs.iter().find_map(|(node, images)| {
@@ -345,7 +386,8 @@ fn availability(plan: &Plan, targeted: usize, complete: usize) -> (bool, &'stati
                 false,
                 "ImagesMissing",
                 format!(
-                    "{complete} of {targeted} nodes hold every image{}",
+                    "{complete} of {} hold every image{}",
+                    plural::count(targeted, "node"),
                     example.unwrap_or_default()
                 ),
             )
@@ -372,10 +414,16 @@ fn progress(plan: &Plan, processing: bool) -> (&'static str, String) {
         .filter(|r| r.2 == RemovalState::Deleting)
         .count();
     match plan.mode {
-        Mode::Purging => ("Purging", format!("{deleting} images being deleted")),
+        Mode::Purging => (
+            "Purging",
+            format!("{} being deleted", plural::count(deleting, "image")),
+        ),
         _ if deleting > 0 && pulling + waiting == 0 => (
             "Deleting",
-            format!("{deleting} images that left the spec being deleted from their nodes"),
+            format!(
+                "{} that left the spec being deleted from their nodes",
+                plural::count(deleting, "image")
+            ),
         ),
         _ => {
             let example = plan.pairs.iter().find_map(|(node, images)| {
@@ -413,9 +461,10 @@ fn degradation(failed: &[Failure]) -> (&'static str, String) {
     if failed.len() > 1 {
         let nodes: std::collections::BTreeSet<&str> = failed.iter().map(|f| f.node).collect();
         message.push_str(&format!(
-            " (and {} more failures; {} nodes affected)",
+            " (and {} more {}; {} affected)",
             failed.len() - 1,
-            nodes.len()
+            plural::plural(failed.len() - 1, "failure"),
+            plural::count(nodes.len(), "node")
         ));
     }
     (reason, message)
@@ -460,6 +509,25 @@ mod tests {
                  reference \"{image}\": {image}: not found"
             ),
         }
+    }
+
+    #[test]
+    fn a_cache_that_lists_no_images_says_so() {
+        let mut empty = cache();
+        empty.spec.cache_spec.clear();
+        let status = status(&empty, &plan(BTreeMap::new()), Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            status.message,
+            "The cache lists no images: spec.cacheSpec has no image to pull"
+        );
+        let available = status.conditions.iter().find(|c| c.type_ == AVAILABLE);
+        assert_eq!(
+            available.map(|c| (c.reason.as_str(), c.message.as_str())),
+            Some((
+                "NoImages",
+                "the cache lists no images: add images to spec.cacheSpec"
+            ))
+        );
     }
 
     #[test]
@@ -525,7 +593,7 @@ mod tests {
         );
         assert_eq!(
             degraded.message,
-            "worker-a-3: ghcr.io/acme/inference:2.2 not found in registry (and 1 more failures; 2 nodes affected)"
+            "worker-a-3: ghcr.io/acme/inference:2.2 not found in registry (and 1 more failure; 2 nodes affected)"
         );
         assert_eq!(find(PROGRESSING).status, "True");
         assert_eq!(find(AVAILABLE).reason, "ImagesMissing");

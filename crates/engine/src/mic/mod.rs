@@ -9,7 +9,7 @@
 mod build_sign;
 mod checks;
 mod cluster;
-pub(crate) mod pods;
+pub mod pods;
 mod progress;
 mod pull_pod;
 mod ready;

@@ -12,7 +12,7 @@ use super::artifact::{self, Artifact};
 use super::names::{self, Operation};
 use super::pods::{self, Phase};
 use crate::nodes;
-use kmm_api::shim::{RollingUpdate, Shim, ShimNodeState};
+use kmm_api::shim::{RollingUpdate, RolloutType, Shim, ShimNodeState};
 
 mod approvals;
 mod outcome;
@@ -70,6 +70,7 @@ struct Planner<'a> {
     nodes: &'a [Arc<Node>],
     label_key: String,
     hash_key: String,
+    failed_batch_key: String,
     /// The Shim is being deleted: it leaves every node, all at once.
     deleting: bool,
     /// Installer pods by node. A node's pods are taken out as the node is settled, so what is left after that
@@ -79,14 +80,18 @@ struct Planner<'a> {
     unfinished: usize,
     /// Selected nodes ready for an install of the current spec, by name, with the archive each downloads.
     install_candidates: Vec<(String, Artifact)>,
+    /// Nodes whose failed install of the current spec was retried (its pod deleted), by name, with the archive and
+    /// the batch they failed in: they install again in that batch.
+    retry_candidates: Vec<(String, Artifact, i32)>,
     /// Nodes the Shim left that still carry something of it, by name.
     uninstall_candidates: Vec<String>,
     /// Nodes of the current spec whose install started (provisioned, installing or failed): the batch count.
     started: usize,
     /// Installs of the current spec still running: a batch is over once none is.
     installing_current: usize,
-    /// An install of the current spec ended in this pass (its node gets its label now).
-    finished_now: bool,
+    /// The batches of the installs of the current spec that ended in this pass (their nodes get their label now);
+    /// `None` for an install that records no batch.
+    finished_now: Vec<Option<i32>>,
     plan: Plan,
 }
 
@@ -98,6 +103,8 @@ struct NodeNow<'a> {
     label: Option<String>,
     /// The spec hash annotation: the spec the node was provisioned with.
     hash: Option<String>,
+    /// The failed-batch annotation: `<spec hash>/<batch>` of the install that failed there.
+    failed_batch: Option<String>,
     pods: NodePods<'a>,
 }
 
@@ -120,6 +127,12 @@ impl NodeNow<'_> {
         self.label.is_some() || self.hash.is_some()
     }
 
+    /// The batch the install of spec `hash` failed in on this node, as the node records it.
+    fn failed_in(&self, hash: &str) -> Option<i32> {
+        let (failed_hash, batch) = self.failed_batch.as_deref()?.rsplit_once('/')?;
+        (failed_hash == hash).then(|| batch.parse().ok()).flatten()
+    }
+
     /// The write that clears what the node records of the shim, once an uninstall took the shim away.
     fn clear(&self) -> NodeWrite {
         NodeWrite {
@@ -127,6 +140,7 @@ impl NodeNow<'_> {
             label: self.label.is_some().then_some(None),
             hash: self.hash.is_some().then_some(None),
             batch: None,
+            failed_batch: self.failed_batch.is_some().then_some(None),
         }
     }
 
@@ -137,6 +151,7 @@ impl NodeNow<'_> {
             label: Some(Some(names::FAILED.to_owned())),
             hash: None,
             batch: None,
+            failed_batch: None,
         }
     }
 }
@@ -160,14 +175,16 @@ impl<'a> Planner<'a> {
             nodes: inputs.nodes,
             label_key: names::node_label(&shim_name),
             hash_key: names::node_hash_annotation(&shim_name),
+            failed_batch_key: names::node_failed_batch_annotation(&shim_name),
             deleting,
             pods_by_node,
             unfinished,
             install_candidates: Vec::new(),
+            retry_candidates: Vec::new(),
             uninstall_candidates: Vec::new(),
             started: 0,
             installing_current: 0,
-            finished_now: false,
+            finished_now: Vec::new(),
             plan: Plan {
                 paused,
                 ..Plan::default()
@@ -233,6 +250,7 @@ impl<'a> Planner<'a> {
             node,
             label: node.labels().get(&self.label_key).cloned(),
             hash: node.annotations().get(&self.hash_key).cloned(),
+            failed_batch: node.annotations().get(&self.failed_batch_key).cloned(),
             pods: self.pods_by_node.remove(name.as_str()).unwrap_or_default(),
             name,
         };
@@ -253,6 +271,14 @@ impl<'a> Planner<'a> {
             Some(pod) => self.older_install(&now, pod),
             None => self.no_installer(&now),
         }
+    }
+
+    /// The batch a node failed in under the current spec, when its failed install was retried: only rollouts in
+    /// batches have one.
+    fn retried_batch(&self, now: &NodeNow<'_>) -> Option<i32> {
+        (self.shim.spec.rollout_strategy.type_ == RolloutType::Rolling)
+            .then(|| now.failed_in(self.hash))
+            .flatten()
     }
 
     /// Whether the Shim belongs on `node`: its selector matches and the Shim is not being deleted.
@@ -420,18 +446,20 @@ impl<'a> Planner<'a> {
                 label: Some(Some(names::PROVISIONED.to_owned())),
                 hash: Some(Some(self.hash.to_owned())),
                 batch,
+                failed_batch: now.failed_batch.is_some().then_some(None),
             });
             if !now.labelled(names::PROVISIONED) {
                 self.plan.running_shim += 1;
             }
-            self.finished_now = true;
+            self.finished_now.push(batch);
         } else {
             self.plan.delete.push(pod.name_any());
         }
     }
 
     /// A failed install stays (deleting its pod retries it) and counts against `maxFailures`; the node is labelled
-    /// failed and an event told once, when the label changes, which also ends the install for the batch's tally.
+    /// failed, with the batch it failed in (so that a retry stays in that batch), and an event told once, when the
+    /// label changes, which also ends the install for the batch's tally.
     fn install_failed(
         &mut self,
         now: &NodeNow<'_>,
@@ -439,8 +467,16 @@ impl<'a> Planner<'a> {
         message: String,
         batch: Option<i32>,
     ) {
-        if !now.labelled(names::FAILED) {
+        let failed_batch = batch.map(|b| format!("{}/{b}", self.hash));
+        if failed_batch.is_some() && now.failed_batch != failed_batch {
+            self.plan.node_writes.push(NodeWrite {
+                failed_batch: Some(failed_batch),
+                ..now.mark_failed()
+            });
+        } else if !now.labelled(names::FAILED) {
             self.plan.node_writes.push(now.mark_failed());
+        }
+        if !now.labelled(names::FAILED) {
             let rolled_back = message.contains("rolled back");
             self.plan.notices.push(Notice {
                 warning: true,
@@ -456,7 +492,7 @@ impl<'a> Planner<'a> {
                     names::INSTALLER_NAMESPACE
                 ),
             });
-            self.finished_now = true;
+            self.finished_now.push(batch);
         }
         self.plan
             .install_failures
@@ -488,7 +524,15 @@ impl<'a> Planner<'a> {
             }
             Ok(artifact) if takes_pods(now.node) => {
                 self.plan.waiting += 1;
-                self.install_candidates.push((now.name.clone(), artifact));
+                match self.retried_batch(now) {
+                    // Its place in its batch stays taken: the batches after it keep their nodes and numbers.
+                    Some(batch) => {
+                        self.started += 1;
+                        self.retry_candidates
+                            .push((now.name.clone(), artifact, batch));
+                    }
+                    None => self.install_candidates.push((now.name.clone(), artifact)),
+                }
             }
             Ok(_) => {
                 self.plan.waiting += 1;

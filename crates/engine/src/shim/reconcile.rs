@@ -135,6 +135,12 @@ async fn write_node(context: &ShimContext, shim: &str, write: &NodeWrite) -> Res
     if let Some(batch) = write.batch {
         annotations.insert(names::node_batch_annotation(shim), json!(batch.to_string()));
     }
+    if let Some(failed_batch) = &write.failed_batch {
+        annotations.insert(
+            names::node_failed_batch_annotation(shim),
+            json!(failed_batch),
+        );
+    }
     if !annotations.is_empty() {
         metadata.insert("annotations".to_owned(), annotations.into());
     }

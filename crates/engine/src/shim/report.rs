@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::artifact::NoArtifact;
 use super::plan::Plan;
 use super::pod_names::pod_name;
+use kmm_api::plural::{count, plural};
 use kmm_api::shim::names::{self, Operation};
 use kmm_api::shim::reasons;
 use kmm_api::shim::{
@@ -65,8 +66,9 @@ pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
         },
         if plan.running_shim > 0 {
             format!(
-                "{} nodes run the shim; pods with runtimeClassName {} run there",
-                plan.running_shim, shim.spec.runtime_class.name
+                "{} the shim; pods with runtimeClassName {} run there",
+                nodes_that(plan.running_shim, "runs", "run"),
+                shim.spec.runtime_class.name
             )
         } else {
             "no node runs the shim yet".to_owned()
@@ -174,8 +176,9 @@ impl<'a> Facts<'a> {
             rollout,
             stopped: rollout.is_some_and(|r| r.stopped),
             provisioned: format!(
-                "{} of {} nodes provisioned",
-                plan.provisioned, plan.selected
+                "{} of {} provisioned",
+                plan.provisioned,
+                count(plan.selected, "node")
             ),
             installs_active: plan.installing > 0
                 || plan.create.iter().any(|p| p.artifact.is_some()),
@@ -215,7 +218,7 @@ impl<'a> Facts<'a> {
         } else if let Some((node, reason)) = plan.no_artifact.first() {
             let more = match plan.no_artifact.len() {
                 1 => String::new(),
-                n => format!(" ({} more nodes)", n - 1),
+                n => format!(" ({} more {})", n - 1, plural(n - 1, "node")),
             };
             (Some("NoArtifact"), format!("{node}: {reason}{more}"))
         } else {
@@ -232,17 +235,24 @@ impl<'a> Facts<'a> {
                 true,
                 reasons::UNINSTALLING,
                 format!(
-                    "the Shim is being deleted: {} nodes still carry the shim",
-                    plan.uninstalling
+                    "the Shim is being deleted: {} the shim",
+                    nodes_that(plan.uninstalling, "still carries", "still carry")
                 ),
             )
         } else if plan.paused && plan.waiting > 0 {
+            // The pause does not hide an approval the next batch still wants: both are for a person to act on.
+            let approval = self
+                .rollout
+                .filter(|r| r.awaiting_approval)
+                .map(|r| format!("{}; ", approval_message(r)))
+                .unwrap_or_default();
             (
                 false,
                 reasons::PAUSED,
                 format!(
-                    "paused by spec.rolloutStrategy.rolling.paused with {} nodes waiting; {}",
-                    plan.waiting, self.provisioned
+                    "paused by spec.rolloutStrategy.rolling.paused with {} waiting; {approval}{}",
+                    count(plan.waiting, "node"),
+                    self.provisioned
                 ),
             )
         } else if let Some(r) = self
@@ -263,8 +273,8 @@ impl<'a> Facts<'a> {
                 true,
                 reasons::UNINSTALLING,
                 format!(
-                    "uninstalling from {} nodes the selector no longer matches",
-                    plan.uninstalling
+                    "uninstalling from {} the selector no longer matches",
+                    count(plan.uninstalling, "node")
                 ),
             )
         } else if plan.selected == 0 {
@@ -309,8 +319,9 @@ impl<'a> Facts<'a> {
             (
                 "Waiting",
                 format!(
-                    "{}; {} nodes wait to become Ready and schedulable",
-                    self.provisioned, plan.waiting
+                    "{}; {} to become Ready and schedulable",
+                    self.provisioned,
+                    nodes_that(plan.waiting, "waits", "wait")
                 ),
             )
         }
@@ -326,7 +337,7 @@ impl<'a> Facts<'a> {
             .unwrap_or_default();
         let more = match self.plan.install_failures.len() {
             0 | 1 => String::new(),
-            n => format!(" ({} more nodes failed)", n - 1),
+            n => format!(" ({} more {} failed)", n - 1, plural(n - 1, "node")),
         };
         format!(
             "{node}: {message}{more}; {extra}retry by deleting pod {} in {}",
@@ -340,12 +351,22 @@ impl<'a> Facts<'a> {
         let (plan, provisioned) = (self.plan, &self.provisioned);
         match self.rollout {
             Some(r) => format!(
-                "batch {} of {}: {} nodes installing, {provisioned}",
-                r.batch, r.batches, plan.installing
+                "batch {} of {}: {} installing, {provisioned}",
+                r.batch,
+                r.batches,
+                count(plan.installing, "node")
             ),
-            None => format!("{} nodes installing, {provisioned}", plan.installing),
+            None => format!(
+                "{} installing, {provisioned}",
+                count(plan.installing, "node")
+            ),
         }
     }
+}
+
+/// `1 node runs` or `3 nodes run`: a count of nodes and the verb that agrees with it.
+fn nodes_that(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", count(n, "node"), if n == 1 { one } else { many })
 }
 
 /// What a person does to let a waiting batch start.

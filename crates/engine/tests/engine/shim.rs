@@ -417,6 +417,54 @@ async fn manual_approval_holds_each_batch_and_a_spec_change_rolls_every_node_aga
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_paused_rollout_keeps_showing_the_batch_that_waits_for_approval() {
+    let mut harness = Harness::start(SCENARIO).await;
+    let client = harness.client();
+    harness.start_engine();
+    create(
+        &client,
+        &shim("spin-a", "a", json!({"type": "rolling", "rolling": {"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2}})),
+    )
+    .await;
+    wait_for(30, "batches 1 and 2 provisioned, batch 3 held", || async {
+        let shim = get(&client, "spin-a").await;
+        let status = shim.status?;
+        let awaiting = status.rollout.as_ref().is_some_and(|r| r.awaiting_approval);
+        (status.nodes_ready == 4 && awaiting).then_some(())
+    })
+    .await;
+    patch_spec(
+        &client,
+        "spin-a",
+        json!({"rolloutStrategy": {"rolling": {"paused": true}}}),
+    )
+    .await;
+    let paused = wait_for(30, "the pause reported", || async {
+        let shim = get(&client, "spin-a").await;
+        let fresh =
+            shim.status.as_ref().and_then(|s| s.observed_generation) == shim.metadata.generation;
+        (fresh && condition(&shim, "Progressing").is_some_and(|c| c.1 == "Paused")).then_some(shim)
+    })
+    .await;
+    let rollout = paused
+        .status
+        .clone()
+        .and_then(|s| s.rollout)
+        .expect("a rollout");
+    assert_eq!(
+        (rollout.batch, rollout.batches, rollout.awaiting_approval),
+        (3, 3, true)
+    );
+    assert_eq!(paused.awaiting_batch(), Some(3));
+    let (_, _, message) = condition(&paused, "Progressing").expect("Progressing");
+    assert!(
+        message.contains("batch 3 of 3 waits for approval"),
+        "{message}"
+    );
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_failed_containerd_restart_is_rolled_back_stops_the_rollout_and_is_retried() {
     let mut harness = Harness::start(SCENARIO).await;
     let client = harness.client();
@@ -545,7 +593,7 @@ async fn deleting_uninstalls_everywhere_and_selector_changes_install_and_uninsta
         event_notes(&client, "spin-b", "Installing")
             .await
             .iter()
-            .any(|note| note == "installing on 1 nodes: roll-a-5")
+            .any(|note| note == "installing on 1 node: roll-a-5")
     })
     .await;
 

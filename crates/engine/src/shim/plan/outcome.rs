@@ -43,6 +43,8 @@ pub struct NodeWrite {
     /// The rollout batch that provisioned the node, recorded beside a new hash so the node's batch is still known
     /// once its installer pod is gone.
     pub batch: Option<i32>,
+    /// New value of the failed-batch annotation (`<spec hash>/<batch>` of a failed install): `Some(None)` removes.
+    pub failed_batch: Option<Option<String>>,
 }
 
 /// Something worth an event on the Shim.

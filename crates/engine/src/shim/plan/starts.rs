@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::{NewPod, NodeView, Notice, Planner, Rollout, approvals, batch_size, install, list};
 use crate::shim::artifact::Artifact;
 use crate::shim::names::Operation;
+use kmm_api::plural::count;
 use kmm_api::shim::{Approval, RolloutType, ShimNodeState};
 
 /// Where a rolling rollout stands when the pass decides what starts.
@@ -31,9 +32,11 @@ struct Position {
 enum BatchDecision {
     /// Start this many nodes of it (the room left in the batch and the free slots bound it).
     Start(usize),
-    /// It may start but waits for `approvedBatch`.
+    /// It may start but waits for `approvedBatch` (paused or not: the approval is wanted either way).
     AwaitApproval,
-    /// Nothing starts: nothing waits, the batch before runs, failures stopped the rollout, or it is paused.
+    /// It is approved and may start, but the rollout is paused: it starts once resumed.
+    Paused,
+    /// Nothing starts: nothing waits, the batch before runs, or failures stopped the rollout.
     Hold,
 }
 
@@ -48,6 +51,7 @@ impl Planner<'_> {
     pub(super) fn start(&mut self) {
         let limit = self.limit();
         let slots = self.start_uninstalls(self.free_slots(limit));
+        let slots = self.start_retries(limit, slots);
         match self.shim.spec.rollout_strategy.type_ {
             RolloutType::Recreate => self.start_all(slots),
             RolloutType::Rolling => self.start_batch(limit, slots),
@@ -95,12 +99,47 @@ impl Planner<'_> {
                 warning: false,
                 reason: "Uninstalling",
                 note: format!(
-                    "uninstalling from {} nodes, {} first",
-                    self.plan.create.len(),
+                    "uninstalling from {}, {} first",
+                    count(self.plan.create.len(), "node"),
                     first.node
                 ),
             });
         }
+        slots
+    }
+
+    /// Retried nodes install again in the batch they failed in, as far as `slots` go: their batch was approved
+    /// already and keeps its number, so a retry neither waits for nor starts a new batch. The slots left.
+    fn start_retries(&mut self, size: usize, mut slots: usize) -> usize {
+        let batches = self.plan.installable.div_ceil(size.max(1)).max(1);
+        let retries = std::mem::take(&mut self.retry_candidates);
+        let mut waiting = Vec::new();
+        for (node, artifact, batch) in retries {
+            if slots == 0 {
+                waiting.push(NodeView {
+                    node,
+                    state: ShimNodeState::Waiting,
+                    batch: Some(batch),
+                    message: Some(
+                        if self.plan.paused {
+                            "the rollout is paused; its retry waits"
+                        } else {
+                            "its retry waits for a free slot"
+                        }
+                        .to_owned(),
+                    ),
+                });
+                continue;
+            }
+            slots -= 1;
+            self.plan.notices.push(Notice {
+                warning: false,
+                reason: "Retrying",
+                note: format!("batch {batch} of {batches}: installing again on {node}"),
+            });
+            self.plan.create.push(install(node, artifact, Some(batch)));
+        }
+        self.plan.views.extend(waiting);
         slots
     }
 
@@ -113,8 +152,8 @@ impl Planner<'_> {
                 warning: false,
                 reason: "Installing",
                 note: format!(
-                    "installing on {} nodes: {}",
-                    starting.len(),
+                    "installing on {}: {}",
+                    count(starting.len(), "node"),
                     list(starting.iter().map(|(n, _)| n.as_str()))
                 ),
             });
@@ -138,7 +177,9 @@ impl Planner<'_> {
         let decision = self.decide_batch(&position, slots);
         let starting: Vec<(String, Artifact)> = match decision {
             BatchDecision::Start(count) => self.install_candidates.drain(..count).collect(),
-            BatchDecision::AwaitApproval | BatchDecision::Hold => Vec::new(),
+            BatchDecision::AwaitApproval | BatchDecision::Paused | BatchDecision::Hold => {
+                Vec::new()
+            }
         };
         if !starting.is_empty() {
             self.announce_batch(&position, &starting);
@@ -150,7 +191,12 @@ impl Planner<'_> {
                 .push(install(node, artifact, Some(position.next as i32)));
         }
         let awaiting = decision == BatchDecision::AwaitApproval;
-        let why = if self.plan.paused {
+        let why = if self.plan.paused && awaiting {
+            format!(
+                "the rollout is paused; batch {} waits for approval",
+                position.next
+            )
+        } else if self.plan.paused {
             "the rollout is paused".to_owned()
         } else if awaiting {
             format!("batch {} waits for approval", position.next)
@@ -164,7 +210,12 @@ impl Planner<'_> {
             &why,
             Some((now_started, size)),
         ));
-        let batch = if awaiting {
+        // A rollout held before its next batch (for an approval or by the pause) names that batch: it is what a
+        // person acts on.
+        let batch = if matches!(
+            decision,
+            BatchDecision::AwaitApproval | BatchDecision::Paused
+        ) {
             position.next
         } else {
             now_started.div_ceil(size).max(1)
@@ -198,16 +249,20 @@ impl Planner<'_> {
 
     /// The batch decision. A new batch starts once the one before is over (no install of the current spec runs)
     /// and failures did not stop the rollout; a batch cut short fills up regardless, as its nodes were already
-    /// let go. Either needs the batch approved when approval is manual, and neither happens while paused.
+    /// let go. Either needs the batch approved when approval is manual, and neither happens while paused; a pause
+    /// does not hide the approval the batch still wants.
     fn decide_batch(&self, position: &Position, slots: usize) -> BatchDecision {
         let may_continue =
             position.filled != 0 || (self.installing_current == 0 && !position.stopped);
-        if self.install_candidates.is_empty() || !may_continue || self.plan.paused {
+        if self.install_candidates.is_empty() || !may_continue {
             return BatchDecision::Hold;
         }
         let next = i32::try_from(position.next).unwrap_or(i32::MAX);
         if !self.rolling().is_none_or(|r| r.approves(next)) {
             return BatchDecision::AwaitApproval;
+        }
+        if self.plan.paused {
+            return BatchDecision::Paused;
         }
         let room = position.size - position.filled;
         BatchDecision::Start(room.min(slots).min(self.install_candidates.len()))
@@ -217,18 +272,24 @@ impl Planner<'_> {
     /// It is told before the next batch starts, so the Events read in order; more failures than tolerated make it
     /// a failed batch that stops the rollout.
     fn tell_batch_over(&mut self, position: &Position) {
-        let over = self.finished_now
+        let done_batch = self.started.div_ceil(position.size).max(1);
+        // A retried node of an earlier batch ending is not the batch in progress ending.
+        let batch_ended = self
+            .finished_now
+            .iter()
+            .any(|batch| batch.is_none_or(|b| usize::try_from(b).is_ok_and(|b| b >= done_batch)));
+        let over = batch_ended
             && self.installing_current == 0
             && (position.filled == 0 || self.install_candidates.is_empty());
         if !over {
             return;
         }
-        let done_batch = self.started.div_ceil(position.size).max(1);
         let batches = position.batches;
         let failed = self.plan.install_failures.len();
         let tally = format!(
-            "{} of {} nodes provisioned, {failed} failed",
-            self.plan.provisioned, self.plan.installable
+            "{} of {} provisioned, {failed} failed",
+            self.plan.provisioned,
+            count(self.plan.installable, "node")
         );
         self.plan.notices.push(if position.stopped {
             Notice {

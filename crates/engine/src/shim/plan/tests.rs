@@ -171,6 +171,7 @@ fn a_finished_install_labels_its_node_before_its_pod_goes() {
             label: Some(Some(names::PROVISIONED.into())),
             hash: Some(Some("h".into())),
             batch: None,
+            failed_batch: None,
         }]
     );
     assert!(plan.delete.is_empty());
@@ -316,6 +317,7 @@ fn a_node_selected_again_is_cleared_after_its_uninstall_before_it_installs_afres
             label: Some(None),
             hash: Some(None),
             batch: None,
+            failed_batch: None,
         }]
     );
     assert!(first.create.is_empty() && first.delete.is_empty());
@@ -360,4 +362,96 @@ fn a_node_left_while_installing_waits_for_its_installer_before_uninstalling() {
         .map(|p| (p.node.as_str(), p.operation))
         .collect();
     assert_eq!(uninstalls, [("n0", Operation::Uninstall)]);
+}
+
+#[test]
+fn a_paused_rollout_keeps_the_batch_it_waits_to_approve() {
+    // Batches 1 and 2 of 3 are done, batch 3 is not approved, and the rollout is paused.
+    let paused =
+        shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 2, "paused": true}));
+    let plan = run(&paused, &five(4), &[]);
+    assert!(plan.create.is_empty());
+    assert_eq!(
+        plan.rollout
+            .map(|r| (r.batch, r.batches, r.awaiting_approval)),
+        Some((3, 3, true))
+    );
+    assert_eq!(
+        plan.views[0].message.as_deref(),
+        Some("the rollout is paused; batch 3 waits for approval")
+    );
+
+    // Approved while paused: batch 3 is still the one the rollout holds before, and it starts once resumed.
+    let approved =
+        shim(json!({"maxUpdate": 2, "approval": "Manual", "approvedBatch": 3, "paused": true}));
+    let plan = run(&approved, &five(4), &[]);
+    assert!(plan.create.is_empty());
+    assert_eq!(
+        plan.rollout.map(|r| (r.batch, r.awaiting_approval)),
+        Some((3, false))
+    );
+}
+
+/// `node` with the failed-batch annotation `value`.
+fn failed_node(name: &str, value: &str) -> Arc<Node> {
+    let mut node = Arc::unwrap_or_clone(node(name, Some(names::FAILED), None));
+    node.metadata.annotations.get_or_insert_default().insert(
+        names::node_failed_batch_annotation("spin"),
+        value.to_owned(),
+    );
+    Arc::new(node)
+}
+
+#[test]
+fn a_failed_install_records_its_batch_and_a_retry_installs_again_in_it() {
+    let tolerant = shim(json!({"maxUpdate": 1, "maxFailures": 1}));
+    let mut failed = pod("n0", "h", "Failed");
+    failed
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(names::POD_BATCH.to_owned(), "1".to_owned());
+    let plan = run(&tolerant, &five(0), &[failed]);
+    assert_eq!(
+        plan.node_writes[0].failed_batch,
+        Some(Some("h/1".to_owned()))
+    );
+
+    // n0 failed in batch 1, batches 2 and 3 provisioned n1 and n2, and n0's failed pod was deleted to retry it.
+    let provisioned = |name: &str| node(name, Some(names::PROVISIONED), Some("h"));
+    let nodes = vec![
+        failed_node("n0", "h/1"),
+        provisioned("n1"),
+        provisioned("n2"),
+        node("n3", None, None),
+        node("n4", None, None),
+    ];
+    let plan = run(&tolerant, &nodes, &[]);
+    assert_eq!(created(&plan), [("n0", Some(1))]);
+    assert_eq!(reasons(&plan), ["Retrying"]);
+    assert_eq!(plan.notices[0].note, "batch 1 of 5: installing again on n0");
+    assert_eq!(plan.rollout.map(|r| (r.batch, r.batches)), Some((3, 5)));
+
+    // Its retry ending is not a batch ending; batch 4 starts on n3 afterwards, numbered as before.
+    let mut retried = pod("n0", "h", "Succeeded");
+    retried
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(names::POD_BATCH.to_owned(), "1".to_owned());
+    let plan = run(&tolerant, &nodes, &[retried]);
+    assert!(
+        !reasons(&plan).contains(&"BatchFinished"),
+        "{:?}",
+        plan.notices
+    );
+    assert_eq!(created(&plan), [("n3", Some(4))]);
+
+    // A failure recorded under another spec is no retry: the node waits for its batch like any other.
+    let plan = run(
+        &tolerant,
+        &[failed_node("n0", "old/1"), provisioned("n1")],
+        &[],
+    );
+    assert_eq!(reasons(&plan), ["BatchStarted"]);
 }
