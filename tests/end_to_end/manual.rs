@@ -1,5 +1,5 @@
-//! `kmm-tui completions` and `kmm-tui man`: generated from the binary's own command line, so every subcommand and
-//! option it accepts is offered by the shells and documented in the pages.
+//! `kmm-tui completions`, `kmm-tui man` and `--help`: generated from the binary's own command line, so every
+//! subcommand and option it accepts is offered by the shells and documented in the pages and the help.
 
 use std::process::Command;
 
@@ -67,4 +67,34 @@ fn the_manual_page_documents_every_subcommand() {
             "no page of {subcommand}"
         );
     }
+}
+
+/// `kmm-tui args…`'s output with its lines joined, so a phrase wrapped by the help's line width still reads whole.
+fn joined(args: &[&str]) -> String {
+    output(args)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn scenario_help_lists_every_built_in_scenario() {
+    for args in [&["--help"][..], &["serve", "--help"][..]] {
+        let text = joined(args);
+        for name in kmm_cluster::sim::scenario::Scenario::built_in_names() {
+            assert!(text.contains(name), "{args:?} lacks {name}: {text}");
+        }
+    }
+}
+
+#[test]
+fn the_namespace_help_says_what_install_and_uninstall_do_with_it() {
+    let install = joined(&["install", "--help"]);
+    assert!(install.contains("created unless"), "{install}");
+    let uninstall = joined(&["uninstall", "--help"]);
+    assert!(!uninstall.contains("created unless"), "{uninstall}");
+    assert!(
+        uninstall.contains("deleted with everything in it"),
+        "{uninstall}"
+    );
 }

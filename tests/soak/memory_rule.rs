@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use crate::harness::memory::{Point, trend};
 
-
 /// A sample every 2 s for `secs`, of `kib(t)`.
 fn series(secs: u64, kib: impl Fn(f64) -> f64) -> Vec<Point> {
     (0..=secs / 2)
@@ -23,7 +22,7 @@ fn series(secs: u64, kib: impl Fn(f64) -> f64) -> Vec<Point> {
 fn a_flat_process_with_spikes_does_not_grow() {
     // 60 MiB, with a spike of +20 MiB one sample in ten.
     let points = series(600, |t| {
-        if (t as u64 / 2) % 10 == 0 {
+        if (t as u64 / 2).is_multiple_of(10) {
             81_920.0
         } else {
             61_440.0
