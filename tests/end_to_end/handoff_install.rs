@@ -20,6 +20,8 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
 use serde_json::json;
 use tokio::time::Instant;
+
+use crate::kubectl::kubectl_installed;
 use tokio_util::sync::CancellationToken;
 
 use kmm_api::kmm::Module;
@@ -40,15 +42,6 @@ const CONSOLE: &str = "console";
 const KERNEL: &str = "5.14.0-284.30.1.el9_2.x86_64";
 
 const WORKERS: [&str; 2] = ["worker-0", "worker-1"];
-
-fn kubectl_installed() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// What `kmm-tui install --lease-duration 3` prints.
 fn install_yaml() -> String {

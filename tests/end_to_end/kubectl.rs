@@ -13,13 +13,14 @@ use crate::serve_process::ServeProcess;
 /// An upper bound for the whole script; its own waits are bounded far below this, so hitting it means a hang.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(240);
 
-fn kubectl_installed() -> bool {
+/// Whether kubectl is on the PATH and runs: the tests that drive it skip, saying so, where it does not.
+pub(crate) fn kubectl_installed() -> bool {
     Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok()
+        .is_ok_and(|status| status.success())
 }
 
 /// Run the script with its stdout and stderr interleaved in one file, killing it if it outlives `SCRIPT_LIMIT`.

@@ -3,20 +3,12 @@
 //! Skipped where kubectl is not installed.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use kube::config::Kubeconfig;
 
+use crate::kubectl::kubectl_installed;
 use crate::serve_process::ServeProcess;
-
-fn kubectl_installed() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
 
 /// `kubectl args…` with `KUBECONFIG=kubeconfig`.
 fn kubectl(kubeconfig: &str, cache: &Path, args: &[&str]) -> Output {

@@ -446,11 +446,13 @@ fn mib(kib: u64) -> String {
 }
 
 impl Report {
-    /// The memory trends after warm-up (see [`memory`]): this process's, after the first quarter of the fault
-    /// phase, and the API server's, a segment per run after its first [`SERVER_WARM_UP`].
+    /// The memory trends after warm-up (see [`memory`]): the first quarter of the fault phase, or the Events' time
+    /// to live if that is longer (until the first Events expire the store only grows, by design), and for the API
+    /// server also the first [`SERVER_WARM_UP`] of each run, whose samples form a segment.
     fn memory_trends(&self) -> [(&'static str, Option<memory::Trend>); 2] {
-        let warm =
-            self.samples.first().map_or(Duration::ZERO, |s| s.at) + self.config.fault_phase() / 4;
+        let events_settle = server::EVENT_TTL_SIMULATED.div_f64(self.config.time_scale);
+        let warm = self.samples.first().map_or(Duration::ZERO, |s| s.at)
+            + (self.config.fault_phase() / 4).max(events_settle);
         let point = |at: Duration, kib: u64| memory::Point { at, kib };
         let soak: Vec<memory::Point> = self
             .samples
@@ -460,7 +462,10 @@ impl Report {
             .collect();
         let mut runs: BTreeMap<usize, Vec<memory::Point>> = BTreeMap::new();
         for sample in &self.samples {
-            if let Some(server) = sample.server.filter(|server| server.age >= SERVER_WARM_UP) {
+            if let Some(server) = sample
+                .server
+                .filter(|server| sample.at >= warm && server.age >= SERVER_WARM_UP)
+            {
                 runs.entry(server.run)
                     .or_default()
                     .push(point(sample.at, server.kib));

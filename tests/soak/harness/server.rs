@@ -71,6 +71,9 @@ pub struct Server {
     link: Option<Link>,
 }
 
+/// How long an Event lives, in simulated time: kube-apiserver's default.
+pub const EVENT_TTL_SIMULATED: Duration = Duration::from_secs(3600);
+
 impl Server {
     /// Start the first run: state in `dir/state`, logs in `dir/serve-<n>.log`, the scenario file `scenario`, on a
     /// loopback port that is free now. Events live an hour of simulated time (`time_scale` simulated seconds per
@@ -84,7 +87,7 @@ impl Server {
             dir: dir.to_path_buf(),
             scenario: scenario.to_path_buf(),
             port,
-            event_ttl: Duration::from_secs(3600)
+            event_ttl: EVENT_TTL_SIMULATED
                 .div_f64(time_scale)
                 .max(Duration::from_secs(1)),
             child: None,

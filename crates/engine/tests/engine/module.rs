@@ -567,17 +567,7 @@ async fn a_deleting_module_says_what_it_waits_for() {
     harness.start_engine();
     create_module(&harness, "kmod", two_mapping_spec()).await;
     wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
-    let faults: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(harness.client(), "kmm-tui-sim");
-    let not_ready: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "faults", "namespace": "kmm-tui-sim"},
-        "data": {"hold": "{kind: nodeNotReady, node: kmm-a-0}"},
-    }))
-    .expect("a ConfigMap");
-    faults
-        .create(&PostParams::default(), &not_ready)
-        .await
-        .expect("injecting the fault");
+    hold_not_ready(&harness, "kmm-a-0").await;
     eventually(120, "kmm-a-0 NotReady", || async {
         !kmm_engine::nodes::is_ready(&node(&harness, "kmm-a-0").await)
     })
@@ -597,10 +587,7 @@ async fn a_deleting_module_says_what_it_waits_for() {
         message.contains("being deleted") && message.contains("kmm-a-0"),
         "{message}"
     );
-    faults
-        .delete("faults", &Default::default())
-        .await
-        .expect("ending the fault");
+    end_faults(&harness).await;
     eventually(300, "the Module is gone", || async {
         module(&harness, "kmod").await.is_none()
     })
@@ -668,17 +655,7 @@ async fn a_reboot_takes_the_loaded_claim_with_it() {
         .and_then(|s| s.modules.first().and_then(|m| m.boot_id.clone()))
         .expect("a loaded status with its boot");
     // The node stays NotReady after its reboot, so the module cannot be loaded again yet.
-    let faults: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(harness.client(), "kmm-tui-sim");
-    let not_ready: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "faults", "namespace": "kmm-tui-sim"},
-        "data": {"hold": "{kind: nodeNotReady, node: kmm-a-0}"},
-    }))
-    .expect("a ConfigMap");
-    faults
-        .create(&PostParams::default(), &not_ready)
-        .await
-        .expect("injecting the fault");
+    hold_not_ready(&harness, "kmm-a-0").await;
     let new_boot = power_cycle(&harness, "kmm-a-0");
     assert_ne!(new_boot, old_boot);
     eventually(120, "no status entry of the old boot", || async {
@@ -698,10 +675,28 @@ async fn a_reboot_takes_the_loaded_claim_with_it() {
             .is_some_and(|counts| counts.available_number == 1)
     })
     .await;
-    faults
+    end_faults(&harness).await;
+    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
+    harness.shutdown().await;
+}
+
+/// Hold `node` NotReady, through the simulation's faults ConfigMap, until [`end_faults`].
+async fn hold_not_ready(harness: &Harness, node: &str) {
+    let not_ready: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "faults", "namespace": "kmm-tui-sim"},
+        "data": {"hold": format!("{{kind: nodeNotReady, node: {node}}}")},
+    }))
+    .expect("a ConfigMap");
+    Api::namespaced(harness.client(), "kmm-tui-sim")
+        .create(&PostParams::default(), &not_ready)
+        .await
+        .expect("injecting the fault");
+}
+
+/// End every fault [`hold_not_ready`] injected.
+async fn end_faults(harness: &Harness) {
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(harness.client(), "kmm-tui-sim")
         .delete("faults", &Default::default())
         .await
         .expect("ending the fault");
-    wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
-    harness.shutdown().await;
 }
