@@ -7,8 +7,100 @@
 //! storm for a fraction of that and return freed pages to the system. It is set here, in the library, so the
 //! binary, the tests and the benchmarks all measure the same allocator.
 
+#[cfg(not(feature = "heap-count"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(feature = "heap-count")]
+#[global_allocator]
+static ALLOCATOR: heap::Counted<mimalloc::MiMalloc> = heap::Counted(mimalloc::MiMalloc);
+
+/// The bytes the program holds in live allocations, counted as they are made and freed (the `heap-count`
+/// feature): resident memory also holds what the allocator keeps of freed pages, so only this count tells a leak
+/// (it grows) from fragmentation after a burst (resident memory stays up, the count falls back). Off by default:
+/// counting costs an atomic add per allocation and free.
+#[cfg(feature = "heap-count")]
+pub mod heap {
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+    /// Counters, so that threads allocating at once rarely share one.
+    const SHARDS: usize = 64;
+
+    /// One counter on a cache line of its own.
+    #[repr(align(128))]
+    struct Shard(AtomicI64);
+
+    static LIVE: [Shard; SHARDS] = [const { Shard(AtomicI64::new(0)) }; SHARDS];
+    static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+    thread_local! {
+        static THREAD_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+
+    /// This thread's counter (a memory freed by another thread counts there: only the sum means anything).
+    fn shard() -> &'static AtomicI64 {
+        let index = THREAD_SHARD
+            .try_with(|mine| {
+                if mine.get() == usize::MAX {
+                    mine.set(NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS);
+                }
+                mine.get()
+            })
+            .unwrap_or(0);
+        &LIVE[index].0
+    }
+
+    fn count(bytes: i64) {
+        shard().fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes in live allocations now.
+    pub fn live_bytes() -> u64 {
+        let sum: i64 = LIVE.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
+        u64::try_from(sum).unwrap_or(0)
+    }
+
+    /// An allocator that counts what passes through it.
+    pub struct Counted<A>(pub A);
+
+    // SAFETY: every call is passed on unchanged to the inner allocator; only the counters are added.
+    unsafe impl<A: GlobalAlloc> GlobalAlloc for Counted<A> {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: the caller's contract is passed on.
+            let block = unsafe { self.0.alloc(layout) };
+            if !block.is_null() {
+                count(layout.size() as i64);
+            }
+            block
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: the caller's contract is passed on.
+            let block = unsafe { self.0.alloc_zeroed(layout) };
+            if !block.is_null() {
+                count(layout.size() as i64);
+            }
+            block
+        }
+
+        unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract is passed on.
+            unsafe { self.0.dealloc(block, layout) };
+            count(-(layout.size() as i64));
+        }
+
+        unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            // SAFETY: the caller's contract is passed on.
+            let moved = unsafe { self.0.realloc(block, layout, new_size) };
+            if !moved.is_null() {
+                count(new_size as i64 - layout.size() as i64);
+            }
+            moved
+        }
+    }
+}
 
 /// mimalloc's option for how long freed memory is kept before it is handed back to the system, in milliseconds
 /// (`mi_option_purge_delay` of the mimalloc this crate builds; the Rust bindings do not name it).

@@ -1,5 +1,5 @@
 //! The rule that judges whether the soak's processes grow (`harness/memory.rs`), on series whose answer is known:
-//! flat with spikes, a steady leak, a late burst, restarts that sit lower.
+//! flat with spikes, a steady leak, a late burst, restarts that sit lower, a slow swing above a steady floor.
 
 use std::time::Duration;
 
@@ -50,9 +50,40 @@ fn a_late_spike_does_not_tip_a_flat_run() {
     assert!(!trend.grows(), "{trend:?}");
 }
 
+/// 58 MiB swinging by 12 MiB either way over `period` seconds (from its low), falling back to a floor of 46 MiB
+/// once every 30 s (the moment between two bursts), plus `leak` KiB a second.
+fn swinging(secs: u64, period: f64, leak: f64) -> Vec<Point> {
+    series(secs, |t| {
+        if t as u64 % 30 == 10 {
+            47_104.0 + leak * t
+        } else {
+            let phase = std::f64::consts::TAU * t / period - std::f64::consts::FRAC_PI_2;
+            59_392.0 + 12_288.0 * phase.sin() + leak * t
+        }
+    })
+}
+
+#[test]
+fn a_slow_swing_above_a_steady_floor_is_no_growth() {
+    // Five minutes from the swing's low to its high: every sample but the floor's rises (a fit through all samples
+    // says +52 %), yet the memory the process falls back to stays where it was.
+    let trend = trend(&[swinging(300, 600.0, 0.0)]).expect("long enough");
+    assert!(!trend.grows(), "{trend:?}");
+    assert!(trend.slope.abs() < 1.0, "{trend:?}");
+}
+
+#[test]
+fn a_leak_under_the_swings_raises_the_floor_and_grows() {
+    // The same swings over a leak of 2 MiB a minute, with the swing falling at the end (a fit through all samples
+    // says +8.5 %, under the bound): the floor rises with the leak.
+    let trend = trend(&[swinging(300, 240.0, 2048.0 / 60.0)]).expect("long enough");
+    assert!(trend.grows(), "{trend:?}");
+    assert!((trend.mib_per_hour() - 120.0).abs() < 5.0, "{trend:?}");
+}
+
 #[test]
 fn too_short_a_segment_is_not_judged() {
-    assert_eq!(trend(&[series(100, |_| 1024.0)]), None);
+    assert_eq!(trend(&[series(200, |_| 1024.0)]), None);
     assert_eq!(trend(&[]), None);
 }
 

@@ -1,12 +1,17 @@
 //! Whether a process's resident memory grows, judged from its samples after warm-up by the slope of a robust line
-//! fit, not by comparing two windows (which a restart's warm-up or one late spike can tip either way).
+//! fit through its floor, not by comparing two windows (which a restart's warm-up or one late spike can tip either
+//! way).
 //!
 //! The rule: the samples of one process are split into segments, one per run of it (the API server restarts; the
-//! soak's process runs once), each starting after its warm-up. The slope is the Theil–Sen estimate: the median,
-//! over every pair of samples of one segment at least [`MIN_PAIR_GAP`] apart, of the pair's rise over its gap. The
-//! median ignores spikes, and pairs never span a restart, so a level that differs between runs (a restarted server
-//! reads its store back compactly) is no trend. A process grows when that slope, over the segments' spans added
-//! up, adds more than [`BOUND`] of the median level; spans shorter than [`MIN_SPAN`] in all are too short to tell.
+//! soak's process runs once), each starting after its warm-up. Each segment is cut into windows of
+//! [`FLOOR_WINDOW`], and each window gives one point: its lowest sample. Resident memory swings by a third of its
+//! level within seconds as relists, catch-up passes and checks allocate and free; a leak raises the floor those
+//! swings fall back to, a burst does not. The slope is the Theil–Sen estimate over the floors: the median, over
+//! every pair of floors of one segment at least [`MIN_PAIR_GAP`] apart, of the pair's rise over its gap. The median
+//! ignores a few odd windows, and pairs never span a restart, so a level that differs between runs (a restarted
+//! server reads its store back compactly) is no trend. A process grows when that slope, over the segments' spans
+//! added up, adds more than [`BOUND`] of the median level of all its samples; spans shorter than [`MIN_SPAN`] in
+//! all are too short to tell.
 
 use std::time::Duration;
 
@@ -16,8 +21,12 @@ pub const BOUND: f64 = 0.10;
 /// Pairs of samples closer than this are left out of the fit: their rise is mostly noise.
 pub const MIN_PAIR_GAP: Duration = Duration::from_secs(20);
 
-/// The shortest span after warm-up a segment is judged on.
-pub const MIN_SPAN: Duration = Duration::from_secs(120);
+/// The shortest span after warm-up the segments are judged on, added up. The swings are a third of the level, so
+/// over a shorter span the floor of a window or two tips the slope past the bound either way.
+pub const MIN_SPAN: Duration = Duration::from_secs(300);
+
+/// How long a window is whose lowest sample stands for it: long enough to hold a moment between two bursts.
+pub const FLOOR_WINDOW: Duration = Duration::from_secs(30);
 
 /// One sample: when (from any fixed origin) and the resident memory then, in KiB.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,7 +66,7 @@ impl Trend {
 }
 
 /// The trend of the samples of one process, a segment per run (each in time order, after its warm-up); none when
-/// the segments span less than [`MIN_SPAN`] in all or no pair of samples is [`MIN_PAIR_GAP`] apart.
+/// the segments span less than [`MIN_SPAN`] in all or no pair of floors is [`MIN_PAIR_GAP`] apart.
 pub fn trend(segments: &[Vec<Point>]) -> Option<Trend> {
     let mut span = Duration::ZERO;
     let mut slopes = Vec::new();
@@ -68,8 +77,9 @@ pub fn trend(segments: &[Vec<Point>]) -> Option<Trend> {
         };
         span += last.at.saturating_sub(first.at);
         levels.extend(points.iter().map(|p| p.kib as f64));
-        for (i, early) in points.iter().enumerate() {
-            for late in &points[i + 1..] {
+        let floors = floors(points);
+        for (i, early) in floors.iter().enumerate() {
+            for late in &floors[i + 1..] {
                 let gap = late.at.saturating_sub(early.at);
                 if gap >= MIN_PAIR_GAP {
                     slopes.push((late.kib as f64 - early.kib as f64) / gap.as_secs_f64());
@@ -85,6 +95,26 @@ pub fn trend(segments: &[Vec<Point>]) -> Option<Trend> {
         level: median(&mut levels)?,
         span,
     })
+}
+
+/// The lowest sample of each [`FLOOR_WINDOW`] of a segment, from its first sample on; a last window that reaches
+/// less than half-way is left out (with fewer samples its floor would sit higher).
+fn floors(points: &[Point]) -> Vec<Point> {
+    let Some(start) = points.first().map(|p| p.at) else {
+        return Vec::new();
+    };
+    let offset = |p: &Point| (p.at - start).as_secs_f64() / FLOOR_WINDOW.as_secs_f64();
+    let mut floors: Vec<Point> = points
+        .chunk_by(|a, b| offset(a).floor() == offset(b).floor())
+        .filter_map(|window| window.iter().min_by_key(|p| p.kib).copied())
+        .collect();
+    if let Some(last) = points.last()
+        && floors.len() > 1
+        && offset(last).fract() < 0.5
+    {
+        floors.pop();
+    }
+    floors
 }
 
 fn median(values: &mut [f64]) -> Option<f64> {

@@ -127,6 +127,8 @@ impl Config {
 struct Sample {
     at: Duration,
     soak_kib: u64,
+    /// This process's live heap, when its allocator counts it (see [`live_heap_kib`]).
+    soak_heap_kib: Option<u64>,
     server: Option<ServerSample>,
 }
 
@@ -148,6 +150,16 @@ fn sample_due(samples: &[Sample], started: Instant) -> bool {
     samples
         .last()
         .is_none_or(|last| started.elapsed() >= last.at + Duration::from_secs(2))
+}
+
+/// This process's live heap in KiB, when its allocator counts it (the `heap-count` feature, which the long soak
+/// requires): resident memory also holds what the allocator keeps after a burst, the live heap only what the
+/// engines, watches and writers hold.
+fn live_heap_kib() -> Option<u64> {
+    #[cfg(feature = "heap-count")]
+    return Some(kmm_tui::allocator::heap::live_bytes() / 1024);
+    #[cfg(not(feature = "heap-count"))]
+    None
 }
 
 /// The bytes the API server's watch history holds, from its metrics, in KiB; none while it does not answer.
@@ -346,6 +358,7 @@ async fn soak(config: Config) -> Report {
         samples.push(Sample {
             at: started.elapsed(),
             soak_kib: status_kib("/proc/self/status", "VmRSS:").unwrap_or(0),
+            soak_heap_kib: live_heap_kib(),
             server,
         });
     };
@@ -437,50 +450,73 @@ async fn soak(config: Config) -> Report {
     report
 }
 
-/// How long a run of the API server warms up before its memory is judged: a restarted server reads its store back
-/// compactly and sits lower for a minute or so than one that has been writing.
-const SERVER_WARM_UP: Duration = Duration::from_secs(60);
+/// One process's memory after warm-up, and whether the verdict rests on it.
+struct MemoryTrend {
+    what: &'static str,
+    trend: Option<memory::Trend>,
+    judged: bool,
+}
 
 fn mib(kib: u64) -> String {
     format!("{:.0} MiB", kib as f64 / 1024.0)
 }
 
 impl Report {
-    /// The memory trends after warm-up (see [`memory`]): the first quarter of the fault phase, or the Events' time
-    /// to live if that is longer (until the first Events expire the store only grows, by design), and for the API
-    /// server also the first [`SERVER_WARM_UP`] of each run, whose samples form a segment.
-    fn memory_trends(&self) -> [(&'static str, Option<memory::Trend>); 2] {
+    /// The memory trends after warm-up (see [`memory`]). This process warms up for the first quarter of the fault
+    /// phase, or the Events' time to live if that is longer (until the first Events expire the store only grows,
+    /// by design). Each run of the API server warms up for that time to live plus a minute from its start: a
+    /// restarted server reads its store back compactly and rises as it rewrites what it read, until every Event it
+    /// read back has expired; each run's samples form a segment.
+    fn memory_trends(&self) -> Vec<MemoryTrend> {
         let events_settle = server::EVENT_TTL_SIMULATED.div_f64(self.config.time_scale);
         let warm = self.samples.first().map_or(Duration::ZERO, |s| s.at)
             + (self.config.fault_phase() / 4).max(events_settle);
+        let server_warm = events_settle + Duration::from_secs(60);
         let point = |at: Duration, kib: u64| memory::Point { at, kib };
-        let soak: Vec<memory::Point> = self
-            .samples
-            .iter()
-            .filter(|s| s.at >= warm)
-            .map(|s| point(s.at, s.soak_kib))
+        let after_warm_up = || self.samples.iter().filter(|s| s.at >= warm);
+        let resident: Vec<memory::Point> =
+            after_warm_up().map(|s| point(s.at, s.soak_kib)).collect();
+        let heap: Vec<memory::Point> = after_warm_up()
+            .filter_map(|s| Some(point(s.at, s.soak_heap_kib?)))
             .collect();
         let mut runs: BTreeMap<usize, Vec<memory::Point>> = BTreeMap::new();
-        for sample in &self.samples {
-            if let Some(server) = sample
-                .server
-                .filter(|server| sample.at >= warm && server.age >= SERVER_WARM_UP)
-            {
+        for sample in after_warm_up() {
+            if let Some(server) = sample.server.filter(|server| server.age >= server_warm) {
                 runs.entry(server.run)
                     .or_default()
                     .push(point(sample.at, server.kib));
             }
         }
         let server: Vec<Vec<memory::Point>> = runs.into_values().collect();
-        [
-            ("this process", memory::trend(&[soak])),
-            ("the API server", memory::trend(&server)),
-        ]
+        let mut trends = vec![MemoryTrend {
+            what: "resident memory of this process",
+            trend: memory::trend(&[resident]),
+            // Judged when nothing better is counted: with the live heap, what stays resident after a burst is
+            // pages the allocator keeps for reuse, bounded by the peak.
+            judged: heap.is_empty(),
+        }];
+        if !heap.is_empty() {
+            trends.push(MemoryTrend {
+                what: "the live heap of this process",
+                trend: memory::trend(&[heap]),
+                judged: true,
+            });
+        }
+        let server = memory::trend(&server);
+        trends.push(MemoryTrend {
+            what: "resident memory of the API server",
+            trend: server,
+            // A server restarted so often that its runs outlive their warm-up by too little in all cannot be judged
+            // (the report says so): that is what `--server-kills 0` is for.
+            judged: self.server_runs == 1 || server.is_some(),
+        });
+        trends
     }
 
     /// Print the report and say why the run failed (nothing when it passed). The run's directory (logs, state) is
     /// removed when it passed and kept for a look when it failed.
     pub fn conclude(self) -> Vec<String> {
+        self.write_samples();
         self.print();
         let failures = self.failures();
         if failures.is_empty() {
@@ -493,6 +529,30 @@ impl Report {
             );
         }
         failures
+    }
+
+    /// Every memory sample, to `memory.tsv` in the run's directory: what the report's twenty points and fitted
+    /// slopes were drawn from, for a closer look at a failed run.
+    fn write_samples(&self) {
+        let mut table = String::from(
+            "seconds\tthis_process_kib\tthis_process_heap_kib\tapi_server_kib\thistory_kib\tserver_run\n",
+        );
+        for sample in &self.samples {
+            let server = sample.server.map_or_else(
+                || "\t\t".to_owned(),
+                |s| format!("{}\t{}\t{}", s.kib, s.history_kib, s.run),
+            );
+            let heap = sample.soak_heap_kib.map(|kib| kib.to_string());
+            table.push_str(&format!(
+                "{:.1}\t{}\t{}\t{server}\n",
+                sample.at.as_secs_f64(),
+                sample.soak_kib,
+                heap.unwrap_or_default()
+            ));
+        }
+        if let Err(error) = std::fs::write(self.dir.join("memory.tsv"), table) {
+            println!("memory samples not written: {error}");
+        }
     }
 
     /// Why the run failed; empty when it passed.
@@ -512,17 +572,23 @@ impl Report {
             ));
         }
         if self.config.flat_memory {
-            for (what, trend) in self.memory_trends() {
+            for MemoryTrend {
+                what,
+                trend,
+                judged,
+            } in self.memory_trends()
+            {
                 match trend {
+                    _ if !judged => {}
                     Some(trend) if trend.grows() => failures.push(format!(
-                        "resident memory of {what} grows after warm-up: {:+.1} MiB/h, {:+.1} % over {:.0} s",
+                        "{what} grows after warm-up: {:+.1} MiB/h, {:+.1} % over {:.0} s",
                         trend.mib_per_hour(),
                         trend.rise() * 100.0,
                         trend.span.as_secs_f64()
                     )),
                     Some(_) => {}
                     None => failures.push(format!(
-                        "too few memory samples of {what} after warm-up to tell whether it stays flat"
+                        "too few samples of {what} after warm-up to tell whether it stays flat"
                     )),
                 }
             }
@@ -685,7 +751,15 @@ impl Report {
                             )
                         })
                         .unwrap_or_default();
-                    format!("{:.0} s {}{server}", s.at.as_secs_f64(), mib(s.soak_kib))
+                    let heap = s
+                        .soak_heap_kib
+                        .map(|kib| format!(" (heap {})", mib(kib)))
+                        .unwrap_or_default();
+                    format!(
+                        "{:.0} s {}{heap}{server}",
+                        s.at.as_secs_f64(),
+                        mib(s.soak_kib)
+                    )
                 })
                 .collect();
             println!(
@@ -693,20 +767,27 @@ impl Report {
                 points.join(", ")
             );
         }
-        for (what, trend) in self.memory_trends() {
-            if let Some(trend) = trend {
-                println!(
-                    "  {what} after warm-up: {} median, fitted {:+.1} MiB/h, {:+.1} % over {:.0} s (bound {:.0} %)",
+        for MemoryTrend {
+            what,
+            trend,
+            judged,
+        } in self.memory_trends()
+        {
+            let judged = if judged { "" } else { ", not judged" };
+            match trend {
+                Some(trend) => println!(
+                    "  {what} after warm-up: {} median, fitted {:+.1} MiB/h, {:+.1} % over {:.0} s (bound {:.0} %{judged})",
                     mib(trend.level as u64),
                     trend.mib_per_hour(),
                     trend.rise() * 100.0,
                     trend.span.as_secs_f64(),
                     memory::BOUND * 100.0
-                );
+                ),
+                None => println!("  {what}: too few samples after warm-up{judged}"),
             }
         }
         println!(
-            "logs and state: {} (removed when the run passes)",
+            "logs, state and memory.tsv (every memory sample): {} (removed when the run passes)",
             self.dir.display()
         );
     }
