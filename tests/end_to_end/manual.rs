@@ -77,12 +77,32 @@ fn joined(args: &[&str]) -> String {
         .join(" ")
 }
 
+/// The paragraph `kmm-tui args…` prints for `option` (its heading line through the blank line that ends it), with
+/// its lines joined: what the help says of that option alone, not of others that may name the same words.
+fn option_help(args: &[&str], option: &str) -> String {
+    let text = output(args);
+    let paragraph: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with(option))
+        .take_while(|line| !line.trim().is_empty())
+        .collect();
+    assert!(!paragraph.is_empty(), "{args:?} has no {option}: {text}");
+    paragraph
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn scenario_help_lists_every_built_in_scenario() {
     for args in [&["--help"][..], &["serve", "--help"][..]] {
-        let text = joined(args);
+        let text = option_help(args, "--scenario");
         for name in kmm_cluster::sim::scenario::Scenario::built_in_names() {
-            assert!(text.contains(name), "{args:?} lacks {name}: {text}");
+            assert!(
+                text.contains(name),
+                "{args:?} --scenario lacks {name}: {text}"
+            );
         }
     }
 }

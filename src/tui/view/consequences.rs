@@ -520,6 +520,46 @@ mod tests {
     }
 
     #[test]
+    fn a_rebuild_lists_its_groups_in_the_order_the_images_come() {
+        let mut data = sample(12, 40);
+        // The first image of nvme-tuning has no recipe; the second gets a build section.
+        let build: kmm_api::kmm::Build = serde_json::from_value(
+            serde_json::json!({"dockerfileConfigMap": {"name": "nvme-dockerfile"}}),
+        )
+        .expect("a build section");
+        let mic = data
+            .mics
+            .iter_mut()
+            .find(|mic| mic.metadata.name.as_deref() == Some("nvme-tuning"))
+            .expect("the nvme-tuning ModuleImagesConfig");
+        let mic = std::sync::Arc::make_mut(mic);
+        assert_eq!(mic.spec.images.len(), 2);
+        assert!(
+            mic.spec
+                .images
+                .iter()
+                .all(|entry| entry.spec.build.is_none() && entry.spec.sign.is_none())
+        );
+        mic.spec.images[1].spec.build = Some(build);
+        let lines = consequences(
+            &data,
+            &WriteRequest::Rebuild {
+                module: Target::namespaced(Kind::Module, "kmm-net", "nvme-tuning"),
+                image: None,
+            },
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("1 image is checked again only: no build or sign section"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("1 image is checked again, each built if the registry lacks it: "),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
     fn names_show_the_first_few_then_a_count() {
         let list: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
         assert_eq!(names(&list), "n0, n1, n2, n3 and 2 more");

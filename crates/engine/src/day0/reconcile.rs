@@ -466,3 +466,58 @@ async fn write_status(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::day0::target::Goal;
+
+    fn target() -> Target {
+        Target {
+            image: "quay.io/acme/os:kmod".to_owned(),
+            goal: Goal::Mapping("RHCOS 9.4".to_owned()),
+            build: None,
+            sign: None,
+            upgrade_not_followed: None,
+        }
+    }
+
+    fn pool(paused: bool) -> MachineConfigPool {
+        serde_json::from_value(json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "worker"}, "spec": {"paused": paused},
+        }))
+        .expect("a MachineConfigPool")
+    }
+
+    fn nodes(count: usize) -> Vec<Arc<Node>> {
+        (0..count)
+            .map(|i| {
+                let mut node = Node::default();
+                node.metadata.name = Some(format!("n{i}"));
+                Arc::new(node)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pool_messages_count_one_node_as_one() {
+        let one = nodes(1);
+        assert_eq!(
+            rollout(&pool(false), &one, 0, &target()).progressing.2,
+            "0 of 1 node updated to quay.io/acme/os:kmod (RHCOS 9.4)"
+        );
+        assert_eq!(
+            rollout(&pool(true), &one, 0, &target()).progressing.2,
+            "pool worker is paused with 0 of 1 node updated; unpause it to roll the rest"
+        );
+        assert_eq!(
+            rollout(&pool(false), &one, 1, &target()).available.2,
+            "the 1 node of pool worker runs RHCOS 9.4 from quay.io/acme/os:kmod"
+        );
+        assert_eq!(
+            rollout(&pool(false), &nodes(3), 3, &target()).available.2,
+            "all 3 nodes of pool worker run RHCOS 9.4 from quay.io/acme/os:kmod"
+        );
+    }
+}
