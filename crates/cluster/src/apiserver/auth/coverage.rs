@@ -2,12 +2,12 @@
 //! single permissions.
 //!
 //! A requested rule asks for every verb on every resource of every group (for each of its names): broken down,
-//! a 3 KB rule is a million permissions. Instead, each list of the requested rule is split into classes of values
-//! the same held rules match (every group that the same held rules name or `*`, every resource the same held rules
-//! cover, every name the same held rules list). Values of one class are covered or not together, so each
-//! combination of classes is decided once, from the verbs of the held rules that match all of it; there are no
-//! more classes than values the held rules name, whatever the request's size. What is not covered is counted by
-//! multiplying class sizes, and only the first few permissions are spelled out.
+//! a 3 KB rule is a million permissions. Instead, each list of the requested rule (verbs, groups, resources,
+//! names, paths) is split into classes of values that the same held rules match. A combination of one class from
+//! each list is covered when some held rule matches all of them, so it is decided once for all its values, and
+//! there are no more classes in a list than distinct values the held rules name there, whatever the request's
+//! size. What is not covered is counted by multiplying class sizes, and only the first few permissions are
+//! spelled out.
 //!
 //! Coverage is kube-apiserver's: a wildcard is covered only by a wildcard, `*/<subresource>` covers that
 //! subresource of every resource, a rule without names covers every name and only it covers a rule without names,
@@ -112,50 +112,48 @@ impl Uncovered {
 
 /// What of `requested` no rule of `held` grants.
 pub fn uncovered(held: &[Rule], requested: &[PolicyRule]) -> Uncovered {
+    let unnamed = Holders::of(held, |h| h.resource_names.is_empty());
     let mut out = Uncovered::default();
     for rule in requested {
         let list = |v: &Option<Vec<String>>| v.clone().unwrap_or_default();
-        let verbs = distinct(&rule.verbs);
         let (groups, resources, names, urls) = (
             list(&rule.api_groups),
             list(&rule.resources),
             list(&rule.resource_names),
             list(&rule.non_resource_urls),
         );
+        let verbs = classes(held, &rule.verbs, |h, verb| has(&h.verbs, verb));
         let groups = classes(held, &groups, |h, group| has(&h.api_groups, group));
         let resources = classes(held, &resources, |h, resource| {
             resource_covers(&h.resources, resource)
         });
-        let names = classes(held, &names, |h, name| {
-            h.resource_names.iter().any(|n| n == name)
+        // A rule without names asks for every name, which only a rule without names grants.
+        let names = if names.is_empty() {
+            vec![(unnamed.clone(), Vec::new())]
+        } else {
+            classes(held, &names, |h, name| {
+                h.resource_names.is_empty() || h.resource_names.iter().any(|n| n == name)
+            })
+        };
+        let urls = classes(held, &urls, |h, url| {
+            h.non_resource_urls.iter().any(|p| url_covers(p, url))
         });
-        for (group_holders, groups) in &groups {
-            for (resource_holders, resources) in &resources {
-                let holders = group_holders.and(resource_holders);
-                let any_name = verbs_of(held, &holders, |h| h.resource_names.is_empty());
-                let missing = not_in(&verbs, &any_name);
-                if missing.is_empty() {
-                    continue;
-                }
-                if names.is_empty() {
-                    out.resources(&missing, groups, resources, &[]);
-                    continue;
-                }
-                for (name_holders, names) in &names {
-                    let named = verbs_of(held, &holders.and(name_holders), |_| true);
-                    let missing = not_in(&missing, &named);
-                    if !missing.is_empty() {
-                        out.resources(&missing, groups, resources, names);
+        for (verb_holders, verbs) in &verbs {
+            for (group_holders, groups) in &groups {
+                let both = verb_holders.and(group_holders);
+                for (resource_holders, resources) in &resources {
+                    let all_three = both.and(resource_holders);
+                    for (name_holders, names) in &names {
+                        if all_three.and(name_holders).is_empty() {
+                            out.resources(verbs, groups, resources, names);
+                        }
                     }
                 }
             }
-        }
-        for (holders, urls) in classes(held, &urls, |h, url| {
-            h.non_resource_urls.iter().any(|p| url_covers(p, url))
-        }) {
-            let missing = not_in(&verbs, &verbs_of(held, &holders, |_| true));
-            if !missing.is_empty() {
-                out.paths(&missing, &urls);
+            for (url_holders, urls) in &urls {
+                if verb_holders.and(url_holders).is_empty() {
+                    out.paths(verbs, urls);
+                }
             }
         }
     }
@@ -181,8 +179,8 @@ impl Holders {
         Self(self.0.iter().zip(&other.0).map(|(a, b)| a & b).collect())
     }
 
-    fn contains(&self, i: usize) -> bool {
-        self.0[i / 64] & (1 << (i % 64)) != 0
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|word| *word == 0)
     }
 }
 
@@ -205,32 +203,6 @@ fn classes<'a>(
         }
     }
     out
-}
-
-/// The verbs of the held rules in `holders` that `also` accepts.
-fn verbs_of<'a>(
-    held: &'a [Rule],
-    holders: &Holders,
-    also: impl Fn(&Rule) -> bool,
-) -> Vec<&'a String> {
-    held.iter()
-        .enumerate()
-        .filter(|(i, rule)| holders.contains(*i) && also(rule))
-        .flat_map(|(_, rule)| &rule.verbs)
-        .collect()
-}
-
-/// The `verbs` that `granted` (which may hold `*`) does not grant.
-fn not_in<'a>(verbs: &[&'a str], granted: &[&String]) -> Vec<&'a str> {
-    if granted.iter().any(|v| v.as_str() == "*") {
-        return Vec::new();
-    }
-    let granted: HashSet<&str> = granted.iter().map(|v| v.as_str()).collect();
-    verbs
-        .iter()
-        .copied()
-        .filter(|v| !granted.contains(v))
-        .collect()
 }
 
 fn distinct(values: &[String]) -> Vec<&str> {
@@ -361,6 +333,26 @@ mod tests {
             )
             .total,
             5
+        );
+    }
+
+    #[test]
+    fn more_held_rules_than_a_word_holds_are_all_counted() {
+        let held: Vec<Rule> = (0..100)
+            .map(|i| {
+                Rule::from(&rule(
+                    json!({"apiGroups": [""], "resources": [format!("r{i}")], "verbs": ["get"]}),
+                ))
+            })
+            .collect();
+        let resources: Vec<String> = (0..=100).map(|i| format!("r{i}")).collect();
+        let gaps = missing(
+            &held,
+            json!({"apiGroups": [""], "resources": resources, "verbs": ["get"]}),
+        );
+        assert_eq!(
+            gaps.describe(),
+            "{APIGroups:[\"\"], Resources:[\"r100\"], Verbs:[\"get\"]}"
         );
     }
 
