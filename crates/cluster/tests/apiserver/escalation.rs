@@ -14,6 +14,34 @@ use super::common::cluster;
 /// A namespace `team`, a ServiceAccount `bot` in it that may manage Roles and RoleBindings there and read
 /// ConfigMaps, and a client acting as `bot`.
 async fn team_manager(cluster: &EmbeddedCluster) -> Client {
+    let bot = team_bot(cluster).await;
+    grant(
+        &cluster.client(),
+        "manager",
+        json!([
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+             "verbs": ["get", "list", "create", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+        ]),
+    )
+    .await;
+    bot
+}
+
+/// A namespace `team` whose ServiceAccount `bot` is bound to the built-in `admin` ClusterRole there, and a client
+/// acting as `bot`: the namespace administrator of a real cluster.
+async fn team_admin(cluster: &EmbeddedCluster) -> Client {
+    let bot = team_bot(cluster).await;
+    create(
+        &Api::<RoleBinding>::namespaced(cluster.client(), "team"),
+        binding("owner", "ClusterRole", "admin"),
+    )
+    .await;
+    bot
+}
+
+/// A namespace `team` with a ServiceAccount `bot` that holds nothing yet, and a client acting as `bot`.
+async fn team_bot(cluster: &EmbeddedCluster) -> Client {
     let admin = cluster.client();
     create(
         &Api::<Namespace>::all(admin.clone()),
@@ -21,18 +49,8 @@ async fn team_manager(cluster: &EmbeddedCluster) -> Client {
     )
     .await;
     create(
-        &Api::<ServiceAccount>::namespaced(admin.clone(), "team"),
+        &Api::<ServiceAccount>::namespaced(admin, "team"),
         json!({"metadata": {"name": "bot"}}),
-    )
-    .await;
-    grant(
-        &admin,
-        "manager",
-        json!([
-            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
-             "verbs": ["get", "list", "create", "update", "patch"]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
-        ]),
     )
     .await;
     let token = cluster
@@ -204,5 +222,90 @@ async fn a_bindings_role_ref_never_changes() {
         )
         .await;
     assert_eq!(refused(changed).0, 422);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_namespace_admin_grants_no_more_than_admin_holds() {
+    let cluster = cluster().await;
+    let bot = team_admin(&cluster).await;
+    let roles = Api::<Role>::namespaced(bot.clone(), "team");
+    let everything = json!({"metadata": {"name": "everything"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]});
+    let (code, message) = refused(try_create(&roles, everything).await);
+    assert_eq!(code, 403, "{message}");
+    assert!(
+        message.contains("{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"),
+        "{message}"
+    );
+    for verb in ["escalate", "bind"] {
+        let role = json!({"metadata": {"name": verb},
+            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "clusterroles"],
+                "verbs": [verb]}]});
+        let (code, message) = refused(try_create(&roles, role).await);
+        assert_eq!(code, 403, "a namespace admin holds no `{verb}`: {message}");
+    }
+    let bindings = Api::<RoleBinding>::namespaced(bot.clone(), "team");
+    let (code, message) =
+        refused(try_create(&bindings, binding("root", "ClusterRole", "cluster-admin")).await);
+    assert_eq!(code, 403, "{message}");
+    let (code, message) = refused(
+        Api::<Namespace>::all(bot.clone())
+            .delete("team", &Default::default())
+            .await,
+    );
+    assert_eq!(code, 403, "{message}");
+
+    // What `admin` holds, it hands out: a Role within it, and bindings of `edit` and `admin` itself.
+    create(
+        &roles,
+        json!({"metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "list"]}]}),
+    )
+    .await;
+    create(&bindings, binding("editor", "ClusterRole", "edit")).await;
+    create(&bindings, binding("co-owner", "ClusterRole", "admin")).await;
+    cluster.shutdown().await;
+}
+
+/// A refusal names a few of the permissions not held and counts the rest: a 3 KB Role asking for a million
+/// permissions gets an answer of a few KiB, not one line per permission.
+#[tokio::test]
+async fn a_wide_role_is_refused_in_a_few_kilobytes() {
+    let cluster = cluster().await;
+    let bot = team_manager(&cluster).await;
+    let hundred = |prefix: &str| {
+        (0..100)
+            .map(|i| format!("{prefix}{i:02}"))
+            .collect::<Vec<_>>()
+    };
+    let wide = json!({"metadata": {"name": "wide"},
+        "rules": [{"apiGroups": [""], "verbs": hundred("verb"), "resources": hundred("things"),
+            "resourceNames": hundred("name")}]});
+    assert!(wide.to_string().len() < 3 * 1024, "a 3 KB Role");
+    let status = match try_create(&Api::<Role>::namespaced(bot, "team"), wide).await {
+        Err(Error::Api(status)) => status,
+        other => panic!("expected an API error, got {other:?}"),
+    };
+    assert_eq!(status.code, 403, "{}", status.message);
+    let body = serde_json::to_string(&status).expect("a Status serialises");
+    assert!(
+        body.len() < 4096,
+        "{} bytes: {}",
+        body.len(),
+        &body[..body.len().min(2048)]
+    );
+    assert!(
+        status.message.contains(
+            "{APIGroups:[\"\"], Resources:[\"things00\"], ResourceNames:[\"name00\"], Verbs:[\"verb00\"]}"
+        ),
+        "{}",
+        status.message
+    );
+    assert!(
+        status.message.ends_with("and 999992 more"),
+        "{}",
+        status.message
+    );
     cluster.shutdown().await;
 }

@@ -453,6 +453,44 @@ async fn exec_into_pods_is_granted_by_edit_not_view() {
     cluster.shutdown().await;
 }
 
+/// A RoleBinding's ServiceAccount subject that names no namespace is the ServiceAccount of the binding's own
+/// namespace, as kube-apiserver reads it: its validation requires the namespace in ClusterRoleBindings only.
+#[tokio::test]
+async fn a_role_bindings_service_account_without_namespace_is_of_its_namespace() {
+    let cluster = cluster().await;
+    create(
+        &Api::<RoleBinding>::namespaced(cluster.client(), "default"),
+        json!({
+            "metadata": {"name": "local-robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}]
+        }),
+    )
+    .await;
+    for (user, namespace, allowed) in [
+        ("system:serviceaccount:default:robot", "default", true),
+        ("system:serviceaccount:kube-system:robot", "default", false),
+        ("system:serviceaccount:default:robot", "kube-system", false),
+    ] {
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.to_owned()),
+                resource_attributes: Some(pods_question("list", namespace)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = Api::<SubjectAccessReview>::all(cluster.client())
+            .create(&PostParams::default(), &review)
+            .await
+            .expect("answered")
+            .status
+            .expect("a status");
+        assert_eq!(answer.allowed, allowed, "{user} list pods in {namespace}");
+    }
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn non_resource_paths_follow_non_resource_rules() {
     let cluster = cluster().await;

@@ -9,11 +9,16 @@
 //! `system:masters` is exempt, as in kube-apiserver. An update that leaves what the object grants unchanged (its
 //! rules, or its role and subjects) is not checked: such a write grants nothing new, and the garbage collector and
 //! label or annotation edits must not need the role's permissions.
+//!
+//! Whether the writer holds a role's permissions is decided rule against rule ([`coverage`]), never by listing
+//! every permission a rule grants: that list grows as the product of its verbs, groups, resources and names, and a
+//! refusal names only the first few.
 
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef};
 use serde_json::Value;
 
 use super::authorizer::{Authorizer, RBAC_GROUP};
+use super::coverage;
 use super::identity::UserInfo;
 use super::rules::{Attributes, ResourceAttributes};
 use crate::apiserver::errors::ApiError;
@@ -168,7 +173,8 @@ fn policy_rules(rules: Option<&Value>) -> Result<Vec<PolicyRule>, ApiError> {
     }
 }
 
-/// Refuse unless every permission of `rules` is held by `user` where the written object applies.
+/// Refuse unless every permission of `rules` is held by `user` where the written object applies. The refusal names
+/// the first few permissions not held and counts the rest, so its size does not grow with the request's.
 fn not_more_than_held(
     authorizer: &Authorizer,
     user: &UserInfo,
@@ -176,12 +182,7 @@ fn not_more_than_held(
     rules: &[PolicyRule],
 ) -> Result<(), ApiError> {
     let held = authorizer.rules_for(user, written.namespace);
-    let missing: Vec<String> = rules
-        .iter()
-        .flat_map(permissions)
-        .filter(|(_, permission)| !held.iter().any(|rule| rule.allows(permission)))
-        .map(|(described, _)| described)
-        .collect();
+    let missing = coverage::uncovered(&held, rules);
     if missing.is_empty() {
         return Ok(());
     }
@@ -192,114 +193,11 @@ fn not_more_than_held(
             "user {:?} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
             user.name,
             groups.join(" "),
-            missing.join("\n")
+            missing.describe()
         ),
     ))
 }
 
-/// A rule broken down into single permissions (one verb on one resource of one group, or one path), each with
-/// how kube-apiserver describes it. A wildcard stays a wildcard: only a holder of the wildcard holds it.
-fn permissions(rule: &PolicyRule) -> Vec<(String, Attributes)> {
-    let list = |v: &Option<Vec<String>>| v.clone().unwrap_or_default();
-    let (groups, resources, names) = (
-        list(&rule.api_groups),
-        list(&rule.resources),
-        list(&rule.resource_names),
-    );
-    let names: Vec<Option<&String>> = if names.is_empty() {
-        vec![None]
-    } else {
-        names.iter().map(Some).collect()
-    };
-    let mut out = Vec::new();
-    for verb in &rule.verbs {
-        for group in &groups {
-            for resource in &resources {
-                let (plural, subresource) = resource.split_once('/').unwrap_or((resource, ""));
-                for name in &names {
-                    let named = name.map_or(String::new(), |n| format!(", ResourceNames:[{n:?}]"));
-                    out.push((
-                        format!("{{APIGroups:[{group:?}], Resources:[{resource:?}]{named}, Verbs:[{verb:?}]}}"),
-                        Attributes::resource(
-                            verb,
-                            ResourceAttributes {
-                                group: group.clone(),
-                                resource: plural.to_owned(),
-                                subresource: subresource.to_owned(),
-                                name: name.cloned().unwrap_or_default(),
-                                ..ResourceAttributes::default()
-                            },
-                        ),
-                    ));
-                }
-            }
-        }
-        for url in list(&rule.non_resource_urls) {
-            out.push((
-                format!("{{NonResourceURLs:[{url:?}], Verbs:[{verb:?}]}}"),
-                Attributes::path(verb, &url),
-            ));
-        }
-    }
-    out
-}
-
 fn refused(written: &Written<'_>, why: &str) -> ApiError {
     ApiError::forbidden_object(RBAC_GROUP, written.plural, written.name, why)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::apiserver::auth::rules::Rule;
-
-    fn rule(value: serde_json::Value) -> PolicyRule {
-        serde_json::from_value(value).unwrap()
-    }
-
-    fn held(value: serde_json::Value) -> Rule {
-        Rule::from(&rule(value))
-    }
-
-    #[test]
-    fn a_wildcard_is_held_only_by_a_wildcard() {
-        let star = &permissions(&rule(
-            serde_json::json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
-        ))[0]
-            .1;
-        let pods =
-            held(serde_json::json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}));
-        assert!(!pods.allows(star));
-        let all = held(serde_json::json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}));
-        assert!(all.allows(star));
-    }
-
-    #[test]
-    fn a_named_permission_is_held_by_a_rule_for_that_name_or_any() {
-        let named = permissions(&rule(
-            serde_json::json!({"apiGroups": [""], "resources": ["pods/log"],
-            "verbs": ["get"], "resourceNames": ["a"]}),
-        ));
-        let (described, permission) = &named[0];
-        assert_eq!(
-            described,
-            "{APIGroups:[\"\"], Resources:[\"pods/log\"], ResourceNames:[\"a\"], Verbs:[\"get\"]}"
-        );
-        let for_a = held(
-            serde_json::json!({"apiGroups": [""], "resources": ["pods/log"],
-            "verbs": ["get"], "resourceNames": ["a"]}),
-        );
-        assert!(for_a.allows(permission));
-        let any =
-            held(serde_json::json!({"apiGroups": [""], "resources": ["*/log"], "verbs": ["get"]}));
-        assert!(any.allows(permission));
-        let unnamed = &permissions(&rule(
-            serde_json::json!({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}),
-        ))[0]
-            .1;
-        assert!(
-            !for_a.allows(unnamed),
-            "a name-limited rule does not hold every name"
-        );
-    }
 }

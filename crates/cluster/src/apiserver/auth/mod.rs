@@ -3,6 +3,7 @@
 //! administrator. Every request, however it arrived, is then authorized by RBAC ([`authorizer`]).
 
 pub mod authorizer;
+pub mod coverage;
 pub mod credentials;
 pub mod escalation;
 pub mod identity;

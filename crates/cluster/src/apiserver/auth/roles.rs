@@ -13,14 +13,38 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::authorizer::RBAC_GROUP;
 use super::identity::{AUTHENTICATED, MASTERS, VIEWER_USER};
 
-/// Reading and following.
+/// Reading and following (kube-apiserver's `Read`).
 const READ: &[&str] = &["get", "list", "watch"];
 
-/// Every change to objects.
+/// Every change to objects, without reading them (kube-apiserver's `Write`).
 const WRITE: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
-/// What `view` reads in the built-in groups.
-const VIEWABLE: &[(&str, &[&str])] = &[
+/// Reading and every change (kube-apiserver's `ReadWrite`): no `escalate`, `bind` or `impersonate`, which would
+/// let the holder hand out more than it holds.
+const READ_WRITE: &[&str] = &[
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
+
+/// Only creating: subresources that are actions (evicting a pod, issuing a token) or questions.
+const CREATE: &[&str] = &["create"];
+
+/// One rule of a built-in role: verbs on resources of one API group.
+type Grant = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+/// What `view` grants: kube-apiserver's `system:aggregate-to-view`, verb for verb, for the resources this server
+/// serves. Namespaced content other than Secrets and the ways into pods, read only.
+const VIEW: &[Grant] = &[
     (
         "",
         &[
@@ -31,67 +55,92 @@ const VIEWABLE: &[(&str, &[&str])] = &[
             "events",
             "namespaces",
             "namespaces/status",
-            "nodes",
-            "nodes/status",
             "serviceaccounts",
             "services",
-            "endpoints",
-            "persistentvolumeclaims",
+            "services/status",
+            "replicationcontrollers",
+            "replicationcontrollers/status",
         ],
+        READ,
     ),
     (
         "apps",
         &[
             "deployments",
             "deployments/status",
-            "deployments/scale",
             "daemonsets",
             "daemonsets/status",
             "replicasets",
             "replicasets/status",
-            "statefulsets",
-            "statefulsets/status",
         ],
+        READ,
     ),
     (
         "batch",
         &["jobs", "jobs/status", "cronjobs", "cronjobs/status"],
+        READ,
     ),
-    ("events.k8s.io", &["events"]),
-    ("node.k8s.io", &["runtimeclasses"]),
-    ("apiextensions.k8s.io", &["customresourcedefinitions"]),
-    ("coordination.k8s.io", &["leases"]),
+    (
+        "policy",
+        &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+        READ,
+    ),
+    ("discovery.k8s.io", &["endpointslices"], READ),
 ];
 
-/// What `edit` changes in the built-in groups (namespaced content only).
-const EDITABLE: &[(&str, &[&str])] = &[
+/// What `view` reads beyond kube-apiserver's: what the console shows besides namespaced content, which a real
+/// cluster grants through other roles. Reading only, and nothing that holds a credential.
+const CONSOLE: &[Grant] = &[
+    ("", &["nodes", "nodes/status"], READ),
+    ("events.k8s.io", &["events"], READ),
+    ("node.k8s.io", &["runtimeclasses"], READ),
+    ("apiextensions.k8s.io", &["customresourcedefinitions"], READ),
+    ("coordination.k8s.io", &["leases"], READ),
+];
+
+/// What `edit` adds to `view`: kube-apiserver's `system:aggregate-to-edit`. Changing namespaced content, reading
+/// Secrets, running commands in pods, evicting them, acting as and issuing tokens for ServiceAccounts; never
+/// status, which is the system's, and no RBAC.
+const EDIT: &[Grant] = &[
+    (
+        "",
+        &["secrets", "pods/attach", "pods/exec", "pods/portforward"],
+        READ,
+    ),
+    ("", &["serviceaccounts"], &["impersonate"]),
+    (
+        "",
+        &["pods", "pods/attach", "pods/exec", "pods/portforward"],
+        WRITE,
+    ),
+    ("", &["pods/eviction"], CREATE),
     (
         "",
         &[
-            "pods",
-            "pods/eviction",
-            "pods/attach",
-            "pods/exec",
-            "pods/portforward",
             "configmaps",
             "secrets",
             "serviceaccounts",
             "services",
-            "endpoints",
-            "persistentvolumeclaims",
+            "replicationcontrollers",
         ],
+        WRITE,
     ),
+    ("", &["serviceaccounts/token"], CREATE),
+    ("apps", &["deployments", "daemonsets", "replicasets"], WRITE),
+    ("batch", &["jobs", "cronjobs"], WRITE),
+    ("policy", &["poddisruptionbudgets"], WRITE),
+];
+
+/// What `admin` adds to `edit`: kube-apiserver's `system:aggregate-to-admin`. Roles and RoleBindings in the
+/// namespace without `escalate` or `bind`, so a namespace administrator hands out only what it holds itself (and
+/// never `*`, nor its own namespace's deletion), and access reviews there.
+const ADMIN: &[Grant] = &[
     (
-        "apps",
-        &[
-            "deployments",
-            "deployments/scale",
-            "daemonsets",
-            "replicasets",
-            "statefulsets",
-        ],
+        "authorization.k8s.io",
+        &["localsubjectaccessreviews"],
+        CREATE,
     ),
-    ("batch", &["jobs", "cronjobs"]),
+    (RBAC_GROUP, &["roles", "rolebindings"], READ_WRITE),
 ];
 
 /// The paths discovery and health checks use, open to every authenticated user.
@@ -113,36 +162,20 @@ const DISCOVERY_PATHS: &[&str] = &[
 /// `admin`.
 pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
     let custom: Vec<&str> = custom_groups.iter().map(String::as_str).collect();
-    let mut view: Vec<PolicyRule> = VIEWABLE
-        .iter()
-        .map(|(group, resources)| rule(&[group], resources, READ))
-        .collect();
-    if !custom.is_empty() {
-        view.push(rule(&custom, &["*"], READ));
-    }
-    let mut edit = view.clone();
-    edit.extend(
-        EDITABLE
+    let rules = |grants: &[&[Grant]], custom_verbs: &[&str]| -> Vec<PolicyRule> {
+        let mut rules: Vec<PolicyRule> = grants
             .iter()
-            .map(|(group, resources)| rule(&[group], resources, WRITE)),
-    );
-    edit.push(rule(
-        &[""],
-        &["secrets", "pods/attach", "pods/exec", "pods/portforward"],
-        READ,
-    ));
-    edit.push(rule(&[""], &["serviceaccounts/token"], &["create"]));
-    edit.push(rule(&[""], &["serviceaccounts"], &["impersonate"]));
-    if !custom.is_empty() {
-        edit.push(rule(&custom, &["*"], WRITE));
-    }
-    let mut admin = edit.clone();
-    admin.push(rule(&[RBAC_GROUP], &["roles", "rolebindings"], &["*"]));
-    admin.push(rule(
-        &["authorization.k8s.io"],
-        &["localsubjectaccessreviews"],
-        &["create"],
-    ));
+            .flat_map(|grants| grants.iter())
+            .map(|(group, resources, verbs)| rule(&[group], resources, verbs))
+            .collect();
+        if !custom.is_empty() {
+            rules.push(rule(&custom, &["*"], custom_verbs));
+        }
+        rules
+    };
+    let view = rules(&[VIEW, CONSOLE], READ);
+    let edit = rules(&[VIEW, CONSOLE, EDIT], READ_WRITE);
+    let admin = rules(&[VIEW, CONSOLE, EDIT, ADMIN], READ_WRITE);
     let everything = vec![
         rule(&["*"], &["*"], &["*"]),
         PolicyRule {
@@ -242,5 +275,47 @@ fn meta(name: &str) -> ObjectMeta {
             .into(),
         ),
         ..ObjectMeta::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::auth::coverage;
+    use crate::apiserver::auth::rules::Rule;
+
+    fn role(name: &str) -> Vec<PolicyRule> {
+        cluster_roles(&["kmm.example.io".to_owned()])
+            .into_iter()
+            .find(|role| role.metadata.name.as_deref() == Some(name))
+            .and_then(|role| role.rules)
+            .expect("a built-in role")
+    }
+
+    #[test]
+    fn each_role_holds_the_one_below_it() {
+        for (upper, lower) in [("admin", "edit"), ("edit", "view")] {
+            let held: Vec<Rule> = role(upper).iter().map(Rule::from).collect();
+            let missing = coverage::uncovered(&held, &role(lower));
+            assert!(missing.is_empty(), "{upper} lacks {}", missing.describe());
+        }
+    }
+
+    #[test]
+    fn no_namespace_role_grants_what_would_let_it_grant_more() {
+        for name in ["admin", "edit", "view"] {
+            for rule in role(name) {
+                for verb in ["*", "escalate", "bind"] {
+                    assert!(!rule.verbs.iter().any(|v| v == verb), "{name}: {rule:?}");
+                }
+                let groups = rule.api_groups.unwrap_or_default();
+                assert!(!groups.iter().any(|g| g == "*"), "{name}: {groups:?}");
+            }
+        }
+        let rbac = role("admin")
+            .into_iter()
+            .find(|rule| rule.api_groups.as_deref() == Some(&[RBAC_GROUP.to_owned()]))
+            .expect("admin manages RBAC");
+        assert_eq!(rbac.verbs, READ_WRITE);
     }
 }

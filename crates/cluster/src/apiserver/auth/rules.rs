@@ -108,30 +108,41 @@ impl Rule {
             Target::Path(path) => self
                 .non_resource_urls
                 .iter()
-                .any(|url| url_matches(url, path)),
+                .any(|url| url_covers(url, path)),
         }
     }
 
     fn resource_matches(&self, r: &ResourceAttributes) -> bool {
-        let combined = if r.subresource.is_empty() {
-            r.resource.clone()
+        if r.subresource.is_empty() {
+            resource_covers(&self.resources, &r.resource)
         } else {
-            format!("{}/{}", r.resource, r.subresource)
-        };
-        self.resources.iter().any(|rule| {
-            rule == ALL
-                || *rule == combined
-                || (!r.subresource.is_empty()
-                    && rule.strip_prefix("*/") == Some(r.subresource.as_str()))
-        })
+            resource_covers(
+                &self.resources,
+                &format!("{}/{}", r.resource, r.subresource),
+            )
+        }
     }
 }
 
-fn has(list: &[String], wanted: &str) -> bool {
+/// Whether `list` (verbs or API groups of a rule) holds `wanted`, itself or by `*`. A wanted `*` is held only by
+/// a `*`.
+pub(super) fn has(list: &[String], wanted: &str) -> bool {
     list.iter().any(|v| v == ALL || v == wanted)
 }
 
-fn url_matches(rule: &str, path: &str) -> bool {
+/// Whether a rule's `resources` cover `resource` (`pods`, `pods/log`): by name, by `*`, or by `*/log` for any
+/// resource's `log`.
+pub(super) fn resource_covers(resources: &[String], resource: &str) -> bool {
+    let subresource = resource.split_once('/').map(|(_, sub)| sub);
+    resources.iter().any(|rule| {
+        rule == ALL
+            || rule == resource
+            || subresource.is_some_and(|sub| rule.strip_prefix("*/") == Some(sub))
+    })
+}
+
+/// Whether a rule's non-resource URL covers `path`: equal, or a prefix of it when the rule ends in `*`.
+pub(super) fn url_covers(rule: &str, path: &str) -> bool {
     match rule.strip_suffix('*') {
         Some(prefix) => path.starts_with(prefix),
         None => rule == path,
