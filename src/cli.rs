@@ -22,7 +22,8 @@ pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) console: ConsoleArgs,
     /// Log filter (tracing's env-filter syntax, e.g. `info`, `kmm_tui=debug`). The console logs to
-    /// `kmm-tui.log` in the system's temporary directory, never to the terminal it draws on.
+    /// `$XDG_STATE_HOME/kmm-tui/kmm-tui.log` (`~/.local/state/kmm-tui/kmm-tui.log`, mode 0600), never to the
+    /// terminal it draws on.
     #[arg(long, global = true, env = "KMM_TUI_LOG", default_value = "info")]
     pub(crate) log: String,
 }
@@ -197,8 +198,8 @@ pub(crate) struct ServeArgs {
     /// Address to serve HTTPS on; use port 0 for any free port.
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub(crate) listen: SocketAddr,
-    /// Where to write the kubeconfig (mode 0600). Defaults to `<state-dir>/kubeconfig`, or `kmm-tui.kubeconfig` in
-    /// the system's temporary directory without a state directory.
+    /// Where to write the kubeconfig (mode 0600), in a directory of yours no one else may write to. Defaults to
+    /// `<state-dir>/kubeconfig`, or `~/.kube/kmm-tui.kubeconfig` without a state directory.
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig_out: Option<PathBuf>,
     /// Keep the cluster's data here so it survives restarts (and `kill -9`); without it, everything is in memory.

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 mod cli;
 mod manual;
+mod places;
 
 use cli::*;
 use kmm_tui::controller::ControllerArgs;
@@ -93,11 +94,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .with_writer(std::io::stderr)
             .init();
     } else {
-        let path = std::env::temp_dir().join("kmm-tui.log");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
+        let path = places::log_file()?;
+        let file = path
+            .parent()
+            .map_or(Ok(()), kmm_cluster::private_files::owned_dir)
+            .and_then(|()| kmm_cluster::private_files::append(&path))
             .with_context(|| format!("opening the log file {}", path.display()))?;
         tracing_subscriber::fmt()
             .with_env_filter(filter)
@@ -252,13 +253,11 @@ async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let kubeconfig_out = args
-        .kubeconfig_out
-        .clone()
-        .unwrap_or_else(|| match &args.state_dir {
-            Some(dir) => dir.join("kubeconfig"),
-            None => std::env::temp_dir().join("kmm-tui.kubeconfig"),
-        });
+    let kubeconfig_out = match (&args.kubeconfig_out, &args.state_dir) {
+        (Some(path), _) => path.clone(),
+        (None, Some(dir)) => dir.join("kubeconfig"),
+        (None, None) => places::default_kubeconfig()?,
+    };
     let scenario = Scenario::load(&args.scenario)?;
     let nodes = scenario.node_names().len();
     let names = kmm_cluster::kubeconfig::Names::new(&args.cluster_name());

@@ -6,6 +6,7 @@ pub mod apiserver;
 mod bootstrap;
 pub mod https;
 pub mod kubeconfig;
+pub mod private_files;
 pub mod room;
 pub mod sim;
 pub mod store;
@@ -36,7 +37,8 @@ pub struct EmbeddedOptions {
     /// Also serve HTTPS on this address (port 0 picks a free port), meant to be loopback: another address is
     /// served with a warning ([`exposure_warning`]); in-process only when None.
     pub listen: Option<SocketAddr>,
-    /// Write the kubeconfig for the HTTPS endpoint here (mode 0600).
+    /// Write the kubeconfig for the HTTPS endpoint here (mode 0600), in a directory only the user may write to
+    /// ([`private_files::replace`]).
     pub kubeconfig_out: Option<PathBuf>,
     /// How many events the store keeps for watches to resume from; the default when None.
     pub history: Option<usize>,
@@ -76,8 +78,7 @@ impl EmbeddedCluster {
         let history = options.history.unwrap_or(store::DEFAULT_HISTORY);
         let store = match &options.state_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating the state directory {}", dir.display()))?;
+                private_files::private_dir(dir).context("the state directory")?;
                 room::ensure(dir)?;
                 Store::open(dir, history)
                     .with_context(|| format!("opening the store in {}", dir.display()))?
@@ -149,10 +150,8 @@ impl EmbeddedCluster {
                     stop.clone(),
                 )?;
                 if let Some(path) = &options.kubeconfig_out {
-                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    tls::write_private(path, &config)?;
+                    private_files::replace(path, config.as_bytes(), private_files::Readers::Owner)
+                        .context("writing the kubeconfig")?;
                 }
                 (Some(address), Some(config))
             }

@@ -2,14 +2,13 @@
 //!
 //! kubectl and kube-rs verify the server against the CA in the kubeconfig, exactly as with a real cluster, so the
 //! server needs a CA and a certificate for the loopback names, with the lifetimes a real cluster gives them
-//! ([`issue`]). With a state directory both are kept in `<state-dir>/pki/` (the keys readable by their owner only)
-//! and reused, renewed on start when they run out soon ([`stored`]), so kubeconfigs written by an earlier run keep
+//! ([`issue`]). With a state directory both are kept in `<state-dir>/pki/` (a directory of the user's that no one
+//! else may enter, the keys readable by their owner only, nothing read that someone else put there) and reused, renewed on start when they run out soon ([`stored`]), so kubeconfigs written by an earlier run keep
 //! verifying.
 
 pub mod issue;
 pub mod stored;
 
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -68,31 +67,4 @@ impl TlsMaterial {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
-}
-
-/// Write a file readable by its owner only (it holds a key or a token), atomically: the content goes to a
-/// temporary file beside it that is renamed into place, so a reader never sees half of it.
-pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = std::path::PathBuf::from(temporary);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    options.mode(0o600);
-    let mut file = options
-        .open(&temporary)
-        .with_context(|| format!("writing {}", temporary.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()?;
-    fs::rename(&temporary, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }

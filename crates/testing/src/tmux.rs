@@ -56,9 +56,9 @@ pub struct TmuxConsole {
 }
 
 impl TmuxConsole {
-    /// Start `<program> <args>` (the `kmm-tui` binary a test was built with) with HOME and TMPDIR set to `dir` (so
-    /// it reads no user configuration and logs to `dir/kmm-tui.log`) and NO_COLOR set, so the screen text is all
-    /// there is to compare.
+    /// Start `<program> <args>` (the `kmm-tui` binary a test was built with) with HOME, TMPDIR and XDG_STATE_HOME
+    /// set to `dir` (so it reads no user configuration and logs to `dir/kmm-tui/kmm-tui.log`) and NO_COLOR set, so
+    /// the screen text is all there is to compare.
     pub fn start<I, S>(program: impl AsRef<OsStr>, dir: &Path, args: I) -> TmuxConsole
     where
         I: IntoIterator<Item = S>,
@@ -85,6 +85,7 @@ impl TmuxConsole {
             .arg("env")
             .arg(format!("HOME={}", dir.display()))
             .arg(format!("TMPDIR={}", dir.display()))
+            .arg(format!("XDG_STATE_HOME={}", dir.display()))
             .arg("NO_COLOR=1")
             .arg(program)
             .args(args);
@@ -222,7 +223,7 @@ impl TmuxConsole {
 
     /// Where the console logs.
     pub fn log_path(&self) -> PathBuf {
-        self.dir.join("kmm-tui.log")
+        self.dir.join("kmm-tui").join("kmm-tui.log")
     }
 
     /// The last `lines` lines of the console's log.

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::Value;
 
 /// An open database.
@@ -94,7 +94,11 @@ impl Durable {
         mut event: impl FnMut(LoadedEvent) -> E,
     ) -> anyhow::Result<(Self, Loaded<O, E>)> {
         super::private::make_private(dir)?;
-        let conn = Connection::open(dir.join("store.db"))?;
+        // Never through a symbolic link, whoever put one there after the check above.
+        let conn = Connection::open_with_flags(
+            dir.join("store.db"),
+            OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )?;
         reclaim_space_on_compaction(&conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;

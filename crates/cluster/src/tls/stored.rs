@@ -3,8 +3,11 @@
 //! CA, so kubeconfigs already handed out keep working; a CA that would not outlive a new serving certificate, or
 //! whose key is missing (state written by an older version), is created anew and the kubeconfig written on this
 //! start is the one to use.
+//!
+//! The directory and every file in it must be the user's and writable by no one else ([`private_files`]): a PKI
+//! someone else planted is refused, never served as the cluster's identity. A key others may read is replaced as
+//! if it were missing.
 
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -17,7 +20,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::TlsMaterial;
 use super::issue::{Authority, SERVING_LIFETIME, days, not_after};
-use super::write_private;
+use crate::private_files::{self, Readers};
 
 /// A serving certificate with less than this left is renewed on start: a server restarted at least monthly never
 /// serves an expired certificate.
@@ -25,9 +28,13 @@ pub const SERVING_RENEW_BEFORE: Duration = Duration::from_secs(30 * 24 * 60 * 60
 
 /// The CA, serving certificate and key in `pki`, renewed as needed at `now`; created when absent.
 pub fn load_or_issue(pki: &Path, now: SystemTime) -> anyhow::Result<TlsMaterial> {
-    fs::create_dir_all(pki).with_context(|| format!("creating {}", pki.display()))?;
-    match stored_authority(pki, now) {
-        Ok(authority) => match serving(pki, &authority, now) {
+    private_files::private_dir(pki).context("the cluster's PKI")?;
+    let ca_cert = read(pki, "ca.crt", false)?;
+    let ca_key = read(pki, "ca.key", true)?;
+    // Everything is read before anything is written, so a file someone else put there stops the start at once.
+    let stored = read(pki, "server.crt", false)?.zip(read(pki, "server.key", true)?);
+    match stored_authority(ca_cert, ca_key, now) {
+        Ok(authority) => match serving(pki, &authority, stored, now) {
             Ok(material) => return Ok(material),
             Err(e) => tracing::warn!(
                 "the cluster CA in {} cannot sign a serving certificate ({e:#}): creating a new CA",
@@ -42,15 +49,40 @@ pub fn load_or_issue(pki: &Path, now: SystemTime) -> anyhow::Result<TlsMaterial>
     }
     let authority = Authority::create(now)?;
     // The key first: a CA certificate on disk always has its key beside it.
-    write_private(&pki.join("ca.key"), &authority.key_pem)?;
-    write_public(&pki.join("ca.crt"), &authority.cert_pem)?;
-    serving(pki, &authority, now)
+    write(pki, "ca.key", &authority.key_pem, Readers::Owner)?;
+    write(pki, "ca.crt", &authority.cert_pem, Readers::Anyone)?;
+    serving(pki, &authority, None, now)
+}
+
+/// The file `name` in `pki`, `None` when it is missing or, for a key (`secret`), others may read it. One someone
+/// else may have put there is an error.
+fn read(pki: &Path, name: &str, secret: bool) -> anyhow::Result<Option<String>> {
+    let path = pki.join(name);
+    Ok(match private_files::read(&path)? {
+        Some(owned) if secret && owned.others_may_read => {
+            tracing::warn!(
+                "{} may be read by others: replacing it with a new key",
+                path.display()
+            );
+            None
+        }
+        owned => owned.map(|owned| owned.text),
+    })
+}
+
+/// Write `contents` to the file `name` in `pki`, for `readers`.
+fn write(pki: &Path, name: &str, contents: &str, readers: Readers) -> anyhow::Result<()> {
+    private_files::replace(&pki.join(name), contents.as_bytes(), readers)
 }
 
 /// The stored CA, unless it is missing, unreadable or would not outlive a serving certificate issued now.
-fn stored_authority(pki: &Path, now: SystemTime) -> anyhow::Result<Authority> {
-    let cert_pem = fs::read_to_string(pki.join("ca.crt")).context("no CA certificate")?;
-    let key_pem = fs::read_to_string(pki.join("ca.key")).context("no CA key")?;
+fn stored_authority(
+    cert_pem: Option<String>,
+    key_pem: Option<String>,
+    now: SystemTime,
+) -> anyhow::Result<Authority> {
+    let cert_pem = cert_pem.context("no CA certificate")?;
+    let key_pem = key_pem.context("no CA key")?;
     let expires = not_after(&cert_pem).context("the CA certificate is unreadable")?;
     let left = expires.duration_since(now).unwrap_or_default();
     anyhow::ensure!(
@@ -61,11 +93,15 @@ fn stored_authority(pki: &Path, now: SystemTime) -> anyhow::Result<Authority> {
     Authority::load(cert_pem, key_pem).context("the CA key is unreadable")
 }
 
-/// The stored serving certificate when `authority` verifies it for [`SERVING_RENEW_BEFORE`] more, else a new one.
-fn serving(pki: &Path, authority: &Authority, now: SystemTime) -> anyhow::Result<TlsMaterial> {
-    let stored = fs::read_to_string(pki.join("server.crt"))
-        .and_then(|cert| Ok((cert, fs::read_to_string(pki.join("server.key"))?)));
-    if let Ok((cert_pem, key_pem)) = stored {
+/// The `stored` serving certificate and key when `authority` verifies it for [`SERVING_RENEW_BEFORE`] more, else
+/// a new one, written to `pki`.
+fn serving(
+    pki: &Path,
+    authority: &Authority,
+    stored: Option<(String, String)>,
+    now: SystemTime,
+) -> anyhow::Result<TlsMaterial> {
+    if let Some((cert_pem, key_pem)) = stored {
         let verified = verify(&authority.cert_pem, &cert_pem, now)
             .and_then(|()| verify(&authority.cert_pem, &cert_pem, now + SERVING_RENEW_BEFORE));
         match verified {
@@ -84,8 +120,8 @@ fn serving(pki: &Path, authority: &Authority, now: SystemTime) -> anyhow::Result
     }
     let (cert_pem, key_pem) = authority.issue_serving(now)?;
     verify(&authority.cert_pem, &cert_pem, now).context("a newly issued serving certificate")?;
-    write_private(&pki.join("server.key"), &key_pem)?;
-    write_public(&pki.join("server.crt"), &cert_pem)?;
+    write(pki, "server.key", &key_pem, Readers::Owner)?;
+    write(pki, "server.crt", &cert_pem, Readers::Anyone)?;
     Ok(TlsMaterial {
         ca_pem: authority.cert_pem.clone(),
         cert_pem,
@@ -109,12 +145,4 @@ fn verify(ca_pem: &str, cert_pem: &str, at: SystemTime) -> anyhow::Result<()> {
         .verify_server_cert(&cert, &[], &ServerName::try_from("localhost")?, &[], at)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
-}
-
-/// Certificates are public: written atomically, readable by all.
-fn write_public(path: &Path, contents: &str) -> anyhow::Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    fs::write(&temporary, contents).with_context(|| format!("writing {}", path.display()))?;
-    fs::rename(&temporary, path).with_context(|| format!("writing {}", path.display()))
 }

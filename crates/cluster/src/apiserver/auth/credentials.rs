@@ -4,18 +4,19 @@
 //! ServiceAccount tokens it handed out before, as a real cluster does; they change only when asked
 //! ([`Credentials::rotate`], `serve --rotate-tokens`).
 //!
-//! The file holds the keys to the cluster, so it is created as an SSH key is: readable by its owner only, never
-//! through a symbolic link, and never over a file someone else put there first (`O_EXCL`); a file others may read
-//! is refused rather than trusted.
+//! The file holds the keys to the cluster, so it is created as an SSH key is ([`private_files`]): readable by its
+//! owner only, never through a symbolic link, and never over a file someone else put there first (`O_EXCL`); a file
+//! others may read is refused rather than trusted.
 
-use std::fs;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
+
+use crate::private_files::{self, Readers};
 
 /// The file's name in the state directory.
 pub const FILE: &str = "credentials";
@@ -84,42 +85,16 @@ impl Credentials {
 
     /// New credentials, replacing those kept in `dir`: every token issued before stops working.
     pub fn rotate(dir: &Path) -> anyhow::Result<Self> {
-        let path = dir.join(FILE);
         let credentials = Credentials::random();
-        let fresh = sibling(&path, ".new");
-        // A leftover of an interrupted rotation (or anything else at that name) goes; `remove_file` removes a
-        // symbolic link itself, never what it points to.
-        match fs::remove_file(&fresh) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(error).with_context(|| format!("removing {}", fresh.display()));
-            }
-            _ => {}
-        }
-        create_private(&fresh, &credentials)?;
-        fs::rename(&fresh, &path).with_context(|| format!("replacing {}", path.display()))?;
+        let json = serde_json::to_vec_pretty(&credentials)?;
+        private_files::replace(&dir.join(FILE), &json, Readers::Owner)?;
         Ok(credentials)
     }
 }
 
-/// `path` with `suffix` appended to its file name.
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// Write `credentials` to a new file at `path`: mode 0600, failing if anything (a file, a symbolic link) is there.
 fn create_private(path: &Path, credentials: &Credentials) -> anyhow::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
+    let mut file = private_files::create(path, Readers::Owner)?;
     let json = serde_json::to_vec_pretty(credentials)?;
     file.write_all(&json)
         .and_then(|()| file.sync_all())
@@ -127,40 +102,17 @@ fn create_private(path: &Path, credentials: &Credentials) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The credentials at `path`, `None` when there is no file. A symbolic link, a file that is not a regular one or
-/// that others may read is refused.
+/// The credentials at `path`, `None` when there is no file. A symbolic link, a file that is not a regular one, or
+/// one someone else owns, may write to or may read is refused.
 fn read_private(path: &Path) -> anyhow::Result<Option<Credentials>> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_NOFOLLOW: opening a symbolic link fails instead of opening what it points to.
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    let mut file = match options.open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => {
-            let link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            anyhow::ensure!(!link, "it is a symbolic link");
-            return Err(error).context("reading it");
-        }
+    let Some(owned) = private_files::read(path)? else {
+        return Ok(None);
     };
-    let metadata = file.metadata().context("reading its metadata")?;
-    anyhow::ensure!(metadata.is_file(), "it is not a regular file");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = metadata.permissions().mode() & 0o777;
-        anyhow::ensure!(
-            mode & 0o077 == 0,
-            "others may read it (mode {mode:o}): its tokens may have leaked"
-        );
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text).context("reading it")?;
-    let credentials: Credentials = serde_json::from_str(&text).context("it is not valid")?;
+    anyhow::ensure!(
+        !owned.others_may_read,
+        "others may read it: its tokens may have leaked"
+    );
+    let credentials: Credentials = serde_json::from_str(&owned.text).context("it is not valid")?;
     credentials.signing_key()?;
     anyhow::ensure!(
         !credentials.admin_token.is_empty() && !credentials.viewer_token.is_empty(),
@@ -172,6 +124,7 @@ fn read_private(path: &Path) -> anyhow::Result<Option<Credentials>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn the_credentials_are_created_once_then_kept_until_rotated() {
