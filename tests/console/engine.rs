@@ -9,7 +9,7 @@ use crate::support::{command, press, screen};
 use crossterm::event::{Event, KeyCode};
 use k8s_openapi::api::coordination::v1::Lease;
 use kmm_engine::Family;
-use kmm_engine::operators::Upstream;
+use kmm_engine::operators::{Installed, Upstream};
 use kmm_tui::tui::action::{Action, EngineEvent};
 use kmm_tui::tui::app::{App, Availability, EngineMode, EngineMove, Mode, Request, Session, View};
 use kmm_tui::tui::keymap::{Command, Keymap};
@@ -70,6 +70,11 @@ fn upstream_kmm() -> BTreeMap<Family, Upstream> {
             operator: "upstream KMM operator",
             evidence: "Lease kmm-operator-system/kmm.sigs.x-k8s.io held by kmm-operator-7f9"
                 .to_owned(),
+            deployment: Installed {
+                namespace: "kmm-operator-system".to_owned(),
+                name: "kmm-operator".to_owned(),
+                uid: None,
+            },
         },
     )]
     .into_iter()

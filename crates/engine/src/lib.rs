@@ -48,6 +48,7 @@ pub mod shim;
 pub mod status;
 pub mod stopping;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -112,6 +113,7 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
         () = stop.cancelled() => return,
         _ = upstream.wait_for(Option::is_some) => {}
     }
+    let mut handed = BTreeMap::new();
     loop {
         let taken = upstream.borrow_and_update().clone().unwrap_or_default();
         for (family, operator) in &taken {
@@ -122,7 +124,11 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
                 "{} acts on {family}; the engine leaves it alone",
                 operator.operator
             );
+            if !handed.contains_key(family) && context.settings.families.contains(family) {
+                record_hand_over(&context, *family, operator).await;
+            }
         }
+        handed = taken.clone();
         let families: Vec<Family> = context
             .settings
             .families
@@ -149,6 +155,28 @@ pub async fn run_reconcilers(context: Arc<Context>, stop: CancellationToken) {
         }
     }
     tracing::info!("reconcilers stopped");
+}
+
+/// Record on the operator's Deployment that `family` is left to it, so `kubectl get events` in its namespace says
+/// why the engine stopped acting on that family, and on what evidence.
+async fn record_hand_over(context: &Context, family: Family, operator: &operators::Upstream) {
+    let note = format!(
+        "kmm-tui leaves the {family} family to {}: {}",
+        operator.operator, operator.evidence
+    );
+    let record = events::Record {
+        warning: false,
+        reason: "LeftToUpstreamOperator",
+        action: "LeaveFamily",
+        note: &note,
+    };
+    if let Err(error) = context
+        .recorder
+        .publish(&record, &operator.deployment.object_ref())
+        .await
+    {
+        tracing::debug!(%error, "hand-over event not published");
+    }
 }
 
 /// Run the reconcilers of `families` until `stop` is cancelled.

@@ -33,12 +33,18 @@ pub type Rule = (
     &'static [&'static str],
 );
 
-/// What every family needs: publishing events on the objects it acts on, and seeing the Leases and Deployments
-/// that show an upstream operator acting on a family (the engine then leaves that family alone).
+/// What every family needs: publishing events on the objects it acts on, and seeing the Leases, Deployments and
+/// ClusterRoleBindings that show an upstream operator acting on a family (the engine then leaves that family
+/// alone; the bindings tell an administrator's install from a namespace's look-alike). All read-only.
 const COMMON_RULES: &[Rule] = &[
     ("events.k8s.io", &["events"], &["create", "patch"]),
     ("coordination.k8s.io", &["leases"], &["list", "watch"]),
     ("apps", &["deployments"], &["list", "watch"]),
+    (
+        "rbac.authorization.k8s.io",
+        &["clusterrolebindings"],
+        &["list", "watch"],
+    ),
 ];
 
 /// The grants of one family; the ClusterRole holds those of the families the engine runs.
@@ -484,6 +490,18 @@ mod tests {
         ("coordination.k8s.io", "leases", "watch", true),
         ("apps", "deployments", "list", true),
         ("apps", "deployments", "watch", true),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "list",
+            true,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "watch",
+            true,
+        ),
         ("apps", "daemonsets", "list", true),
         ("apps", "daemonsets", "watch", true),
         ("apps", "daemonsets", "create", true),

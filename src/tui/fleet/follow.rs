@@ -14,6 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -382,7 +383,7 @@ async fn look_for_upstream(
 }
 
 /// The families upstream operators act on now, judged by [`operators::detect`] from their Leases (asked for by
-/// name) and the Deployments. What cannot be listed counts as absent.
+/// name), the Deployments and the ClusterRoleBindings. What cannot be listed counts as absent.
 async fn upstream_now(client: &Client) -> BTreeMap<Family, Upstream> {
     let mut leases = Vec::new();
     for name in operators::lease_names() {
@@ -391,10 +392,19 @@ async fn upstream_now(client: &Client) -> BTreeMap<Family, Upstream> {
             leases.extend(list.items.into_iter().map(Arc::new));
         }
     }
-    let deployments: Vec<Arc<Deployment>> = Api::<Deployment>::all(client.clone())
+    let deployments = every::<Deployment>(client).await;
+    let bindings = every::<ClusterRoleBinding>(client).await;
+    operators::detect(&leases, &deployments, &bindings, jiff::Timestamp::now())
+}
+
+/// Every object of a cluster-wide kind; none when they cannot be listed.
+async fn every<K>(client: &Client) -> Vec<Arc<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Api::<K>::all(client.clone())
         .list(&ListParams::default())
         .await
         .map(|list| list.items.into_iter().map(Arc::new).collect())
-        .unwrap_or_default();
-    operators::detect(&leases, &deployments, jiff::Timestamp::now())
+        .unwrap_or_default()
 }

@@ -9,7 +9,7 @@ use crate::tui::data::KindSnapshot;
 use crate::tui::fleet::reach::{Reach, Why};
 use crate::tui::fleet::state::FleetChange;
 use kmm_engine::Family;
-use kmm_engine::operators::Upstream;
+use kmm_engine::operators::{Installed, Upstream};
 
 /// The counted kinds of a sample cluster, as the fleet's watches deliver them.
 fn counted(modules: usize, nodes: usize, with_day0: bool) -> Vec<FleetChange> {
@@ -90,8 +90,15 @@ pub fn changes() -> Vec<(String, FleetChange)> {
             Family::Kmm,
             Upstream {
                 operator: "upstream KMM operator",
-                evidence: "Lease openshift-kmm/kmm.sigs.x-k8s.io held by kmm-operator-7c9f"
+                evidence: "Lease openshift-kmm/kmm.sigs.x-k8s.io held by kmm-operator-7c9f; Deployment \
+                           openshift-kmm/kmm-operator runs as kmm-operator, bound by ClusterRoleBinding \
+                           kmm-operator-manager-rolebinding"
                     .to_owned(),
+                deployment: Installed {
+                    namespace: "openshift-kmm".to_owned(),
+                    name: "kmm-operator".to_owned(),
+                    uid: None,
+                },
             },
         )])),
     ));
