@@ -134,6 +134,30 @@ pub fn block_on_as_the_binary<F: std::future::Future>(work: F) -> F::Output {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "heap-count")]
+    #[test]
+    fn the_live_heap_counts_what_is_held_until_it_is_freed() {
+        // Other tests allocate beside this one: a block of 64 MiB stands out of their noise.
+        const BLOCK: usize = 64 << 20;
+        let before = heap::live_bytes();
+        let mut held: Vec<u8> = Vec::with_capacity(BLOCK);
+        held.push(1);
+        let holding = heap::live_bytes();
+        held.reserve_exact(2 * BLOCK);
+        let grown = heap::live_bytes();
+        drop(held);
+        let after = heap::live_bytes();
+        assert!(
+            holding >= before + BLOCK as u64 / 2,
+            "{before} then {holding}"
+        );
+        assert!(
+            grown >= holding + BLOCK as u64 / 2,
+            "{holding} then {grown}"
+        );
+        assert!(after + BLOCK as u64 <= grown, "{grown} then {after}");
+    }
+
     #[test]
     fn the_purge_delay_is_the_option_set() {
         if std::env::var_os(PURGE_DELAY_VARIABLE).is_some() {

@@ -335,6 +335,28 @@ fn pods_question(verb: &str, namespace: &str) -> ResourceAttributes {
     }
 }
 
+/// What the API server answers, asked by its administrator through a SubjectAccessReview, to whether `user` may do
+/// what `attributes` say.
+async fn review_of(
+    client: Client,
+    user: &str,
+    attributes: ResourceAttributes,
+) -> k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            resource_attributes: Some(attributes),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<SubjectAccessReview>::all(client)
+        .create(&PostParams::default(), &review)
+        .await
+        .expect("answered")
+        .status
+        .expect("a status")
+}
 #[tokio::test]
 async fn access_reviews_answer_from_the_same_rules() {
     let cluster = cluster().await;
@@ -358,20 +380,12 @@ async fn access_reviews_answer_from_the_same_rules() {
     assert!(!ask(viewer(&cluster), "delete").await);
     assert!(ask(cluster.client(), "delete").await);
 
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
-            user: Some(UserInfo::viewer().name),
-            resource_attributes: Some(pods_question("watch", "kube-system")),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let answer = Api::<SubjectAccessReview>::all(cluster.client())
-        .create(&PostParams::default(), &review)
-        .await
-        .expect("answered")
-        .status
-        .expect("a status");
+    let answer = review_of(
+        cluster.client(),
+        &UserInfo::viewer().name,
+        pods_question("watch", "kube-system"),
+    )
+    .await;
     assert!(answer.allowed);
     assert!(
         answer
@@ -430,23 +444,15 @@ async fn exec_into_pods_is_granted_by_edit_not_view() {
     .await;
     for (user, allowed) in [("dev".to_owned(), true), (UserInfo::viewer().name, false)] {
         for subresource in ["exec", "attach", "portforward"] {
-            let review = SubjectAccessReview {
-                spec: SubjectAccessReviewSpec {
-                    user: Some(user.clone()),
-                    resource_attributes: Some(ResourceAttributes {
-                        subresource: Some(subresource.to_owned()),
-                        ..pods_question("create", "default")
-                    }),
-                    ..Default::default()
+            let answer = review_of(
+                cluster.client(),
+                &user,
+                ResourceAttributes {
+                    subresource: Some(subresource.to_owned()),
+                    ..pods_question("create", "default")
                 },
-                ..Default::default()
-            };
-            let answer = Api::<SubjectAccessReview>::all(cluster.client())
-                .create(&PostParams::default(), &review)
-                .await
-                .expect("answered")
-                .status
-                .expect("a status");
+            )
+            .await;
             assert_eq!(answer.allowed, allowed, "{user} create pods/{subresource}");
         }
     }
@@ -472,20 +478,7 @@ async fn a_role_bindings_service_account_without_namespace_is_of_its_namespace()
         ("system:serviceaccount:kube-system:robot", "default", false),
         ("system:serviceaccount:default:robot", "kube-system", false),
     ] {
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(user.to_owned()),
-                resource_attributes: Some(pods_question("list", namespace)),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let answer = Api::<SubjectAccessReview>::all(cluster.client())
-            .create(&PostParams::default(), &review)
-            .await
-            .expect("answered")
-            .status
-            .expect("a status");
+        let answer = review_of(cluster.client(), user, pods_question("list", namespace)).await;
         assert_eq!(answer.allowed, allowed, "{user} list pods in {namespace}");
     }
     cluster.shutdown().await;
