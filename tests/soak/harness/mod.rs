@@ -491,8 +491,8 @@ impl Report {
         let mut trends = vec![MemoryTrend {
             what: "resident memory of this process",
             trend: memory::trend(&[resident]),
-            // Judged when nothing better is counted: with the live heap, what stays resident after a burst is
-            // pages the allocator keeps for reuse, bounded by the peak.
+            // Judged when nothing better is counted: beside the live heap, resident memory is mostly code and the
+            // allocator's reserve, which move with the allocator's choices more than with what is held.
             judged: heap.is_empty(),
         }];
         if !heap.is_empty() {
