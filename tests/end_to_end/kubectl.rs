@@ -141,7 +141,7 @@ fn kubectl_exec_runs_in_the_simulated_node() {
         "--",
         "sh",
         "-c",
-        "cat /etc/containerd/config.toml",
+        "cat /host/etc/containerd/config.toml",
     ]);
     assert_eq!(code, Some(0), "{err}");
     assert!(config.contains("[plugins"), "{config}");

@@ -383,3 +383,59 @@ async fn concurrent_patches_without_a_resource_version_never_conflict() {
         "{error:?}"
     );
 }
+
+/// Patches that would leave no object behind (a merge patch of `null`, `metadata` removed, the root deleted or
+/// replaced by a strategic directive) or that order a map as a list are refused, and the object stays as it was.
+#[tokio::test]
+async fn patches_that_unmake_the_object_are_refused_and_change_nothing() {
+    let cluster = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let original: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "whole", "labels": {"a": "1", "b": "2"}},
+        "data": {"key": "value"},
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &original).await.unwrap();
+    let patches = [
+        ("merge null", Patch::Merge(serde_json::Value::Null)),
+        (
+            "merge metadata null",
+            Patch::Merge(json!({"metadata": null})),
+        ),
+        (
+            "json remove /metadata",
+            Patch::Json(
+                serde_json::from_value(json!([{"op": "remove", "path": "/metadata"}])).unwrap(),
+            ),
+        ),
+        (
+            "strategic root delete",
+            Patch::Strategic(json!({"$patch": "delete"})),
+        ),
+        (
+            "strategic root replace",
+            Patch::Strategic(json!({"$patch": "replace", "data": {"other": "x"}})),
+        ),
+        (
+            "strategic order of a map",
+            Patch::Strategic(
+                json!({"metadata": {"$setElementOrder/labels": [{"b": "2"}, {"a": "1"}]}}),
+            ),
+        ),
+    ];
+    for (what, patch) in patches {
+        match api.patch("whole", &PatchParams::default(), &patch).await {
+            Err(kube::Error::Api(status)) => assert!(
+                status.code == 400 || status.code == 422,
+                "{what}: refused as a bad request, not {status:?}"
+            ),
+            other => panic!("{what}: refused, not {other:?}"),
+        }
+        let now = api.get("whole").await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version, created.metadata.resource_version,
+            "{what}: nothing was written"
+        );
+        assert_eq!(now.data, created.data, "{what}");
+    }
+}

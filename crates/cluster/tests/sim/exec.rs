@@ -114,6 +114,12 @@ async fn exec_answers_from_the_nodes_machine() {
     assert_eq!(failed.reason.as_deref(), Some("NonZeroExitCode"));
     assert_eq!(exit_code(&failed), ("ExitCode", "3"));
 
+    // The node's runtime socket is not in the container: its images (every namespace's) are not listed.
+    let (images, refused, status) = exec(&pods, &["crictl", "images"]).await;
+    assert_eq!(images, "", "an unprivileged container lists no node images");
+    assert!(refused.contains("containerd.sock"), "{refused}");
+    assert_eq!(exit_code(&status), ("ExitCode", "1"));
+
     let (_, complaint, missing) = exec(&pods, &["vi"]).await;
     assert!(complaint.contains("not simulated"), "{complaint}");
     assert_eq!(exit_code(&missing), ("ExitCode", "127"));

@@ -198,8 +198,10 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         other => return Err(ApiError::unsupported_media_type(other, PATCH_TYPES)),
     };
     let patch_doc = match (content_type.as_str(), patch_doc) {
-        // A merge patch of `null` merges nothing, as in kube-apiserver: the object stays as it is.
-        ("application/merge-patch+json", Value::Null) => json!({}),
+        // A merge patch of `null` would replace the object by nothing: kube-apiserver refuses it so.
+        ("application/merge-patch+json", Value::Null) => {
+            return Err(ApiError::bad_request("Invalid JSON Patch"));
+        }
         ("application/json-patch+json", doc) | (_, doc @ Value::Object(_)) => doc,
         (_, _) => {
             return Err(ApiError::bad_request(
@@ -269,7 +271,7 @@ pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 ctx.rt.kind, ctx.path.version, ctx.rt.kind
             )));
         }
-        check_same_object(ctx, &patched)?;
+        check_patched_is_same_object(ctx, &patched)?;
         // The client's own resourceVersion, if the patch carries one, is a precondition; the one the patch merged
         // into is not (taking it for one turned every race of unconditional patches into a 409).
         let precondition = requested_resource_version(&patch_doc);
@@ -455,6 +457,29 @@ fn check_same_object(ctx: &RequestContext, obj: &Value) -> Result<(), ApiError> 
             "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
             ctx.namespace()
         )));
+    }
+    Ok(())
+}
+
+/// A patched object must still be the one the URL names, name and namespace present: a patch that removes
+/// `metadata` or replaces or deletes the whole object (`$patch` at the root) is refused as kube-apiserver refuses it,
+/// instead of storing an object without identity.
+fn check_patched_is_same_object(ctx: &RequestContext, patched: &Value) -> Result<(), ApiError> {
+    let name = objects::meta_str(patched, "name").unwrap_or_default();
+    if name != ctx.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            ctx.name()
+        )));
+    }
+    if ctx.rt.namespaced {
+        let namespace = objects::meta_str(patched, "namespace").unwrap_or_default();
+        if namespace != ctx.namespace() {
+            return Err(ApiError::bad_request(format!(
+                "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
+                ctx.namespace()
+            )));
+        }
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! exit status ([`status`]). Only WebSocket is spoken (`v5.channel.k8s.io` and `v4.channel.k8s.io`), what kubectl
 //! 1.30 and later and kube-rs use; a SPDY request is refused with that reason.
 
+mod mounts;
 mod session;
 mod status;
 mod websocket;
@@ -20,6 +21,8 @@ use super::context::RequestContext;
 use super::errors::ApiError;
 use super::logs::select_container;
 use super::{ApiServer, ResponseBody};
+
+pub use mounts::HostMounts;
 
 /// What a command run in a container wrote and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,8 +38,9 @@ pub struct ExecOutput {
 /// What runs commands in containers: on a real cluster the kubelet and the container runtime of the pod's node.
 /// The node simulation provides it, so the API server stays free of how nodes are simulated.
 pub trait ContainerRuntime: Send + Sync {
-    /// Run `command` in a container on `node`; None when no such node is simulated.
-    fn exec(&self, node: &str, command: &[String]) -> Option<ExecOutput>;
+    /// Run `command` in a container on `node` that reaches the node's files through `mounts`; None when no such
+    /// node is simulated.
+    fn exec(&self, node: &str, mounts: &HostMounts, command: &[String]) -> Option<ExecOutput>;
 }
 
 /// The container runtime the server hands `exec` to, once the node simulation has provided one.
@@ -92,7 +96,7 @@ pub fn serve(
             }
             let runtime = server.runtime().ok_or_else(|| no_runtime(&node))?;
             let output = runtime
-                .exec(&node, &command)
+                .exec(&node, &HostMounts::of(&pod, &container), &command)
                 .ok_or_else(|| no_runtime(&node))?;
             session::Work::Exec(output)
         }

@@ -1,18 +1,24 @@
-//! The commands a simulated container answers, each from the machine of its node. Other commands are not
-//! simulated, and say so.
+//! The commands a simulated container answers, each from the machine of its node: the kernel as any process sees
+//! it, the node's files and container runtime only through the container's `hostPath` mounts. Other commands are
+//! not simulated, and say so.
 
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::Container;
 use crate::apiserver::streams::ExecOutput;
 use crate::sim::machine::Machine;
 
 /// Exit status of a command the shell cannot find.
 const NOT_FOUND: i32 = 127;
 
-/// Run the command `name` with `args` on `machine`, writing to `output`; returns its exit status.
-pub fn run(machine: &Machine, name: &str, args: &[String], output: &mut ExecOutput) -> i32 {
+/// The node's containerd socket, where crictl looks when no endpoint is given.
+const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
+
+/// Run the command `name` with `args` in `container`, writing to `output`; returns its exit status.
+pub fn run(container: &Container<'_>, name: &str, args: &[String], output: &mut ExecOutput) -> i32 {
+    let machine = container.machine;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match (name, args.as_slice()) {
         ("true", _) => 0,
@@ -31,12 +37,9 @@ pub fn run(machine: &Machine, name: &str, args: &[String], output: &mut ExecOutp
             0
         }
         ("modinfo", [module]) => modinfo(machine, module, output),
-        ("cat", files) if !files.is_empty() => cat(machine, files, output),
-        ("ls", [dir]) => ls(machine, dir, output),
-        ("crictl", ["images"]) => {
-            output.stdout.push_str(&crictl_images(machine));
-            0
-        }
+        ("cat", files) if !files.is_empty() => cat(container, files, output),
+        ("ls", [dir]) => ls(container, dir, output),
+        ("crictl", args) => crictl(container, args, output),
         (name, _) => {
             output.stderr.push_str(&format!(
                 "{name}: command not simulated (a simulated container answers uname, lsmod, modinfo, cat, ls, \
@@ -133,11 +136,15 @@ fn modinfo(machine: &Machine, module: &str, output: &mut ExecOutput) -> i32 {
     0
 }
 
-/// `cat` of the containerd configuration, the one file of a machine the simulation holds.
-fn cat(machine: &Machine, files: &[&str], output: &mut ExecOutput) -> i32 {
+/// `cat` of the containerd configuration, the one file of a machine the simulation holds, where the container
+/// mounts it.
+fn cat(container: &Container<'_>, files: &[&str], output: &mut ExecOutput) -> i32 {
+    let machine = container.machine;
     let mut status = 0;
     for file in files {
-        if *file == machine.containerd.config_path {
+        if container.mounts.on_node(file).as_deref()
+            == Some(machine.containerd.config_path.as_str())
+        {
             output.stdout.push_str(&machine.containerd.config);
         } else {
             output
@@ -149,17 +156,23 @@ fn cat(machine: &Machine, files: &[&str], output: &mut ExecOutput) -> i32 {
     status
 }
 
-/// `ls` of a directory holding shims (`/opt/rcm/bin`): the machine's installed shim binaries there.
-fn ls(machine: &Machine, dir: &str, output: &mut ExecOutput) -> i32 {
+/// `ls` of a directory holding shims (`/opt/rcm/bin`), where the container mounts it: the machine's installed
+/// shim binaries there.
+fn ls(container: &Container<'_>, dir: &str, output: &mut ExecOutput) -> i32 {
+    let on_node = container.mounts.on_node(dir);
+    let in_dir: Vec<&str> = match &on_node {
+        Some(on_node) => container
+            .machine
+            .shims
+            .values()
+            .filter_map(|path| {
+                let path = Path::new(path);
+                (path.parent() == Some(Path::new(on_node))).then(|| path.file_name()?.to_str())?
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let dir = Path::new(dir.trim_end_matches('/'));
-    let in_dir: Vec<&str> = machine
-        .shims
-        .values()
-        .filter_map(|path| {
-            let path = Path::new(path);
-            (path.parent() == Some(dir)).then(|| path.file_name()?.to_str())?
-        })
-        .collect();
     if in_dir.is_empty() {
         output.stderr.push_str(&format!(
             "ls: cannot access '{}': No such file or directory\n",
@@ -170,6 +183,51 @@ fn ls(machine: &Machine, dir: &str, output: &mut ExecOutput) -> i32 {
     for name in in_dir {
         output.stdout.push_str(&format!("{name}\n"));
     }
+    0
+}
+
+/// `crictl [--runtime-endpoint E | -r E | --image-endpoint E | -i E] images`: the node's images, when the endpoint
+/// is the node's containerd socket and the container mounts it; without the socket crictl cannot connect.
+fn crictl(container: &Container<'_>, args: &[&str], output: &mut ExecOutput) -> i32 {
+    let mut endpoint = format!("unix://{CONTAINERD_SOCKET}");
+    let mut rest = args;
+    let command = loop {
+        match rest {
+            [flag, value, tail @ ..]
+                if matches!(
+                    *flag,
+                    "-r" | "-i" | "--runtime-endpoint" | "--image-endpoint"
+                ) =>
+            {
+                endpoint = (*value).to_owned();
+                rest = tail;
+            }
+            [flag, tail @ ..]
+                if flag.starts_with("--runtime-endpoint=")
+                    || flag.starts_with("--image-endpoint=") =>
+            {
+                endpoint = flag.split_once('=').map_or("", |(_, v)| v).to_owned();
+                rest = tail;
+            }
+            other => break other,
+        }
+    };
+    if command != ["images"] {
+        output.stderr.push_str(&format!(
+            "crictl {}: not simulated (a simulated container answers crictl images)\n",
+            command.join(" ")
+        ));
+        return NOT_FOUND;
+    }
+    let socket = endpoint.strip_prefix("unix://").unwrap_or(&endpoint);
+    if container.mounts.on_node(socket).as_deref() != Some(CONTAINERD_SOCKET) {
+        output.stderr.push_str(&format!(
+            "crictl: cannot connect to the runtime at {endpoint}: dial unix {socket}: connect: no such file or \
+             directory\n"
+        ));
+        return 1;
+    }
+    output.stdout.push_str(&crictl_images(container.machine));
     0
 }
 

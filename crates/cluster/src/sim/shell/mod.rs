@@ -9,25 +9,34 @@
 mod commands;
 mod words;
 
-use crate::apiserver::streams::{ContainerRuntime, ExecOutput};
+use crate::apiserver::streams::{ContainerRuntime, ExecOutput, HostMounts};
 
 use super::machine::{Machine, Machines};
 
 impl ContainerRuntime for Machines {
-    fn exec(&self, node: &str, command: &[String]) -> Option<ExecOutput> {
+    fn exec(&self, node: &str, mounts: &HostMounts, command: &[String]) -> Option<ExecOutput> {
         let machine = self.get(node)?;
-        Some(run(&machine, command))
+        Some(run(&machine, mounts, command))
     }
 }
 
-/// Run `command` (an argument vector, as exec passes it) on `machine`.
-pub fn run(machine: &Machine, command: &[String]) -> ExecOutput {
+/// A container as its commands see it: the machine of its node, and what of the node's files it mounts.
+pub struct Container<'a> {
+    /// The machine of the container's node.
+    pub machine: &'a Machine,
+    /// The node's paths the container reaches, and where.
+    pub mounts: &'a HostMounts,
+}
+
+/// Run `command` (an argument vector, as exec passes it) in a container on `machine` with `mounts`.
+pub fn run(machine: &Machine, mounts: &HostMounts, command: &[String]) -> ExecOutput {
+    let container = Container { machine, mounts };
     let mut output = ExecOutput {
         stdout: String::new(),
         stderr: String::new(),
         exit_code: 0,
     };
-    run_words(machine, command, &mut output);
+    run_words(&container, command, &mut output);
     output
 }
 
@@ -38,7 +47,7 @@ enum Flow {
     Exit,
 }
 
-fn run_words(machine: &Machine, argv: &[String], output: &mut ExecOutput) -> Flow {
+fn run_words(container: &Container<'_>, argv: &[String], output: &mut ExecOutput) -> Flow {
     let Some(program) = argv.first() else {
         return Flow::Next;
     };
@@ -46,7 +55,7 @@ fn run_words(machine: &Machine, argv: &[String], output: &mut ExecOutput) -> Flo
     match (name, &argv[1..]) {
         ("sh" | "bash", [flag, script, ..]) if flag == "-c" => {
             // `exit` ends the inner shell only.
-            run_script(machine, script, output);
+            run_script(container, script, output);
             Flow::Next
         }
         ("exit", args) => {
@@ -63,13 +72,13 @@ fn run_words(machine: &Machine, argv: &[String], output: &mut ExecOutput) -> Flo
             Flow::Exit
         }
         (name, args) => {
-            output.exit_code = commands::run(machine, name, args, output);
+            output.exit_code = commands::run(container, name, args, output);
             Flow::Next
         }
     }
 }
 
-fn run_script(machine: &Machine, script: &str, output: &mut ExecOutput) -> Flow {
+fn run_script(container: &Container<'_>, script: &str, output: &mut ExecOutput) -> Flow {
     let parsed = match words::parse(script) {
         Ok(parsed) => parsed,
         Err(why) => {
@@ -84,7 +93,7 @@ fn run_script(machine: &Machine, script: &str, output: &mut ExecOutput) -> Flow 
             words::When::Succeeded => output.exit_code != 0,
             words::When::Failed => output.exit_code == 0,
         };
-        if !skip && run_words(machine, &argv, output) == Flow::Exit {
+        if !skip && run_words(container, &argv, output) == Flow::Exit {
             return Flow::Exit;
         }
     }

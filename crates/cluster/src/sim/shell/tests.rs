@@ -37,9 +37,22 @@ fn machine() -> Machine {
     }
 }
 
+/// A privileged container mounting the node's containerd configuration, shim directory and runtime socket.
+fn privileged() -> HostMounts {
+    HostMounts::from_pairs([
+        ("/etc/containerd", "/etc/containerd"),
+        ("/opt/rcm/bin", "/opt/rcm/bin"),
+        ("/host/run/containerd", "/run/containerd"),
+    ])
+}
+
 fn exec(argv: &[&str]) -> ExecOutput {
+    exec_in(&privileged(), argv)
+}
+
+fn exec_in(mounts: &HostMounts, argv: &[&str]) -> ExecOutput {
     let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-    run(&machine(), &argv)
+    run(&machine(), mounts, &argv)
 }
 
 #[test]
@@ -66,7 +79,12 @@ fn the_node_is_read_from_its_machine() {
         "containerd-shim-spin-v2\n"
     );
     assert_eq!(exec(&["ls", "/opt/kwasm"]).exit_code, 2);
-    let images = exec(&["crictl", "images"]).stdout;
+    let images = exec(&[
+        "crictl",
+        "--runtime-endpoint=unix:///host/run/containerd/containerd.sock",
+        "images",
+    ])
+    .stdout;
     let row: Vec<&str> = images.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(
         (row[0], row[1], row[3]),
@@ -100,4 +118,34 @@ fn other_commands_say_they_are_not_simulated() {
     let piped = exec(&["sh", "-c", "lsmod | grep kvm"]);
     assert_eq!(piped.exit_code, 2);
     assert!(piped.stderr.contains("pipes are not simulated"));
+}
+
+#[test]
+fn the_nodes_files_and_runtime_are_reached_only_through_host_mounts() {
+    let unprivileged = HostMounts::default();
+    let config = exec_in(&unprivileged, &["cat", "/etc/containerd/config.toml"]);
+    assert_eq!((config.stdout.as_str(), config.exit_code), ("", 1));
+    assert_eq!(exec_in(&unprivileged, &["ls", "/opt/rcm/bin"]).exit_code, 2);
+    // The runtime's socket would show every namespace's images: not without mounting it.
+    let images = exec_in(&unprivileged, &["crictl", "images"]);
+    assert_eq!(images.exit_code, 1);
+    assert!(images.stdout.is_empty(), "{}", images.stdout);
+    assert!(
+        images.stderr.contains("containerd.sock"),
+        "{}",
+        images.stderr
+    );
+    // The default endpoint is the node's socket, where the container mounts it.
+    let at_default = HostMounts::from_pairs([("/var/run/containerd", "/run/containerd")]);
+    assert!(
+        exec_in(&at_default, &["crictl", "images"])
+            .stdout
+            .contains("docker.io/library/nginx")
+    );
+    // Mounted elsewhere, the node's file is at the mount.
+    let at_host = HostMounts::from_pairs([("/host", "/")]);
+    assert_eq!(
+        exec_in(&at_host, &["cat", "/host/etc/containerd/config.toml"]).stdout,
+        "version = 2\n"
+    );
 }
