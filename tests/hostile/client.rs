@@ -67,11 +67,13 @@ impl Raw {
 
     /// TLS on `socket`: returns once the server has answered the handshake.
     pub async fn handshake(&self, socket: TcpStream) -> TlsStream<TcpStream> {
+        self.try_handshake(socket).await.expect("a TLS handshake")
+    }
+
+    /// TLS on `socket`, or why the server did not complete the handshake.
+    pub async fn try_handshake(&self, socket: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
         let name = ServerName::try_from("localhost").expect("a server name");
-        self.connector
-            .connect(name, socket)
-            .await
-            .expect("a TLS handshake")
+        self.connector.connect(name, socket).await
     }
 
     /// Send `head` and `body` on a new connection and return the response's status (None when the server
