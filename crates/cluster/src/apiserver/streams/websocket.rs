@@ -15,9 +15,10 @@ const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 /// RFC 6455's GUID, appended to the client's key before hashing.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
-/// The largest message a client may send. Clients send standard input in small chunks (kube-rs 1 KiB, kubectl
-/// what one read of its input gives, 32 KiB at most) and terminal resizes of a few bytes, so 4 MiB is room to spare
-/// while a session buffers no more than that for an unfinished message (the library's default is 64 MiB).
+/// The largest message a client may send. Clients send standard input a read at a time (kube-rs in chunks of
+/// 1 KiB by default, kubectl as much as one read of its input gives) and terminal resizes of a few bytes, so 4 MiB
+/// is room to spare while a session buffers no more than that for an unfinished message (the library's default is
+/// 64 MiB).
 const MAX_MESSAGE_BYTES: usize = 4 << 20;
 
 /// The largest frame a client may send; a message may come in several.
