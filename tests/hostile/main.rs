@@ -10,6 +10,7 @@ mod descriptors;
 mod process;
 #[path = "../support/serve_process.rs"]
 mod serve_process;
+mod sessions;
 
 use std::time::{Duration, Instant};
 

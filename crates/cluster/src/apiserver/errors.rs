@@ -43,6 +43,9 @@ pub struct Details {
     pub kind: String,
     /// Field-level causes, for `Invalid` and apply conflicts.
     pub causes: Vec<Cause>,
+    /// How long the client should wait before trying again, for a request refused to share the server fairly;
+    /// also sent as the `Retry-After` header.
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl ApiError {
@@ -60,7 +63,7 @@ impl ApiError {
             name: name.to_string(),
             group: group.to_string(),
             kind: resource.to_string(),
-            causes: Vec::new(),
+            ..Details::default()
         }));
         self
     }
@@ -193,6 +196,22 @@ impl ApiError {
         }
     }
 
+    /// 429: the client holds as much as the server serves to one client (or to all) at once; `message` says which
+    /// limit, and the client is told to retry after `retry_after_seconds`.
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> Self {
+        let mut err = Self::new(429, "TooManyRequests", message);
+        err.details = Some(Box::new(Details {
+            retry_after_seconds: Some(retry_after_seconds),
+            ..Details::default()
+        }));
+        err
+    }
+
+    /// The `Retry-After` a response to this error carries, if any.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.details.as_ref().and_then(|d| d.retry_after_seconds)
+    }
+
     /// 406: every media type the client accepts for the response is one the server does not write.
     pub fn not_acceptable(accepted: &str) -> Self {
         Self::new(
@@ -282,6 +301,9 @@ impl ApiError {
                     .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
                     .collect();
                 details.insert("causes".into(), Value::Array(causes));
+            }
+            if let Some(seconds) = d.retry_after_seconds {
+                details.insert("retryAfterSeconds".into(), json!(seconds));
             }
             status["details"] = Value::Object(details);
         }

@@ -2,7 +2,8 @@
 //!
 //! Logs are not API objects: on a real cluster the kubelet keeps them and the API server proxies them. Here the
 //! node simulation appends lines and this module serves them with kubectl's options (`container`, `tailLines`,
-//! `timestamps`, `limitBytes`, `follow`).
+//! `timestamps`, `limitBytes`, `follow`); a followed log ends after
+//! [`LongRunningLimits::log_follow`](super::long_running::LongRunningLimits::log_follow).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -158,6 +159,8 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         ));
     };
     let shutdown = server.inner().shutdown.clone();
+    // A followed log ends after a while, as a watch does, so that no client holds it forever.
+    let until = tokio::time::Instant::now() + server.long_running_limits().log_follow;
     let head = futures::stream::once(async move { Bytes::from(text) });
     let rest = futures::stream::unfold((rx, shutdown), move |(mut rx, shutdown)| async move {
         tokio::select! {
@@ -166,6 +169,7 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
                 Err(_) => None,
             },
             _ = shutdown.cancelled() => None,
+            () = tokio::time::sleep_until(until) => None,
         }
     });
     let stream = head

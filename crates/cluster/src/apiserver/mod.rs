@@ -21,6 +21,7 @@ pub mod events;
 pub mod handlers;
 pub mod jsonpath;
 pub mod logs;
+pub mod long_running;
 pub mod metrics;
 pub mod objects;
 pub mod openapi;
@@ -80,6 +81,7 @@ pub(crate) struct Inner {
     pub(crate) runtime: streams::SharedRuntime,
     pub(crate) auth: Auth,
     pub(crate) metrics: ApiMetrics,
+    pub(crate) long_running: Arc<long_running::LongRunning>,
     pub(crate) shutdown: CancellationToken,
     /// Ends the watches open now: a child of `shutdown`, replaced by [`ApiServer::close_watches`].
     pub(crate) open_watches: std::sync::Mutex<CancellationToken>,
@@ -116,6 +118,7 @@ impl ApiServer {
             logs: PodLogs::default(),
             runtime: Default::default(),
             metrics: ApiMetrics::default(),
+            long_running: Arc::default(),
             open_watches: std::sync::Mutex::new(shutdown.child_token()),
             shutdown,
         };
@@ -191,6 +194,25 @@ impl ApiServer {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Serve watches, exec and attach sessions and followed logs within `limits` from now on, in place of
+    /// [`long_running::LongRunningLimits::default`].
+    pub fn set_long_running_limits(&self, limits: long_running::LongRunningLimits) {
+        self.inner.long_running.set_limits(limits);
+    }
+
+    /// The limits watches, exec and attach sessions and followed logs are served within.
+    pub fn long_running_limits(&self) -> long_running::LongRunningLimits {
+        self.inner.long_running.limits()
+    }
+
+    /// Count a long-running request of `user` against its limits: the permit gives the count back when dropped.
+    pub(crate) fn admit_long_running(
+        &self,
+        user: &UserInfo,
+    ) -> Result<long_running::Permit, ApiError> {
+        self.inner.long_running.admit(user)
     }
 
     /// Credentials, token signing and the RBAC authorizer.
@@ -550,5 +572,11 @@ pub fn bytes_response(
 /// The `metav1.Status` response for an error.
 pub fn error_response(error: &ApiError) -> Response<ResponseBody> {
     let status = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    bytes_response(status, Bytes::from(error.to_body()), "application/json")
+    let mut response = bytes_response(status, Bytes::from(error.to_body()), "application/json");
+    if let Some(seconds) = error.retry_after_seconds() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }

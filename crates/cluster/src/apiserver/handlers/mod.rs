@@ -14,7 +14,7 @@ use http::Response;
 use super::context::{RequestContext, parse_object};
 use super::errors::ApiError;
 use super::request::Verb;
-use super::{ApiServer, ResponseBody, streams};
+use super::{ApiServer, ResponseBody, long_running, streams};
 
 pub(crate) use delete::{DeletePolicy, delete_object};
 
@@ -26,10 +26,16 @@ pub async fn dispatch(
     if reviews::is_review(&ctx.rt) {
         return reviews::create(server, &ctx);
     }
+    // A request that stays open is counted against its user's limits for as long as it does.
+    let permit = long_running::is_long_running(&ctx)
+        .then(|| server.admit_long_running(&ctx.user))
+        .transpose()?;
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
         (None, Verb::List) => read::list(server, &ctx),
-        (None | Some("status"), Verb::Watch) => watch::watch(server, &ctx),
+        (None | Some("status"), Verb::Watch) => {
+            watch::watch(server, &ctx).map(|r| long_running::held_by_body(r, permit))
+        }
         (None, Verb::Create) => write::create(server, &ctx),
         (None, Verb::Update) => write::update(server, &ctx),
         (None, Verb::Patch) => write::patch(server, &ctx),
@@ -42,8 +48,10 @@ pub async fn dispatch(
             if ctx.rt.group.is_empty() && ctx.rt.plural == "pods" =>
         {
             let sub = sub.to_owned();
-            streams::serve(server, ctx, &sub)
+            streams::serve(server, ctx, &sub, permit)
         }
-        (Some(sub), verb) => subresources::handle(server, &ctx, sub, verb).await,
+        (Some(sub), verb) => subresources::handle(server, &ctx, sub, verb)
+            .await
+            .map(|r| long_running::held_by_body(r, permit)),
     }
 }

@@ -7,6 +7,7 @@
 //! exit status ([`status`]). Only WebSocket is spoken (`v5.channel.k8s.io` and `v4.channel.k8s.io`), what kubectl
 //! 1.30 and later and kube-rs use; a SPDY request is refused with that reason.
 
+mod idle;
 mod mounts;
 mod session;
 mod status;
@@ -20,6 +21,7 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::errors::ApiError;
 use super::logs::select_container;
+use super::long_running::Permit;
 use super::{ApiServer, ResponseBody};
 
 pub use mounts::HostMounts;
@@ -46,11 +48,13 @@ pub trait ContainerRuntime: Send + Sync {
 /// The container runtime the server hands `exec` to, once the node simulation has provided one.
 pub(crate) type SharedRuntime = std::sync::RwLock<Option<Arc<dyn ContainerRuntime>>>;
 
-/// Serve `pods/exec`, `pods/attach` or `pods/portforward` of the pod `ctx` names.
+/// Serve `pods/exec`, `pods/attach` or `pods/portforward` of the pod `ctx` names; the session holds `permit` until
+/// it ends.
 pub fn serve(
     server: &ApiServer,
     mut ctx: RequestContext,
     sub: &str,
+    permit: Option<Permit>,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let pod = server
         .store()
@@ -111,6 +115,8 @@ pub fn serve(
         channels,
         work,
         server.inner().shutdown.clone(),
+        server.long_running_limits().session_idle,
+        permit,
     ));
     Ok(websocket::switching_protocols(&key, protocol))
 }

@@ -8,13 +8,17 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use tokio::sync::broadcast;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Error;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role};
 use tokio_util::sync::CancellationToken;
 
 use super::ExecOutput;
+use super::idle::{LastTraffic, Watched};
 use super::status::exit_status;
+use super::websocket;
 use crate::apiserver::logs::LogLine;
+use crate::apiserver::long_running::Permit;
 use crate::apiserver::request::Query;
 
 /// Channel numbers of the `channel.k8s.io` protocols (stdin, 0, and resize, 4, are the client's).
@@ -53,10 +57,20 @@ pub enum Work {
     Attach(broadcast::Receiver<LogLine>),
 }
 
-type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+type Socket = WebSocketStream<Watched<TokioIo<hyper::upgrade::Upgraded>>>;
 
-/// Take over the connection once it is upgraded and stream `work` on it; ends early when the server stops.
-pub async fn run(upgrade: OnUpgrade, channels: Channels, work: Work, stop: CancellationToken) {
+/// Take over the connection once it is upgraded and stream `work` on it, holding `permit` until the session ends.
+/// The session ends early when the server stops, when the client sends more than [`websocket::config`] allows, or
+/// after `idle` with no traffic either way.
+pub async fn run(
+    upgrade: OnUpgrade,
+    channels: Channels,
+    work: Work,
+    stop: CancellationToken,
+    idle: Duration,
+    permit: Option<Permit>,
+) {
+    let _permit = permit;
     let upgraded = match upgrade.await {
         Ok(upgraded) => upgraded,
         Err(e) => {
@@ -64,35 +78,69 @@ pub async fn run(upgrade: OnUpgrade, channels: Channels, work: Work, stop: Cance
             return;
         }
     };
+    let traffic = LastTraffic::now();
+    let connection = Watched::new(TokioIo::new(upgraded), traffic.clone());
     let mut socket =
-        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-    let result = match work {
-        Work::Exec(output) => exec(&mut socket, channels, &output).await,
-        Work::Attach(lines) => attach(&mut socket, channels, lines, stop).await,
+        WebSocketStream::from_raw_socket(connection, Role::Server, Some(websocket::config())).await;
+    let streamed = async {
+        match work {
+            Work::Exec(output) => exec(&mut socket, channels, &output).await,
+            Work::Attach(lines) => attach(&mut socket, channels, lines, stop).await,
+        }
     };
-    if let Err(e) = result {
-        tracing::debug!("exec stream ended: {e}");
-        return;
-    }
-    // Close normally (clients read a close without a code as an error), then read until the client answers, so
-    // its last reads see a clean end rather than a reset.
-    let normal = CloseFrame {
-        code: CloseCode::Normal,
-        reason: "".into(),
+    let ending = tokio::select! {
+        result = streamed => result,
+        () = traffic.idle_for(idle) => {
+            let reason = format!("no traffic for {}s", idle.as_secs());
+            close(&mut socket, CloseCode::Away, &reason).await;
+            return;
+        }
     };
-    if socket.close(Some(normal)).await.is_ok() {
-        let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            while let Some(Ok(_)) = socket.next().await {}
-        })
-        .await;
+    match ending {
+        // Close normally (clients read a close without a code as an error), then read until the client answers,
+        // so its last reads see a clean end rather than a reset.
+        Ok(()) => {
+            let _ = tokio::time::timeout(CLOSE_GRACE, async {
+                if socket
+                    .send(Message::Close(Some(close_frame(CloseCode::Normal, ""))))
+                    .await
+                    .is_ok()
+                {
+                    while let Some(Ok(_)) = socket.next().await {}
+                }
+            })
+            .await;
+        }
+        Err(Error::Capacity(too_large)) => {
+            close(&mut socket, CloseCode::Size, &too_large.to_string()).await;
+        }
+        Err(e) => tracing::debug!("exec stream ended: {e}"),
     }
 }
 
-async fn exec(
-    socket: &mut Socket,
-    channels: Channels,
-    output: &ExecOutput,
-) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+/// End a session the server gives up on with `code` and `reason`. What the client still sends is read and
+/// discarded (never framed, so never buffered) for a while, so that it reads the close rather than a reset.
+async fn close(socket: &mut Socket, code: CloseCode, reason: &str) {
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        if socket
+            .send(Message::Close(Some(close_frame(code, reason))))
+            .await
+            .is_ok()
+        {
+            let _ = tokio::io::copy(socket.get_mut(), &mut tokio::io::sink()).await;
+        }
+    })
+    .await;
+}
+
+fn close_frame(code: CloseCode, reason: &str) -> CloseFrame {
+    CloseFrame {
+        code,
+        reason: reason.to_owned().into(),
+    }
+}
+
+async fn exec(socket: &mut Socket, channels: Channels, output: &ExecOutput) -> Result<(), Error> {
     if channels.stdout {
         send(socket, STDOUT, output.stdout.as_bytes()).await?;
     }
@@ -114,7 +162,7 @@ async fn attach(
     channels: Channels,
     mut lines: broadcast::Receiver<LogLine>,
     stop: CancellationToken,
-) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+) -> Result<(), Error> {
     loop {
         tokio::select! {
             line = lines.recv() => match line {
@@ -123,7 +171,8 @@ async fn attach(
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),
             },
             message = socket.next() => match message {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Ok(()),
+                None | Some(Ok(Message::Close(_))) => return Ok(()),
+                Some(Err(e)) => return Err(e),
                 // Standard input and terminal resizes have nothing to go to in a simulated container.
                 Some(Ok(_)) => {}
             },
@@ -133,11 +182,7 @@ async fn attach(
 }
 
 /// Write `data` on `channel`; nothing is written for no data, as a stream that wrote nothing sends nothing.
-async fn send(
-    socket: &mut Socket,
-    channel: u8,
-    data: &[u8],
-) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+async fn send(socket: &mut Socket, channel: u8, data: &[u8]) -> Result<(), Error> {
     if data.is_empty() {
         return Ok(());
     }

@@ -3,6 +3,7 @@
 
 use base64::Engine;
 use http::{HeaderMap, Response, StatusCode, header};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::{ResponseBody, full};
@@ -13,6 +14,23 @@ const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 
 /// RFC 6455's GUID, appended to the client's key before hashing.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// The largest message a client may send. Clients send standard input a read at a time (kube-rs in chunks of
+/// 1 KiB by default, kubectl as much as one read of its input gives) and terminal resizes of a few bytes, so 4 MiB
+/// is room to spare while a session buffers no more than that for an unfinished message (the library's default is
+/// 64 MiB).
+const MAX_MESSAGE_BYTES: usize = 4 << 20;
+
+/// The largest frame a client may send; a message may come in several.
+const MAX_FRAME_BYTES: usize = 1 << 20;
+
+/// The framing limits of every session: a client going over them gets the session closed with 1009 (message too
+/// big).
+pub fn config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+}
 
 /// The channel protocol to speak: the most recent one the client offers, or 400 naming those served.
 pub fn negotiate(headers: &HeaderMap) -> Result<&'static str, ApiError> {
