@@ -102,12 +102,13 @@ pub fn serve(
                 .follow(ctx.namespace(), ctx.name(), &container),
         ),
     };
-    tokio::spawn(session::run(
-        upgrade,
-        channels,
-        work,
-        server.inner().shutdown.clone(),
-    ));
+    let session = session::run(upgrade, channels, work, server.inner().shutdown.clone());
+    // The upgraded socket counts against the listener's connection cap until the session ends.
+    let connection = ctx.connection.take();
+    tokio::spawn(async move {
+        session.await;
+        drop(connection);
+    });
     Ok(websocket::switching_protocols(&key, protocol))
 }
 
