@@ -1,6 +1,8 @@
 //! The engine's HTTP endpoint, for Prometheus and the kubelet's probes: `/metrics` (see [`super::metrics`]),
 //! `/healthz` (also `/livez`) and `/readyz` (see [`super::health`]). Plain HTTP/1.1 served by hyper; it carries no
-//! secrets, so it is meant for the pod network, behind the metrics Service `kmm-tui install` creates.
+//! secrets, so it is meant for the pod network, behind the metrics Service `kmm-tui install` creates. Reachable
+//! by anyone on that network, it is served through the accept loop every listener shares ([`kmm_listener`]): a
+//! cap, deadlines, and back-off when descriptors run out.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -22,19 +24,21 @@ use super::metrics::{CONTENT_TYPE, EngineMetrics};
 /// How long a client may take to send its request's headers.
 const HEADER_LIMIT: Duration = Duration::from_secs(5);
 
-/// What the endpoint's accept loop enforces. A scrape or a probe takes one connection and answers in
+/// What the endpoint's accept loop enforces. Nobody authenticates here, so every connection stays in the
+/// unauthenticated budget, which is the endpoint's cap. A scrape or a probe takes one connection and answers in
 /// milliseconds: 64 connections, 16 from any one address (Prometheus and the kubelet each come from their own),
 /// leave room for every honest scraper while capping what a flood of sockets holds. A client must start its
-/// request within the header deadline, and a kept-alive connection is closed after a minute without a request
-/// (Prometheus scrapes every 15 to 60 s and reconnects at no cost).
+/// request within the header deadline, and a kept-alive connection is closed after 90 s without a request (as
+/// kube-apiserver does; Prometheus scrapes every 15 to 60 s, so its connection lives on between scrapes).
 const LIMITS: Limits = Limits {
+    // Never reached: no connection is promoted out of the budget.
     max_connections: 64,
     unauthenticated: UnauthenticatedBudget {
         total: 64,
         per_peer: 16,
     },
     silence: HEADER_LIMIT,
-    idle: Duration::from_secs(60),
+    idle: Duration::from_secs(90),
 };
 
 /// What the endpoint reports on.
@@ -70,8 +74,7 @@ pub async fn start(
     Ok(())
 }
 
-/// Answer on `listener` until `stop`, through the shared accept loop: nobody authenticates here, so every
-/// connection stays in its unauthenticated budget, which is the endpoint's cap.
+/// Answer on `listener` until `stop`, within [`LIMITS`].
 pub async fn serve(listener: TcpListener, reported: Reported, stop: CancellationToken) {
     kmm_listener::spawn(listener, LIMITS, stop.clone(), move |stream, connection| {
         serve_connection(stream, connection, reported.clone())

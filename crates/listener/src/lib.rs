@@ -1,8 +1,8 @@
 //! The accept loop every listener of the project shares (the API server, the engine's metrics and probe port,
 //! the console's metrics port): one implementation of what keeps a listener serving under hostile clients.
 //!
-//! - **Back-off** : when accepting fails (out of descriptors), the loop waits, longer each time, and
-//!   logs rarely, instead of spinning a core and flooding the log.
+//! - **Back-off**: when accepting fails (out of descriptors), the loop waits, longer each time, and logs rarely,
+//!   instead of spinning a core and flooding the log.
 //! - **An authenticated cap** ([`Limits::max_connections`]): at the cap, new clients wait in the kernel's queue.
 //!   A connection holds its slot for as long as any [`Connection`] handle lives, so a session that outlives its
 //!   request (an upgraded exec or attach stream) keeps counting.
