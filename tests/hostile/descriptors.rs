@@ -12,8 +12,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use crate::client::Raw;
 use crate::serve_process::ServeProcess;
 
-/// Descriptors the server may open beyond those it holds once started: a few dozen connections exhaust them.
-const HEADROOM: usize = 48;
+/// Descriptors the server may open beyond those it holds once started: fewer than the connections without a
+/// token it keeps from one address (16), so idle connections exhaust them before any is evicted.
+const HEADROOM: usize = 12;
 
 /// How long the server is watched while out of descriptors.
 const WATCHED: Duration = Duration::from_secs(3);
@@ -21,14 +22,15 @@ const WATCHED: Duration = Duration::from_secs(3);
 /// `/proc/<pid>/stat` counts CPU time in USER_HZ ticks, 100 a second on Linux.
 const TICKS_PER_SECOND: u64 = 100;
 
-fn descriptors_of(pid: u32) -> usize {
+/// Descriptors the process `pid` holds.
+pub fn descriptors_of(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|entries| entries.count())
         .expect("reading the server's descriptors")
 }
 
 /// CPU time the process has used, user and system.
-fn cpu_time_of(pid: u32) -> Duration {
+pub fn cpu_time_of(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
     // The command name may hold spaces; the fields after it are plain: utime and stime are the 12th and 13th.
     let fields: Vec<&str> = stat

@@ -1,32 +1,25 @@
 //! Serving the API over HTTPS for kubectl and out-of-process clients, each request authenticated by its bearer
-//! token (see [`super::apiserver::auth`]), within [`ConnectionLimits`]: every stage of a connection has a deadline,
-//! connections are capped, and the accept loop backs off when it fails.
+//! token (see [`super::apiserver::auth`]), within [`ConnectionLimits`]: the shared accept loop ([`kmm_listener`])
+//! caps connections, keeps sockets without a token to a budget of their own and backs off when accepting fails;
+//! here each stage of TLS and HTTP gets its deadline.
 
-mod activity;
-mod backoff;
-mod deadline;
 mod limits;
-
-use std::net::SocketAddr;
-use std::sync::Arc;
 
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use kmm_listener::{Connection, DeadlineBody, InFlight, Listening};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+pub use kmm_listener::{Census, UnauthenticatedBudget};
 pub use limits::ConnectionLimits;
 
 use super::apiserver::{ApiServer, Authenticated};
 use super::tls::TlsMaterial;
-use activity::{Activity, InFlight};
-use backoff::AcceptBackoff;
-use deadline::DeadlineBody;
 
 /// Accept connections on `listener` until `stop` is cancelled.
 pub fn spawn(
@@ -35,55 +28,27 @@ pub fn spawn(
     tls: &TlsMaterial,
     limits: ConnectionLimits,
     stop: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Listening> {
     let acceptor = TlsAcceptor::from(tls.server_config()?);
     let server = Authenticated(server);
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    tokio::spawn(async move {
-        let mut backoff = AcceptBackoff::default();
-        loop {
-            // A free slot first: at the cap, new clients wait in the kernel's queue, holding no descriptor here.
-            let slot = tokio::select! {
-                slot = slots.clone().acquire_owned() => match slot {
-                    Ok(slot) => slot,
-                    Err(_) => return,
-                },
-                _ = stop.cancelled() => return,
-            };
-            let (socket, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(pair) => pair,
-                    Err(e) => {
-                        let wait = backoff.failed(&e);
-                        tokio::select! {
-                            _ = tokio::time::sleep(wait) => continue,
-                            _ = stop.cancelled() => return,
-                        }
-                    }
-                },
-                _ = stop.cancelled() => return,
-            };
-            backoff.succeeded();
-            let acceptor = acceptor.clone();
-            let server = server.clone();
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                serve_connection(socket, peer, acceptor, server, limits, stop).await;
-                drop(slot);
-            });
-        }
-    });
-    Ok(())
+    Ok(kmm_listener::spawn(
+        listener,
+        limits.accept_loop(),
+        stop,
+        move |socket, connection| {
+            serve_connection(socket, connection, acceptor.clone(), server.clone(), limits)
+        },
+    ))
 }
 
 async fn serve_connection(
-    socket: tokio::net::TcpStream,
-    peer: SocketAddr,
+    socket: TcpStream,
+    connection: Connection,
     acceptor: TlsAcceptor,
     server: Authenticated,
     limits: ConnectionLimits,
-    stop: CancellationToken,
 ) {
+    let peer = connection.peer();
     let stream = match tokio::time::timeout(limits.handshake, acceptor.accept(socket)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
@@ -95,13 +60,14 @@ async fn serve_connection(
             return;
         }
     };
-    let activity = Activity::default();
-    let requests = activity.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let server = server.clone();
-        let in_flight = requests.start();
+        let in_flight = connection.start_request();
+        // The request carries its connection: authenticating it promotes the connection, and a session that
+        // outlives the request keeps the connection counted.
+        let mut request = request.map(|body| DeadlineBody::new(body, limits.body));
+        request.extensions_mut().insert(connection.clone());
         async move {
-            let request = request.map(|body| DeadlineBody::new(body, limits.body));
             let response = match server.oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
@@ -119,17 +85,10 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .keep_alive_interval(limits.idle / 3)
         .keep_alive_timeout(limits.handshake);
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(%peer, "connection ended: {e}");
-            }
-        }
-        _ = activity.idle_for(limits.idle) => {
-            tracing::debug!(%peer, "closing a connection idle for {:?}", limits.idle);
-        }
-        _ = stop.cancelled() => {}
+    if let Err(e) = builder
+        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+        .await
+    {
+        tracing::debug!(%peer, "connection ended: {e}");
     }
 }

@@ -67,6 +67,7 @@ pub struct EmbeddedCluster {
     client: kube::Client,
     address: Option<SocketAddr>,
     kubeconfig: Option<String>,
+    listening: Option<kmm_listener::Listening>,
     stop: CancellationToken,
 }
 
@@ -124,7 +125,7 @@ impl EmbeddedCluster {
             None => None,
         };
         let stop = CancellationToken::new();
-        let (address, kubeconfig) = match options.listen {
+        let (address, kubeconfig, listening) = match options.listen {
             Some(listen) => {
                 let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
                     format!("cannot listen on {listen}; is another server using it? Pass --listen 127.0.0.1:0 for any free port")
@@ -142,7 +143,7 @@ impl EmbeddedCluster {
                 if let Some(warning) = exposure_warning(address) {
                     tracing::warn!("{warning}");
                 }
-                https::spawn(
+                let listening = https::spawn(
                     listener,
                     server.clone(),
                     &tls,
@@ -153,9 +154,9 @@ impl EmbeddedCluster {
                     private_files::replace(path, config.as_bytes(), private_files::Readers::Owner)
                         .context("writing the kubeconfig")?;
                 }
-                (Some(address), Some(config))
+                (Some(address), Some(config), Some(listening))
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         Ok(Self {
             server,
@@ -163,6 +164,7 @@ impl EmbeddedCluster {
             client,
             address,
             kubeconfig,
+            listening,
             stop,
         })
     }
@@ -191,6 +193,12 @@ impl EmbeddedCluster {
     /// Where HTTPS is served, when it is.
     pub fn address(&self) -> Option<SocketAddr> {
         self.address
+    }
+
+    /// The HTTPS listener's connections now, when HTTPS is served: how many hold an authenticated slot, how many
+    /// wait in the unauthenticated budget, how many that budget evicted.
+    pub fn https_census(&self) -> Option<https::Census> {
+        self.listening.as_ref().map(kmm_listener::Listening::census)
     }
 
     /// The kubeconfig for the HTTPS endpoint, when it is served.

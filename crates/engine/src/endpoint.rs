@@ -1,6 +1,8 @@
 //! The engine's HTTP endpoint, for Prometheus and the kubelet's probes: `/metrics` (see [`super::metrics`]),
 //! `/healthz` (also `/livez`) and `/readyz` (see [`super::health`]). Plain HTTP/1.1 served by hyper; it carries no
-//! secrets, so it is meant for the pod network, behind the metrics Service `kmm-tui install` creates.
+//! secrets, so it is meant for the pod network, behind the metrics Service `kmm-tui install` creates. Reachable
+//! by anyone on that network, it is served through the accept loop every listener shares ([`kmm_listener`]): a
+//! cap, deadlines, and back-off when descriptors run out.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,7 +14,8 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use kmm_listener::{Connection, InFlight, Limits, UnauthenticatedBudget};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use super::health::{Health, Readiness};
@@ -20,6 +23,23 @@ use super::metrics::{CONTENT_TYPE, EngineMetrics};
 
 /// How long a client may take to send its request's headers.
 const HEADER_LIMIT: Duration = Duration::from_secs(5);
+
+/// What the endpoint's accept loop enforces. Nobody authenticates here, so every connection stays in the
+/// unauthenticated budget, which is the endpoint's cap. A scrape or a probe takes one connection and answers in
+/// milliseconds: 64 connections, 16 from any one address (Prometheus and the kubelet each come from their own),
+/// leave room for every honest scraper while capping what a flood of sockets holds. A client must start its
+/// request within the header deadline, and a kept-alive connection is closed after 90 s without a request (as
+/// kube-apiserver does; Prometheus scrapes every 15 to 60 s, so its connection lives on between scrapes).
+const LIMITS: Limits = Limits {
+    // Never reached: no connection is promoted out of the budget.
+    max_connections: 64,
+    unauthenticated: UnauthenticatedBudget {
+        total: 64,
+        per_peer: 16,
+    },
+    silence: HEADER_LIMIT,
+    idle: Duration::from_secs(90),
+};
 
 /// What the endpoint reports on.
 #[derive(Clone)]
@@ -54,38 +74,28 @@ pub async fn start(
     Ok(())
 }
 
-/// Answer on `listener` until `stop`.
+/// Answer on `listener` until `stop`, within [`LIMITS`].
 pub async fn serve(listener: TcpListener, reported: Reported, stop: CancellationToken) {
-    loop {
-        let accepted = tokio::select! {
-            () = stop.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, _)) => {
-                let reported = reported.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                        let response = respond(request.method(), request.uri().path(), &reported);
-                        async move { Ok::<_, Infallible>(response) }
-                    });
-                    let connection = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_LIMIT)
-                        .serve_connection(TokioIo::new(stream), service);
-                    tokio::select! {
-                        result = connection => {
-                            if let Err(error) = result {
-                                tracing::debug!(%error, "metrics connection ended");
-                            }
-                        }
-                        () = stop.cancelled() => {}
-                    }
-                });
-            }
-            Err(error) => tracing::warn!(%error, "accepting a metrics or probe connection"),
-        }
+    kmm_listener::spawn(listener, LIMITS, stop.clone(), move |stream, connection| {
+        serve_connection(stream, connection, reported.clone())
+    });
+    stop.cancelled().await;
+}
+
+async fn serve_connection(stream: TcpStream, connection: Connection, reported: Reported) {
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let in_flight = connection.start_request();
+        let response = respond(request.method(), request.uri().path(), &reported)
+            .map(|body| InFlight::new(body, in_flight));
+        async move { Ok::<_, Infallible>(response) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_LIMIT)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    if let Err(error) = served {
+        tracing::debug!(%error, "metrics connection ended");
     }
 }
 

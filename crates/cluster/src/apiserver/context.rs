@@ -56,6 +56,9 @@ pub struct RequestContext {
     /// The connection, once switched to another protocol: what `pods/exec` and `attach` speak WebSocket over.
     /// None for in-process requests, which have no connection to hand over.
     pub upgrade: Option<hyper::upgrade::OnUpgrade>,
+    /// The listener's hold on the connection the request came on: a session that outlives the request (exec,
+    /// attach) keeps it, so its socket still counts against the connection cap. None for in-process requests.
+    pub connection: Option<kmm_listener::Connection>,
 }
 
 impl RequestContext {
@@ -99,6 +102,7 @@ impl RequestContext {
             storage,
             user: user.clone(),
             upgrade: None,
+            connection: None,
         })
     }
 

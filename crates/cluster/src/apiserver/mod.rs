@@ -260,6 +260,7 @@ impl ApiServer {
         let started = Instant::now();
         let (mut parts, body) = request.into_parts();
         let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+        let connection = parts.extensions.remove::<kmm_listener::Connection>();
         let result = match self.inner.auth.impersonate(user, &parts.headers) {
             Ok(user) => {
                 let request = Routed {
@@ -268,6 +269,7 @@ impl ApiServer {
                     headers: &parts.headers,
                     body,
                     upgrade,
+                    connection,
                 };
                 self.route(&user, request).await
             }
@@ -345,6 +347,7 @@ impl ApiServer {
             headers,
             body,
             upgrade,
+            connection,
         } = request;
         let registry = &self.inner.registry;
         let endpoint = request::parse_path(uri.path(), |group, plural| {
@@ -393,19 +396,22 @@ impl ApiServer {
                 let mut ctx =
                     context::RequestContext::new(self, user, method, path, query, headers, body)?;
                 ctx.upgrade = upgrade;
+                ctx.connection = connection;
                 handlers::dispatch(self, ctx).await
             }
         }
     }
 }
 
-/// One request as routing reads it: its head, its body, and its connection if it asks to switch protocols.
+/// One request as routing reads it: its head, its body, its connection if it asks to switch protocols, and the
+/// listener's hold on that connection.
 struct Routed<'a> {
     method: &'a Method,
     uri: &'a http::Uri,
     headers: &'a HeaderMap,
     body: Bytes,
     upgrade: Option<hyper::upgrade::OnUpgrade>,
+    connection: Option<kmm_listener::Connection>,
 }
 
 impl<B> tower::Service<Request<B>> for ApiServer
@@ -463,6 +469,10 @@ where
                     return Ok(error_response(&e));
                 }
             };
+            // A token that resolved to a user moves its connection out of the listener's unauthenticated budget.
+            if let Some(connection) = request.extensions().get::<kmm_listener::Connection>() {
+                connection.promote().await;
+            }
             Ok(match read_body(request).await {
                 Ok(request) => server.handle_as(user, request).await,
                 Err(response) => response,

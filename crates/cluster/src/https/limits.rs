@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use kmm_listener::{Limits, UnauthenticatedBudget};
+
 /// The listener's limits. The defaults follow kube-apiserver where it has one (32 s to read headers, 90 s idle
 /// keep-alive, 60 s for a request); tests shorten them to see them act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,9 +18,26 @@ pub struct ConnectionLimits {
     pub body: Duration,
     /// How long a connection may stay open with no request in flight before it is closed.
     pub idle: Duration,
-    /// Connections served at once; more wait in the kernel's accept queue until one closes. Kept well below the
-    /// usual limit of 1,024 descriptors so sockets alone cannot exhaust them.
+    /// Authenticated connections served at once, upgraded exec and attach sessions included; more wait in the
+    /// kernel's accept queue until one closes. With the unauthenticated budget, kept well below the usual limit of
+    /// 1,024 descriptors so sockets alone cannot exhaust them.
     pub max_connections: usize,
+    /// Connections that have not (yet) presented a valid token: kept apart from the authenticated ones, so that
+    /// sockets without a token cannot take their slots.
+    pub unauthenticated: UnauthenticatedBudget,
+}
+
+impl ConnectionLimits {
+    /// What the shared accept loop enforces: a socket that has not spoken by the handshake deadline has not
+    /// finished its handshake either.
+    pub fn accept_loop(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections,
+            unauthenticated: self.unauthenticated,
+            silence: self.handshake,
+            idle: self.idle,
+        }
+    }
 }
 
 impl Default for ConnectionLimits {
@@ -29,6 +48,13 @@ impl Default for ConnectionLimits {
             body: Duration::from_secs(60),
             idle: Duration::from_secs(90),
             max_connections: 512,
+            // A client needs one connection to authenticate, and kubectl or a controller opens a handful at
+            // most before its first answer: 16 per address is plenty for honest clients behind one address, and
+            // 64 in all keeps what sockets without a token can hold to an eighth of the authenticated cap.
+            unauthenticated: UnauthenticatedBudget {
+                total: 64,
+                per_peer: 16,
+            },
         }
     }
 }

@@ -110,14 +110,20 @@ pub fn serve(
                 .follow(ctx.namespace(), ctx.name(), &container),
         ),
     };
-    tokio::spawn(session::run(
+    let session = session::run(
         upgrade,
         channels,
         work,
         server.inner().shutdown.clone(),
         server.long_running_limits().session_idle,
         permit,
-    ));
+    );
+    // The upgraded socket counts against the listener's connection cap until the session ends.
+    let connection = ctx.connection.take();
+    tokio::spawn(async move {
+        session.await;
+        drop(connection);
+    });
     Ok(websocket::switching_protocols(&key, protocol))
 }
 

@@ -8,11 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::Notify;
-
-use crate::apiserver::ResponseBody;
 
 /// The requests in flight on one connection.
 #[derive(Clone, Default)]
@@ -55,14 +52,14 @@ impl Drop for Guard {
 }
 
 /// A response body that keeps its request counted in flight until it ends.
-pub struct InFlight {
-    body: ResponseBody,
+pub struct InFlight<B> {
+    body: B,
     guard: Option<Guard>,
 }
 
-impl InFlight {
+impl<B> InFlight<B> {
     /// `body`, counted in flight through `guard`.
-    pub fn new(body: ResponseBody, guard: Guard) -> Self {
+    pub fn new(body: B, guard: Guard) -> Self {
         Self {
             body,
             guard: Some(guard),
@@ -70,14 +67,14 @@ impl InFlight {
     }
 }
 
-impl Body for InFlight {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
+impl<B: Body + Unpin> Body for InFlight<B> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         let this = self.get_mut();
         let frame = Pin::new(&mut this.body).poll_frame(cx);
         if let Poll::Ready(None) = frame {

@@ -6,21 +6,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use tokio::time::Sleep;
 
 /// The body of a request, ending in an error once `limit` has passed since the request arrived.
-pub struct DeadlineBody {
-    inner: Incoming,
+pub struct DeadlineBody<B> {
+    inner: B,
     deadline: Pin<Box<Sleep>>,
     limit: Duration,
 }
 
-impl DeadlineBody {
+impl<B> DeadlineBody<B> {
     /// `inner`, which must be complete within `limit` from now.
-    pub fn new(inner: Incoming, limit: Duration) -> Self {
+    pub fn new(inner: B, limit: Duration) -> Self {
         Self {
             inner,
             deadline: Box::pin(tokio::time::sleep(limit)),
@@ -34,14 +32,18 @@ impl DeadlineBody {
 #[error("the request body did not arrive within {0:?}")]
 pub struct BodyTimeout(Duration);
 
-impl Body for DeadlineBody {
-    type Data = Bytes;
+impl<B> Body for DeadlineBody<B>
+where
+    B: Body + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = B::Data;
     type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    ) -> Poll<Option<Result<Frame<B::Data>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
