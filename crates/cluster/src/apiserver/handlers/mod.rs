@@ -28,8 +28,8 @@ pub async fn dispatch(
     }
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
-        (None, Verb::List) => read::list(server, &ctx),
-        (None | Some("status"), Verb::Watch) => watch::watch(server, &ctx),
+        (None, Verb::List) => read::list(server, &ctx).await,
+        (None | Some("status"), Verb::Watch) => watch::watch(server, &ctx).await,
         (None, Verb::Create) => write::create(server, &ctx),
         (None, Verb::Update) => write::update(server, &ctx),
         (None, Verb::Patch) => write::patch(server, &ctx),
