@@ -1055,7 +1055,7 @@ mod tests {
                 }
             }
         });
-        let mut most = 0;
+        let mut during = Vec::new();
         for _ in 0..5 {
             let before = writes.load(Ordering::SeqCst);
             let listed = store
@@ -1064,13 +1064,16 @@ mod tests {
             let after = writes.load(Ordering::SeqCst);
             assert_eq!(listed.len(), 20_000);
             assert!(listed.iter().all(|o| o.value()["data"]["version"] == "0"));
-            most = most.max(after - before);
+            during.push(after - before);
         }
         done.store(true, Ordering::SeqCst);
         writer.join().expect("the writer finishes");
+        // A list that held the lock throughout lets a write through only when it is preempted between counting and
+        // locking; the middle of five lists is not that unlucky.
+        during.sort_unstable();
         assert!(
-            most >= 20,
-            "at most {most} writes completed while one old snapshot was listed"
+            during[2] >= 10,
+            "writes completed while each of five old snapshots was listed: {during:?}"
         );
     }
 
