@@ -43,8 +43,8 @@ pub struct Details {
     pub kind: String,
     /// Field-level causes, for `Invalid` and apply conflicts.
     pub causes: Vec<Cause>,
-    /// How long the client should wait before trying again, for a request refused to share the server fairly;
-    /// also sent as the `Retry-After` header.
+    /// How long the client should wait before trying again, for errors that time will mend (a resourceVersion
+    /// not reached yet, a request refused to share the server fairly); sent as the `Retry-After` header too.
     pub retry_after_seconds: Option<u64>,
 }
 
@@ -178,6 +178,26 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// 504: a list or watch asked for a resourceVersion the store has not reached (after waiting briefly for it),
+    /// worded as kube-apiserver words it so clients that retry on its `ResourceVersionTooLarge` cause do.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut err = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        err.details = Some(Box::new(Details {
+            causes: vec![Cause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+                field: String::new(),
+            }],
+            retry_after_seconds: Some(1),
+            ..Details::default()
+        }));
+        err
+    }
+
     /// 413: the body, the patch or the object it makes is larger than the server accepts; `why` says which limit.
     pub fn too_large(why: impl std::fmt::Display) -> Self {
         Self::new(
@@ -298,7 +318,13 @@ impl ApiError {
                 let causes = d
                     .causes
                     .iter()
-                    .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+                    .map(|c| {
+                        let mut cause = json!({ "reason": c.reason, "message": c.message });
+                        if !c.field.is_empty() {
+                            cause["field"] = json!(c.field);
+                        }
+                        cause
+                    })
                     .collect();
                 details.insert("causes".into(), Value::Array(causes));
             }

@@ -7,14 +7,17 @@
 //! object without holding any lock, and commit only if nobody wrote in between (the way kube-apiserver's
 //! `GuaranteedUpdate` works against etcd).
 //!
-//! Every committed write becomes an [`Event`], kept in a bounded history and broadcast to watchers. A watch from a
-//! resourceVersion still in the history resumes exactly; an older one gets `410 Expired` and the client relists.
+//! Every committed write becomes an [`Event`], kept in a bounded history and published on the live [`feed`], which
+//! watchers read from their own cursor. A watch from a resourceVersion still in the history resumes exactly; an
+//! older one gets `410 Expired` and the client relists. Lists of an older snapshot and watches that catch up read
+//! the history in short batches, so no reader holds the lock writers need while it walks history.
 //!
 //! Objects of a resource given a time to live ([`Store::with_ttl`]: Events) are deleted that long after their last
 //! write ([`expiry`]).
 
 pub mod durable;
 pub mod expiry;
+mod feed;
 mod index;
 mod object;
 mod private;
@@ -25,11 +28,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
-use tokio::sync::broadcast;
 
 use crate::apiserver::registry::ResourceKey;
 use durable::Durable;
 use expiry::Expiring;
+pub(crate) use feed::Feed;
+pub use feed::{FEED_BYTES, FEED_EVENTS, FeedReceiver};
 use index::FieldIndexes;
 pub use object::{Event, EventType, StoredObject};
 
@@ -41,10 +45,9 @@ pub const DEFAULT_HISTORY: usize = 100_000;
 /// busy cluster flat while still covering minutes of writes, so watches that reconnect resume instead of relisting.
 pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 
-/// How many of the newest events the live feed holds. The feed's ring keeps that many events alive whether or not
-/// anyone still needs them, so it stays small: a watcher that falls further behind catches up from the history
-/// ([`Store::watch_from`]), which is bounded by bytes.
-const BROADCAST_CAPACITY: usize = 1024;
+/// How many events of the history one lock hold reads: enough that walking the history costs few lock
+/// acquisitions, few enough that a writer waiting for the lock meanwhile waits microseconds.
+const HISTORY_BATCH: usize = 256;
 
 /// Resources whose objects the store holds only serialised ([`StoredObject::serialised`]), each parsed when the
 /// server itself reads it, which it seldom does: clients read the serialised form.
@@ -105,7 +108,7 @@ pub struct TooOld {
 type ObjectKey = (String, String);
 
 /// What a new watch starts from: the events it missed, and a receiver for those to come.
-pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+pub type WatchStart = (Vec<Arc<Event>>, FeedReceiver);
 
 struct State {
     rv: u64,
@@ -159,6 +162,11 @@ pub struct StoreUsage {
     /// The serialised bytes of the objects those events carry: memory that grows with writes up to the store's
     /// history bound ([`DEFAULT_HISTORY_BYTES`]) and then holds, which a memory trend has to tell from a leak.
     pub history_bytes: usize,
+    /// Events held by the live feed, with their parsed objects, for watchers to read.
+    pub feed: usize,
+    /// The serialised bytes of the objects and replaced states those events carry, at most [`FEED_BYTES`] beyond
+    /// the newest event: what watchers can keep alive, however many there are and however slowly they read.
+    pub feed_bytes: usize,
 }
 
 /// Objects and bytes of one resource.
@@ -175,7 +183,7 @@ pub struct ResourceUsage {
 /// The object store. Cheap to share behind an `Arc`.
 pub struct Store {
     state: Mutex<State>,
-    events: broadcast::Sender<Arc<Event>>,
+    feed: Feed,
     /// Held by one write at a time from its compare-and-swap check to its publication, so the state lock is taken
     /// only briefly on either side: reads, lists and watches never wait behind serialising or SQLite. Holds the
     /// database when the store is durable.
@@ -265,7 +273,7 @@ impl Store {
             .front()
             .map(|e: &Arc<Event>| e.rv.saturating_sub(1))
             .unwrap_or(rv);
-        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let feed = Feed::new(rv, FEED_EVENTS, FEED_BYTES);
         let history_bytes = history.iter().map(|e| e.object.json.len()).sum();
         let mut indexes = FieldIndexes::new();
         for (resource, map) in &objects {
@@ -293,7 +301,7 @@ impl Store {
         limits.trim(&mut state);
         Self {
             state: Mutex::new(state),
-            events,
+            feed,
             writer: Mutex::new(durable),
             history: limits,
         }
@@ -377,18 +385,7 @@ impl Store {
         namespace: Option<&str>,
     ) -> (Vec<Arc<StoredObject>>, u64) {
         let state = self.lock();
-        let Some(map) = state.objects.get(resource) else {
-            return (Vec::new(), state.rv);
-        };
-        let items = match namespace {
-            Some(ns) => map
-                .range((ns.to_string(), String::new())..)
-                .take_while(|((n, _), _)| n == ns)
-                .map(|(_, o)| o.clone())
-                .collect(),
-            None => map.values().cloned().collect(),
-        };
-        (items, state.rv)
+        (objects_of(&state, resource, namespace), state.rv)
     }
 
     /// Like [`Store::list`], but only the objects whose `field` equals `value`, read from the store's index of that
@@ -411,51 +408,78 @@ impl Store {
     }
 
     /// The objects of a resource as they were at resourceVersion `at`, for paginated lists that must stay one
-    /// consistent snapshot across pages. Rebuilt by undoing the newer events; fails when those are compacted.
+    /// consistent snapshot across pages; fails when the events after `at` are compacted. Rebuilt by undoing the
+    /// newer events: the lock is held to take the objects (an `Arc` each, of the namespace asked for) and then for
+    /// each short batch of history, and the undoing happens outside it, so writers wait microseconds however
+    /// large the resource or old the snapshot.
     pub fn list_at(
         &self,
         resource: &ResourceKey,
         namespace: Option<&str>,
         at: u64,
     ) -> Result<Vec<Arc<StoredObject>>, TooOld> {
+        let (current, mut upper) = {
+            let state = self.lock();
+            if at < state.compacted_through || at > state.rv {
+                return Err(TooOld {
+                    requested: at,
+                    oldest: state.compacted_through,
+                });
+            }
+            (objects_of(&state, resource, namespace), state.rv)
+        };
+        // The state of each key changed after `at` as it was at `at` (None: it did not exist), found by walking
+        // the history back to `at`: the oldest change of a key is the last one seen.
+        let mut undone: BTreeMap<ObjectKey, Option<Arc<StoredObject>>> = BTreeMap::new();
+        while upper > at {
+            let batch = self.history_between(at, upper)?;
+            let Some(oldest) = batch.first() else {
+                break;
+            };
+            upper = oldest.rv - 1;
+            for event in batch.iter().rev() {
+                if &event.resource != resource
+                    || namespace.is_some_and(|want| want != event.object.namespace())
+                {
+                    continue;
+                }
+                let before = match (&event.kind, &event.previous) {
+                    (EventType::Added, _) => None,
+                    (_, Some(previous)) => Some(previous.clone()),
+                    // Events reloaded from disk carry no previous state: the snapshot cannot be rebuilt exactly.
+                    (_, None) => {
+                        return Err(TooOld {
+                            requested: at,
+                            oldest: event.rv,
+                        });
+                    }
+                };
+                let key = (
+                    event.object.namespace().to_string(),
+                    event.object.name().to_string(),
+                );
+                undone.insert(key, before);
+            }
+        }
+        Ok(merged(current, undone))
+    }
+
+    /// The events of the history after `at` and up to `upper`, at most [`HISTORY_BATCH`] of them, the newest
+    /// ones; fails when the history no longer reaches back to `at`.
+    fn history_between(&self, at: u64, upper: u64) -> Result<Vec<Arc<Event>>, TooOld> {
         let state = self.lock();
-        if at < state.compacted_through || at > state.rv {
+        if at < state.compacted_through {
             return Err(TooOld {
                 requested: at,
                 oldest: state.compacted_through,
             });
         }
-        let mut snapshot: BTreeMap<ObjectKey, Arc<StoredObject>> =
-            state.objects.get(resource).cloned().unwrap_or_default();
-        for event in state.history.iter().rev().take_while(|e| e.rv > at) {
-            if &event.resource != resource {
-                continue;
-            }
-            let key = (
-                event.object.namespace().to_string(),
-                event.object.name().to_string(),
-            );
-            match (&event.kind, &event.previous) {
-                (EventType::Added, _) => {
-                    snapshot.remove(&key);
-                }
-                (_, Some(previous)) => {
-                    snapshot.insert(key, previous.clone());
-                }
-                // Events reloaded from disk carry no previous state: the snapshot cannot be rebuilt exactly.
-                (_, None) => {
-                    return Err(TooOld {
-                        requested: at,
-                        oldest: event.rv,
-                    });
-                }
-            }
-        }
-        Ok(snapshot
-            .into_iter()
-            .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-            .map(|(_, o)| o)
-            .collect())
+        let end = state.history.partition_point(|e| e.rv <= upper);
+        let start = state
+            .history
+            .partition_point(|e| e.rv <= at)
+            .max(end.saturating_sub(HISTORY_BATCH));
+        Ok(state.history.range(start..end).cloned().collect())
     }
 
     /// Number of objects of a resource in a namespace (or everywhere).
@@ -611,9 +635,9 @@ impl Store {
             previous: event.previous.as_ref().map(StoredObject::serialised_only),
         }));
         self.history.trim(state);
-        // Sending while holding the state lock keeps the broadcast order equal to the resourceVersion order and
+        // Publishing while holding the state lock keeps the feed's order equal to the resourceVersion order and
         // lets `watch_from` subscribe without a gap.
-        let _ = self.events.send(Arc::new(event));
+        self.feed.publish(Arc::new(event));
     }
 
     /// Writes committed per resource since the store opened, counted where they commit, so a benchmark can tell
@@ -641,7 +665,50 @@ impl Store {
         }
         let first = state.history.partition_point(|e| e.rv <= since);
         let backlog = state.history.range(first..).cloned().collect();
-        Ok((backlog, self.events.subscribe()))
+        Ok((backlog, self.feed.subscribe(state.rv)))
+    }
+
+    /// A reader of the live feed from `since` on, for a watch that reads at its client's pace: whatever the feed
+    /// no longer holds it reads from the history with [`Store::events_after`].
+    pub fn feed_from(&self, since: u64) -> FeedReceiver {
+        self.feed.subscribe(since)
+    }
+
+    /// The events after `since` from the history, oldest first, as many as fit in `bytes` of serialised objects
+    /// (at least one when there is any): one short lock hold, however far behind `since` is. Fails with
+    /// [`TooOld`] when events after `since` have been compacted away.
+    pub fn events_after(&self, since: u64, bytes: usize) -> Result<Vec<Arc<Event>>, TooOld> {
+        let state = self.lock();
+        if since < state.compacted_through {
+            return Err(TooOld {
+                requested: since,
+                oldest: state.compacted_through,
+            });
+        }
+        let first = state.history.partition_point(|e| e.rv <= since);
+        let mut taken = 0;
+        Ok(state
+            .history
+            .range(first..)
+            .take(HISTORY_BATCH)
+            .take_while(|e| {
+                let fits = taken == 0 || taken + e.object.json.len() <= bytes;
+                taken += e.object.json.len();
+                fits
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// Wait up to `patience` until the store has reached resourceVersion `rv`, as a request for a version not
+    /// yet written may ask; the current resourceVersion when it did not.
+    pub async fn reached(&self, rv: u64, patience: Duration) -> Result<(), u64> {
+        let mut newest = self.feed.newest();
+        let reached = tokio::time::timeout(patience, newest.wait_for(|newest| *newest >= rv)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(self.current_rv()),
+        }
     }
 
     /// How much the store holds, per resource and in watch history, for `/metrics`.
@@ -657,10 +724,13 @@ impl Store {
             })
             .collect();
         resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        let (feed, feed_bytes) = self.feed.usage();
         StoreUsage {
             resources,
             history: state.history.len(),
             history_bytes: state.history_bytes,
+            feed,
+            feed_bytes,
         }
     }
 
@@ -728,6 +798,51 @@ impl Store {
         db.compact(through)
             .map_err(|e| CommitError::Storage(e.to_string()))
     }
+}
+
+/// The objects of `resource` in `namespace` (or all), in key order: one `Arc` each.
+fn objects_of(
+    state: &State,
+    resource: &ResourceKey,
+    namespace: Option<&str>,
+) -> Vec<Arc<StoredObject>> {
+    let Some(map) = state.objects.get(resource) else {
+        return Vec::new();
+    };
+    match namespace {
+        Some(ns) => map
+            .range((ns.to_string(), String::new())..)
+            .take_while(|((n, _), _)| n == ns)
+            .map(|(_, o)| o.clone())
+            .collect(),
+        None => map.values().cloned().collect(),
+    }
+}
+
+/// `current` (in key order) with the keys of `undone` replaced by their state there, removed where it is None:
+/// a snapshot rebuilt from the objects of now and the history since, still in key order.
+fn merged(
+    current: Vec<Arc<StoredObject>>,
+    undone: BTreeMap<ObjectKey, Option<Arc<StoredObject>>>,
+) -> Vec<Arc<StoredObject>> {
+    let mut result = Vec::with_capacity(current.len());
+    let mut undone = undone.into_iter().peekable();
+    for object in current {
+        let key = (object.namespace(), object.name());
+        while let Some(((ns, name), _)) = undone.peek()
+            && (ns.as_str(), name.as_str()) < key
+        {
+            result.extend(undone.next().and_then(|(_, before)| before));
+        }
+        match undone.peek() {
+            Some(((ns, name), _)) if (ns.as_str(), name.as_str()) == key => {
+                result.extend(undone.next().and_then(|(_, before)| before));
+            }
+            _ => result.push(object),
+        }
+    }
+    result.extend(undone.filter_map(|(_, before)| before));
+    result
 }
 
 /// Commit one write made at `written` to the database of a durable store (held through `writer`); nothing to do in
@@ -882,6 +997,84 @@ mod tests {
             )]
         );
         assert_eq!(counts[0].1.total(), 3);
+    }
+
+    #[test]
+    fn a_watch_that_stops_reading_keeps_no_superseded_object_alive() {
+        let store = Store::in_memory(DEFAULT_HISTORY);
+        let (_, _stalled) = store.watch_from(store.current_rv()).expect("watching");
+        let mut written = Vec::new();
+        let mut current = None;
+        for _ in 0..300 {
+            let object = store
+                .put(&pods(), current, pod("large", 64 << 10))
+                .expect("written");
+            current = Some(object.rv);
+            written.push(Arc::downgrade(&object));
+        }
+        let alive: Vec<Arc<StoredObject>> = written.iter().filter_map(|w| w.upgrade()).collect();
+        let pinned: usize = alive.iter().map(|o| o.json.len()).sum();
+        assert!(
+            pinned <= FEED_BYTES + (64 << 10),
+            "{} of 300 written states ({pinned} bytes) are kept alive",
+            alive.len()
+        );
+        assert!(store.usage().feed_bytes <= FEED_BYTES + 2 * (64 << 10));
+    }
+
+    #[test]
+    fn writes_complete_while_an_old_snapshot_is_listed() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let store = Arc::new(Store::in_memory(1_000_000));
+        let configmaps = ResourceKey::new("", "configmaps");
+        for i in 0..20_000 {
+            let configmap = json!({"metadata": {"name": format!("c{i}"), "namespace": format!("ns{}", i % 20)},
+                                   "data": {"version": "0"}});
+            store.put(&configmaps, None, configmap).expect("created");
+        }
+        let old = store.current_rv();
+        for object in store.list(&configmaps, None).0 {
+            let mut value = object.to_value();
+            value["data"]["version"] = json!("1");
+            store
+                .put(&configmaps, Some(object.rv), value)
+                .expect("changed");
+        }
+        let writes = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let writer = std::thread::spawn({
+            let (store, writes, done) = (store.clone(), writes.clone(), done.clone());
+            move || {
+                let mut current = None;
+                while !done.load(Ordering::SeqCst) {
+                    let written = store
+                        .put(&pods(), current, pod("bystander", 10))
+                        .expect("written");
+                    current = Some(written.rv);
+                    writes.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        let mut during = Vec::new();
+        for _ in 0..5 {
+            let before = writes.load(Ordering::SeqCst);
+            let listed = store
+                .list_at(&configmaps, None, old)
+                .expect("still in the history");
+            let after = writes.load(Ordering::SeqCst);
+            assert_eq!(listed.len(), 20_000);
+            assert!(listed.iter().all(|o| o.value()["data"]["version"] == "0"));
+            during.push(after - before);
+        }
+        done.store(true, Ordering::SeqCst);
+        writer.join().expect("the writer finishes");
+        // A list that held the lock throughout lets a write through only when it is preempted between counting and
+        // locking; the middle of five lists is not that unlucky.
+        during.sort_unstable();
+        assert!(
+            during[2] >= 10,
+            "writes completed while each of five old snapshots was listed: {during:?}"
+        );
     }
 
     fn events() -> ResourceKey {

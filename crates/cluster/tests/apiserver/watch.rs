@@ -308,19 +308,19 @@ async fn fifty_watchers_all_see_every_event() {
 }
 
 #[tokio::test]
-async fn a_watcher_that_falls_far_behind_catches_up_without_losing_an_event() {
+async fn a_watcher_that_falls_far_behind_resumes_without_losing_an_event() {
     const WRITES: usize = 3000;
     let cluster = cluster().await;
     let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
-    let rv = api
+    let mut rv = api
         .create(&PostParams::default(), &cm("seed", &[]))
         .await
         .unwrap()
         .metadata
         .resource_version
         .unwrap();
-    // Nobody reads the stream while the writes happen: the server's queue for it fills and the live feed moves
-    // on without it, far beyond what either buffers.
+    // Nobody reads the stream while the writes happen: the server's buffer for it fills and the live feed moves
+    // on without it. The server may close it; the client then resumes from the last event it got.
     let stream = api
         .watch(&WatchParams::default().timeout(30), &rv)
         .await
@@ -330,20 +330,174 @@ async fn a_watcher_that_falls_far_behind_catches_up_without_losing_an_event() {
             .await
             .unwrap();
     }
-    let names: Vec<String> = tokio::time::timeout(
-        Duration::from_secs(30),
-        stream
-            .take(WRITES)
-            .map_ok(|event| match event {
-                WatchEvent::Added(o) => o.metadata.name.unwrap_or_default(),
-                other => format!("{other:?}"),
-            })
-            .try_collect(),
+    let mut names = Vec::new();
+    let mut stream = stream.boxed();
+    let mut resumes = 0;
+    while names.len() < WRITES {
+        let next = tokio::time::timeout(Duration::from_secs(30), stream.try_next())
+            .await
+            .expect("every event arrives");
+        match next.unwrap() {
+            Some(WatchEvent::Added(o)) => {
+                rv = o.metadata.resource_version.clone().unwrap();
+                names.push(o.metadata.name.unwrap_or_default());
+            }
+            Some(other) => panic!("unexpected {other:?}"),
+            None => {
+                resumes += 1;
+                assert!(resumes < 10, "resumed {resumes} times");
+                stream = api
+                    .watch(&WatchParams::default().timeout(30), &rv)
+                    .await
+                    .unwrap()
+                    .boxed();
+            }
+        }
+    }
+    let expected: Vec<String> = (0..WRITES).map(|i| format!("n{i}")).collect();
+    assert!(names == expected, "events out of order or missing");
+}
+
+/// A raw GET through `client`, answered with its status and, unless it is a success (a watch stream would not
+/// end), its body.
+async fn raw_get(client: &kube::Client, uri: &str) -> (http::StatusCode, bytes::Bytes) {
+    use http_body_util::BodyExt;
+    let request = http::Request::get(uri)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(60), client.send(request))
+        .await
+        .expect("answered")
+        .expect("sent");
+    let status = response.status();
+    if status.is_success() {
+        return (status, bytes::Bytes::new());
+    }
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, body)
+}
+
+#[tokio::test]
+async fn a_watch_or_list_from_a_future_resource_version_is_a_504_too_large_resource_version() {
+    let cluster = cluster().await;
+    let client = cluster.client();
+    let future = cluster.server().store().current_rv() + 1000;
+    for query in [
+        format!("watch=true&resourceVersion={future}"),
+        format!("resourceVersion={future}&resourceVersionMatch=Exact"),
+        format!("resourceVersion={future}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={future}"),
+    ] {
+        let (status, body) = raw_get(
+            &client,
+            &format!("/api/v1/namespaces/default/configmaps?{query}"),
+        )
+        .await;
+        assert_eq!(status, 504, "{query}: {body:?}");
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let message = status["message"].as_str().unwrap_or_default().to_owned();
+        let current: u64 = message
+            .strip_prefix(&format!(
+                "Timeout: Too large resource version: {future}, current: "
+            ))
+            .and_then(|current| current.parse().ok())
+            .unwrap_or_else(|| panic!("{query}: {message}"));
+        assert!(current < future);
+        assert_eq!(
+            status,
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": message, "reason": "Timeout",
+                "details": {
+                    "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                    "retryAfterSeconds": 1
+                },
+                "code": 504
+            }),
+            "{query}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_watcher_that_stops_reading_is_closed_and_a_kube_watcher_resumes() {
+    const WRITES: usize = 60;
+    let cluster = cluster().await;
+    let client = cluster.client();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = api
+        .create(&PostParams::default(), &cm("large", &[]))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let mut reflected = watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .boxed();
+    loop {
+        tokio::select! {
+            ready = reader.wait_until_ready() => break ready.unwrap(),
+            _ = reflected.next() => {}
+        }
+    }
+    // Neither this raw watch nor the reflector's is read while half a MiB is written sixty times.
+    let request = http::Request::get(format!(
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}"
+    ))
+    .body(kube::client::Body::empty())
+    .unwrap();
+    let stalled = client.send(request).await.unwrap();
+    for i in 0..WRITES {
+        let data = json!({"data": {"pad": "x".repeat(512 << 10), "write": i.to_string()}});
+        api.patch("large", &PatchParams::default(), &Patch::Merge(data))
+            .await
+            .unwrap();
+    }
+    let body = tokio::time::timeout(
+        Duration::from_secs(60),
+        http_body_util::BodyExt::collect(stalled.into_body()),
     )
     .await
-    .expect("every event arrives")
-    .unwrap();
-    let expected: Vec<String> = (0..WRITES).map(|i| format!("n{i}")).collect();
-    assert_eq!(names.len(), WRITES, "the stream ended early");
-    assert!(names == expected, "events out of order or missing");
+    .expect("the server closes the watch that stopped reading")
+    .unwrap()
+    .to_bytes();
+    let received: Vec<u64> = body
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let event: serde_json::Value = serde_json::from_slice(line).unwrap();
+            assert_eq!(event["type"], "MODIFIED");
+            event["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse().ok())
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        received.len() < WRITES,
+        "{} of {WRITES} events held",
+        received.len()
+    );
+    assert!(received.windows(2).all(|w| w[0] < w[1]), "in order");
+    // The reflector's watch was closed too; it resumes (or relists) and reaches the last write.
+    let last = (WRITES - 1).to_string();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let current = reader.get(&reflector::ObjectRef::new("large").within("default"));
+            if current.is_some_and(|c| c.data.as_ref().and_then(|d| d.get("write")) == Some(&last))
+            {
+                break;
+            }
+            tokio::select! {
+                _ = reflected.next() => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    })
+    .await
+    .expect("the reflector reaches the last write");
 }

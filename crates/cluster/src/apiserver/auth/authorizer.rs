@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::broadcast::{self, error::TryRecvError};
+use tokio::sync::broadcast::error::TryRecvError;
 
 use super::identity::{UserInfo, service_account_user};
 use super::rules::{Attributes, Rule, Target};
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::registry::ResourceKey;
-use crate::store::{Event, Store};
+use crate::store::{FeedReceiver, Store};
 
 /// The API group of RBAC objects.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -227,7 +227,7 @@ fn objects<T: DeserializeOwned>(store: &Store, plural: &str) -> Vec<T> {
 struct Cache {
     /// The store's events since the index was last checked; None (never in practice: watching from the current
     /// resourceVersion cannot be too old) means the index is rebuilt for every request, slower but still right.
-    events: Option<broadcast::Receiver<Arc<Event>>>,
+    events: Option<FeedReceiver>,
     index: Option<Arc<Index>>,
 }
 

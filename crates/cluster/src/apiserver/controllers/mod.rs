@@ -20,14 +20,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::ApiServer;
 use super::handlers::{DeletePolicy, delete_object};
 use super::objects;
 use super::registry::ResourceKey;
-use crate::store::{Event, EventType, StoredObject};
+use crate::store::{Event, EventType, FeedReceiver, StoredObject};
 use graph::{Graph, Location, owner_uids};
 
 /// How often unfinished work is retried even when no events arrive.
@@ -49,7 +48,7 @@ pub fn spawn(server: ApiServer) {
 
 /// The controller loop: one task handling the store's events in order, rebuilding on lost events, sweeping on a
 /// timer.
-async fn run(server: ApiServer, mut events: broadcast::Receiver<Arc<Event>>) {
+async fn run(server: ApiServer, mut events: FeedReceiver) {
     let shutdown = server.inner().shutdown.clone();
     let Some(mut collector) = Collector::rebuilt(server).await else {
         return;
@@ -95,11 +94,7 @@ struct Collector {
 impl Collector {
     /// Handle the events after `last_rv` from the store's history and follow the live feed from there; false when
     /// the history no longer reaches back that far.
-    fn catch_up(
-        &mut self,
-        events: &mut broadcast::Receiver<Arc<Event>>,
-        last_rv: &mut u64,
-    ) -> bool {
+    fn catch_up(&mut self, events: &mut FeedReceiver, last_rv: &mut u64) -> bool {
         let Ok((missed, resumed)) = self.server.store().watch_from(*last_rv) else {
             return false;
         };
@@ -418,7 +413,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::{Feed, Store};
 
     fn configmap(name: &str, uid: &str, owner: Option<&str>) -> Value {
         let mut value = json!({"metadata": {"name": name, "namespace": "default", "uid": uid}});
@@ -462,22 +457,21 @@ mod tests {
         store
             .put(&key, None, configmap("dep", "dep", Some("owner")))
             .unwrap();
-        // The collector's events come from this small channel instead of the store, so the test decides what it
-        // hears and when it falls behind.
-        let (sender, events) = broadcast::channel(1);
+        // The collector's events come from this feed of one event instead of the store's, so the test decides
+        // what it hears and when it falls behind.
+        let sender = Feed::new(store.current_rv(), 1, usize::MAX);
+        let events = sender.subscribe(store.current_rv());
         let collector = tokio::spawn(run(server.clone(), events));
 
         // Once the collector acts on an event, its start-up walk is over.
         let gone = store.delete(&key, "default", "probe", probe.rv).unwrap();
-        sender
-            .send(Arc::new(Event {
-                rv: gone.rv,
-                resource: key.clone(),
-                kind: EventType::Deleted,
-                object: gone,
-                previous: None,
-            }))
-            .unwrap();
+        sender.publish(Arc::new(Event {
+            rv: gone.rv,
+            resource: key.clone(),
+            kind: EventType::Deleted,
+            object: gone,
+            previous: None,
+        }));
         assert!(until_gone(&store, &key, "probe-dep").await);
 
         // The owner goes without the collector hearing of it, and it misses events.
@@ -486,15 +480,13 @@ mod tests {
             .put(&key, None, configmap("other", "other", None))
             .unwrap();
         for _ in 0..3 {
-            sender
-                .send(Arc::new(Event {
-                    rv: unrelated.rv,
-                    resource: key.clone(),
-                    kind: EventType::Added,
-                    object: unrelated.clone(),
-                    previous: None,
-                }))
-                .unwrap();
+            sender.publish(Arc::new(Event {
+                rv: unrelated.rv,
+                resource: key.clone(),
+                kind: EventType::Added,
+                object: unrelated.clone(),
+                previous: None,
+            }));
         }
         assert!(
             until_gone(&store, &key, "dep").await,

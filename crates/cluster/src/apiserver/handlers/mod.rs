@@ -32,10 +32,10 @@ pub async fn dispatch(
         .transpose()?;
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
-        (None, Verb::List) => read::list(server, &ctx),
-        (None | Some("status"), Verb::Watch) => {
-            watch::watch(server, &ctx).map(|r| long_running::held_by_body(r, permit))
-        }
+        (None, Verb::List) => read::list(server, &ctx).await,
+        (None | Some("status"), Verb::Watch) => watch::watch(server, &ctx)
+            .await
+            .map(|r| long_running::held_by_body(r, permit)),
         (None, Verb::Create) => write::create(server, &ctx),
         (None, Verb::Update) => write::update(server, &ctx),
         (None, Verb::Patch) => write::patch(server, &ctx),

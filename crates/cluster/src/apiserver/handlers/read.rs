@@ -1,6 +1,7 @@
 //! GET of one object and LIST of a collection (selectors, pagination, Table output).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -12,7 +13,11 @@ use super::filter::Filter;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::request::wants_table;
 use crate::apiserver::{ApiServer, ResponseBody, bytes_response, json_response, table};
-use crate::store::StoredObject;
+use crate::store::{Store, StoredObject};
+
+/// How long a list or watch from a resourceVersion the store has not reached waits for it before the server
+/// answers `504 Timeout` (kube-apiserver waits about as long for its watch cache).
+const FUTURE_VERSION_PATIENCE: Duration = Duration::from_secs(3);
 
 /// GET one object (also `/status`, which returns the whole object as on a real server).
 pub fn get(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
@@ -73,8 +78,17 @@ impl ContinueToken {
 }
 
 /// LIST a collection.
-pub fn list(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub async fn list(
+    server: &ApiServer,
+    ctx: &RequestContext,
+) -> Result<Response<ResponseBody>, ApiError> {
     let filter = Filter::from_request(ctx)?;
+    if let Some(rv) = ctx.query.get("resourceVersion")
+        && !rv.is_empty()
+        && ctx.query.get("continue").is_none()
+    {
+        caught_up(server.store(), parse_rv(rv)?).await?;
+    }
     let limit = ctx
         .query
         .number("limit")?
@@ -152,6 +166,19 @@ fn snapshot_at(
             "The provided continue parameter is too old to display a consistent list result ({e}). You can start a new list without the continue parameter."
         ))
     })
+}
+
+/// Wait briefly until the store has reached `rv`, which a list or watch from a resourceVersion not yet written asks
+/// for; `504 Timeout` (`ResourceVersionTooLarge`) when it does not, as kube-apiserver answers, rather than serving
+/// an older state or a watch that would skip what comes before `rv`.
+pub async fn caught_up(store: &Store, rv: u64) -> Result<(), ApiError> {
+    if rv <= store.current_rv() {
+        return Ok(());
+    }
+    store
+        .reached(rv, FUTURE_VERSION_PATIENCE)
+        .await
+        .map_err(|current| ApiError::too_large_resource_version(rv, current))
 }
 
 /// Parse a resourceVersion parameter.
