@@ -49,11 +49,14 @@ impl Default for ConnectionLimits {
             idle: Duration::from_secs(90),
             max_connections: 512,
             // A client needs one connection to authenticate, and kubectl or a controller opens a handful at
-            // most before its first answer: 16 per address is plenty for honest clients behind one address, and
-            // 64 in all keeps what sockets without a token can hold to an eighth of the authenticated cap.
+            // most before its first answer. Sockets that never speak are evicted first whatever the share; one
+            // that speaks (a TLS handshake, headers sent slowly) is evicted only when more than the share speak
+            // without a token. On loopback every client is one address, so the share is 64: fifty connections
+            // sending headers a byte at a time evict no honest client. 128 in all keeps what sockets without a
+            // token hold to a quarter of the authenticated cap, both together under the usual 1,024 descriptors.
             unauthenticated: UnauthenticatedBudget {
-                total: 64,
-                per_peer: 16,
+                total: 128,
+                per_peer: 64,
             },
         }
     }
