@@ -38,45 +38,25 @@ pub struct Attack {
     pub run: Start,
 }
 
+/// The attacks named, each started as a task of its own.
+macro_rules! attacks {
+    ($($name:literal => $attack:ident),* $(,)?) => {
+        vec![$(Attack { name: $name, run: |target, running| tokio::spawn($attack(target, running)) }),*]
+    };
+}
+
 /// Every attack, in the order the report lists them.
 pub fn all() -> Vec<Attack> {
-    vec![
-        Attack {
-            name: "unauthenticated sockets",
-            run: |t, r| tokio::spawn(unauthenticated_sockets(t, r)),
-        },
-        Attack {
-            name: "slow headers",
-            run: |t, r| tokio::spawn(slow_headers(t, r)),
-        },
-        Attack {
-            name: "self-doubling patches",
-            run: |t, r| tokio::spawn(doubling_patches(t, r)),
-        },
-        Attack {
-            name: "editor's attach sessions",
-            run: |t, r| tokio::spawn(attach_sessions(t, r)),
-        },
-        Attack {
-            name: "unfinished WebSocket messages",
-            run: |t, r| tokio::spawn(unfinished_messages(t, r)),
-        },
-        Attack {
-            name: "editor's watches",
-            run: |t, r| tokio::spawn(watches(t, r)),
-        },
-        Attack {
-            name: "escalating Role",
-            run: |t, r| tokio::spawn(escalating_role(t, r)),
-        },
-        Attack {
-            name: "old-snapshot lists",
-            run: |t, r| tokio::spawn(old_snapshot_lists(t, r)),
-        },
-        Attack {
-            name: "large writes, unread watch",
-            run: |t, r| tokio::spawn(large_writes_unread_watch(t, r)),
-        },
+    attacks![
+        "unauthenticated sockets" => unauthenticated_sockets,
+        "slow headers" => slow_headers,
+        "self-doubling patches" => doubling_patches,
+        "editor's attach sessions" => attach_sessions,
+        "unfinished WebSocket messages" => unfinished_messages,
+        "editor's watches" => watches,
+        "escalating Role" => escalating_role,
+        "old-snapshot lists" => old_snapshot_lists,
+        "large writes, unread watch" => large_writes_unread_watch,
     ]
 }
 

@@ -22,6 +22,24 @@ const WATCHED: Duration = Duration::from_secs(3);
 /// `/proc/<pid>/stat` counts CPU time in USER_HZ ticks, 100 a second on Linux.
 const TICKS_PER_SECOND: u64 = 100;
 
+/// Lower the descriptor limit of process `pid` to `limit` with `prlimit`; false, saying why the test is skipped,
+/// where that cannot be done.
+pub fn limit_descriptors(pid: u32, limit: usize) -> bool {
+    let lowered = Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--nofile={limit}:{limit}"))
+        .status();
+    match lowered {
+        Ok(status) if status.success() => true,
+        other => {
+            eprintln!(
+                "skipped: cannot lower the server's descriptor limit with prlimit: {other:?}"
+            );
+            false
+        }
+    }
+}
+
 /// Descriptors the process `pid` holds.
 pub fn descriptors_of(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -64,18 +82,8 @@ async fn out_of_descriptors_the_server_waits_quietly_and_serves_again() {
         .await
         .expect("served before");
     let limit = descriptors_of(pid) + HEADROOM;
-    let lowered = Command::new("prlimit")
-        .arg(format!("--pid={pid}"))
-        .arg(format!("--nofile={limit}:{limit}"))
-        .status();
-    match lowered {
-        Ok(status) if status.success() => {}
-        other => {
-            eprintln!(
-                "skipped: cannot lower the server's descriptor limit with prlimit: {other:?}"
-            );
-            return;
-        }
+    if !limit_descriptors(pid, limit) {
+        return;
     }
     let kubeconfig = std::fs::read_to_string(server.kubeconfig()).unwrap();
     let address = Kubeconfig::from_yaml(&kubeconfig).unwrap().clusters[0]

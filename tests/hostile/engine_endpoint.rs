@@ -3,13 +3,12 @@
 //! than retry at once (spinning a core and writing a warning per attempt), then serve again.
 
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::descriptors::{cpu_time_of, descriptors_of};
+use crate::descriptors::{cpu_time_of, descriptors_of, limit_descriptors};
 use crate::serve_process::ServeProcess;
 
 /// Kept-alive connections opened to the port: more than the port serves from one address at once.
@@ -110,18 +109,8 @@ async fn out_of_descriptors_the_engine_endpoint_waits_quietly_and_serves_again()
         server.log_text()
     );
     let limit = descriptors_of(pid) + HEADROOM;
-    let lowered = Command::new("prlimit")
-        .arg(format!("--pid={pid}"))
-        .arg(format!("--nofile={limit}:{limit}"))
-        .status();
-    match lowered {
-        Ok(status) if status.success() => {}
-        other => {
-            eprintln!(
-                "skipped: cannot lower the server's descriptor limit with prlimit: {other:?}"
-            );
-            return;
-        }
+    if !limit_descriptors(pid, limit) {
+        return;
     }
     // Kept-alive connections until one is no longer answered (it waits in the kernel's queue), then a few more
     // waiting there.

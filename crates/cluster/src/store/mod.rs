@@ -126,6 +126,19 @@ struct State {
     expiring: Vec<Expiring>,
 }
 
+impl State {
+    /// Whether the history still holds every event after `at`: fails with [`TooOld`] once compaction passed it.
+    fn history_reaches(&self, at: u64) -> Result<(), TooOld> {
+        if at < self.compacted_through {
+            return Err(TooOld {
+                requested: at,
+                oldest: self.compacted_through,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// How many writes the store committed on one resource since it started, by what they did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteCounts {
@@ -468,12 +481,7 @@ impl Store {
     /// ones; fails when the history no longer reaches back to `at`.
     fn history_between(&self, at: u64, upper: u64) -> Result<Vec<Arc<Event>>, TooOld> {
         let state = self.lock();
-        if at < state.compacted_through {
-            return Err(TooOld {
-                requested: at,
-                oldest: state.compacted_through,
-            });
-        }
+        state.history_reaches(at)?;
         let end = state.history.partition_point(|e| e.rv <= upper);
         let start = state
             .history
@@ -657,12 +665,7 @@ impl Store {
     /// Fails with [`TooOld`] when events after `since` have been compacted away.
     pub fn watch_from(&self, since: u64) -> Result<WatchStart, TooOld> {
         let state = self.lock();
-        if since < state.compacted_through {
-            return Err(TooOld {
-                requested: since,
-                oldest: state.compacted_through,
-            });
-        }
+        state.history_reaches(since)?;
         let first = state.history.partition_point(|e| e.rv <= since);
         let backlog = state.history.range(first..).cloned().collect();
         Ok((backlog, self.feed.subscribe(state.rv)))
@@ -679,12 +682,7 @@ impl Store {
     /// [`TooOld`] when events after `since` have been compacted away.
     pub fn events_after(&self, since: u64, bytes: usize) -> Result<Vec<Arc<Event>>, TooOld> {
         let state = self.lock();
-        if since < state.compacted_through {
-            return Err(TooOld {
-                requested: since,
-                oldest: state.compacted_through,
-            });
-        }
+        state.history_reaches(since)?;
         let first = state.history.partition_point(|e| e.rv <= since);
         let mut taken = 0;
         Ok(state
