@@ -4,10 +4,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kmm_cluster::EmbeddedCluster;
 use kmm_cluster::https::ConnectionLimits;
-use kube::api::{Api, AttachParams, ListParams, Patch, PatchParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, AttachParams, ListParams};
 
 /// The cap in this test, and the sessions that fill it.
 const SESSIONS: usize = 4;
@@ -19,27 +17,6 @@ const HELD_BACK: Duration = Duration::from_secs(3);
 /// How long the held-back request may take once a session ends: generous for a loaded machine.
 const ANSWER_BOUND: Duration = Duration::from_secs(30);
 
-/// A pod whose container runs on a node, as attach needs it (no kubelet runs here: its status is written as one
-/// would write it).
-async fn running_pod(cluster: &EmbeddedCluster) {
-    let pods = Api::<Pod>::namespaced(cluster.client(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "app"},
-        "spec": {"nodeName": "node-a", "containers": [{"name": "main", "image": "quay.io/org/app:1"}]},
-    }))
-    .unwrap();
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("the pod is created");
-    let status = json!({"status": {"phase": "Running", "containerStatuses": [{
-        "name": "main", "image": "quay.io/org/app:1", "imageID": "", "ready": true, "restartCount": 0,
-        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
-    }]}});
-    pods.patch_status("app", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("the pod runs");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_sessions_count_against_the_connection_cap() {
     let limits = ConnectionLimits {
@@ -47,7 +24,7 @@ async fn attach_sessions_count_against_the_connection_cap() {
         ..crate::LIMITS
     };
     let (cluster, _turn) = crate::serving_within(limits).await;
-    running_pod(&cluster).await;
+    crate::sessions::running_pod(&cluster).await;
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
         let client = crate::https_client(&cluster, kmm_cluster::kubeconfig::DEFAULT_NAME).await;
