@@ -1,7 +1,9 @@
 //! kubectl against `kmm-tui serve`: the real binary serves HTTPS, and `tests/end_to_end/kubectl/e2e.sh` drives it the
 //! way a user would (get/list/watch, wait, label, annotate, the three patch types, apply, server-side apply, replace,
 //! CRDs, finalizers, garbage collection, namespace deletion, authorization: the `viewer` context, `--as`, `auth can-i`,
-//! `create token`; pagination). Skipped where kubectl is not installed.
+//! `create token`; pagination), and `tests/end_to_end/kubectl/everyday.sh` types the commands of an administrator's
+//! working day against the demo scenario (scale, rollouts and their history, autoscale, expose, debug, drain, diff,
+//! `apply -k`, `--prune` and `--server-side`, events, proxy, certificates). Skipped where kubectl is not installed.
 
 use std::fs::File;
 use std::path::Path;
@@ -25,7 +27,7 @@ pub(crate) fn kubectl_installed() -> bool {
 
 /// Run the script with its stdout and stderr interleaved in one file, killing it if it outlives `SCRIPT_LIMIT`.
 fn run_script(script: &Path, kubeconfig: &Path, dir: &Path) -> (Option<ExitStatus>, String) {
-    let output = dir.join("e2e.out");
+    let output = dir.join("script.out");
     let file = File::create(&output).expect("creating the script output file");
     let mut child = Command::new("bash")
         .arg(script)
@@ -57,22 +59,39 @@ fn kubectl_end_to_end() {
         println!("skipping: kubectl not found on PATH");
         return;
     }
+    run_script_against_serve("e2e.sh", "empty");
+}
+
+/// The commands of an administrator's working day, each as typed: every one must work.
+#[test]
+fn kubectl_everyday_commands() {
+    if !kubectl_installed() {
+        println!("skipping: kubectl not found on PATH");
+        return;
+    }
+    run_script_against_serve("everyday.sh", "demo");
+}
+
+/// Run `tests/end_to_end/kubectl/SCRIPT` against a fresh `kmm-tui serve` of `scenario`, failing with the script's
+/// output and the server's log unless it succeeds within `SCRIPT_LIMIT`.
+fn run_script_against_serve(script: &str, scenario: &str) {
     let dir = tempfile::tempdir().expect("creating a temporary directory");
-    let server = ServeProcess::start(dir.path(), &dir.path().join("state"), "server.log");
+    let state = dir.path().join("state");
+    let server = ServeProcess::start_scenario(dir.path(), &state, "server.log", scenario, &[]);
     let kubeconfig = server.kubeconfig().to_path_buf();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/end_to_end/kubectl/e2e.sh");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/end_to_end/kubectl").join(script);
     let started = Instant::now();
-    let (status, output) = run_script(&script, &kubeconfig, dir.path());
+    let (status, output) = run_script(&path, &kubeconfig, dir.path());
     println!("{output}");
-    println!("e2e.sh took {:.1?}", started.elapsed());
+    println!("{script} took {:.1?}", started.elapsed());
     match status {
         Some(status) if status.success() => {}
         Some(status) => panic!(
-            "e2e.sh failed ({status}):\n{output}\n--- server log ---\n{}",
+            "{script} failed ({status}):\n{output}\n--- server log ---\n{}",
             server.log_text()
         ),
         None => panic!(
-            "e2e.sh did not finish within {SCRIPT_LIMIT:?}:\n{output}\n--- server log ---\n{}",
+            "{script} did not finish within {SCRIPT_LIMIT:?}:\n{output}\n--- server log ---\n{}",
             server.log_text()
         ),
     }

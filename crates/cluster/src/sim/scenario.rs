@@ -19,6 +19,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("chaos", include_str!("scenarios/chaos.yaml")),
     ("day0", include_str!("scenarios/day0.yaml")),
     ("empty", include_str!("scenarios/empty.yaml")),
+    ("clients", include_str!("scenarios/clients.yaml")),
 ];
 
 /// A whole scenario.
