@@ -387,6 +387,13 @@ impl ApiServer {
                 StatusCode::OK,
                 &discovery::resources(registry, &group, &version)?,
             )),
+            Endpoint::OpenApiV2 => {
+                openapi::negotiate_v2(accept)?;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &openapi::v2_document(registry),
+                ))
+            }
             Endpoint::OpenApiIndex => Ok(json_response(StatusCode::OK, &openapi::index(registry))),
             Endpoint::OpenApiGroupVersion { group, version } => Ok(json_response(
                 StatusCode::OK,

@@ -13,6 +13,7 @@ mod gc;
 mod lifecycle;
 mod malformed;
 mod metrics;
+mod openapi_builtins;
 mod partial_metadata;
 mod patch;
 mod protobuf;
