@@ -1,8 +1,8 @@
 //! API discovery (`/api`, `/apis`, group and group-version documents), which kubectl and kube-rs read to map
 //! kinds to URLs, learn short names and categories, and know which verbs and subresources exist.
 //!
-//! Only the classic (unaggregated) documents are served; clients that ask for aggregated discovery fall back to
-//! them when the response is plain `application/json`, as they do against older servers.
+//! These are the classic documents; [`super::aggregated_discovery`] folds them into the one aggregated document
+//! clients prefer.
 
 use serde_json::{Value, json};
 

@@ -8,6 +8,7 @@
 //! difference for the resources served: see the README for what is and is not implemented.
 
 pub mod admission;
+pub mod aggregated_discovery;
 pub mod auth;
 pub mod builtin;
 pub mod cluster_ip;
@@ -23,6 +24,7 @@ pub mod jsonpath;
 pub mod logs;
 pub mod long_running;
 pub mod metrics;
+pub mod negotiation;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
@@ -375,10 +377,8 @@ impl ApiServer {
                 Bytes::from(self.inner.metrics.encode(&self.inner.store)),
                 metrics::CONTENT_TYPE,
             )),
-            Endpoint::CoreVersions => {
-                Ok(json_response(StatusCode::OK, &discovery::core_versions()))
-            }
-            Endpoint::Groups => Ok(json_response(StatusCode::OK, &discovery::groups(registry))),
+            Endpoint::CoreVersions => discovery_root(registry, true, accept),
+            Endpoint::Groups => discovery_root(registry, false, accept),
             Endpoint::Group(group) => Ok(json_response(
                 StatusCode::OK,
                 &discovery::group(registry, &group)?,
@@ -387,6 +387,13 @@ impl ApiServer {
                 StatusCode::OK,
                 &discovery::resources(registry, &group, &version)?,
             )),
+            Endpoint::OpenApiV2 => {
+                openapi::negotiate_v2(accept)?;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &openapi::v2_document(registry),
+                ))
+            }
             Endpoint::OpenApiIndex => Ok(json_response(StatusCode::OK, &openapi::index(registry))),
             Endpoint::OpenApiGroupVersion { group, version } => Ok(json_response(
                 StatusCode::OK,
@@ -401,6 +408,32 @@ impl ApiServer {
             }
         }
     }
+}
+
+/// `/api` (`core`) or `/apis`: the classic document, or the aggregated one when the client prefers it.
+fn discovery_root(
+    registry: &Registry,
+    core: bool,
+    accept: Option<&str>,
+) -> Result<Response<ResponseBody>, ApiError> {
+    use aggregated_discovery::DiscoveryForm;
+    let form = DiscoveryForm::negotiate(accept)?;
+    let document = match form {
+        DiscoveryForm::Classic if core => discovery::core_versions(),
+        DiscoveryForm::Classic => discovery::groups(registry),
+        DiscoveryForm::Aggregated(version) if core => aggregated_discovery::core(registry, version),
+        DiscoveryForm::Aggregated(version) => aggregated_discovery::groups(registry, version),
+    };
+    let mut response = bytes_response(
+        StatusCode::OK,
+        Bytes::from(serde_json::to_vec(&document).unwrap_or_default()),
+        form.content_type(),
+    );
+    // The same URL answers differently by Accept: caches must keep the forms apart.
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    Ok(response)
 }
 
 /// One request as routing reads it: its head, its body, its connection if it asks to switch protocols, and the

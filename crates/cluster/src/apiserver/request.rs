@@ -21,6 +21,8 @@ pub enum Endpoint {
     Group(String),
     /// `/api/v1` or `/apis/{group}/{version}`: the resources of one group version.
     Resources { group: String, version: String },
+    /// `/openapi/v2`: the one OpenAPI v2 document.
+    OpenApiV2,
     /// `/openapi/v3`: the index of group-version documents.
     OpenApiIndex,
     /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`.
@@ -74,6 +76,7 @@ pub fn parse_path(
             group: group.to_string(),
             version: version.to_string(),
         },
+        ["openapi", "v2"] => Endpoint::OpenApiV2,
         ["openapi", "v3"] => Endpoint::OpenApiIndex,
         ["openapi", "v3", "api", version] => Endpoint::OpenApiGroupVersion {
             group: String::new(),

@@ -1,6 +1,7 @@
 //! Integration tests of the embedded API server, driven through a real `kube::Client` (typed and dynamic), as
 //! the engine, the console and any kube-rs program use it.
 
+mod aggregated_discovery;
 mod common;
 mod crd;
 mod crud;
@@ -12,6 +13,8 @@ mod gc;
 mod lifecycle;
 mod malformed;
 mod metrics;
+mod openapi_builtins;
+mod partial_metadata;
 mod patch;
 mod protobuf;
 mod rbac;

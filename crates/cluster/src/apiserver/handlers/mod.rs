@@ -3,6 +3,7 @@
 mod commit;
 mod delete;
 mod filter;
+mod partial_metadata;
 mod read;
 mod reviews;
 mod subresources;
@@ -30,6 +31,12 @@ pub async fn dispatch(
     let permit = long_running::is_long_running(&ctx)
         .then(|| server.admit_long_running(&ctx.user))
         .transpose()?;
+    // A metadata-only watch reduces each event itself; other metadata-only requests are reduced here.
+    if let Some(form) = partial_metadata::requested(&ctx)?
+        && ctx.verb != Verb::Watch
+    {
+        return partial_metadata::serve(server, &ctx, form).await;
+    }
     match (ctx.path.subresource.as_deref(), ctx.verb) {
         (None, Verb::Get) => read::get(server, &ctx),
         (None, Verb::List) => read::list(server, &ctx).await,

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::RequestContext;
 use super::filter::Filter;
+use super::partial_metadata::{self, PartialMetadata};
 use super::read::{caught_up, parse_rv};
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::request::wants_table;
@@ -64,6 +65,7 @@ pub async fn watch(
         filter,
         bookmarks: ctx.query.flag("allowWatchBookmarks"),
         table: wants_table(ctx.accept()),
+        metadata_only: partial_metadata::requested(ctx)?,
     };
     let store = server.store().clone();
     let requested = match ctx.query.get("resourceVersion") {
@@ -145,6 +147,8 @@ struct Watcher {
     filter: Filter,
     bookmarks: bool,
     table: bool,
+    /// Each event's object reduced to its metadata, when the client asked for that.
+    metadata_only: Option<PartialMetadata>,
 }
 
 /// Where a watch's next line comes from: the initial objects, then the end of the initial events, then the
@@ -299,7 +303,10 @@ impl Watcher {
     }
 
     fn encode(&self, kind: &str, obj: &StoredObject) -> Bytes {
-        let object = if self.table {
+        let object = if let Some(form) = self.metadata_only {
+            let reduced = form.object(&self.ctx.present_value(obj));
+            Bytes::from(serde_json::to_vec(&reduced).unwrap_or_default())
+        } else if self.table {
             let value = self.ctx.present_value(obj);
             let include = self.ctx.query.get("includeObject").unwrap_or("Metadata");
             let doc = table::to_table(
@@ -327,7 +334,10 @@ impl Watcher {
         if initial_events_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        let object: Value = json!({ "kind": self.ctx.rt.kind, "apiVersion": self.ctx.api_version(), "metadata": metadata });
+        let mut object: Value = json!({ "kind": self.ctx.rt.kind, "apiVersion": self.ctx.api_version(), "metadata": metadata });
+        if let Some(form) = self.metadata_only {
+            object = form.object(&object);
+        }
         Bytes::from(format!(
             "{}\n",
             json!({ "type": "BOOKMARK", "object": object })

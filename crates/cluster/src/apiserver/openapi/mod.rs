@@ -1,12 +1,24 @@
-//! OpenAPI v3 documents, published for the one thing clients need them for here: kubectl checks that a resource's
-//! PATCH operation accepts `fieldValidation` before it leaves unknown-field detection to the server. With these
-//! documents `kubectl apply`/`create` send `fieldValidation=Strict` and the server's own pruning and schema
-//! validation produce the errors. Custom resources also carry their structural schema, for `kubectl explain`.
+//! OpenAPI documents: v3 (`/openapi/v3`, one document per group version) and v2 (`/openapi/v2`, one document for
+//! everything), as kube-apiserver publishes them.
+//!
+//! Clients read them for three things. kubectl checks that a resource's PATCH operation accepts `fieldValidation`
+//! before it leaves unknown-field detection to the server, so `kubectl apply`/`create` send
+//! `fieldValidation=Strict` and the server's own pruning and schema validation produce the errors. `kubectl explain`
+//! prints the schemas and their descriptions: built-in kinds carry the schemas of the k8s-openapi types
+//! ([`builtin_schemas`]), custom resources the structural schema of their CRD. And clients that merge lists
+//! themselves read the list semantics of each field ([`list_semantics`]).
+
+mod builtin_schemas;
+mod list_semantics;
+mod v2;
 
 use serde_json::{Map, Value, json};
 
 use super::errors::ApiError;
 use super::registry::{Origin, Registry, ResourceType};
+use builtin_schemas::BUILTIN_SCHEMAS;
+
+pub use v2::{document as v2_document, negotiate as negotiate_v2};
 
 /// `/openapi/v3`: the group-versions there are documents for.
 pub fn index(registry: &Registry) -> Value {
@@ -25,7 +37,8 @@ pub fn index(registry: &Registry) -> Value {
     json!({ "paths": paths })
 }
 
-/// `/openapi/v3/apis/{group}/{version}`: a PATCH operation (and the schema) per resource.
+/// `/openapi/v3/apis/{group}/{version}`: a PATCH operation per resource, and the schemas of its kinds with every
+/// schema they refer to.
 pub fn group_version(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
     let served: Vec<_> = registry
         .all()
@@ -38,31 +51,43 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Result<
         )));
     }
     let mut paths = Map::new();
-    let mut schemas = Map::new();
-    for rt in served {
-        let schema_name = format!(
-            "{}.{version}.{}",
-            if rt.group.is_empty() {
-                "io.k8s.api.core"
-            } else {
-                rt.group.as_str()
-            },
-            rt.kind
-        );
+    for rt in &served {
         paths.insert(
-            object_path(&rt, version),
-            json!({ "patch": patch_operation(&rt, version) }),
+            object_path(rt, version),
+            json!({ "patch": patch_operation(rt, version) }),
         );
-        if let (Origin::Custom { .. }, Some(schema)) = (&rt.origin, custom_schema(&rt, version)) {
-            schemas.insert(schema_name, schema);
-        }
     }
     Ok(json!({
         "openapi": "3.0.0",
-        "info": { "title": "Kubernetes", "version": format!("v{}.{}", super::KUBERNETES_VERSION.0, super::KUBERNETES_VERSION.1) },
+        "info": info(),
         "paths": paths,
-        "components": { "schemas": schemas },
+        "components": { "schemas": schemas(&served, version) },
     }))
+}
+
+/// The schemas of `served` in `version`: built-in kinds with everything they refer to, custom kinds as declared.
+fn schemas(served: &[std::sync::Arc<ResourceType>], version: &str) -> Map<String, Value> {
+    let builtin: Vec<&str> = served
+        .iter()
+        .filter(|rt| matches!(rt.origin, Origin::Builtin))
+        .filter_map(|rt| BUILTIN_SCHEMAS.kind(&rt.group, version, &rt.kind))
+        .collect();
+    let mut schemas = BUILTIN_SCHEMAS.closure(builtin);
+    for rt in served {
+        if let (Origin::Custom { .. }, Some(schema)) = (&rt.origin, custom_schema(rt, version)) {
+            schemas.insert(custom_schema_name(rt, version), schema);
+        }
+    }
+    schemas
+}
+
+fn info() -> Value {
+    let (major, minor) = super::KUBERNETES_VERSION;
+    json!({ "title": "Kubernetes", "version": format!("v{major}.{minor}") })
+}
+
+fn custom_schema_name(rt: &ResourceType, version: &str) -> String {
+    format!("{}.{version}.{}", rt.group, rt.kind)
 }
 
 fn object_path(rt: &ResourceType, version: &str) -> String {

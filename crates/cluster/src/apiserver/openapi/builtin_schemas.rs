@@ -1,0 +1,268 @@
+//! The OpenAPI schemas of the built-in kinds, with the descriptions `kubectl explain` prints: generated once from
+//! the k8s-openapi types (their `schemars` descriptions come from Kubernetes' own OpenAPI document), then marked with
+//! each kind's `x-kubernetes-group-version-kind` and the list semantics the server merges by
+//! ([`list_semantics`](super::list_semantics)).
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use k8s_openapi::api;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use k8s_openapi::schemars::generate::SchemaSettings;
+use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use super::list_semantics;
+
+/// Where OpenAPI v3 documents keep their schemas, as `$ref`s name them.
+pub const V3_PREFIX: &str = "#/components/schemas/";
+
+/// Adds a kind's schema (and everything it refers to) to the generator's definitions; returns its `$ref`.
+type Describe = fn(&mut SchemaGenerator) -> Schema;
+
+fn describe<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// The built-in kinds with a schema: `(group, version, kind, describe)`.
+const KINDS: &[(&str, &str, &str, Describe)] = &[
+    ("", "v1", "Pod", describe::<api::core::v1::Pod>),
+    ("", "v1", "Namespace", describe::<api::core::v1::Namespace>),
+    ("", "v1", "Node", describe::<api::core::v1::Node>),
+    ("", "v1", "Event", describe::<api::core::v1::Event>),
+    ("", "v1", "ConfigMap", describe::<api::core::v1::ConfigMap>),
+    ("", "v1", "Secret", describe::<api::core::v1::Secret>),
+    (
+        "",
+        "v1",
+        "ServiceAccount",
+        describe::<api::core::v1::ServiceAccount>,
+    ),
+    ("", "v1", "Service", describe::<api::core::v1::Service>),
+    (
+        "",
+        "v1",
+        "ReplicationController",
+        describe::<api::core::v1::ReplicationController>,
+    ),
+    (
+        "apps",
+        "v1",
+        "Deployment",
+        describe::<api::apps::v1::Deployment>,
+    ),
+    (
+        "apps",
+        "v1",
+        "ReplicaSet",
+        describe::<api::apps::v1::ReplicaSet>,
+    ),
+    (
+        "apps",
+        "v1",
+        "DaemonSet",
+        describe::<api::apps::v1::DaemonSet>,
+    ),
+    ("batch", "v1", "Job", describe::<api::batch::v1::Job>),
+    (
+        "batch",
+        "v1",
+        "CronJob",
+        describe::<api::batch::v1::CronJob>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        describe::<api::rbac::v1::ClusterRole>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        describe::<api::rbac::v1::ClusterRoleBinding>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        describe::<api::rbac::v1::Role>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        describe::<api::rbac::v1::RoleBinding>,
+    ),
+    (
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        describe::<api::policy::v1::PodDisruptionBudget>,
+    ),
+    (
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        describe::<api::discovery::v1::EndpointSlice>,
+    ),
+    (
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        describe::<APIService>,
+    ),
+    (
+        "node.k8s.io",
+        "v1",
+        "RuntimeClass",
+        describe::<api::node::v1::RuntimeClass>,
+    ),
+    (
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        describe::<api::coordination::v1::Lease>,
+    ),
+    (
+        "events.k8s.io",
+        "v1",
+        "Event",
+        describe::<api::events::v1::Event>,
+    ),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        describe::<CustomResourceDefinition>,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        describe::<api::authorization::v1::SubjectAccessReview>,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        describe::<api::authorization::v1::SelfSubjectAccessReview>,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        describe::<api::authorization::v1::SelfSubjectRulesReview>,
+    ),
+];
+
+/// Every built-in schema, by its Kubernetes definition name (`io.k8s.api.core.v1.Pod`), and which definition is
+/// the schema of each kind.
+pub struct BuiltinSchemas {
+    definitions: Map<String, Value>,
+    kinds: Vec<((&'static str, &'static str, &'static str), String)>,
+}
+
+/// Generated on first use: a few hundred definitions, the same for every document.
+pub static BUILTIN_SCHEMAS: LazyLock<BuiltinSchemas> = LazyLock::new(BuiltinSchemas::generate);
+
+impl BuiltinSchemas {
+    fn generate() -> Self {
+        let mut generator = SchemaSettings::openapi3()
+            .with(|s| s.meta_schema = None)
+            .into_generator();
+        let kinds: Vec<_> = KINDS
+            .iter()
+            .map(|&(group, version, kind, describe)| {
+                let reference = describe(&mut generator);
+                let name = reference
+                    .as_value()
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix(V3_PREFIX))
+                    .unwrap_or_default()
+                    .to_string();
+                ((group, version, kind), name)
+            })
+            .collect();
+        let mut definitions = generator.take_definitions(true);
+        for ((group, version, kind), name) in &kinds {
+            if let Some(schema) = definitions.get_mut(name) {
+                schema["x-kubernetes-group-version-kind"] =
+                    json!([{ "group": group, "version": version, "kind": kind }]);
+            }
+            let lists = crate::apiserver::patch::builtin_list_types(group, kind);
+            list_semantics::annotate(&mut definitions, name, lists);
+        }
+        Self { definitions, kinds }
+    }
+
+    /// The definition name of a built-in kind's schema, if it has one.
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+        self.kinds
+            .iter()
+            .find(|((g, v, k), _)| (*g, *v, *k) == (group, version, kind))
+            .map(|(_, name)| name.as_str())
+    }
+
+    /// The named definitions and every definition they refer to, directly or not.
+    pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut pending: Vec<String> = roots.into_iter().map(str::to_string).collect();
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            if let Some(schema) = self.definitions.get(&name) {
+                references(schema, &mut pending);
+            }
+        }
+        seen.into_iter()
+            .filter_map(|name| {
+                let schema = self.definitions.get(&name)?.clone();
+                Some((name, schema))
+            })
+            .collect()
+    }
+}
+
+/// Collect the definition names `schema` refers to.
+fn references(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(r)) => {
+                        if let Some(name) = r.strip_prefix(V3_PREFIX) {
+                            out.push(name.to_string());
+                        }
+                    }
+                    _ => references(value, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_carry_their_group_version_kind_and_descriptions() {
+        let name = BUILTIN_SCHEMAS.kind("apps", "v1", "Deployment").unwrap();
+        assert_eq!(name, "io.k8s.api.apps.v1.Deployment");
+        let closure = BUILTIN_SCHEMAS.closure([name]);
+        assert_eq!(
+            closure[name]["x-kubernetes-group-version-kind"][0]["kind"],
+            "Deployment"
+        );
+        let pod_spec = &closure["io.k8s.api.core.v1.PodSpec"];
+        assert!(pod_spec["properties"]["containers"]["description"].is_string());
+        assert!(closure.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        assert!(!closure.contains_key("io.k8s.api.rbac.v1.PolicyRule"));
+    }
+}
