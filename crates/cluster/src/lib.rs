@@ -23,6 +23,7 @@ use tower::ServiceExt;
 
 use apiserver::ApiServer;
 use apiserver::auth::credentials::Credentials;
+use apiserver::controllers::kubernetes_service;
 use store::Store;
 
 /// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
@@ -73,8 +74,8 @@ pub struct EmbeddedCluster {
 
 impl EmbeddedCluster {
     /// Open the store, start the API server and its controllers, install the namespaces every cluster has (each
-    /// with its `default` ServiceAccount and root CA ConfigMap) and the project's CRDs, and (with `listen`) serve
-    /// HTTPS and write the kubeconfig.
+    /// with its `default` ServiceAccount and root CA ConfigMap) and the project's CRDs, (with `listen`) serve
+    /// HTTPS and write the kubeconfig, and install the `default/kubernetes` Service that points at the server.
     pub async fn start(options: EmbeddedOptions) -> anyhow::Result<Self> {
         let history = options.history.unwrap_or(store::DEFAULT_HISTORY);
         let store = match &options.state_dir {
@@ -158,6 +159,11 @@ impl EmbeddedCluster {
             }
             None => (None, None, None),
         };
+        let api_endpoint = address.map_or(
+            kubernetes_service::IN_PROCESS_ENDPOINT,
+            kubernetes_service::reachable,
+        );
+        kubernetes_service::start(server.clone(), api_endpoint).await;
         Ok(Self {
             server,
             simulation,

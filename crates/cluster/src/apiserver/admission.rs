@@ -33,6 +33,9 @@ pub fn admit(
         Origin::Builtin => {
             let unknown = builtin::decode(rt, obj, old.filter(|_| old_is_stored_form(ctx)))?;
             defaults::apply(rt, obj);
+            if old.is_none() && ctx.path.subresource.is_none() {
+                defaults::apply_on_create(rt, obj);
+            }
             unknown
         }
         Origin::Custom { .. } => match rt.schema(&ctx.path.version) {

@@ -69,6 +69,7 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("", "replicationcontrollers") => round_trip::<api::core::v1::ReplicationController>,
         ("policy", "poddisruptionbudgets") => round_trip::<api::policy::v1::PodDisruptionBudget>,
         ("discovery.k8s.io", "endpointslices") => round_trip::<api::discovery::v1::EndpointSlice>,
+        ("", "endpoints") => round_trip::<api::core::v1::Endpoints>,
         ("apiregistration.k8s.io", "apiservices") => round_trip::<APIService>,
         ("node.k8s.io", "runtimeclasses") => round_trip::<api::node::v1::RuntimeClass>,
         ("coordination.k8s.io", "leases") => round_trip::<api::coordination::v1::Lease>,

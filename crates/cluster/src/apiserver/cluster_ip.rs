@@ -11,10 +11,16 @@ use super::ApiServer;
 use super::errors::ApiError;
 use super::registry::ResourceKey;
 
-/// The service range: 10.96.0.0/12, kube-apiserver's usual default. The first address is the `kubernetes`
-/// Service's on a real cluster, so allocation starts after it.
+/// The service range: 10.96.0.0/12, kube-apiserver's usual default.
 const RANGE_START: u32 = u32::from_be_bytes([10, 96, 0, 0]);
 const RANGE_SIZE: u32 = 1 << 20;
+
+/// The first address of the range, which is the `kubernetes` Service's on every cluster: allocation for other
+/// Services starts after it.
+pub const KUBERNETES_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
+
+/// The offset in the range of the first address given to Services that do not ask for one.
+const FIRST_FREE_OFFSET: u32 = 2;
 
 /// Give `service` its cluster IP: the one it had (`old`), the one it asks for, or a free one of the range.
 pub fn assign(
@@ -58,7 +64,7 @@ pub fn assign(
     Ok(())
 }
 
-/// The lowest address of the range no stored Service holds.
+/// The lowest address of the range, after the `kubernetes` Service's, that no stored Service holds.
 fn free_address(server: &ApiServer) -> Result<String, ApiError> {
     let (services, _) = server.store().list(&ResourceKey::new("", "services"), None);
     let taken: HashSet<String> = services
@@ -70,7 +76,7 @@ fn free_address(server: &ApiServer) -> Result<String, ApiError> {
                 .map(str::to_string)
         })
         .collect();
-    (1..RANGE_SIZE)
+    (FIRST_FREE_OFFSET..RANGE_SIZE)
         .map(|offset| Ipv4Addr::from(RANGE_START + offset).to_string())
         .find(|address| !taken.contains(address))
         .ok_or_else(|| ApiError::internal("the service IP range 10.96.0.0/12 is full"))

@@ -12,6 +12,8 @@
 //!   pods that disagree into several slices).
 //! - A Service without a selector, or of type `ExternalName`, gets none; its endpoints are whatever its owner
 //!   writes.
+//! - Beside its slice, the Service gets the `v1` Endpoints that say the same ([`super::endpoints`]), deleted when
+//!   the slice is.
 //!
 //! Everything is decided from the API on every pass, so a restart of the cluster loses nothing.
 
@@ -19,15 +21,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
+use super::endpoints;
 use super::workloads::replicas::is_ready;
 use super::{MANAGER, World, forget_managed_fields};
 
@@ -48,8 +51,14 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let (services, service_writer) = reflector::store::<Service>();
         let pods = world.watches.pods.store();
         let (slices, slice_writer) = reflector::store::<EndpointSlice>();
+        let (mirrors, mirror_writer) = reflector::store::<Endpoints>();
         let managed =
             watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
+        let managed_mirrors = watcher::Config::default().labels(&format!(
+            "{}={}",
+            endpoints::MANAGED_BY_LABEL,
+            endpoints::MANAGED_BY
+        ));
         let streams = [
             reflector::reflector(
                 service_writer,
@@ -63,6 +72,14 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             reflector::reflector(
                 slice_writer,
                 watcher(Api::<EndpointSlice>::all(client.clone()), managed)
+                    .modify(forget_managed_fields),
+            )
+            .default_backoff()
+            .map(drop)
+            .boxed(),
+            reflector::reflector(
+                mirror_writer,
+                watcher(Api::<Endpoints>::all(client.clone()), managed_mirrors)
                     .modify(forget_managed_fields),
             )
             .default_backoff()
@@ -85,48 +102,123 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                 services.wait_until_ready().now_or_never(),
                 pods.wait_until_ready().now_or_never(),
                 slices.wait_until_ready().now_or_never(),
+                mirrors.wait_until_ready().now_or_never(),
             ]
             .iter()
             .all(Option::is_some);
             if due && ready {
-                due = !pass(&client, &services, &pods.state(), &slices.state()).await;
+                due = !pass(&client, &services, &pods.state(), &slices.state(), &mirrors).await;
             }
         }
     })
 }
 
-/// Bring every Service's slice up to date; returns whether every write succeeded.
+/// Bring every Service's slice and Endpoints up to date, and delete the Endpoints of Services that are gone;
+/// returns whether every write succeeded.
 async fn pass(
     client: &kube::Client,
     services: &Store<Service>,
     pods: &[Arc<Pod>],
     slices: &[Arc<EndpointSlice>],
+    mirrors: &Store<Endpoints>,
 ) -> bool {
     let mut succeeded = true;
     for service in services.state() {
         if service.meta().deletion_timestamp.is_some() {
             continue;
         }
-        if let Err(error) = sync(client, &service, pods, slices).await {
+        let desired = desired_slice(&service, pods);
+        if let Err(error) = sync(client, &service, desired.as_ref(), slices).await {
             succeeded = false;
             tracing::debug!(service = %service.name_any(), %error, "syncing endpointslice");
+        }
+        let mirror = ObjectRef::<Endpoints>::new(&service.name_any())
+            .within(&service.namespace().unwrap_or_default());
+        let current = mirrors.get(&mirror);
+        if let Err(error) = sync_mirror(client, &service, desired.as_ref(), current).await {
+            succeeded = false;
+            tracing::debug!(service = %service.name_any(), %error, "syncing endpoints");
+        }
+    }
+    for orphan in mirrors.state() {
+        let service = ObjectRef::<Service>::new(&orphan.name_any())
+            .within(&orphan.namespace().unwrap_or_default());
+        if services.get(&service).is_none()
+            && let Err(error) = delete_mirror(client, &orphan).await
+        {
+            succeeded = false;
+            tracing::debug!(endpoints = %orphan.name_any(), %error, "deleting endpoints");
         }
     }
     succeeded
 }
 
-/// Write the Service's slice when it differs from what its pods say, and delete the slices it should not have.
+/// Write the Service's Endpoints when they differ from its slice, or delete them when it has no slice.
+async fn sync_mirror(
+    client: &kube::Client,
+    service: &Service,
+    desired: Option<&EndpointSlice>,
+    current: Option<Arc<Endpoints>>,
+) -> kube::Result<()> {
+    let Some(namespace) = service.namespace() else {
+        return Ok(());
+    };
+    let api = Api::<Endpoints>::namespaced(client.clone(), &namespace);
+    let (desired, current) = match (desired, current) {
+        (None, None) => return Ok(()),
+        (None, Some(current)) => return delete_mirror(client, &current).await,
+        (Some(desired), current) => (endpoints::mirror(service, desired), current),
+    };
+    let params = PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match current {
+        None => match api.create(&params, &desired).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            result => result.map(drop),
+        },
+        Some(current)
+            if current.subsets == desired.subsets && current.labels() == desired.labels() =>
+        {
+            Ok(())
+        }
+        Some(current) => {
+            let mut updated = Endpoints::clone(&current);
+            updated.subsets = desired.subsets;
+            updated.metadata.labels = desired.metadata.labels;
+            match api.replace(&current.name_any(), &params, &updated).await {
+                Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => Ok(()),
+                result => result.map(drop),
+            }
+        }
+    }
+}
+
+async fn delete_mirror(client: &kube::Client, endpoints: &Endpoints) -> kube::Result<()> {
+    let api =
+        Api::<Endpoints>::namespaced(client.clone(), &endpoints.namespace().unwrap_or_default());
+    match api
+        .delete(&endpoints.name_any(), &DeleteParams::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        result => result.map(drop),
+    }
+}
+
+/// Write the Service's slice when it differs from what its pods say (`desired`), and delete the slices it should
+/// not have.
 async fn sync(
     client: &kube::Client,
     service: &Service,
-    pods: &[Arc<Pod>],
+    desired: Option<&EndpointSlice>,
     slices: &[Arc<EndpointSlice>],
 ) -> kube::Result<()> {
     let (Some(namespace), Some(uid)) = (service.namespace(), service.uid()) else {
         return Ok(());
     };
     let api = Api::<EndpointSlice>::namespaced(client.clone(), &namespace);
-    let desired = desired_slice(service, pods);
     let wanted_name = desired.as_ref().and_then(|s| s.metadata.name.clone());
     let owned = slices.iter().filter(|slice| {
         slice.namespace().as_deref() == Some(namespace.as_str())
@@ -157,7 +249,7 @@ async fn sync(
         ..PostParams::default()
     };
     match current {
-        None => match api.create(&params, &desired).await {
+        None => match api.create(&params, desired).await {
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
             result => result.map(drop),
         },
@@ -168,8 +260,8 @@ async fn sync(
         }
         Some(current) => {
             let mut updated = EndpointSlice::clone(current);
-            updated.endpoints = desired.endpoints;
-            updated.ports = desired.ports;
+            updated.endpoints = desired.endpoints.clone();
+            updated.ports = desired.ports.clone();
             match api.replace(&current.name_any(), &params, &updated).await {
                 Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => Ok(()),
                 result => result.map(drop),

@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod effects;
 pub mod endpoint_slices;
+pub mod endpoints;
 pub mod faults;
 pub mod inject;
 pub mod kubelet;

@@ -48,7 +48,7 @@ async fn services_get_cluster_ips_that_stay() {
             &PatchParams::apply("test").force(),
             &Patch::Apply(
                 json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "one"},
-                "spec": {"selector": {"app": "one"}, "ports": [{"port": 81}]}}),
+                "spec": {"selector": {"app": "one"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
             ),
         )
         .await

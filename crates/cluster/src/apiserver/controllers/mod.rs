@@ -14,6 +14,7 @@
 //! stays as bounded as the history in memory.
 
 mod graph;
+pub mod kubernetes_service;
 pub mod namespace_basics;
 
 use std::sync::Arc;

@@ -41,12 +41,21 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
         ("apps", "daemonsets") => workloads::daemon_set(obj),
         ("batch", "jobs") => workloads::job(obj),
         ("batch", "cronjobs") => workloads::cron_job(obj),
+        ("", "endpoints") => service::endpoints(obj),
         ("discovery.k8s.io", "endpointslices") => service::endpoint_slice(obj),
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => subjects(obj),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             set_default(obj, &["spec", "conversion"], json!({"strategy": "None"}));
         }
         _ => {}
+    }
+}
+
+/// Apply what kube-apiserver fills in only when an object of `rt` is created, from the name and uid it has just
+/// been given: a Job's generated selector and labels.
+pub fn apply_on_create(rt: &ResourceType, obj: &mut Value) {
+    if (rt.group.as_str(), rt.plural.as_str()) == ("batch", "jobs") {
+        workloads::job_selector(obj);
     }
 }
 

@@ -1,4 +1,4 @@
-//! Service and EndpointSlice defaults: a ClusterIP Service without session affinity, whose ports speak TCP and
+//! Service, Endpoints and EndpointSlice defaults: a ClusterIP Service without session affinity, whose ports speak TCP and
 //! forward to the same port number unless told otherwise.
 
 use serde_json::{Value, json};
@@ -34,5 +34,14 @@ pub fn service(obj: &mut Value) {
 pub fn endpoint_slice(obj: &mut Value) {
     for port in each_item(obj, "/ports") {
         set_default(port, &["protocol"], json!("TCP"));
+    }
+}
+
+/// Endpoints: the ports of every subset speak TCP unless told otherwise.
+pub fn endpoints(obj: &mut Value) {
+    for subset in each_item(obj, "/subsets") {
+        for port in each_item(subset, "/ports") {
+            set_default(port, &["protocol"], json!("TCP"));
+        }
     }
 }

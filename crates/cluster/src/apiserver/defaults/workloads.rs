@@ -75,6 +75,41 @@ pub fn job(obj: &mut Value) {
     template(obj, "/spec/template/spec");
 }
 
+/// A new Job's pods carry its name and uid, and its selector is the uid, so it selects its own pods and never
+/// another Job's (`kubectl logs job/NAME` follows the selector): unless the Job asks to choose its selector itself
+/// (`manualSelector`). A label or selector key the client set is kept; only its absence is filled in.
+pub fn job_selector(obj: &mut Value) {
+    if obj.pointer("/spec/manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let meta = |key: &str| obj.pointer(&format!("/metadata/{key}")).cloned();
+    let (Some(name), Some(uid)) = (meta("name"), meta("uid")) else {
+        return;
+    };
+    for (label, value) in [
+        ("batch.kubernetes.io/controller-uid", &uid),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("job-name", &name),
+    ] {
+        set_default(
+            obj,
+            &["spec", "template", "metadata", "labels", label],
+            value.clone(),
+        );
+    }
+    set_default(
+        obj,
+        &[
+            "spec",
+            "selector",
+            "matchLabels",
+            "batch.kubernetes.io/controller-uid",
+        ],
+        uid,
+    );
+}
+
 /// A CronJob: concurrent runs allowed, not suspended, three successful and one failed Job kept.
 pub fn cron_job(obj: &mut Value) {
     set_default(obj, &["spec", "concurrencyPolicy"], json!("Allow"));

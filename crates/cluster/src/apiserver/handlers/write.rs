@@ -528,7 +528,8 @@ fn check_type_meta(ctx: &RequestContext, obj: &mut Value) -> Result<(), ApiError
     Ok(())
 }
 
-/// New objects start without status where a controller owns it; pods start Pending.
+/// New objects start without status where a controller owns it; pods start Pending, and Services of every type
+/// with an empty load balancer status, which clients read without checking it is there.
 fn reset_status_on_create(ctx: &RequestContext, obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
@@ -540,6 +541,9 @@ fn reset_status_on_create(ctx: &RequestContext, obj: &mut Value) {
                 "status".into(),
                 json!({ "phase": "Pending", "qosClass": "BestEffort" }),
             );
+        }
+        ("", "services") => {
+            map.insert("status".into(), json!({ "loadBalancer": {} }));
         }
         _ if ctx.rt.status_subresource => {
             map.remove("status");

@@ -132,6 +132,23 @@ static SERVICE_ACCOUNT: BuiltinListTypes = BuiltinListTypes {
     own_lists: &[(&["secrets"], BY_NAME)],
 };
 
+/// A Service's ports merge by port number (and protocol, which defaults to TCP, for server-side apply); its
+/// cluster IPs, IP families and external IPs are atomic.
+static SERVICE: BuiltinListTypes = BuiltinListTypes {
+    pod_spec: None,
+    template_metadata: None,
+    own_lists: &[
+        (
+            &["spec", "ports"],
+            Rule::Map {
+                keys: &["port", "protocol"],
+                defaults: &[("protocol", "TCP")],
+            },
+        ),
+        STATUS_CONDITIONS,
+    ],
+};
+
 /// List semantics of a built-in kind, for strategic merge patch and server-side apply.
 ///
 /// Kinds without merging lists of their own (ConfigMap, Secret, Event, Lease, RuntimeClass) and
@@ -145,6 +162,7 @@ pub fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
             &CONDITIONS_ONLY
         }
         ("", "ServiceAccount") => &SERVICE_ACCOUNT,
+        ("", "Service") => &SERVICE,
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => &WORKLOAD,
         _ => &METADATA_ONLY,
     }

@@ -214,6 +214,18 @@ const BUILTINS: &[Builtin] = &[
         verbs: ALL_VERBS,
     },
     Builtin {
+        group: "",
+        version: "v1",
+        plural: "endpoints",
+        kind: "Endpoints",
+        namespaced: true,
+        short_names: &["ep"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
         group: "apiregistration.k8s.io",
         version: "v1",
         plural: "apiservices",

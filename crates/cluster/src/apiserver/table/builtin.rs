@@ -8,6 +8,7 @@ use super::events::event_columns;
 use super::nodes::node_columns;
 use super::pods::pod_columns;
 use super::read::{array, member_count, str_cell, timestamp, zero_time};
+use super::services::{endpoint_slice_columns, endpoints_columns, service_columns};
 use super::workloads::{daemonset_columns, deployment_columns, job_columns, replicaset_columns};
 
 /// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
@@ -32,6 +33,9 @@ pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
         ("apps", "replicasets") => replicaset_columns(),
         ("apps", "daemonsets") => daemonset_columns(),
         ("batch", "jobs") => job_columns(),
+        ("", "services") => service_columns(),
+        ("", "endpoints") => endpoints_columns(),
+        ("discovery.k8s.io", "endpointslices") => endpoint_slice_columns(),
         ("", "configmaps") => vec![
             Column::computed(
                 "Data",

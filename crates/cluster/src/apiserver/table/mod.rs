@@ -14,6 +14,7 @@ mod events;
 mod nodes;
 mod pods;
 mod read;
+mod services;
 mod workloads;
 
 use jiff::Timestamp;

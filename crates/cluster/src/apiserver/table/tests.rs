@@ -255,7 +255,25 @@ fn builtin_column_layouts() {
             "customresourcedefinitions",
             &["Name", "Created At"],
         ),
-        ("", "services", &["Name", "Age"]),
+        (
+            "",
+            "services",
+            &[
+                "Name",
+                "Type",
+                "Cluster-IP",
+                "External-IP",
+                "Port(s)",
+                "Age",
+                "(Selector)",
+            ],
+        ),
+        ("", "endpoints", &["Name", "Endpoints", "Age"]),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            &["Name", "AddressType", "Ports", "Endpoints", "Age"],
+        ),
         ("kmm.sigs.x-k8s.io", "modules", &["Name", "Age"]),
     ];
     for (group, resource, expected) in cases {
