@@ -8,6 +8,7 @@ mod durable;
 mod escalation;
 mod events;
 mod every_cluster;
+mod field_unset;
 mod gc;
 mod lifecycle;
 mod malformed;
