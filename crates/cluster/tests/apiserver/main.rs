@@ -4,6 +4,7 @@
 mod common;
 mod crd;
 mod crud;
+mod delete_status;
 mod durable;
 mod escalation;
 mod events;
