@@ -6,6 +6,7 @@ mod crd;
 mod crud;
 mod delete_status;
 mod durable;
+mod ephemeral;
 mod escalation;
 mod events;
 mod every_cluster;
