@@ -12,6 +12,7 @@ mod jobs;
 mod kubelet;
 mod scenarios;
 mod shared;
+mod streams_end;
 mod workloads;
 
 use kmm_cluster::sim::scenario::Scenario;
