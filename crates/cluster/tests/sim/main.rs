@@ -6,6 +6,7 @@ mod control;
 mod daemon_sets;
 mod effects;
 mod endpoint_slices;
+mod ephemeral;
 mod exec;
 mod inject;
 mod jobs;
