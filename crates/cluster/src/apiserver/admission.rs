@@ -88,6 +88,12 @@ pub fn admit(
             return Err(invalid(ctx, obj, causes));
         }
     }
+    if let (Some("ephemeralcontainers"), Some(old)) = (ctx.path.subresource.as_deref(), old) {
+        let causes = builtin_validation::validate_ephemeral_containers(obj, old);
+        if !causes.is_empty() {
+            return Err(invalid(ctx, obj, causes));
+        }
+    }
     let api_version = obj
         .get("apiVersion")
         .and_then(Value::as_str)

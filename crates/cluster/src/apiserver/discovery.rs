@@ -156,6 +156,7 @@ fn extra_subresources(rt: &ResourceType) -> Vec<(&'static str, &'static str, Vec
                 "PodPortForwardOptions",
                 vec!["create", "get"],
             ),
+            ("ephemeralcontainers", "Pod", vec!["get", "patch", "update"]),
         ],
         ("", "namespaces") => vec![("finalize", "Namespace", vec!["update"])],
         _ => Vec::new(),

@@ -95,13 +95,17 @@ impl ApiError {
             .with_details(group, resource, name)
     }
 
-    /// 404 for a path that names no resource at all.
+    /// 404 for a path that names no resource at all. It carries `details`, empty as kube-apiserver's: clients read
+    /// the details of every NotFound (kubectl debug tells a cluster without ephemeral containers by them) and
+    /// some fail on none.
     pub fn no_route(path: &str) -> Self {
-        Self::new(
+        let mut err = Self::new(
             404,
             "NotFound",
             format!("the server could not find the requested resource ({path})"),
-        )
+        );
+        err.details = Some(Box::default());
+        err
     }
 
     /// 404 for an object that does not exist.

@@ -1,8 +1,9 @@
 //! Container logs served by `pods/{name}/log`.
 //!
 //! Logs are not API objects: on a real cluster the kubelet keeps them and the API server proxies them. Here the
-//! node simulation appends lines and this module serves them with kubectl's options (`container`, `tailLines`,
-//! `timestamps`, `limitBytes`, `follow`); a followed log ends after
+//! node simulation appends lines, tells when a container instance starts and exits, and this module serves them
+//! with the kubelet's options (`container`, `previous`, `sinceSeconds`, `sinceTime`, `tailLines`, `limitBytes`,
+//! `timestamps`, `follow`, checked by [`options`]); a followed log ends when its container exits, or after
 //! [`LongRunningLimits::log_follow`](super::long_running::LongRunningLimits::log_follow).
 
 use std::collections::HashMap;
@@ -14,11 +15,14 @@ use futures::StreamExt;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::context::RequestContext;
 use super::errors::ApiError;
 use super::{ApiServer, ResponseBody, bytes_response};
+
+mod options;
 
 /// Most lines kept per container, like a kubelet's log rotation keeps the log bounded.
 const MAX_LINES: usize = 10_000;
@@ -28,8 +32,25 @@ pub(crate) type LogLine = (String, String);
 
 #[derive(Default)]
 struct ContainerLog {
+    /// What the current (or last) instance of the container wrote.
     lines: Vec<LogLine>,
+    /// What the instance before it wrote, once the container has restarted: `previous=true`.
+    previous: Option<Vec<LogLine>>,
+    /// Whether the current instance has exited: its log is complete and nobody follows it any more.
+    exited: bool,
     follow: Option<broadcast::Sender<LogLine>>,
+}
+
+impl ContainerLog {
+    /// A receiver of the lines still to come: none will once the instance has exited, and the receiver says so.
+    fn subscribe(&mut self) -> broadcast::Receiver<LogLine> {
+        if self.exited {
+            return broadcast::channel(1).1;
+        }
+        self.follow
+            .get_or_insert_with(|| broadcast::channel(1024).0)
+            .subscribe()
+    }
 }
 
 /// Log lines per (namespace, pod, container).
@@ -55,6 +76,29 @@ impl PodLogs {
         log.lines.push(entry);
     }
 
+    /// A new instance of a container starts: the log of an instance that exited becomes the previous one, as the
+    /// kubelet keeps one exited instance's log beside the running one's.
+    pub fn container_started(&self, namespace: &str, pod: &str, container: &str) {
+        let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        let log = logs
+            .entry((namespace.into(), pod.into(), container.into()))
+            .or_default();
+        if log.exited {
+            log.previous = Some(std::mem::take(&mut log.lines));
+            log.exited = false;
+        }
+    }
+
+    /// The current instance of a container exited: those following its log or attached to it reach the end.
+    pub fn container_exited(&self, namespace: &str, pod: &str, container: &str) {
+        let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        let log = logs
+            .entry((namespace.into(), pod.into(), container.into()))
+            .or_default();
+        log.exited = true;
+        log.follow = None;
+    }
+
     /// Forget a pod's logs (when the pod is deleted).
     pub fn remove_pod(&self, namespace: &str, pod: &str) {
         let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
@@ -71,11 +115,10 @@ impl PodLogs {
         let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
         logs.entry((namespace.into(), pod.into(), container.into()))
             .or_default()
-            .follow
-            .get_or_insert_with(|| broadcast::channel(1024).0)
             .subscribe()
     }
 
+    /// The current instance's lines, and with `follow` a receiver of those still to come (None once it exited).
     fn snapshot(
         &self,
         namespace: &str,
@@ -87,40 +130,55 @@ impl PodLogs {
         let log = logs
             .entry((namespace.into(), pod.into(), container.into()))
             .or_default();
-        let rx = follow.then(|| {
-            log.follow
-                .get_or_insert_with(|| broadcast::channel(1024).0)
-                .subscribe()
-        });
+        let rx = (follow && !log.exited).then(|| log.subscribe());
         (log.lines.clone(), rx)
+    }
+
+    /// The previous instance's lines, if the container has restarted.
+    fn previous(&self, namespace: &str, pod: &str, container: &str) -> Option<Vec<LogLine>> {
+        let logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        logs.get(&(namespace.into(), pod.into(), container.into()))?
+            .previous
+            .clone()
     }
 }
 
-/// The container of `pod` a request for its logs, exec or attach addresses: the one it names, or the pod's only
-/// container; 400 with kube-apiserver's words otherwise.
+/// The container of `pod` a request for its logs, exec or attach addresses: the one it names (a regular, init or
+/// ephemeral container), or the pod's only container; 400 with kube-apiserver's words otherwise.
 pub(crate) fn select_container(
     pod_name: &str,
-    pod: &serde_json::Value,
+    pod: &Value,
     requested: Option<&str>,
 ) -> Result<String, ApiError> {
-    let containers: Vec<String> = pod
-        .pointer("/spec/containers")
-        .and_then(|c| c.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c.get("name").and_then(|n| n.as_str()).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = |list: &str| -> Vec<String> {
+        pod.pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let containers = names("containers");
+    let every: Vec<String> = [
+        containers.clone(),
+        names("initContainers"),
+        names("ephemeralContainers"),
+    ]
+    .concat();
     match (requested, containers.as_slice()) {
-        (Some(c), _) if containers.iter().any(|x| x == c) => Ok(c.to_string()),
+        (Some(c), _) if every.iter().any(|x| x == c) => Ok(c.to_string()),
         (Some(c), _) => Err(ApiError::bad_request(format!(
             "container {c} is not valid for pod {pod_name}"
         ))),
         (None, [only]) => Ok(only.clone()),
+        (None, []) => Err(ApiError::bad_request(format!(
+            "a container name must be specified for pod {pod_name}"
+        ))),
         (None, _) => Err(ApiError::bad_request(format!(
             "a container name must be specified for pod {pod_name}, choose one of: [{}]",
-            containers.join(" ")
+            every.join(" ")
         ))),
     }
 }
@@ -132,26 +190,31 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
         .get(&ctx.storage, ctx.namespace(), ctx.name())
         .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
     let container = select_container(ctx.name(), &pod.value(), ctx.query.get("container"))?;
-    let follow = ctx.query.flag("follow");
-    let timestamps = ctx.query.flag("timestamps");
-    let tail = ctx.query.number("tailLines")?.map(|t| t.max(0) as usize);
-    let limit = ctx.query.number("limitBytes")?.map(|l| l.max(0) as usize);
-    let (lines, rx) = server
-        .logs()
-        .snapshot(ctx.namespace(), ctx.name(), &container, follow);
-    let skip = tail.map(|t| lines.len().saturating_sub(t)).unwrap_or(0);
-    let format = move |(ts, line): &LogLine| {
-        if timestamps {
-            format!("{ts} {line}\n")
-        } else {
-            format!("{line}\n")
-        }
+    let options = options::parse(ctx)?;
+    let (lines, rx) = if options.previous {
+        let previous = server
+            .logs()
+            .previous(ctx.namespace(), ctx.name(), &container)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "previous terminated container \"{container}\" in pod \"{}\" not found",
+                    ctx.name()
+                ))
+            })?;
+        (previous, None)
+    } else {
+        server
+            .logs()
+            .snapshot(ctx.namespace(), ctx.name(), &container, options.follow)
     };
-    let mut text: String = lines[skip..].iter().map(&format).collect();
-    if let Some(limit) = limit {
-        text.truncate(floor_char_boundary(&text, limit));
-    }
-    let Some(rx) = rx else {
+    let mut budget = Budget(options.limit_bytes);
+    let text = budget.take(
+        options
+            .selected(&lines)
+            .map(|l| options.format(l))
+            .collect(),
+    );
+    let Some(rx) = rx.filter(|_| !budget.spent()) else {
         return Ok(bytes_response(
             StatusCode::OK,
             Bytes::from(text),
@@ -162,24 +225,59 @@ pub fn serve(server: &ApiServer, ctx: &RequestContext) -> Result<Response<Respon
     // A followed log ends after a while, as a watch does, so that no client holds it forever.
     let until = tokio::time::Instant::now() + server.long_running_limits().log_follow;
     let head = futures::stream::once(async move { Bytes::from(text) });
-    let rest = futures::stream::unfold((rx, shutdown), move |(mut rx, shutdown)| async move {
-        tokio::select! {
-            received = rx.recv() => match received {
-                Ok(entry) => Some((Bytes::from(format(&entry)), (rx, shutdown))),
-                Err(_) => None,
-            },
-            _ = shutdown.cancelled() => None,
-            () = tokio::time::sleep_until(until) => None,
-        }
-    });
+    let rest = futures::stream::unfold(
+        (rx, shutdown, budget),
+        move |(mut rx, shutdown, mut budget)| {
+            let options = options.clone();
+            async move {
+                if budget.spent() {
+                    return None;
+                }
+                tokio::select! {
+                    received = rx.recv() => match received {
+                        Ok(entry) => {
+                            let chunk = budget.take(options.format(&entry));
+                            Some((Bytes::from(chunk), (rx, shutdown, budget)))
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            Some((Bytes::new(), (rx, shutdown, budget)))
+                        }
+                        // The container exited.
+                        Err(broadcast::error::RecvError::Closed) => None,
+                    },
+                    _ = shutdown.cancelled() => None,
+                    () = tokio::time::sleep_until(until) => None,
+                }
+            }
+        },
+    );
     let stream = head
         .chain(rest)
+        .filter(|b| futures::future::ready(!b.is_empty()))
         .map(|b| Ok::<_, Infallible>(Frame::data(b)));
     let mut response = Response::new(StreamBody::new(stream).boxed_unsync());
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     Ok(response)
+}
+
+/// What `limitBytes` leaves of a log: the bytes still to send, across the snapshot and the lines that follow.
+struct Budget(Option<usize>);
+
+impl Budget {
+    /// `text`, cut (at a character boundary) to what is left, which it uses up.
+    fn take(&mut self, mut text: String) -> String {
+        if let Some(left) = &mut self.0 {
+            text.truncate(floor_char_boundary(&text, *left));
+            *left -= text.len();
+        }
+        text
+    }
+
+    fn spent(&self) -> bool {
+        self.0 == Some(0)
+    }
 }
 
 fn floor_char_boundary(s: &str, mut at: usize) -> usize {

@@ -7,12 +7,14 @@ mod daemon_sets;
 mod effects;
 mod endpoint_slices;
 mod endpoints;
+mod ephemeral;
 mod exec;
 mod inject;
 mod jobs;
 mod kubelet;
 mod scenarios;
 mod shared;
+mod streams_end;
 mod workloads;
 
 use kmm_cluster::sim::scenario::Scenario;

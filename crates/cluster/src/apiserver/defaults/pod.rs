@@ -43,7 +43,7 @@ pub fn pod_spec(spec: &mut Value) {
     set_default(spec, &["securityContext"], json!({}));
     set_default(spec, &["enableServiceLinks"], json!(true));
     let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
-    for list in ["/containers", "/initContainers"] {
+    for list in ["/containers", "/initContainers", "/ephemeralContainers"] {
         for c in each_item(spec, list) {
             container(c, host_network);
         }

@@ -15,7 +15,7 @@ use super::filter::Filter;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::objects::{self, now_rfc3339};
 use crate::apiserver::registry::{ResourceKey, ResourceType};
-use crate::apiserver::{ApiServer, ResponseBody, bytes_response, events};
+use crate::apiserver::{ApiServer, ResponseBody, bytes_response, events, json_response};
 use crate::store::{CommitError, StoredObject};
 
 /// The finalizer that makes an owner wait for its dependents.
@@ -122,25 +122,61 @@ pub fn delete(
             ));
         }
         if ctx.dry_run() {
-            return Ok(bytes_response(
-                StatusCode::OK,
-                ctx.present(&current),
-                "application/json",
-            ));
+            let waits = deletion_waits(&ctx.rt, &current.value(), opts.policy);
+            return Ok(deleted_response(ctx, &current, !waits));
         }
         match delete_object(server, &ctx.rt, &ctx.storage, &current, opts.policy) {
             Ok(result) => {
-                return Ok(bytes_response(
-                    StatusCode::OK,
-                    ctx.present(&result),
-                    "application/json",
-                ));
+                let gone = !objects::is_terminating(&result.value());
+                return Ok(deleted_response(ctx, &result, gone));
             }
             Err(CommitError::Conflict) => continue,
             Err(e) => return Err(ApiError::commit_failed(e)),
         }
     }
     Err(ApiError::stale(&ctx.rt.group, &ctx.rt.plural, ctx.name()))
+}
+
+/// Resources whose DELETE answers with the removed object even when it is gone at once, as kube-apiserver's
+/// storage of these kinds is set up to: clients read the pod's or account's last state from the answer.
+const ANSWERED_WITH_THE_OBJECT: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "serviceaccounts"),
+    ("storage.k8s.io", "storageclasses"),
+];
+
+/// What a DELETE of one object answers: the object while its deletion waits (finalizers), and for the kinds in
+/// [`ANSWERED_WITH_THE_OBJECT`]; otherwise, once it is `gone`, a Success `Status` naming it with its uid, which
+/// clients (kube-rs's `Either::Right`) take as the sign that nothing is left to wait for.
+fn deleted_response(
+    ctx: &RequestContext,
+    object: &StoredObject,
+    gone: bool,
+) -> Response<ResponseBody> {
+    let answered_with_object = ANSWERED_WITH_THE_OBJECT
+        .iter()
+        .any(|(group, plural)| ctx.rt.group == *group && ctx.rt.plural == *plural);
+    if !gone || answered_with_object {
+        return bytes_response(StatusCode::OK, ctx.present(object), "application/json");
+    }
+    let value = object.value();
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), json!(object.name()));
+    if !ctx.rt.group.is_empty() {
+        details.insert("group".into(), json!(ctx.rt.group));
+    }
+    details.insert("kind".into(), json!(ctx.rt.plural));
+    if let Some(uid) = objects::meta_str(&value, "uid") {
+        details.insert("uid".into(), json!(uid));
+    }
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    });
+    json_response(StatusCode::OK, &status)
 }
 
 /// DELETE a collection: every selected object, each as a single delete would.
@@ -192,27 +228,17 @@ pub fn delete_object(
     policy: DeletePolicy,
 ) -> Result<Arc<StoredObject>, CommitError> {
     let mut obj = current.to_value();
-    let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
+    let namespace = is_namespace(rt);
     if objects::is_terminating(&obj) {
         return Ok(current.clone());
     }
     let mut finalizers = objects::finalizers(&obj);
-    let extra = match policy {
-        DeletePolicy::Foreground => Some(FOREGROUND),
-        DeletePolicy::Orphan => Some(ORPHAN),
-        DeletePolicy::Background => None,
-    };
-    if let Some(f) = extra
+    if let Some(f) = policy_finalizer(policy)
         && !finalizers.iter().any(|x| x == f)
     {
         finalizers.push(f.to_string());
     }
-    let namespace_finalizers = is_namespace
-        && obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-    if finalizers.is_empty() && !namespace_finalizers {
+    if !deletion_waits(rt, &obj, policy) {
         let deleted =
             server
                 .store()
@@ -226,10 +252,37 @@ pub fn delete_object(
     if !finalizers.is_empty() {
         meta.insert("finalizers".into(), json!(finalizers));
     }
-    if is_namespace {
+    if namespace {
         obj["status"]["phase"] = json!("Terminating");
     }
     server.store().put(storage, Some(current.rv), obj)
+}
+
+/// The finalizer a propagation policy adds to the object it deletes.
+fn policy_finalizer(policy: DeletePolicy) -> Option<&'static str> {
+    match policy {
+        DeletePolicy::Foreground => Some(FOREGROUND),
+        DeletePolicy::Orphan => Some(ORPHAN),
+        DeletePolicy::Background => None,
+    }
+}
+
+fn is_namespace(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "namespaces"
+}
+
+/// Whether deleting `obj` with `policy` only marks it (finalizers to run, a namespace to empty, a deletion
+/// already under way) rather than removing it at once.
+fn deletion_waits(rt: &ResourceType, obj: &Value, policy: DeletePolicy) -> bool {
+    let namespace_finalizers = is_namespace(rt)
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+    objects::is_terminating(obj)
+        || namespace_finalizers
+        || policy_finalizer(policy).is_some()
+        || !objects::finalizers(obj).is_empty()
 }
 
 /// Side effects of removing an object through a request.

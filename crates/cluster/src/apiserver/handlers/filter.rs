@@ -175,14 +175,18 @@ fn stored_field(rt: &ResourceType, field: &str) -> Option<String> {
         ("", "nodes") => &["spec.unschedulable"],
         ("", "namespaces") => &["status.phase"],
         ("", "secrets") => &["type"],
-        ("batch", "jobs") => &["status.successful"],
+        // kube-apiserver's name for the count of pods that succeeded.
+        ("batch", "jobs") if field == "status.successful" => {
+            return Some("status.succeeded".to_string());
+        }
         _ => &[],
     };
     supported.contains(&field).then(|| field.to_string())
 }
 
-/// The value of a selectable field; missing fields read as the empty string, as on a real server (so
-/// `spec.nodeName=` selects unscheduled pods).
+/// The value of a selectable field; a missing field reads as its type's zero value printed, as on a real server,
+/// whose objects always hold every field: the empty string (so `spec.nodeName=` selects unscheduled pods), or
+/// [`unset_value`] for a flag or a count.
 fn field_value(obj: &Value, field: &str) -> String {
     let path = if field == "source" {
         "source.component"
@@ -193,13 +197,22 @@ fn field_value(obj: &Value, field: &str) -> String {
     for part in path.split('.') {
         match cur.get(part) {
             Some(next) => cur = next,
-            None => return String::new(),
+            None => return unset_value(field).to_string(),
         }
     }
     match cur {
         Value::String(s) => s.clone(),
-        Value::Null => String::new(),
+        Value::Null => unset_value(field).to_string(),
         other => other.to_string(),
+    }
+}
+
+/// How an unset selectable field that is not a string reads: `false` for a flag, `0` for a count.
+fn unset_value(field: &str) -> &'static str {
+    match field {
+        "spec.unschedulable" | "spec.hostNetwork" => "false",
+        "status.succeeded" => "0",
+        _ => "",
     }
 }
 

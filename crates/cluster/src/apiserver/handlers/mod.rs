@@ -19,6 +19,11 @@ use super::{ApiServer, ResponseBody, long_running, streams};
 
 pub(crate) use delete::{DeletePolicy, delete_object};
 
+/// Whether the request is for core pods, the only resource with stream and ephemeral container subresources.
+fn is_pods(ctx: &RequestContext) -> bool {
+    ctx.rt.group.is_empty() && ctx.rt.plural == "pods"
+}
+
 /// Route a resource request to its handler.
 pub async fn dispatch(
     server: &ApiServer,
@@ -51,8 +56,17 @@ pub async fn dispatch(
         (Some("status"), Verb::Get) if ctx.rt.status_subresource => read::get(server, &ctx),
         (Some("status"), Verb::Update) if ctx.rt.status_subresource => write::update(server, &ctx),
         (Some("status"), Verb::Patch) if ctx.rt.status_subresource => write::patch(server, &ctx),
+        (Some("ephemeralcontainers"), verb) if is_pods(&ctx) => match verb {
+            Verb::Get => read::get(server, &ctx),
+            Verb::Update => write::update(server, &ctx),
+            Verb::Patch => write::patch(server, &ctx),
+            other => Err(ApiError::method_not_allowed(
+                other.as_str(),
+                "pods/ephemeralcontainers",
+            )),
+        },
         (Some(sub @ ("exec" | "attach" | "portforward")), Verb::Get | Verb::Create)
-            if ctx.rt.group.is_empty() && ctx.rt.plural == "pods" =>
+            if is_pods(&ctx) =>
         {
             let sub = sub.to_owned();
             streams::serve(server, ctx, &sub, permit)

@@ -410,10 +410,26 @@ fn apply_create(
 }
 
 /// Limit a write to what its endpoint may change: `/status` changes only status, the main endpoint of a resource
-/// with a status subresource changes everything but status, `/finalize` changes only `spec.finalizers`.
+/// with a status subresource changes everything but status, `/finalize` changes only `spec.finalizers`,
+/// `/ephemeralcontainers` only `spec.ephemeralContainers` (the rest of what is sent is ignored, as kube-apiserver
+/// ignores it).
 fn scope_to_subresource(ctx: &RequestContext, old: &Value, mut new: Value) -> Value {
     match ctx.path.subresource.as_deref() {
         Some("status") => objects::with_status_from(old, new),
+        Some("ephemeralcontainers") => {
+            let mut out = old.clone();
+            let added = new
+                .pointer("/spec/ephemeralContainers")
+                .filter(|list| !list.is_null())
+                .cloned();
+            if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                match added {
+                    Some(list) => spec.insert("ephemeralContainers".into(), list),
+                    None => spec.remove("ephemeralContainers"),
+                };
+            }
+            out
+        }
         Some("finalize") => {
             let mut out = old.clone();
             out["spec"]["finalizers"] = new

@@ -127,14 +127,18 @@ pub fn serve(
     Ok(websocket::switching_protocols(&key, protocol))
 }
 
-/// Whether the pod's status shows `container` running: the kubelet execs and attaches only into running
-/// containers.
+/// Whether the pod's status shows `container` (a regular, init or ephemeral one) running: the kubelet execs and
+/// attaches only into running containers.
 fn is_running(pod: &Value, container: &str) -> bool {
-    pod.pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|s| s["name"] == container && s.pointer("/state/running").is_some())
+    [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .into_iter()
+    .filter_map(|list| pod.get("status")?.get(list)?.as_array())
+    .flatten()
+    .any(|s| s["name"] == container && s.pointer("/state/running").is_some())
 }
 
 /// The `Sec-WebSocket-Key` of a WebSocket upgrade, or why the request is not one.

@@ -53,7 +53,7 @@ impl Channels {
 pub enum Work {
     /// The output of a command that has already run.
     Exec(ExecOutput),
-    /// The container's log lines from now on, until the client leaves.
+    /// The container's log lines from now on, until the container exits or the client leaves.
     Attach(broadcast::Receiver<LogLine>),
 }
 
@@ -168,7 +168,11 @@ async fn attach(
             line = lines.recv() => match line {
                 Ok((_, line)) if channels.stdout => send(socket, STDOUT, format!("{line}\n").as_bytes()).await?,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                // The container exited: the attach is over and, as the kubelet reports it, succeeded.
+                Err(broadcast::error::RecvError::Closed) => {
+                    let status = exit_status(0).to_string();
+                    return send(socket, ERROR, status.as_bytes()).await;
+                }
             },
             message = socket.next() => match message {
                 None | Some(Ok(Message::Close(_))) => return Ok(()),

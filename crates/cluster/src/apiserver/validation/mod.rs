@@ -15,6 +15,7 @@ mod config;
 mod container;
 mod cron;
 mod disruption;
+mod ephemeral;
 mod event;
 mod field;
 mod lease;
@@ -52,10 +53,20 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
     causes
 }
 
+/// The causes for refusing a write of a pod's ephemeral containers (`pods/ephemeralcontainers`), which is judged
+/// by their rules alone: nothing else of the pod changes through it.
+pub fn validate_ephemeral_containers(pod: &Value, old: &Value) -> Vec<Cause> {
+    ephemeral::update(pod, old).into_causes()
+}
+
 /// The rules of `rt`'s kind.
 fn kind_rules(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> field::Errors {
     match (rt.group.as_str(), rt.plural.as_str(), old) {
-        ("", "pods", None) => pod::pod(obj),
+        ("", "pods", None) => {
+            let mut errors = pod::pod(obj);
+            ephemeral::not_on_create(&mut errors, obj);
+            errors
+        }
         ("", "pods", Some(old)) => pod::pod_update(obj, &defaulted(rt, old)),
         ("", "replicationcontrollers", _) => apps::replication_controller(obj),
         ("", "services", None) => service::service(obj),

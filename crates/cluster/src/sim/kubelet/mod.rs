@@ -11,6 +11,7 @@
 //! change, and one task per pod that sleeps on the simulated clock between the things it does.
 
 mod backoff;
+mod ephemeral;
 mod events;
 mod gc;
 mod ids;
@@ -24,7 +25,7 @@ mod status;
 mod watch;
 mod worker;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch as state;
@@ -68,6 +69,8 @@ struct Kubelet {
     /// Per node, images of running containers with how many containers use them.
     in_use: Mutex<HashMap<String, BTreeMap<String, usize>>>,
     pods: Mutex<HashMap<String, Tracked>>,
+    /// Per pod uid, the ephemeral containers started (each runs once).
+    ephemeral: Mutex<HashMap<String, HashSet<String>>>,
     publisher: publish::Dirty,
 }
 
@@ -105,6 +108,7 @@ impl Kubelet {
             nodes,
             in_use: Mutex::default(),
             pods: Mutex::default(),
+            ephemeral: Mutex::default(),
             publisher: publish::Dirty::default(),
         }
     }

@@ -12,7 +12,7 @@ use kube::runtime::watcher::Event;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
-use super::{Kubelet, Tracked, locked, worker};
+use super::{Kubelet, Tracked, ephemeral, locked, worker};
 use crate::sim::mco::daemon::REBOOT_TIME;
 use crate::sim::registry::normalise;
 use crate::sim::scenario::Fault;
@@ -66,8 +66,10 @@ fn seen(kubelet: &Arc<Kubelet>, pod: &Pod) {
         }
         return;
     }
-    if pods.contains_key(&uid) {
-        return;
+    match pods.get(&uid) {
+        Some(Tracked::Running(killed)) => return ephemeral::start_new(kubelet, pod, &node, killed),
+        Some(Tracked::Done) => return,
+        None => {}
     }
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
@@ -81,10 +83,11 @@ fn seen(kubelet: &Arc<Kubelet>, pod: &Pod) {
 
 /// A pod was deleted: its containers stop and its logs go.
 fn gone(kubelet: &Kubelet, pod: &Pod) {
-    if let Some(uid) = &pod.metadata.uid
-        && let Some(Tracked::Running(killed)) = locked(&kubelet.pods).remove(uid)
-    {
-        killed.cancel();
+    if let Some(uid) = &pod.metadata.uid {
+        if let Some(Tracked::Running(killed)) = locked(&kubelet.pods).remove(uid) {
+            killed.cancel();
+        }
+        ephemeral::forget(kubelet, uid);
     }
     if let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) {
         kubelet.world.server.logs().remove_pod(namespace, name);

@@ -82,6 +82,10 @@ impl PodRun {
                 )
                 .await;
             self.update(which, |s| status::start(s, &id, &image_id));
+            world
+                .server
+                .logs()
+                .container_started(&self.namespace, &self.name, &container.name);
             self.events
                 .record(
                     Kind::Normal,
@@ -128,6 +132,7 @@ impl PodRun {
                 line,
             );
         }
+        logs.container_exited(&self.namespace, &self.name, &container.name);
         // Not written yet: what follows at the same instant (the next container, a restart, the end of the pod)
         // is written with it, as the kubelet's status manager writes once per pod sync.
         self.update(which, |s| {
