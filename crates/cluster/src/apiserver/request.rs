@@ -168,9 +168,14 @@ impl Query {
             .collect()
     }
 
-    /// A boolean parameter (`true`/`1`), false when absent.
+    /// A boolean parameter, read as kube-apiserver reads one: present with any value but `0` or `false` (in any
+    /// case) is true, an empty value included, so the Python client's `watch=True` watches; absent is false.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .is_some_and(|(_, v)| v != "0" && !v.eq_ignore_ascii_case("false"))
     }
 
     /// A numeric parameter; a present but malformed value is a 400.

@@ -22,6 +22,7 @@ mod openapi_builtins;
 mod partial_metadata;
 mod patch;
 mod protobuf;
+mod query_flags;
 mod rbac;
 mod samples;
 mod selectors;
