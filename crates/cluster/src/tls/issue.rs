@@ -17,6 +17,9 @@ pub const CA_LIFETIME: Duration = Duration::from_secs(3650 * 24 * 60 * 60);
 /// How long a new serving certificate is valid: kubeadm's one year.
 pub const SERVING_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
+/// How long the client certificate written into the kubeconfig is valid: kubeadm's one year for `admin.conf`.
+pub const CLIENT_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
 /// How far into the past a new certificate's validity starts, for clients whose clock is behind ours.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
@@ -83,6 +86,32 @@ impl Authority {
         ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         valid_for(&mut params, now, SERVING_LIFETIME);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// A new client certificate for `user` in `group` (its common name and organization, which is how the API
+    /// server reads a user from a certificate), valid from `now` (less [`CLOCK_SKEW`]) for `lifetime`: its
+    /// certificate and key (PEM).
+    pub fn issue_client(
+        &self,
+        user: &str,
+        group: &str,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> anyhow::Result<(String, String)> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, user);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, group);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_for(&mut params, now, lifetime);
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))

@@ -1,6 +1,7 @@
 //! Integration tests of the embedded API server, driven through a real `kube::Client` (typed and dynamic), as
 //! the engine, the console and any kube-rs program use it.
 
+mod client_certs;
 mod common;
 mod crd;
 mod crud;
