@@ -102,6 +102,7 @@ impl EmbeddedCluster {
         // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
         let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
         apiserver::controllers::namespace_basics::spawn(server.clone(), tls.ca_pem.clone());
+        apiserver::certificates::signer::spawn(server.clone(), tls.authority()?);
         let client = kube::Client::new(server.clone(), "default");
         bootstrap::run(&client)
             .await

@@ -158,6 +158,11 @@ fn extra_subresources(rt: &ResourceType) -> Vec<(&'static str, &'static str, Vec
             ),
         ],
         ("", "namespaces") => vec![("finalize", "Namespace", vec!["update"])],
+        ("certificates.k8s.io", "certificatesigningrequests") => vec![(
+            "approval",
+            "CertificateSigningRequest",
+            vec!["get", "patch", "update"],
+        )],
         _ => Vec::new(),
     }
 }

@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod auth;
 pub mod builtin;
+pub mod certificates;
 pub mod cluster_ip;
 pub mod context;
 pub mod controllers;

@@ -116,6 +116,32 @@ impl Authority {
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))
     }
+
+    /// A client certificate for the key and subject of the certificate signing request `request` (PEM), as the
+    /// `kubernetes.io/kube-apiserver-client` signer issues it: the subject as asked, the extensions chosen here
+    /// (`key_usages`, client authentication only), valid from `now` (less [`CLOCK_SKEW`]) for `lifetime`. What
+    /// else the request asks for is not copied; of an attribute the subject repeats (several organizations), the
+    /// last is kept.
+    pub fn sign_client_request(
+        &self,
+        request: &str,
+        key_usages: Vec<KeyUsagePurpose>,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> anyhow::Result<String> {
+        let requested = rcgen::CertificateSigningRequestParams::from_pem(request)
+            .map_err(|e| anyhow::anyhow!("the request cannot be signed: {e}"))?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = requested.params.distinguished_name.clone();
+        params.key_usages = key_usages;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_for(&mut params, now, lifetime);
+        let signing = rcgen::CertificateSigningRequestParams {
+            params,
+            public_key: requested.public_key,
+        };
+        Ok(signing.signed_by(&self.issuer)?.pem())
+    }
 }
 
 fn valid_for(params: &mut CertificateParams, now: SystemTime, lifetime: Duration) {

@@ -1,6 +1,7 @@
 //! Handlers for everything under a resource path: one file per family of verbs.
 
 mod commit;
+mod component_statuses;
 mod delete;
 mod filter;
 mod read;
@@ -11,6 +12,7 @@ mod write;
 
 use http::Response;
 
+use super::certificates::is_signing_request;
 use super::context::{RequestContext, parse_object};
 use super::errors::ApiError;
 use super::request::Verb;
@@ -25,6 +27,9 @@ pub async fn dispatch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     if reviews::is_review(&ctx.rt) {
         return reviews::create(server, &ctx);
+    }
+    if component_statuses::is_component_status(&ctx.rt) {
+        return component_statuses::serve(&ctx);
     }
     // A request that stays open is counted against its user's limits for as long as it does.
     let permit = long_running::is_long_running(&ctx)
@@ -44,6 +49,9 @@ pub async fn dispatch(
         (Some("status"), Verb::Get) if ctx.rt.status_subresource => read::get(server, &ctx),
         (Some("status"), Verb::Update) if ctx.rt.status_subresource => write::update(server, &ctx),
         (Some("status"), Verb::Patch) if ctx.rt.status_subresource => write::patch(server, &ctx),
+        (Some("approval"), Verb::Get) if is_signing_request(&ctx) => read::get(server, &ctx),
+        (Some("approval"), Verb::Update) if is_signing_request(&ctx) => write::update(server, &ctx),
+        (Some("approval"), Verb::Patch) if is_signing_request(&ctx) => write::patch(server, &ctx),
         (Some(sub @ ("exec" | "attach" | "portforward")), Verb::Get | Verb::Create)
             if ctx.rt.group.is_empty() && ctx.rt.plural == "pods" =>
         {

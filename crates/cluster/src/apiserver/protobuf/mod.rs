@@ -133,6 +133,10 @@ pub const JSON_ONLY: &[(&str, &str)] = &[
     ("policy", "PodDisruptionBudget"),
     ("discovery.k8s.io", "EndpointSlice"),
     ("apiregistration.k8s.io", "APIService"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "IngressClass"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
 ];
 
 /// The message of a kind in a group version, or of a `meta.k8s.io` kind (`DeleteOptions`) sent under any group.
