@@ -292,6 +292,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         kubeconfig_out.display(),
         names.viewer_context()
     );
+    println!(
+        "kmm-tui: with a client certificate: KUBECONFIG={} kubectl --context {} get namespaces",
+        kubeconfig_out.display(),
+        names.certificate_context()
+    );
     if args.rotate_tokens {
         println!(
             "kmm-tui: new tokens: kubeconfigs and ServiceAccount tokens issued before no longer work"

@@ -1,5 +1,5 @@
-//! Serving the API over HTTPS for kubectl and out-of-process clients, each request authenticated by its bearer
-//! token (see [`super::apiserver::auth`]), within [`ConnectionLimits`]: the shared accept loop ([`kmm_listener`])
+//! Serving the API over HTTPS for kubectl and out-of-process clients, each request authenticated by its connection's
+//! client certificate or its bearer token (see [`super::apiserver::auth`] and [`super::tls::client_auth`]), within [`ConnectionLimits`]: the shared accept loop ([`kmm_listener`])
 //! caps connections, keeps sockets without a token to a budget of their own and backs off when accepting fails;
 //! here each stage of TLS and HTTP gets its deadline.
 
@@ -20,6 +20,7 @@ pub use limits::ConnectionLimits;
 
 use super::apiserver::{ApiServer, Authenticated};
 use super::tls::TlsMaterial;
+use super::tls::client_auth::RequestedCertificate;
 
 /// Accept connections on `listener` until `stop` is cancelled.
 pub fn spawn(
@@ -30,24 +31,42 @@ pub fn spawn(
     stop: CancellationToken,
 ) -> anyhow::Result<Listening> {
     let acceptor = TlsAcceptor::from(tls.server_config()?);
+    let certificates = RequestedCertificate::new(&tls.ca_pem)?;
     let server = Authenticated(server);
     Ok(kmm_listener::spawn(
         listener,
         limits.accept_loop(),
         stop,
         move |socket, connection| {
-            serve_connection(socket, connection, acceptor.clone(), server.clone(), limits)
+            let accept = Accept {
+                acceptor: acceptor.clone(),
+                certificates: certificates.clone(),
+                limits,
+            };
+            serve_connection(socket, connection, accept, server.clone())
         },
     ))
+}
+
+/// How a connection is taken on: its TLS handshake, the judge of the client certificate it presents, its limits.
+#[derive(Clone)]
+struct Accept {
+    acceptor: TlsAcceptor,
+    certificates: std::sync::Arc<RequestedCertificate>,
+    limits: ConnectionLimits,
 }
 
 async fn serve_connection(
     socket: TcpStream,
     connection: Connection,
-    acceptor: TlsAcceptor,
+    accept: Accept,
     server: Authenticated,
-    limits: ConnectionLimits,
 ) {
+    let Accept {
+        acceptor,
+        certificates,
+        limits,
+    } = accept;
     let peer = connection.peer();
     let stream = match tokio::time::timeout(limits.handshake, acceptor.accept(socket)).await {
         Ok(Ok(stream)) => stream,
@@ -60,6 +79,12 @@ async fn serve_connection(
             return;
         }
     };
+    // The certificate is judged once per connection, and every request on it carries the verdict.
+    let presented = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| certificates.judge(chain));
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let server = server.clone();
         let in_flight = connection.start_request();
@@ -67,6 +92,9 @@ async fn serve_connection(
         // outlives the request keeps the connection counted.
         let mut request = request.map(|body| DeadlineBody::new(body, limits.body));
         request.extensions_mut().insert(connection.clone());
+        if let Some(presented) = &presented {
+            request.extensions_mut().insert(presented.clone());
+        }
         async move {
             let response = match server.oneshot(request).await {
                 Ok(response) => response,

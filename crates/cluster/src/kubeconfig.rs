@@ -1,6 +1,8 @@
 //! The kubeconfig that lets kubectl and any kube-rs program talk to the embedded cluster over HTTPS: the
 //! administrator's context (current) and a viewer context whose user is bound to the `view` ClusterRole, so
-//! read-only behaviour can be seen coming from the server itself. Every name in it derives from one cluster name
+//! read-only behaviour can be seen coming from the server itself, both with bearer tokens; and the
+//! administrator's context again authenticated by a client certificate, as the kubeconfigs of kubeadm, kind and
+//! k3d are. Every name in it derives from one cluster name
 //! ([`Names`]), so the kubeconfigs of several clusters merge (`KUBECONFIG=a:b kubectl config view --flatten`)
 //! without one entry hiding another.
 
@@ -15,8 +17,8 @@ use kube::config::{
 /// kubeconfigs for the embedded cluster use.
 pub const DEFAULT_NAME: &str = "kmm-tui-embedded";
 
-/// The names of one cluster's kubeconfig entries: cluster `NAME`, users `NAME-admin` and `NAME-viewer`, contexts
-/// `NAME` (the administrator's, current) and `NAME-viewer`.
+/// The names of one cluster's kubeconfig entries: cluster `NAME`, users `NAME-admin`, `NAME-viewer` and
+/// `NAME-admin-cert`, contexts `NAME` (the administrator's, current), `NAME-viewer` and `NAME-cert`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
     /// The cluster's name, and its administrator's context.
@@ -49,6 +51,16 @@ impl Names {
     /// The viewer's user entry.
     pub fn viewer_user(&self) -> String {
         format!("{}-viewer", self.cluster)
+    }
+
+    /// The administrator's context authenticated by a client certificate.
+    pub fn certificate_context(&self) -> String {
+        format!("{}-cert", self.cluster)
+    }
+
+    /// The administrator's user entry holding the client certificate.
+    pub fn certificate_user(&self) -> String {
+        format!("{}-admin-cert", self.cluster)
     }
 }
 
@@ -99,8 +111,32 @@ pub struct Tokens<'a> {
     pub viewer: &'a str,
 }
 
+/// The administrator's client certificate and key (PEM), signed by the cluster's CA.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientCertificate<'a> {
+    /// The certificate: the administrator's name and `system:masters`.
+    pub cert_pem: &'a str,
+    /// Its private key.
+    pub key_pem: &'a str,
+}
+
+/// What the kubeconfig's users present: bearer tokens and the administrator's client certificate.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    /// The bearer tokens.
+    pub tokens: Tokens<'a>,
+    /// The administrator's client certificate.
+    pub certificate: ClientCertificate<'a>,
+}
+
 /// The kubeconfig for `server` (e.g. `https://127.0.0.1:6443`), trusting `ca_pem`, its entries named by `names`.
-pub fn build(names: &Names, server: &str, ca_pem: &str, tokens: Tokens<'_>) -> Kubeconfig {
+pub fn build(
+    names: &Names,
+    server: &str,
+    ca_pem: &str,
+    credentials: Credentials<'_>,
+) -> Kubeconfig {
+    let tokens = credentials.tokens;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let context = |name: &str, user: &str| NamedContext {
         name: name.to_owned(),
@@ -127,10 +163,12 @@ pub fn build(names: &Names, server: &str, ca_pem: &str, tokens: Tokens<'_>) -> K
         auth_infos: vec![
             user(&names.admin_user(), tokens.admin),
             user(&names.viewer_user(), tokens.viewer),
+            certificate_user(&names.certificate_user(), credentials.certificate),
         ],
         contexts: vec![
             context(names.context(), &names.admin_user()),
             context(&names.viewer_context(), &names.viewer_user()),
+            context(&names.certificate_context(), &names.certificate_user()),
         ],
         current_context: Some(names.context().to_owned()),
         ..Kubeconfig::default()
@@ -142,10 +180,13 @@ pub fn render(
     names: &Names,
     server: &str,
     ca_pem: &str,
-    tokens: Tokens<'_>,
+    credentials: Credentials<'_>,
 ) -> anyhow::Result<String> {
     Ok(serde_saphyr::to_string(&build(
-        names, server, ca_pem, tokens,
+        names,
+        server,
+        ca_pem,
+        credentials,
     ))?)
 }
 
@@ -153,6 +194,21 @@ fn user(name: &str, token: &str) -> NamedAuthInfo {
     // The token field is a secret type only reachable through deserialisation.
     let auth_info: AuthInfo =
         serde_json::from_value(serde_json::json!({ "token": token })).unwrap_or_default();
+    NamedAuthInfo {
+        name: name.to_owned(),
+        auth_info: Some(auth_info),
+        ..NamedAuthInfo::default()
+    }
+}
+
+fn certificate_user(name: &str, certificate: ClientCertificate<'_>) -> NamedAuthInfo {
+    let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    // The key field is a secret type only reachable through deserialisation.
+    let auth_info: AuthInfo = serde_json::from_value(serde_json::json!({
+        "client-certificate-data": encode(certificate.cert_pem),
+        "client-key-data": encode(certificate.key_pem),
+    }))
+    .unwrap_or_default();
     NamedAuthInfo {
         name: name.to_owned(),
         auth_info: Some(auth_info),
@@ -171,18 +227,33 @@ mod tests {
             &names,
             "https://127.0.0.1:6443",
             "-----BEGIN CERTIFICATE-----\n",
-            Tokens {
-                admin: "admin-token",
-                viewer: "viewer-token",
+            Credentials {
+                tokens: Tokens {
+                    admin: "admin-token",
+                    viewer: "viewer-token",
+                },
+                certificate: ClientCertificate {
+                    cert_pem: "client-cert",
+                    key_pem: "client-key",
+                },
             },
         )
         .unwrap();
         let parsed = Kubeconfig::from_yaml(&yaml).unwrap();
         assert_eq!(parsed.current_context.as_deref(), Some("lab"));
         let names: Vec<&str> = parsed.contexts.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, vec!["lab", "lab-viewer"]);
+        assert_eq!(names, vec!["lab", "lab-viewer", "lab-cert"]);
         let users: Vec<&str> = parsed.auth_infos.iter().map(|u| u.name.as_str()).collect();
-        assert_eq!(users, vec!["lab-admin", "lab-viewer"]);
+        assert_eq!(users, vec!["lab-admin", "lab-viewer", "lab-admin-cert"]);
+        let certificate = parsed.auth_infos[2].auth_info.as_ref().unwrap();
+        assert_eq!(
+            certificate.client_certificate_data.as_deref(),
+            Some(
+                base64::engine::general_purpose::STANDARD
+                    .encode("client-cert")
+                    .as_str()
+            )
+        );
         assert_eq!(parsed.clusters[0].name, "lab");
         assert!(yaml.contains("viewer-token"), "{yaml}");
         assert!(yaml.contains("admin-token"), "{yaml}");

@@ -103,6 +103,7 @@ impl EmbeddedCluster {
         // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
         let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
         apiserver::controllers::namespace_basics::spawn(server.clone(), tls.ca_pem.clone());
+        apiserver::certificates::signer::spawn(server.clone(), tls.authority()?);
         let client = kube::Client::new(server.clone(), "default");
         bootstrap::run(&client)
             .await
@@ -136,11 +137,23 @@ impl EmbeddedCluster {
                     admin: server.auth().admin_token(),
                     viewer: server.auth().viewer_token(),
                 };
+                let (cert_pem, key_pem) = admin_certificate(&tls)?;
+                let credentials = kubeconfig::Credentials {
+                    tokens,
+                    certificate: kubeconfig::ClientCertificate {
+                        cert_pem: &cert_pem,
+                        key_pem: &key_pem,
+                    },
+                };
                 let names = kubeconfig::Names::new(
                     options.name.as_deref().unwrap_or(kubeconfig::DEFAULT_NAME),
                 );
-                let config =
-                    kubeconfig::render(&names, &format!("https://{address}"), &tls.ca_pem, tokens)?;
+                let config = kubeconfig::render(
+                    &names,
+                    &format!("https://{address}"),
+                    &tls.ca_pem,
+                    credentials,
+                )?;
                 if let Some(warning) = exposure_warning(address) {
                     tracing::warn!("{warning}");
                 }
@@ -221,6 +234,20 @@ impl EmbeddedCluster {
         self.server.shutdown();
         tokio::task::yield_now().await;
     }
+}
+
+/// A client certificate for the administrator (in `system:masters`), signed by the cluster's CA for a year, for the
+/// kubeconfig's certificate context. Issued anew on every start, as the kubeconfig is written anew.
+fn admin_certificate(tls: &tls::TlsMaterial) -> anyhow::Result<(String, String)> {
+    use apiserver::auth::identity::{ADMIN_USER, MASTERS};
+    tls.authority()?
+        .issue_client(
+            ADMIN_USER,
+            MASTERS,
+            std::time::SystemTime::now(),
+            tls::issue::CLIENT_LIFETIME,
+        )
+        .context("issuing the administrator's client certificate")
 }
 
 /// What to tell the user when the API is served beyond this machine: anyone who reaches the address can try its

@@ -6,6 +6,7 @@
 //! else may enter, the keys readable by their owner only, nothing read that someone else put there) and reused, renewed on start when they run out soon ([`stored`]), so kubeconfigs written by an earlier run keep
 //! verifying.
 
+pub mod client_auth;
 pub mod issue;
 pub mod stored;
 
@@ -18,11 +19,16 @@ use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-/// PEM-encoded CA certificate and serving certificate with its key.
+/// PEM-encoded CA certificate and key, and serving certificate with its key.
+///
+/// The one CA both vouches for the server and signs client certificates (as kubeadm's cluster CA does): a client
+/// certificate it signed authenticates its holder ([`client_auth`]).
 #[derive(Clone)]
 pub struct TlsMaterial {
-    /// The CA certificate clients trust.
+    /// The CA certificate clients trust, and that client certificates must chain to.
     pub ca_pem: String,
+    /// The CA's private key, which signs client certificates.
+    pub ca_key_pem: String,
     /// The server's certificate, signed by the CA.
     pub cert_pem: String,
     /// The server's private key.
@@ -46,12 +52,19 @@ impl TlsMaterial {
         let (cert_pem, key_pem) = authority.issue_serving(now)?;
         Ok(Self {
             ca_pem: authority.cert_pem,
+            ca_key_pem: authority.key_pem,
             cert_pem,
             key_pem,
         })
     }
 
-    /// A rustls server configuration offering HTTP/2 and HTTP/1.1.
+    /// The CA, to sign client certificates with.
+    pub fn authority(&self) -> anyhow::Result<issue::Authority> {
+        issue::Authority::load(self.ca_pem.clone(), self.ca_key_pem.clone())
+    }
+
+    /// A rustls server configuration offering HTTP/2 and HTTP/1.1 that asks for (without requiring) a client
+    /// certificate, judged per request by [`client_auth`].
     pub fn server_config(&self) -> anyhow::Result<Arc<ServerConfig>> {
         let certs: Vec<CertificateDer<'static>> =
             CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
@@ -62,7 +75,7 @@ impl TlsMaterial {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
+            .with_client_cert_verifier(client_auth::RequestedCertificate::new(&self.ca_pem)?)
             .with_single_cert(certs, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))

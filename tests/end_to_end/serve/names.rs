@@ -71,17 +71,38 @@ fn the_kubeconfigs_of_two_named_servers_merge_and_keep_both_clusters() {
     );
     assert_eq!(
         names(merged.contexts.iter().map(|c| c.name.as_str()).collect()),
-        ["east", "east-viewer", "west", "west-viewer"]
+        [
+            "east",
+            "east-cert",
+            "east-viewer",
+            "west",
+            "west-cert",
+            "west-viewer"
+        ]
     );
     assert_eq!(
         names(merged.auth_infos.iter().map(|u| u.name.as_str()).collect()),
-        ["east-admin", "east-viewer", "west-admin", "west-viewer"]
+        [
+            "east-admin",
+            "east-admin-cert",
+            "east-viewer",
+            "west-admin",
+            "west-admin-cert",
+            "west-viewer"
+        ]
     );
 
     let file = east_dir.path().join("merged");
     std::fs::write(&file, &flat).expect("writing the merged kubeconfig");
     let merged = file.display().to_string();
-    for context in ["east", "west", "east-viewer", "west-viewer"] {
+    for context in [
+        "east",
+        "west",
+        "east-viewer",
+        "west-viewer",
+        "east-cert",
+        "west-cert",
+    ] {
         kubectl_ok(
             &merged,
             &cache,

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::auth::authorizer::RBAC_GROUP;
 use super::auth::escalation;
 use super::builtin;
+use super::certificates;
 use super::cluster_ip;
 use super::context::{FieldValidation, RequestContext};
 use super::defaults;
@@ -81,6 +82,9 @@ pub fn admit(
     };
     if rt.group.is_empty() && rt.plural == "services" && ctx.path.subresource.is_none() {
         cluster_ip::assign(server, obj, old)?;
+    }
+    if certificates::is_signing_request(ctx) {
+        certificates::admit(server, ctx, obj, old)?;
     }
     if matches!(rt.origin, Origin::Builtin) && ctx.path.subresource.is_none() {
         let causes = builtin_validation::validate(rt, obj, old);

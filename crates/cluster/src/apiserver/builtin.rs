@@ -86,6 +86,17 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("authorization.k8s.io", "selfsubjectrulesreviews") => {
             round_trip::<api::authorization::v1::SelfSubjectRulesReview>
         }
+        ("authentication.k8s.io", "tokenreviews") => {
+            round_trip::<api::authentication::v1::TokenReview>
+        }
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            round_trip::<api::certificates::v1::CertificateSigningRequest>
+        }
+        ("", "persistentvolumeclaims") => round_trip::<api::core::v1::PersistentVolumeClaim>,
+        ("", "persistentvolumes") => round_trip::<api::core::v1::PersistentVolume>,
+        ("networking.k8s.io", "ingresses") => round_trip::<api::networking::v1::Ingress>,
+        ("networking.k8s.io", "ingressclasses") => round_trip::<api::networking::v1::IngressClass>,
+        ("autoscaling", "horizontalpodautoscalers") => horizontal_pod_autoscaler,
         _ => return None,
     };
     Some(normalise)
@@ -143,6 +154,17 @@ fn decode_changed_fields(
         }
     }
     Some(unknown)
+}
+
+/// The round trip of a HorizontalPodAutoscaler through the type of the version it is written in: `autoscaling/v1`
+/// and `autoscaling/v2` differ in shape, and each is decoded as kube-apiserver decodes it before conversion.
+fn horizontal_pod_autoscaler(rt: &ResourceType, obj: &Value) -> Result<Value, ApiError> {
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        Some("autoscaling/v1") => {
+            round_trip::<api::autoscaling::v1::HorizontalPodAutoscaler>(rt, obj)
+        }
+        _ => round_trip::<api::autoscaling::v2::HorizontalPodAutoscaler>(rt, obj),
+    }
 }
 
 /// Decode `obj` as `T` (straight from the tree, without copying it first) and encode it again.

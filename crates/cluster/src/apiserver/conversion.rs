@@ -1,15 +1,23 @@
-//! Conversion between the served versions of a custom resource whose versions differ in shape, as the conversion
-//! webhook of the operator that owns the resource would do it. Every other resource's versions differ only by
-//! `apiVersion` (the `None` strategy), which [`to_storage`] and [`from_storage`] rewrite.
+//! Conversion between the served versions of a resource whose versions differ in shape: a custom resource, as the
+//! conversion webhook of the operator that owns it would do it, and the built-in HorizontalPodAutoscaler
+//! ([`autoscaling`]). Every other resource's versions differ only by `apiVersion` (the `None` strategy), which
+//! [`to_storage`] and [`from_storage`] rewrite.
 //!
 //! PreflightValidation is stored as `v1beta2`, whose status is a list of `{namespace, name, …}` verdicts; `v1beta1`
 //! keeps them in `crStatuses`, a map keyed by `namespace/name` (and, for readers of the oldest form, by the bare
 //! name too). A `v1beta1` write is taken back by its `namespace/name` keys only; a key without a namespace says
 //! too little to be stored.
 
+mod autoscaling;
+
 use serde_json::{Map, Value, json};
 
 use super::registry::ResourceType;
+
+/// Whether `rt` is the HorizontalPodAutoscaler, stored as `autoscaling/v2` and served as `v1` too.
+fn is_autoscaler(rt: &ResourceType) -> bool {
+    rt.group == "autoscaling" && rt.plural == "horizontalpodautoscalers"
+}
 
 const KMM_GROUP: &str = "kmm.sigs.x-k8s.io";
 const PREFLIGHT_PLURAL: &str = "preflightvalidations";
@@ -27,6 +35,9 @@ pub fn to_storage(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
     if is_preflight(rt) && version == PREFLIGHT_MAP_VERSION {
         preflight_statuses_to_list(&mut obj);
     }
+    if is_autoscaler(rt) && version == "v1" {
+        autoscaling::to_v2(&mut obj);
+    }
     obj["apiVersion"] = Value::String(rt.api_version(&rt.storage_version));
     obj
 }
@@ -35,6 +46,9 @@ pub fn to_storage(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
 pub fn from_storage(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
     if is_preflight(rt) && version == PREFLIGHT_MAP_VERSION {
         preflight_statuses_to_map(&mut obj);
+    }
+    if is_autoscaler(rt) && version == "v1" {
+        autoscaling::to_v1(&mut obj);
     }
     obj["apiVersion"] = Value::String(rt.api_version(version));
     obj

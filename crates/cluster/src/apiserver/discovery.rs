@@ -159,6 +159,11 @@ fn extra_subresources(rt: &ResourceType) -> Vec<(&'static str, &'static str, Vec
             ("ephemeralcontainers", "Pod", vec!["get", "patch", "update"]),
         ],
         ("", "namespaces") => vec![("finalize", "Namespace", vec!["update"])],
+        ("certificates.k8s.io", "certificatesigningrequests") => vec![(
+            "approval",
+            "CertificateSigningRequest",
+            vec!["get", "patch", "update"],
+        )],
         _ => Vec::new(),
     }
 }

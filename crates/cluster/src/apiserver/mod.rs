@@ -11,6 +11,7 @@ pub mod admission;
 pub mod aggregated_discovery;
 pub mod auth;
 pub mod builtin;
+pub mod certificates;
 pub mod cluster_ip;
 pub mod context;
 pub mod controllers;
@@ -248,9 +249,16 @@ impl ApiServer {
         self.handle_as(UserInfo::admin(), request).await
     }
 
-    /// Who presents the bearer token of a request's `headers`: 401 without a valid one.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<UserInfo, ApiError> {
-        self.inner.auth.authenticate(headers, &self.inner.store)
+    /// Who makes a request: the holder of its connection's trusted client `certificate`, else whoever presents
+    /// the bearer token of its `headers`; 401 when neither authenticates anyone.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        certificate: Option<&auth::identity::PresentedCertificate>,
+    ) -> Result<UserInfo, ApiError> {
+        self.inner
+            .auth
+            .authenticate(headers, certificate, &self.inner.store)
     }
 
     /// Answer one request as `user` (or whom it may impersonate).
@@ -472,8 +480,9 @@ where
     }
 }
 
-/// The API server for requests that must authenticate with a bearer token: the HTTPS listener and in-process
-/// clients acting as a ServiceAccount or the viewer.
+/// The API server for requests that must authenticate, with a client certificate (its connection's
+/// [`auth::identity::PresentedCertificate`], in the request's extensions) or a bearer token: the HTTPS listener and
+/// in-process clients acting as a ServiceAccount or the viewer.
 #[derive(Clone)]
 pub struct Authenticated(pub ApiServer);
 
@@ -495,14 +504,17 @@ where
         let server = self.0.clone();
         Box::pin(async move {
             // Who is asking is settled before the body is read: an unauthenticated client gets 401 at once.
-            let user = match server.authenticate(request.headers()) {
+            let certificate = request
+                .extensions()
+                .get::<auth::identity::PresentedCertificate>();
+            let user = match server.authenticate(request.headers(), certificate) {
                 Ok(user) => user,
                 Err(e) => {
                     tracing::debug!(method = %request.method(), uri = %request.uri(), "unauthenticated request");
                     return Ok(error_response(&e));
                 }
             };
-            // A token that resolved to a user moves its connection out of the listener's unauthenticated budget.
+            // A certificate or token that resolved to a user moves its connection out of the listener's unauthenticated budget.
             if let Some(connection) = request.extensions().get::<kmm_listener::Connection>() {
                 connection.promote().await;
             }

@@ -17,6 +17,9 @@ pub const CA_LIFETIME: Duration = Duration::from_secs(3650 * 24 * 60 * 60);
 /// How long a new serving certificate is valid: kubeadm's one year.
 pub const SERVING_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
+/// How long the client certificate written into the kubeconfig is valid: kubeadm's one year for `admin.conf`.
+pub const CLIENT_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
 /// How far into the past a new certificate's validity starts, for clients whose clock is behind ours.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
@@ -86,6 +89,58 @@ impl Authority {
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// A new client certificate for `user` in `group` (its common name and organization, which is how the API
+    /// server reads a user from a certificate), valid from `now` (less [`CLOCK_SKEW`]) for `lifetime`: its
+    /// certificate and key (PEM).
+    pub fn issue_client(
+        &self,
+        user: &str,
+        group: &str,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> anyhow::Result<(String, String)> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, user);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, group);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_for(&mut params, now, lifetime);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// A client certificate for the key and subject of the certificate signing request `request` (PEM), as the
+    /// `kubernetes.io/kube-apiserver-client` signer issues it: the subject as asked, the extensions chosen here
+    /// (`key_usages`, client authentication only), valid from `now` (less [`CLOCK_SKEW`]) for `lifetime`. What
+    /// else the request asks for is not copied; of an attribute the subject repeats (several organizations), the
+    /// last is kept.
+    pub fn sign_client_request(
+        &self,
+        request: &str,
+        key_usages: Vec<KeyUsagePurpose>,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> anyhow::Result<String> {
+        let requested = rcgen::CertificateSigningRequestParams::from_pem(request)
+            .map_err(|e| anyhow::anyhow!("the request cannot be signed: {e}"))?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = requested.params.distinguished_name.clone();
+        params.key_usages = key_usages;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_for(&mut params, now, lifetime);
+        let signing = rcgen::CertificateSigningRequestParams {
+            params,
+            public_key: requested.public_key,
+        };
+        Ok(signing.signed_by(&self.issuer)?.pem())
     }
 }
 

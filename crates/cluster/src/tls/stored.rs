@@ -108,6 +108,7 @@ fn serving(
             Ok(()) => {
                 return Ok(TlsMaterial {
                     ca_pem: authority.cert_pem.clone(),
+                    ca_key_pem: authority.key_pem.clone(),
                     cert_pem,
                     key_pem,
                 });
@@ -124,6 +125,7 @@ fn serving(
     write(pki, "server.crt", &cert_pem, Readers::Anyone)?;
     Ok(TlsMaterial {
         ca_pem: authority.cert_pem.clone(),
+        ca_key_pem: authority.key_pem.clone(),
         cert_pem,
         key_pem,
     })

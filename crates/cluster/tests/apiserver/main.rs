@@ -2,6 +2,7 @@
 //! the engine, the console and any kube-rs program use it.
 
 mod aggregated_discovery;
+mod client_certs;
 mod common;
 mod crd;
 mod crud;
@@ -24,9 +25,11 @@ mod patch;
 mod protobuf;
 mod query_flags;
 mod rbac;
+mod reviews_certificates;
 mod samples;
 mod selectors;
 mod services_wire;
 mod status;
+mod storage_kinds;
 mod validation;
 mod watch;

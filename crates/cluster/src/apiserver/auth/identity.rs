@@ -71,6 +71,15 @@ impl UserInfo {
     }
 }
 
+/// What a connection's client certificate says about its holder, judged once when the connection is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PresentedCertificate {
+    /// Signed by the cluster's CA, valid, for client authentication: the holder is this user.
+    Trusted(UserInfo),
+    /// Signed by someone else, expired, or naming no user (why): it authenticates no one.
+    Untrusted(String),
+}
+
 /// The user name of a ServiceAccount.
 pub fn service_account_user(namespace: &str, name: &str) -> String {
     format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")

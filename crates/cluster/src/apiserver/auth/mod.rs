@@ -20,7 +20,7 @@ use super::request::{Endpoint, Query, Verb};
 use crate::store::Store;
 use authorizer::Authorizer;
 use credentials::Credentials;
-use identity::{UserInfo, parse_service_account, service_account_user};
+use identity::{PresentedCertificate, UserInfo, parse_service_account, service_account_user};
 use rules::{Attributes, ResourceAttributes};
 use tokens::{Binding, Claims, Reference, TokenSigner};
 
@@ -31,6 +31,34 @@ pub struct IssuedToken {
     pub token: String,
     /// Its claims: subject, audiences, expiry.
     pub claims: Claims,
+}
+
+/// The holder of a valid bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHolder {
+    /// Who holds it.
+    pub user: UserInfo,
+    /// The uid of the ServiceAccount it is bound to, for a ServiceAccount's token.
+    pub uid: Option<String>,
+    /// The audiences it is meant for; None when it is meant for any.
+    pub audiences: Option<Vec<String>>,
+}
+
+impl TokenHolder {
+    fn any_audience(user: UserInfo) -> Self {
+        Self {
+            user,
+            uid: None,
+            audiences: None,
+        }
+    }
+
+    /// Whether the token is meant for `audience`.
+    pub fn serves(&self, audience: &str) -> bool {
+        self.audiences
+            .as_ref()
+            .is_none_or(|audiences| audiences.iter().any(|a| a == audience))
+    }
 }
 
 /// The header naming the user a request is made as, for those allowed to impersonate.
@@ -128,30 +156,54 @@ impl Auth {
         })
     }
 
-    /// Who presents the request's bearer token: 401 when there is none or it is not valid.
-    pub fn authenticate(&self, headers: &HeaderMap, store: &Store) -> Result<UserInfo, ApiError> {
+    /// Who makes a request: the holder of its connection's trusted client `certificate`, else whoever presents
+    /// its bearer token (an untrusted certificate is passed over, as kube-apiserver tries its authenticators in
+    /// turn); 401 when neither authenticates anyone.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        certificate: Option<&PresentedCertificate>,
+        store: &Store,
+    ) -> Result<UserInfo, ApiError> {
+        match certificate {
+            Some(PresentedCertificate::Trusted(user)) => return Ok(user.clone()),
+            Some(PresentedCertificate::Untrusted(why)) => {
+                tracing::debug!("a client certificate was refused: {why}");
+            }
+            None => {}
+        }
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(bearer)
             .ok_or_else(ApiError::unauthorized)?;
+        match self.token_holder(token, store) {
+            Ok(holder) if holder.serves(tokens::ISSUER) => Ok(holder.user),
+            Ok(holder) => {
+                tracing::debug!(account = %holder.user.name, "a token meant for another audience was refused");
+                Err(ApiError::unauthorized())
+            }
+            Err(why) => {
+                tracing::debug!("a bearer token was refused: {why}");
+                Err(ApiError::unauthorized())
+            }
+        }
+    }
+
+    /// Who holds `token`, and for which audiences it is meant: what a TokenReview answers. The administrator's and
+    /// viewer's tokens are meant for any audience; a ServiceAccount token for those it was issued for, and only
+    /// while its account (by uid) exists. Why not, when it authenticates no one.
+    pub fn token_holder(&self, token: &str, store: &Store) -> Result<TokenHolder, String> {
         if same_secret(token, &self.admin_token) {
-            return Ok(UserInfo::admin());
+            return Ok(TokenHolder::any_audience(UserInfo::admin()));
         }
         if same_secret(token, &self.viewer_token) {
-            return Ok(UserInfo::viewer());
+            return Ok(TokenHolder::any_audience(UserInfo::viewer()));
         }
         let claims = self
             .signer
             .verify(token, jiff::Timestamp::now().as_second())
-            .map_err(|e| {
-                tracing::debug!("a bearer token was refused: {e}");
-                ApiError::unauthorized()
-            })?;
-        if !claims.aud.iter().any(|a| a == tokens::ISSUER) {
-            tracing::debug!(account = %claims.sub, "a token meant for another audience was refused");
-            return Err(ApiError::unauthorized());
-        }
+            .map_err(|e| e.to_string())?;
         let binding = &claims.kubernetes;
         let key = ResourceKey::new("", "serviceaccounts");
         let account = store.get(&key, &binding.namespace, &binding.serviceaccount.name);
@@ -162,16 +214,16 @@ impl Auth {
                 .map(str::to_owned)
         });
         if uid.as_deref() != Some(binding.serviceaccount.uid.as_str()) {
-            tracing::debug!(
-                account = %claims.sub,
-                "a token of a ServiceAccount that no longer exists was refused"
-            );
-            return Err(ApiError::unauthorized());
+            return Err(format!(
+                "the ServiceAccount of {} no longer exists",
+                claims.sub
+            ));
         }
-        Ok(UserInfo::service_account(
-            &binding.namespace,
-            &binding.serviceaccount.name,
-        ))
+        Ok(TokenHolder {
+            user: UserInfo::service_account(&binding.namespace, &binding.serviceaccount.name),
+            uid: Some(binding.serviceaccount.uid.clone()),
+            audiences: Some(claims.aud.clone()),
+        })
     }
 
     /// The user the request is made as: `user` itself, or whom its impersonation headers name when `user` may

@@ -1,5 +1,6 @@
 //! The roles every cluster starts with: the user-facing ClusterRoles `cluster-admin`, `admin`, `edit` and `view`,
-//! discovery and self-reviews for every authenticated user, `cluster-admin` for `system:masters`, and `view` for
+//! discovery and self-reviews for every authenticated user, `system:auth-delegator` (token and access reviews, for
+//! whoever checks credentials on the cluster's behalf), `cluster-admin` for `system:masters`, and `view` for
 //! the viewer. Bootstrap applies them like any client would.
 //!
 //! A real cluster extends `view`, `edit` and `admin` with custom resources through aggregation; the embedded
@@ -87,6 +88,24 @@ const VIEW: &[Grant] = &[
         READ,
     ),
     ("discovery.k8s.io", &["endpointslices"], READ),
+    (
+        "",
+        &["persistentvolumeclaims", "persistentvolumeclaims/status"],
+        READ,
+    ),
+    (
+        "networking.k8s.io",
+        &["ingresses", "ingresses/status"],
+        READ,
+    ),
+    (
+        "autoscaling",
+        &[
+            "horizontalpodautoscalers",
+            "horizontalpodautoscalers/status",
+        ],
+        READ,
+    ),
 ];
 
 /// What `view` reads beyond kube-apiserver's: what the console shows besides namespaced content, which a real
@@ -131,6 +150,9 @@ const EDIT: &[Grant] = &[
     ("apps", &["deployments", "daemonsets", "replicasets"], WRITE),
     ("batch", &["jobs", "cronjobs"], WRITE),
     ("policy", &["poddisruptionbudgets"], WRITE),
+    ("", &["persistentvolumeclaims"], WRITE),
+    ("networking.k8s.io", &["ingresses"], WRITE),
+    ("autoscaling", &["horizontalpodautoscalers"], WRITE),
 ];
 
 /// What `admin` adds to `edit`: kube-apiserver's `system:aggregate-to-admin`. Roles and RoleBindings in the
@@ -203,6 +225,14 @@ pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
             &["create"],
         ),
     ];
+    let auth_delegator = vec![
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+    ];
     [
         ("cluster-admin", everything),
         ("admin", admin),
@@ -210,6 +240,7 @@ pub fn cluster_roles(custom_groups: &[String]) -> Vec<ClusterRole> {
         ("view", view),
         ("system:discovery", discovery),
         ("system:basic-user", basic_user),
+        ("system:auth-delegator", auth_delegator),
     ]
     .into_iter()
     .map(|(name, rules)| ClusterRole {

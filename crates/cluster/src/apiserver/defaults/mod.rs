@@ -47,6 +47,20 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             set_default(obj, &["spec", "conversion"], json!({"strategy": "None"}));
         }
+        ("", "persistentvolumeclaims") => {
+            set_default(obj, &["spec", "volumeMode"], json!("Filesystem"));
+            set_default(obj, &["status", "phase"], json!("Pending"));
+        }
+        ("", "persistentvolumes") => {
+            set_default(
+                obj,
+                &["spec", "persistentVolumeReclaimPolicy"],
+                json!("Retain"),
+            );
+            set_default(obj, &["spec", "volumeMode"], json!("Filesystem"));
+            set_default(obj, &["status", "phase"], json!("Pending"));
+        }
+        ("autoscaling", "horizontalpodautoscalers") => autoscaler(obj),
         _ => {}
     }
 }
@@ -56,6 +70,21 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
 pub fn apply_on_create(rt: &ResourceType, obj: &mut Value) {
     if (rt.group.as_str(), rt.plural.as_str()) == ("batch", "jobs") {
         workloads::job_selector(obj);
+    }
+}
+
+/// A HorizontalPodAutoscaler scales from one replica; written as v2 without metrics, it targets 80% CPU, the
+/// target the autoscaler assumes for a v1 object without one.
+fn autoscaler(obj: &mut Value) {
+    set_default(obj, &["spec", "minReplicas"], json!(1));
+    let v2 = obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v2");
+    let no_metrics = obj
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if v2 && no_metrics && obj.get("spec").is_some_and(Value::is_object) {
+        obj["spec"]["metrics"] = json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}]);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Handlers for everything under a resource path: one file per family of verbs.
 
 mod commit;
+mod component_statuses;
 mod delete;
 mod filter;
 mod partial_metadata;
@@ -12,6 +13,7 @@ mod write;
 
 use http::Response;
 
+use super::certificates::is_signing_request;
 use super::context::{RequestContext, parse_object};
 use super::errors::ApiError;
 use super::request::Verb;
@@ -31,6 +33,9 @@ pub async fn dispatch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     if reviews::is_review(&ctx.rt) {
         return reviews::create(server, &ctx);
+    }
+    if component_statuses::is_component_status(&ctx.rt) {
+        return component_statuses::serve(&ctx);
     }
     // A request that stays open is counted against its user's limits for as long as it does.
     let permit = long_running::is_long_running(&ctx)
@@ -65,6 +70,9 @@ pub async fn dispatch(
                 "pods/ephemeralcontainers",
             )),
         },
+        (Some("approval"), Verb::Get) if is_signing_request(&ctx) => read::get(server, &ctx),
+        (Some("approval"), Verb::Update) if is_signing_request(&ctx) => write::update(server, &ctx),
+        (Some("approval"), Verb::Patch) if is_signing_request(&ctx) => write::patch(server, &ctx),
         (Some(sub @ ("exec" | "attach" | "portforward")), Verb::Get | Verb::Create)
             if is_pods(&ctx) =>
         {

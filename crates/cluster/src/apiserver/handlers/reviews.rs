@@ -1,5 +1,7 @@
 //! Access and identity reviews, answered by the same authorizer that guards every request: what kubectl's
-//! `auth can-i` (with and without `--list`) and `auth whoami` and the console's capability checks ask.
+//! `auth can-i` (with and without `--list`) and `auth whoami` and the console's capability checks ask; and token
+//! reviews, answered by the same authenticator, which is how a webhook or aggregated server learns whom a bearer
+//! token names.
 
 use http::{Response, StatusCode};
 use k8s_openapi::api::authorization::v1::{
@@ -12,6 +14,7 @@ use super::RequestContext;
 use crate::apiserver::auth::authorizer::Decision;
 use crate::apiserver::auth::identity::UserInfo;
 use crate::apiserver::auth::rules::{Attributes, ResourceAttributes};
+use crate::apiserver::auth::tokens;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::registry::ResourceType;
 use crate::apiserver::{ApiServer, ResponseBody, json_response};
@@ -26,7 +29,10 @@ pub fn is_review(rt: &ResourceType) -> bool {
                 | "subjectaccessreviews"
                 | "localsubjectaccessreviews"
                 | "selfsubjectrulesreviews"
-        ) | ("authentication.k8s.io", "selfsubjectreviews")
+        ) | (
+            "authentication.k8s.io",
+            "selfsubjectreviews" | "tokenreviews"
+        )
     )
 }
 
@@ -46,10 +52,50 @@ pub fn create(
             access(server, &subject(&spec)?, &spec, Some(ctx.namespace()))?
         }
         "selfsubjectrulesreviews" => rules(server, &ctx.user, &spec)?,
+        "tokenreviews" => token(server, &spec)?,
         _ => json!({ "userInfo": { "username": ctx.user.name, "groups": ctx.user.groups } }),
     };
     review["status"] = status;
     Ok(json_response(StatusCode::CREATED, &review))
+}
+
+/// Whom the token of a TokenReview's `spec` authenticates, for which of the audiences it asks about (the server's
+/// own when it names none), as kube-apiserver's token authenticators would decide it.
+fn token(server: &ApiServer, spec: &Value) -> Result<Value, ApiError> {
+    let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let asked: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .filter(|a: &Vec<String>| !a.is_empty())
+        .unwrap_or_else(|| vec![tokens::ISSUER.to_owned()]);
+    let unauthenticated =
+        |error: String| json!({ "authenticated": false, "user": {}, "error": error });
+    let holder = match server.auth().token_holder(token, server.store()) {
+        Ok(holder) => holder,
+        Err(why) => return Ok(unauthenticated(why)),
+    };
+    let audiences: Vec<&String> = asked.iter().filter(|a| holder.serves(a)).collect();
+    if audiences.is_empty() {
+        return Ok(unauthenticated(
+            "token audiences are not valid for the audiences asked about".to_owned(),
+        ));
+    }
+    let mut user = json!({ "username": holder.user.name, "groups": holder.user.groups });
+    if let Some(uid) = holder.uid {
+        user["uid"] = json!(uid);
+    }
+    Ok(json!({ "authenticated": true, "user": user, "audiences": audiences }))
 }
 
 /// The user a SubjectAccessReview asks about.

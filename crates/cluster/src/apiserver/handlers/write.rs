@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::RequestContext;
 use super::commit::{after_commit, finish_update, value_response, with_warnings};
 use crate::apiserver::admission;
+use crate::apiserver::certificates;
 use crate::apiserver::errors::{ApiError, Cause};
 use crate::apiserver::objects::{self, now_rfc3339};
 use crate::apiserver::patch::{self, ApplyError, ApplyRequest};
@@ -412,10 +413,11 @@ fn apply_create(
 /// Limit a write to what its endpoint may change: `/status` changes only status, the main endpoint of a resource
 /// with a status subresource changes everything but status, `/finalize` changes only `spec.finalizers`,
 /// `/ephemeralcontainers` only `spec.ephemeralContainers` (the rest of what is sent is ignored, as kube-apiserver
-/// ignores it).
+/// ignores it), `/approval` only a CertificateSigningRequest's conditions.
 fn scope_to_subresource(ctx: &RequestContext, old: &Value, mut new: Value) -> Value {
     match ctx.path.subresource.as_deref() {
         Some("status") => objects::with_status_from(old, new),
+        Some("approval") => certificates::with_conditions_from(old, &new),
         Some("ephemeralcontainers") => {
             let mut out = old.clone();
             let added = new

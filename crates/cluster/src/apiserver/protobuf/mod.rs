@@ -9,6 +9,7 @@
 //! int-or-string, raw JSON, schema unions) are converted explicitly. The JSON then takes the same path as a JSON
 //! body, so both encodings store the same object.
 
+mod certificates;
 mod decode;
 mod encode;
 mod json_form;
@@ -32,8 +33,15 @@ pub const MAGIC: &[u8] = b"k8s\x00";
 
 /// Descriptors of the built-in API groups the server serves, and of everything they import.
 static POOL: LazyLock<DescriptorPool> = LazyLock::new(|| {
-    DescriptorPool::decode(&include_bytes!("kubernetes.fds")[..])
-        .expect("the bundled Kubernetes descriptor set is valid")
+    let mut pool = DescriptorPool::decode(&include_bytes!("kubernetes.fds")[..])
+        .expect("the bundled Kubernetes descriptor set is valid");
+    let meta_file = pool
+        .get_message_by_name(&format!("{META_PACKAGE}.ObjectMeta"))
+        .map(|m| m.parent_file().name().to_owned())
+        .expect("the bundled descriptor set declares ObjectMeta");
+    pool.add_file_descriptor_proto(certificates::file(&meta_file))
+        .expect("the CertificateSigningRequest messages are valid");
+    pool
 });
 
 const UNKNOWN: &str = "apimachinery.pkg.runtime.Unknown";
@@ -133,6 +141,9 @@ pub const JSON_ONLY: &[(&str, &str)] = &[
     ("policy", "PodDisruptionBudget"),
     ("discovery.k8s.io", "EndpointSlice"),
     ("apiregistration.k8s.io", "APIService"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "IngressClass"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
 ];
 
 /// The message of a kind in a group version, or of a `meta.k8s.io` kind (`DeleteOptions`) sent under any group.

@@ -19,6 +19,18 @@ struct Builtin {
 
 const CREATE_ONLY: &[&str] = &["create"];
 
+/// Reading only: what is reported by the server itself rather than stored.
+const READ_ONLY: &[&str] = &["get", "list"];
+
+/// The versions a resource is served in besides its storage version (which comes first, and is preferred), each
+/// converted by [`super::super::conversion`].
+fn older_versions(group: &str, plural: &str) -> &'static [&'static str] {
+    match (group, plural) {
+        ("autoscaling", "horizontalpodautoscalers") => &["v1"],
+        _ => &[],
+    }
+}
+
 /// The built-in resources the embedded cluster serves: what the engine, the simulation, kubectl and the console use.
 const BUILTINS: &[Builtin] = &[
     Builtin {
@@ -393,6 +405,102 @@ const BUILTINS: &[Builtin] = &[
         generation: false,
         verbs: CREATE_ONLY,
     },
+    Builtin {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "tokenreviews",
+        kind: "TokenReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: CREATE_ONLY,
+    },
+    Builtin {
+        group: "certificates.k8s.io",
+        version: "v1",
+        plural: "certificatesigningrequests",
+        kind: "CertificateSigningRequest",
+        namespaced: false,
+        short_names: &["csr"],
+        categories: &[],
+        status: true,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "componentstatuses",
+        kind: "ComponentStatus",
+        namespaced: false,
+        short_names: &["cs"],
+        categories: &[],
+        status: false,
+        generation: false,
+        verbs: READ_ONLY,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "persistentvolumeclaims",
+        kind: "PersistentVolumeClaim",
+        namespaced: true,
+        short_names: &["pvc"],
+        categories: &[],
+        status: true,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "persistentvolumes",
+        kind: "PersistentVolume",
+        namespaced: false,
+        short_names: &["pv"],
+        categories: &[],
+        status: true,
+        generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "ingresses",
+        kind: "Ingress",
+        namespaced: true,
+        short_names: &["ing"],
+        categories: &[],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "networking.k8s.io",
+        version: "v1",
+        plural: "ingressclasses",
+        kind: "IngressClass",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "autoscaling",
+        version: "v2",
+        plural: "horizontalpodautoscalers",
+        kind: "HorizontalPodAutoscaler",
+        namespaced: true,
+        short_names: &["hpa"],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
 ];
 
 pub(super) fn builtin_resources() -> Vec<ResourceType> {
@@ -401,7 +509,10 @@ pub(super) fn builtin_resources() -> Vec<ResourceType> {
         .map(|b| ResourceType {
             group: b.group.to_string(),
             storage_version: b.version.to_string(),
-            versions: vec![b.version.to_string()],
+            versions: std::iter::once(b.version)
+                .chain(older_versions(b.group, b.plural).iter().copied())
+                .map(str::to_string)
+                .collect(),
             plural: b.plural.to_string(),
             singular: b.kind.to_lowercase(),
             kind: b.kind.to_string(),

@@ -2,13 +2,17 @@
 
 use serde_json::Value;
 
+use super::autoscaling::autoscaler_columns;
+use super::certificates::{component_status_columns, signing_request_columns};
 use super::column::{Column, ColumnType};
 use super::common::{age_column, name_column};
 use super::events::event_columns;
+use super::networking::{ingress_class_columns, ingress_columns};
 use super::nodes::node_columns;
 use super::pods::pod_columns;
 use super::read::{array, member_count, str_cell, timestamp, zero_time};
 use super::services::{endpoint_slice_columns, endpoints_columns, service_columns};
+use super::storage::{claim_columns, volume_columns};
 use super::workloads::{daemonset_columns, deployment_columns, job_columns, replicaset_columns};
 
 /// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
@@ -104,6 +108,13 @@ pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
                 Value::String(created.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
             },
         )],
+        ("", "persistentvolumeclaims") => claim_columns(),
+        ("", "persistentvolumes") => volume_columns(),
+        ("networking.k8s.io", "ingresses") => ingress_columns(),
+        ("networking.k8s.io", "ingressclasses") => ingress_class_columns(),
+        ("autoscaling", "horizontalpodautoscalers") => autoscaler_columns(),
+        ("certificates.k8s.io", "certificatesigningrequests") => signing_request_columns(),
+        ("", "componentstatuses") => component_status_columns(),
         _ => vec![age_column()],
     };
     columns.extend(specific);

@@ -6,15 +6,19 @@
 //! custom resources use the printer columns of their CRD version, built-in resources the columns a real
 //! cluster shows, and everything else falls back to Name and Age.
 
+mod autoscaling;
 mod builtin;
+mod certificates;
 mod column;
 mod common;
 mod custom;
 mod events;
+mod networking;
 mod nodes;
 mod pods;
 mod read;
 mod services;
+mod storage;
 mod workloads;
 
 use jiff::Timestamp;

@@ -9,7 +9,9 @@
 //! status's own rules only, and the simulation writes status many times a second.
 
 mod apps;
+mod autoscaling;
 mod batch;
+pub mod certificates;
 mod cluster;
 mod config;
 mod container;
@@ -20,6 +22,7 @@ mod event;
 mod field;
 mod lease;
 mod meta;
+mod networking;
 mod pod;
 mod probe;
 mod quantity;
@@ -27,6 +30,7 @@ mod rbac;
 mod runtime_class;
 mod scheduling;
 mod service;
+mod storage;
 mod volumes;
 
 use serde_json::Value;
@@ -103,6 +107,16 @@ fn kind_rules(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> field::Err
             runtime_class::runtime_class_update(obj, old)
         }
         ("coordination.k8s.io", "leases", _) => lease::lease(obj),
+        ("certificates.k8s.io", "certificatesigningrequests", _) => {
+            certificates::certificate_signing_request(obj)
+        }
+        ("", "persistentvolumeclaims", _) => storage::persistent_volume_claim(obj),
+        ("", "persistentvolumes", _) => storage::persistent_volume(obj),
+        ("networking.k8s.io", "ingresses", _) => networking::ingress(obj),
+        ("networking.k8s.io", "ingressclasses", _) => networking::ingress_class(obj),
+        ("autoscaling", "horizontalpodautoscalers", _) => {
+            autoscaling::horizontal_pod_autoscaler(obj)
+        }
         _ => field::Errors::default(),
     }
 }
