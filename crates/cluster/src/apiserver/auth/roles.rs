@@ -72,6 +72,8 @@ const VIEW: &[Grant] = &[
             "daemonsets/status",
             "replicasets",
             "replicasets/status",
+            "statefulsets",
+            "statefulsets/status",
         ],
         READ,
     ),
@@ -126,7 +128,11 @@ const EDIT: &[Grant] = &[
         WRITE,
     ),
     ("", &["serviceaccounts/token"], CREATE),
-    ("apps", &["deployments", "daemonsets", "replicasets"], WRITE),
+    (
+        "apps",
+        &["deployments", "daemonsets", "replicasets", "statefulsets"],
+        WRITE,
+    ),
     ("batch", &["jobs", "cronjobs"], WRITE),
     ("policy", &["poddisruptionbudgets"], WRITE),
 ];

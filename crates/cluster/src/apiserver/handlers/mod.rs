@@ -2,9 +2,11 @@
 
 mod commit;
 mod delete;
+mod eviction;
 mod filter;
 mod read;
 mod reviews;
+mod scale;
 mod subresources;
 mod watch;
 mod write;

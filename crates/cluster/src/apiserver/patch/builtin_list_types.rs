@@ -145,7 +145,9 @@ pub fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
             &CONDITIONS_ONLY
         }
         ("", "ServiceAccount") => &SERVICE_ACCOUNT,
-        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => &WORKLOAD,
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") | ("batch", "Job") => {
+            &WORKLOAD
+        }
         _ => &METADATA_ONLY,
     }
 }

@@ -8,7 +8,9 @@ use super::events::event_columns;
 use super::nodes::node_columns;
 use super::pods::pod_columns;
 use super::read::{array, member_count, str_cell, timestamp, zero_time};
-use super::workloads::{daemonset_columns, deployment_columns, job_columns, replicaset_columns};
+use super::workloads::{
+    daemonset_columns, deployment_columns, job_columns, replicaset_columns, statefulset_columns,
+};
 
 /// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
 /// `-o wide`); Name and Age for resources without a dedicated layout.
@@ -31,6 +33,7 @@ pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
         ("apps", "deployments") => deployment_columns(),
         ("apps", "replicasets") => replicaset_columns(),
         ("apps", "daemonsets") => daemonset_columns(),
+        ("apps", "statefulsets") => statefulset_columns(),
         ("batch", "jobs") => job_columns(),
         ("", "configmaps") => vec![
             Column::computed(
