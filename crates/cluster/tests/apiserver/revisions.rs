@@ -10,7 +10,6 @@ use kmm_cluster::sim::scenario::Scenario;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::common::eventually;
 use super::with_kubectl::{kubectl_installed, serve};
 
 const SCENARIO: &str = r#"
@@ -69,6 +68,26 @@ fn entry(revision: &str, cause: &str, history: &str) -> (String, String, String)
     (revision.into(), cause.into(), history.into())
 }
 
+/// The ReplicaSets by image, as [`revisions_by_image`] reads them.
+type Revisions = BTreeMap<String, (String, String, String)>;
+
+/// Wait (up to two minutes) until the Deployment carries `revision` and its ReplicaSets are `want`; fail with what
+/// was seen last.
+async fn settle(client: &kube::Client, revision: &str, want: Revisions) {
+    let mut seen = (None, Revisions::new());
+    for _ in 0..240 {
+        seen = (
+            deployment_revision(client).await,
+            revisions_by_image(client).await,
+        );
+        if seen.0.as_deref() == Some(revision) && seen.1 == want {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    panic!("wanted revision {revision} and {want:?}, last saw {seen:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revisions_number_templates_and_kubectl_rolls_back() {
     let scenario = Scenario::parse(SCENARIO, "test", None).expect("the scenario parses");
@@ -96,19 +115,8 @@ async fn revisions_number_templates_and_kubectl_rolls_back() {
         .create(&PostParams::default(), &deployment)
         .await
         .expect("the Deployment is created");
-    eventually(
-        120,
-        "revision 1 on the Deployment and its ReplicaSet",
-        || async {
-            deployment_revision(&client).await.as_deref() == Some("1")
-                && revisions_by_image(&client).await
-                    == BTreeMap::from([(
-                        "registry.k8s.io/pause:3.10".into(),
-                        entry("1", "first", ""),
-                    )])
-        },
-    )
-    .await;
+    let first = BTreeMap::from([("registry.k8s.io/pause:3.10".into(), entry("1", "first", ""))]);
+    settle(&client, "1", first).await;
 
     deployments
         .patch(
@@ -121,19 +129,11 @@ async fn revisions_number_templates_and_kubectl_rolls_back() {
         )
         .await
         .expect("the template changes");
-    eventually(
-        120,
-        "revision 2 for the new template, 1 kept for the old",
-        || async {
-            deployment_revision(&client).await.as_deref() == Some("2")
-                && revisions_by_image(&client).await
-                    == BTreeMap::from([
-                        ("registry.k8s.io/pause:3.10".into(), entry("1", "first", "")),
-                        ("registry.k8s.io/pause:3.9".into(), entry("2", "second", "")),
-                    ])
-        },
-    )
-    .await;
+    let second = BTreeMap::from([
+        ("registry.k8s.io/pause:3.10".into(), entry("1", "first", "")),
+        ("registry.k8s.io/pause:3.9".into(), entry("2", "second", "")),
+    ]);
+    settle(&client, "2", second).await;
 
     if kubectl_installed() {
         let (ok, stdout, stderr) = served
@@ -176,18 +176,14 @@ async fn revisions_number_templates_and_kubectl_rolls_back() {
             .await
             .expect("the template goes back");
     }
-    eventually(120, "the first template is back as revision 3", || async {
-        deployment_revision(&client).await.as_deref() == Some("3")
-            && revisions_by_image(&client).await
-                == BTreeMap::from([
-                    (
-                        "registry.k8s.io/pause:3.10".into(),
-                        entry("3", "first", "1"),
-                    ),
-                    ("registry.k8s.io/pause:3.9".into(), entry("2", "second", "")),
-                ])
-    })
-    .await;
+    let rolled_back = BTreeMap::from([
+        (
+            "registry.k8s.io/pause:3.10".into(),
+            entry("3", "first", "1"),
+        ),
+        ("registry.k8s.io/pause:3.9".into(), entry("2", "second", "")),
+    ]);
+    settle(&client, "3", rolled_back).await;
 
     deployments
         .patch(
@@ -197,14 +193,10 @@ async fn revisions_number_templates_and_kubectl_rolls_back() {
         )
         .await
         .expect("the history limit changes");
-    eventually(
-        120,
-        "no old ReplicaSet is kept beyond the limit",
-        || async {
-            revisions_by_image(&client).await.keys().collect::<Vec<_>>()
-                == vec!["registry.k8s.io/pause:3.10"]
-        },
-    )
-    .await;
+    let kept = BTreeMap::from([(
+        "registry.k8s.io/pause:3.10".into(),
+        entry("3", "first", "1"),
+    )]);
+    settle(&client, "3", kept).await;
     served.cluster.shutdown().await;
 }

@@ -48,6 +48,9 @@ pub(crate) mod replicas;
 pub mod revisions;
 pub mod stateful;
 
+/// How long a pass whose writes failed waits before it is tried again even without a new event.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
@@ -131,6 +134,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                     Some(matters) => due |= matters,
                     None => return,
                 },
+                () = tokio::time::sleep(RETRY), if due => {}
             }
             while let Some(Some(matters)) = events.next().now_or_never() {
                 due |= matters;
@@ -237,7 +241,7 @@ async fn record<K: Resource<DynamicType = ()>>(
 
 /// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController, StatefulSet, Job
 /// and DaemonSet; returns whether every write succeeded.
-/// Failed writes are logged; the next event brings another pass.
+/// Failed writes are logged; another pass follows at the next event, or after `RETRY` without one.
 async fn pass(
     client: &kube::Client,
     stores: &Stores,
