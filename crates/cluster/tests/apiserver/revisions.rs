@@ -106,7 +106,10 @@ async fn revisions_number_templates_and_kubectl_rolls_back() {
             "selector": {"matchLabels": {"app": "web"}},
             "template": {
                 "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10"}]}
+                "spec": {
+                    "hostNetwork": false,
+                    "containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10", "stdin": false}]
+                }
             }
         }
     }))

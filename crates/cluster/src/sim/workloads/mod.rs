@@ -435,9 +435,10 @@ pub fn template_hash(template: &PodTemplateSpec) -> String {
     out
 }
 
-/// A pod template as kube-controller-manager compares them: without the `pod-template-hash` label, and with empty
-/// objects and lists and nulls the same as absent fields (a client that decodes and encodes a template again writes
-/// `resources: {}` where there was nothing).
+/// A pod template as kube-controller-manager compares them: without the `pod-template-hash` label, and with zero
+/// values (`false`, `0`, `""`, empty objects and lists, nulls) the same as absent fields, as Go's typed templates
+/// hold them: a client that decodes and encodes a template again (`kubectl rollout undo`) writes `resources: {}`
+/// where there was nothing and leaves out the `stdin: false` another client wrote.
 fn comparable_template(template: &PodTemplateSpec) -> Value {
     fn without_empties(value: Value) -> Value {
         match value {
@@ -455,9 +456,11 @@ fn comparable_template(template: &PodTemplateSpec) -> Value {
     fn is_empty(value: &Value) -> bool {
         match value {
             Value::Null => true,
+            Value::Bool(flag) => !flag,
+            Value::Number(number) => number.as_f64() == Some(0.0),
+            Value::String(text) => text.is_empty(),
             Value::Object(fields) => fields.is_empty(),
             Value::Array(items) => items.is_empty(),
-            _ => false,
         }
     }
     let mut value = serde_json::to_value(template).unwrap_or(Value::Null);
