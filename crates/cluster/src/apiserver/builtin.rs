@@ -57,6 +57,7 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("apps", "deployments") => round_trip::<api::apps::v1::Deployment>,
         ("apps", "replicasets") => round_trip::<api::apps::v1::ReplicaSet>,
         ("apps", "daemonsets") => round_trip::<api::apps::v1::DaemonSet>,
+        ("apps", "statefulsets") => round_trip::<api::apps::v1::StatefulSet>,
         ("rbac.authorization.k8s.io", "clusterroles") => round_trip::<api::rbac::v1::ClusterRole>,
         ("rbac.authorization.k8s.io", "clusterrolebindings") => {
             round_trip::<api::rbac::v1::ClusterRoleBinding>

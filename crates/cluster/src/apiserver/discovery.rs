@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::errors::ApiError;
 use super::registry::{Registry, ResourceType};
+use super::scale::{SCALE_GROUP, SCALE_KIND, SCALE_VERSION};
 
 /// `/api`.
 pub fn core_versions() -> Value {
@@ -112,7 +113,15 @@ pub fn resources(registry: &Registry, group: &str, version: &str) -> Result<Valu
             list.push(json!({"name": format!("{}/status", rt.plural), "singularName": "", "namespaced": rt.namespaced, "kind": rt.kind, "verbs": ["get", "patch", "update"]}));
         }
         for (sub, kind, verbs) in extra_subresources(rt) {
-            list.push(json!({"name": format!("{}/{sub}", rt.plural), "singularName": "", "namespaced": rt.namespaced, "kind": kind, "verbs": verbs}));
+            let mut entry = json!({"name": format!("{}/{sub}", rt.plural), "singularName": "", "namespaced": rt.namespaced, "kind": kind, "verbs": verbs});
+            if let Some((group, version)) = foreign_group_version(sub) {
+                entry["group"] = json!(group);
+                entry["version"] = json!(version);
+            }
+            list.push(entry);
+        }
+        if rt.scale.is_some() {
+            list.push(json!({"name": format!("{}/scale", rt.plural), "singularName": "", "namespaced": rt.namespaced, "group": SCALE_GROUP, "version": SCALE_VERSION, "kind": SCALE_KIND, "verbs": ["get", "patch", "update"]}));
         }
     }
     let group_version = if group.is_empty() {
@@ -142,7 +151,16 @@ fn resource_entry(rt: &ResourceType) -> Value {
     entry
 }
 
-/// Subresources other than status that some built-ins have.
+/// The group and version of a subresource whose kind lives in another API group than its resource: discovery
+/// names them, as kube-apiserver's does, and clients such as `kubectl drain` send that kind only when it does.
+fn foreign_group_version(sub: &str) -> Option<(&'static str, &'static str)> {
+    match sub {
+        "eviction" => Some(("policy", "v1")),
+        _ => None,
+    }
+}
+
+/// Subresources other than status and scale that some built-ins have.
 fn extra_subresources(rt: &ResourceType) -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => vec![

@@ -32,6 +32,7 @@ pub mod patch;
 pub mod protobuf;
 pub mod registry;
 pub mod request;
+pub mod scale;
 pub mod schema;
 pub mod selector;
 pub mod streams;

@@ -12,6 +12,7 @@
 //! reproducible and tests go through minutes of simulated time in milliseconds.
 
 pub mod clock;
+pub mod disruption;
 pub mod effects;
 pub mod endpoint_slices;
 pub mod endpoints;

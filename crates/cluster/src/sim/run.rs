@@ -6,8 +6,8 @@ use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
 use super::{
-    OwnImagePrograms, World, endpoint_slices, inject, kubelet, mco, objects, registry_record,
-    scheduler, workloads,
+    OwnImagePrograms, World, disruption, endpoint_slices, inject, kubelet, mco, objects,
+    registry_record, scheduler, workloads,
 };
 use crate::apiserver::ApiServer;
 
@@ -38,6 +38,7 @@ impl Simulation {
         tasks.push(mco::spawn(world.clone()));
         tasks.push(workloads::spawn(world.clone()));
         tasks.push(endpoint_slices::spawn(world.clone()));
+        tasks.push(disruption::spawn(world.clone()));
         tasks.push(inject::spawn(world.clone()));
         Ok(Self { world, tasks })
     }

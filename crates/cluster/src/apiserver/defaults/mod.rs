@@ -39,6 +39,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
         ("apps", "deployments") => workloads::deployment(obj),
         ("apps", "replicasets") => workloads::replica_set(obj),
         ("apps", "daemonsets") => workloads::daemon_set(obj),
+        ("apps", "statefulsets") => workloads::stateful_set(obj),
         ("batch", "jobs") => workloads::job(obj),
         ("batch", "cronjobs") => workloads::cron_job(obj),
         ("", "endpoints") => service::endpoints(obj),

@@ -40,6 +40,33 @@ pub fn replication_controller(obj: &mut Value) {
     template(obj, "/spec/template/spec");
 }
 
+/// A StatefulSet: one replica, its pods started one at a time in order, rolled from the highest ordinal down, ten
+/// old revisions kept, its volume claims retained.
+pub fn stateful_set(obj: &mut Value) {
+    drop_if_empty(obj, "/spec/updateStrategy");
+    set_default(obj, &["spec", "replicas"], json!(1));
+    set_default(obj, &["spec", "podManagementPolicy"], json!("OrderedReady"));
+    set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
+    set_default(
+        obj,
+        &["spec", "updateStrategy", "type"],
+        json!("RollingUpdate"),
+    );
+    if let Some(strategy) = obj.pointer_mut("/spec/updateStrategy")
+        && strategy["type"] == "RollingUpdate"
+    {
+        set_default(strategy, &["rollingUpdate", "partition"], json!(0));
+    }
+    for when in ["whenDeleted", "whenScaled"] {
+        set_default(
+            obj,
+            &["spec", "persistentVolumeClaimRetentionPolicy", when],
+            json!("Retain"),
+        );
+    }
+    template(obj, "/spec/template/spec");
+}
+
 /// A DaemonSet: rolled one node at a time, ten old revisions kept.
 pub fn daemon_set(obj: &mut Value) {
     drop_if_empty(obj, "/spec/updateStrategy");

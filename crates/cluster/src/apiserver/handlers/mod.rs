@@ -3,10 +3,12 @@
 mod commit;
 mod component_statuses;
 mod delete;
+mod eviction;
 mod filter;
 mod partial_metadata;
 mod read;
 mod reviews;
+mod scale;
 mod subresources;
 mod watch;
 mod write;

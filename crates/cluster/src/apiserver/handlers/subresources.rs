@@ -1,11 +1,11 @@
-//! Subresources other than status: pod logs, pod binding (what a scheduler posts), pod eviction (what a drain
-//! posts), namespace finalize and ServiceAccount tokens (what `kubectl create token` posts).
+//! Subresources other than status: a workload's scale ([`super::scale`]), pod logs, pod binding (what a
+//! scheduler posts), pod eviction (what a drain posts, [`super::eviction`]), namespace finalize and ServiceAccount
+//! tokens (what `kubectl create token` posts).
 
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::RequestContext;
-use super::delete::{DeletePolicy, delete_object};
 use crate::apiserver::auth::tokens;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::request::Verb;
@@ -19,11 +19,16 @@ pub async fn handle(
     sub: &str,
     verb: Verb,
 ) -> Result<Response<ResponseBody>, ApiError> {
+    if sub == "scale"
+        && let Some(paths) = &ctx.rt.scale
+    {
+        return super::scale::serve(server, ctx, paths, verb).await;
+    }
     let core = ctx.rt.group.is_empty();
     match (core, ctx.rt.plural.as_str(), sub, verb) {
         (true, "pods", "log", Verb::Get) => logs::serve(server, ctx),
         (true, "pods", "binding", Verb::Create) => bind(server, ctx),
-        (true, "pods", "eviction", Verb::Create) => evict(server, ctx),
+        (true, "pods", "eviction", Verb::Create) => super::eviction::evict(server, ctx),
         (true, "namespaces", "finalize", Verb::Update) => super::write::update(server, ctx),
         (true, "serviceaccounts", "token", Verb::Create) => token(server, ctx),
         _ => Err(ApiError::no_route(&format!("{}/{sub}", ctx.rt.plural))),
@@ -81,41 +86,6 @@ fn bind(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBod
         Err(CommitError::Conflict) => Err(ApiError::stale("", "pods", ctx.name())),
         Err(e) => Err(ApiError::commit_failed(e)),
     }
-}
-
-/// How many times an eviction reads the pod again after a concurrent write before answering 409, as
-/// kube-apiserver's `EvictionsRetry` does.
-const EVICTION_ATTEMPTS: usize = 5;
-
-/// `pods/eviction`: delete the pod (PodDisruptionBudgets are stored but not consulted). The pod is deleted as it
-/// is read; a write in between (its kubelet reporting status) makes the eviction read it again rather than fail, so a
-/// drain is not refused for a pod that merely changed.
-fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
-    for attempt in 1..=EVICTION_ATTEMPTS {
-        let current = server
-            .store()
-            .get(&ctx.storage, ctx.namespace(), ctx.name())
-            .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?;
-        if ctx.dry_run() {
-            break;
-        }
-        match delete_object(
-            server,
-            &ctx.rt,
-            &ctx.storage,
-            &current,
-            DeletePolicy::Background,
-        ) {
-            Ok(_) => break,
-            Err(CommitError::Conflict) if attempt < EVICTION_ATTEMPTS => {}
-            Err(CommitError::Conflict) => return Err(ApiError::stale("", "pods", ctx.name())),
-            Err(e) => return Err(ApiError::commit_failed(e)),
-        }
-    }
-    Ok(json_response(
-        StatusCode::CREATED,
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-    ))
 }
 
 /// `serviceaccounts/token`: a TokenRequest, answered with a signed token bound to the ServiceAccount's uid that

@@ -596,7 +596,7 @@ fn unprocessable(message: String) -> ApiError {
 }
 
 /// A patch that cannot be applied: 413 for one with too many operations (as kube-apiserver), 422 otherwise.
-fn patch_failed(error: patch::PatchError) -> ApiError {
+pub(super) fn patch_failed(error: patch::PatchError) -> ApiError {
     match error {
         patch::PatchError::TooManyOperations { .. } => ApiError::too_large(error.to_string()),
         other => unprocessable(other.to_string()),

@@ -163,7 +163,9 @@ pub fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
         }
         ("", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("", "Service") => &SERVICE,
-        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => &WORKLOAD,
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") | ("batch", "Job") => {
+            &WORKLOAD
+        }
         _ => &METADATA_ONLY,
     }
 }

@@ -1,5 +1,6 @@
 //! The built-in resources the embedded cluster serves, as one compact table, and their registry entries.
 
+use super::super::scale::ScalePaths;
 use super::super::table;
 use super::{ALL_VERBS, Origin, ResourceType};
 
@@ -184,6 +185,18 @@ const BUILTINS: &[Builtin] = &[
         kind: "ReplicationController",
         namespaced: true,
         short_names: &["rc"],
+        categories: &["all"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        plural: "statefulsets",
+        kind: "StatefulSet",
+        namespaced: true,
+        short_names: &["sts"],
         categories: &["all"],
         status: true,
         generation: true,
@@ -520,6 +533,7 @@ pub(super) fn builtin_resources() -> Vec<ResourceType> {
             short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
             categories: b.categories.iter().map(|s| s.to_string()).collect(),
             status_subresource: b.status,
+            scale: ScalePaths::builtin(b.group, b.plural),
             tracks_generation: b.generation,
             verbs: b.verbs.to_vec(),
             columns: table::builtin_columns(b.group, b.plural),

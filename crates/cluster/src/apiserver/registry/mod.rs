@@ -13,6 +13,7 @@ mod builtins;
 
 use builtins::builtin_resources;
 
+use super::scale::ScalePaths;
 use super::schema::Schema;
 use super::table::{self, Column};
 
@@ -65,6 +66,8 @@ pub struct ResourceType {
     pub categories: Vec<String>,
     /// Whether a `/status` subresource exists; if so the main endpoint ignores status changes.
     pub status_subresource: bool,
+    /// Where its Scale's counts and selector live, for the kinds with a `/scale` subresource.
+    pub scale: Option<ScalePaths>,
     /// Whether `metadata.generation` is maintained (bumped on every non-metadata, non-status change).
     pub tracks_generation: bool,
     /// Verbs the resource supports.
@@ -224,6 +227,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceType, String> {
     let mut storage = None;
     let mut schemas = HashMap::new();
     let mut status = false;
+    let mut scale = None;
     let mut columns = None;
     for (i, v) in versions.iter().enumerate() {
         let name =
@@ -237,6 +241,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceType, String> {
             }
             storage = Some(name.to_string());
             status = v.pointer("/subresources/status").is_some();
+            scale = ScalePaths::from_crd_version(v);
             let printer = v
                 .get("additionalPrinterColumns")
                 .and_then(Value::as_array)
@@ -282,6 +287,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceType, String> {
         short_names: list("shortNames"),
         categories: list("categories"),
         status_subresource: status,
+        scale,
         tracks_generation: true,
         verbs: ALL_VERBS.to_vec(),
         columns: columns.unwrap_or_default(),

@@ -13,7 +13,9 @@ use super::pods::pod_columns;
 use super::read::{array, member_count, str_cell, timestamp, zero_time};
 use super::services::{endpoint_slice_columns, endpoints_columns, service_columns};
 use super::storage::{claim_columns, volume_columns};
-use super::workloads::{daemonset_columns, deployment_columns, job_columns, replicaset_columns};
+use super::workloads::{
+    daemonset_columns, deployment_columns, job_columns, replicaset_columns, statefulset_columns,
+};
 
 /// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
 /// `-o wide`); Name and Age for resources without a dedicated layout.
@@ -36,6 +38,7 @@ pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
         ("apps", "deployments") => deployment_columns(),
         ("apps", "replicasets") => replicaset_columns(),
         ("apps", "daemonsets") => daemonset_columns(),
+        ("apps", "statefulsets") => statefulset_columns(),
         ("batch", "jobs") => job_columns(),
         ("", "services") => service_columns(),
         ("", "endpoints") => endpoints_columns(),

@@ -46,6 +46,31 @@ pub(super) fn deployment_columns() -> Vec<Column> {
     columns
 }
 
+/// `kubectl get sts`: ready pods out of desired ones.
+pub(super) fn statefulset_columns() -> Vec<Column> {
+    let mut columns = vec![
+        Column::computed(
+            "Ready",
+            ColumnType::String,
+            0,
+            "Ready replicas out of desired replicas.",
+            |o, _| {
+                let desired = get(o, &["spec", "replicas"])
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1);
+                Value::String(format!(
+                    "{}/{desired}",
+                    int(o, &["status", "readyReplicas"])
+                ))
+            },
+        ),
+        age_column(),
+    ];
+    // Wide output adds the containers and images only, without a selector column.
+    columns.extend(workload_wide_columns().into_iter().take(2));
+    columns
+}
+
 /// `kubectl get rs`: desired, current and ready pods.
 pub(super) fn replicaset_columns() -> Vec<Column> {
     let count = |name: &str, description: &str, printer: fn(&Value, Timestamp) -> Value| {

@@ -89,6 +89,42 @@ pub fn daemon_set(obj: &Value) -> Errors {
     errors
 }
 
+/// A StatefulSet: its pods named after it in order, so it needs a selector of its template and a known pod
+/// management policy and update strategy.
+pub fn stateful_set(obj: &Value) -> Errors {
+    let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    for field in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
+        errors.non_negative(spec, field, "spec");
+    }
+    selected_template(&mut errors, spec, "statefulset", "StatefulSet");
+    match text(spec, "podManagementPolicy") {
+        "OrderedReady" | "Parallel" => {}
+        other => errors.not_supported(
+            "spec.podManagementPolicy",
+            &json!(other),
+            &["OrderedReady", "Parallel"],
+        ),
+    }
+    let strategy = spec.get("updateStrategy").unwrap_or(&Value::Null);
+    match text(strategy, "type") {
+        "OnDelete" if strategy.get("rollingUpdate").is_some() => errors.forbidden(
+            "spec.updateStrategy.rollingUpdate",
+            "only allowed for updateStrategy 'RollingUpdate'",
+        ),
+        "OnDelete" | "RollingUpdate" => {}
+        other => errors.not_supported(
+            "spec.updateStrategy.type",
+            &json!(other),
+            &["OnDelete", "RollingUpdate"],
+        ),
+    }
+    if let Some(rolling) = strategy.get("rollingUpdate") {
+        errors.non_negative(rolling, "partition", "spec.updateStrategy.rollingUpdate");
+    }
+    errors
+}
+
 /// A ReplicationController: a selector given as plain labels, defaulted from the template's.
 pub fn replication_controller(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");

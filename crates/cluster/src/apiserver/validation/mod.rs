@@ -88,6 +88,7 @@ fn kind_rules(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> field::Err
         ("apps", "deployments", old) => selector_fixed(apps::deployment(obj), obj, old),
         ("apps", "replicasets", old) => selector_fixed(apps::replica_set(obj), obj, old),
         ("apps", "daemonsets", old) => selector_fixed(apps::daemon_set(obj), obj, old),
+        ("apps", "statefulsets", old) => selector_fixed(apps::stateful_set(obj), obj, old),
         ("batch", "jobs", None) => batch::job(obj),
         ("batch", "jobs", Some(old)) => batch::job_update(obj, &defaulted(rt, old)),
         ("batch", "cronjobs", _) => batch::cron_job(obj),

@@ -10,9 +10,12 @@
 //!   it creates the missing ones (`generateName: <replicaset>-`, owned by it) and deletes the excess, unscheduled
 //!   and not ready pods first, then the newest. A deleted pod is replaced at once. A ReplicationController does the
 //!   same ([`replicas`]).
+//! - A StatefulSet keeps pods `<set>-0..n-1`, created in order ([`stateful`]).
 //! - A DaemonSet keeps one pod on every node its template fits, and rolls a new template out node by node
 //!   ([`daemons`]).
 //! - A Job runs pods to completion, within its parallelism and backoff limit ([`jobs`]).
+//! - Each template's ReplicaSet is numbered (`deployment.kubernetes.io/revision`) and old ones beyond the history
+//!   limit deleted, so `kubectl rollout history` and `undo` work ([`revisions`]).
 //! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
 //!   `SuccessfulDelete` on the ReplicaSet or ReplicationController.
 //! - All write `status` (`replicas`, `readyReplicas`, `availableReplicas`, and `updatedReplicas` and the
@@ -24,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -42,6 +45,11 @@ use super::{MANAGER, World, forget_managed_fields};
 pub mod daemons;
 pub mod jobs;
 pub(crate) mod replicas;
+pub mod revisions;
+pub mod stateful;
+
+/// How long a pass whose writes failed waits before it is tried again even without a new event.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The label that ties a ReplicaSet and its pods to one pod template of their Deployment.
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
@@ -55,6 +63,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
         let (replication_controllers, replication_controller_writer) =
             reflector::store::<ReplicationController>();
         let (daemon_sets, daemon_set_writer) = reflector::store::<DaemonSet>();
+        let (stateful_sets, stateful_set_writer) = reflector::store::<StatefulSet>();
         let (jobs, job_writer) = reflector::store::<Job>();
         let nodes = world.watches.nodes.store();
         let pods = world.watches.pods.store();
@@ -66,6 +75,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             every_change(replica_set_writer, &client),
             every_change(replication_controller_writer, &client),
             every_change(daemon_set_writer, &client),
+            every_change(stateful_set_writer, &client),
             every_change(job_writer, &client),
             world
                 .watches
@@ -85,6 +95,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                 .subscribe_with(|change| match change {
                     watcher::Event::Apply(pod) | watcher::Event::Delete(pod) => {
                         replicas::has_replicating_controller(pod)
+                            || stateful::has_stateful_controller(pod)
                             || daemons::has_daemon_controller(pod)
                             || jobs::has_job_controller(pod)
                     }
@@ -98,6 +109,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             replica_sets,
             replication_controllers,
             daemon_sets,
+            stateful_sets,
             nodes,
             jobs,
             pods,
@@ -107,6 +119,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
             replica_sets: Recorder::new(client.clone(), "replicaset-controller"),
             replication_controllers: Recorder::new(client.clone(), "replication-controller"),
             daemon_sets: Recorder::new(client.clone(), "daemonset-controller"),
+            stateful_sets: Recorder::new(client.clone(), "statefulset-controller"),
             jobs: Recorder::new(client.clone(), "job-controller"),
         };
         let mut expectations = Expectations::default();
@@ -121,6 +134,7 @@ pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
                     Some(matters) => due |= matters,
                     None => return,
                 },
+                () = tokio::time::sleep(RETRY), if due => {}
             }
             while let Some(Some(matters)) = events.next().now_or_never() {
                 due |= matters;
@@ -162,6 +176,7 @@ struct Stores {
     replica_sets: Store<ReplicaSet>,
     replication_controllers: Store<ReplicationController>,
     daemon_sets: Store<DaemonSet>,
+    stateful_sets: Store<StatefulSet>,
     nodes: Store<Node>,
     jobs: Store<Job>,
     pods: Store<Pod>,
@@ -181,6 +196,11 @@ impl Stores {
                 .now_or_never()
                 .is_some()
             && self.daemon_sets.wait_until_ready().now_or_never().is_some()
+            && self
+                .stateful_sets
+                .wait_until_ready()
+                .now_or_never()
+                .is_some()
             && self.nodes.wait_until_ready().now_or_never().is_some()
             && self.jobs.wait_until_ready().now_or_never().is_some()
             && self.pods.wait_until_ready().now_or_never().is_some()
@@ -200,6 +220,7 @@ struct Recorders {
     replica_sets: Recorder,
     replication_controllers: Recorder,
     daemon_sets: Recorder,
+    stateful_sets: Recorder,
     jobs: Recorder,
 }
 
@@ -218,9 +239,9 @@ async fn record<K: Resource<DynamicType = ()>>(
     }
 }
 
-/// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController, Job and
-/// DaemonSet; returns whether every write succeeded.
-/// Failed writes are logged; the next event brings another pass.
+/// One level-triggered pass over every Deployment, then every ReplicaSet, ReplicationController, StatefulSet, Job
+/// and DaemonSet; returns whether every write succeeded.
+/// Failed writes are logged; another pass follows at the next event, or after `RETRY` without one.
 async fn pass(
     client: &kube::Client,
     stores: &Stores,
@@ -260,6 +281,15 @@ async fn pass(
         if let Err(error) = replicas::sync(client, recorder, controller.as_ref(), &pods).await {
             succeeded = false;
             tracing::debug!(replicationcontroller = %controller.name_any(), %error, "syncing replicationcontroller");
+        }
+    }
+    for set in stores.stateful_sets.state() {
+        if set.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Err(error) = stateful::sync(client, &recorders.stateful_sets, &set, &pods).await {
+            succeeded = false;
+            tracing::debug!(statefulset = %set.name_any(), %error, "syncing statefulset");
         }
     }
     let all_jobs = stores.jobs.state();
@@ -405,6 +435,44 @@ pub fn template_hash(template: &PodTemplateSpec) -> String {
     out
 }
 
+/// A pod template as kube-controller-manager compares them: without the `pod-template-hash` label, and with zero
+/// values (`false`, `0`, `""`, empty objects and lists, nulls) the same as absent fields, as Go's typed templates
+/// hold them: a client that decodes and encodes a template again (`kubectl rollout undo`) writes `resources: {}`
+/// where there was nothing and leaves out the `stdin: false` another client wrote.
+fn comparable_template(template: &PodTemplateSpec) -> Value {
+    fn without_empties(value: Value) -> Value {
+        match value {
+            Value::Object(fields) => Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(key, value)| (key, without_empties(value)))
+                    .filter(|(_, value)| !is_empty(value))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.into_iter().map(without_empties).collect()),
+            other => other,
+        }
+    }
+    fn is_empty(value: &Value) -> bool {
+        match value {
+            Value::Null => true,
+            Value::Bool(flag) => !flag,
+            Value::Number(number) => number.as_f64() == Some(0.0),
+            Value::String(text) => text.is_empty(),
+            Value::Object(fields) => fields.is_empty(),
+            Value::Array(items) => items.is_empty(),
+        }
+    }
+    let mut value = serde_json::to_value(template).unwrap_or(Value::Null);
+    if let Some(labels) = value
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove(POD_TEMPLATE_HASH);
+    }
+    without_empties(value)
+}
+
 /// Keep the ReplicaSet of the current template at the desired size, the others at zero, and report.
 async fn sync_deployment(
     client: &kube::Client,
@@ -427,10 +495,31 @@ async fn sync_deployment(
         .iter()
         .filter(|rs| controlled_by(rs.meta(), &uid))
         .collect();
-    let current = owned.iter().find(|rs| rs.name_any() == name);
+    // The ReplicaSet of the current template: found by its template, as a client that sends an old template back
+    // (`kubectl rollout undo`) may spell it differently, else by name.
+    let wanted = comparable_template(&spec.template);
+    let current = owned
+        .iter()
+        .find(|rs| {
+            rs.spec
+                .as_ref()
+                .and_then(|s| s.template.as_ref())
+                .is_some_and(|t| comparable_template(t) == wanted)
+        })
+        .or_else(|| owned.iter().find(|rs| rs.name_any() == name));
+    let current_name = current.map_or_else(|| name.clone(), |rs| rs.name_any());
+    let old_sets: Vec<&Arc<ReplicaSet>> = owned
+        .iter()
+        .copied()
+        .filter(|rs| rs.name_any() != current_name)
+        .collect();
+    let revision = revisions::current_revision(current.map(|rs| rs.as_ref()), &old_sets);
     match current {
         None => {
-            let replica_set = new_replica_set(deployment, &name, &hash, desired);
+            let mut replica_set = new_replica_set(deployment, &name, &hash, desired);
+            replica_set.metadata.annotations = Some(revisions::replica_set_annotations(
+                deployment, None, revision,
+            ));
             match api.create(&params(), &replica_set).await {
                 Ok(_) => {
                     let message = format!("Scaled up replica set {name} from 0 to {desired}");
@@ -440,11 +529,16 @@ async fn sync_deployment(
                 Err(error) => return Err(error),
             }
         }
-        Some(rs) => scale(&api, recorder, deployment, rs, desired).await?,
+        Some(rs) => {
+            revisions::annotate_replica_set(&api, deployment, rs, revision).await?;
+            scale(&api, recorder, deployment, rs, desired).await?;
+        }
     }
-    for old in owned.iter().filter(|rs| rs.name_any() != name) {
+    for old in &old_sets {
         scale(&api, recorder, deployment, old, 0).await?;
     }
+    revisions::annotate_deployment(client, deployment, revision).await?;
+    revisions::clean_up(&api, deployment, &old_sets).await?;
     let count = |field: fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>| {
         owned
             .iter()

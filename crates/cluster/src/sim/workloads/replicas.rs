@@ -63,7 +63,8 @@ pub fn has_replicating_controller(pod: &Pod) -> bool {
     })
 }
 
-fn is_active(pod: &Pod) -> bool {
+/// Whether the pod counts toward its controller's replicas: not terminating, not finished.
+pub fn is_active(pod: &Pod) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
