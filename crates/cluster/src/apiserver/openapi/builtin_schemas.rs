@@ -155,6 +155,79 @@ const KINDS: &[(&str, &str, &str, Describe)] = &[
         "SelfSubjectRulesReview",
         describe::<api::authorization::v1::SelfSubjectRulesReview>,
     ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        describe::<api::authorization::v1::LocalSubjectAccessReview>,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        describe::<api::authentication::v1::SelfSubjectReview>,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        describe::<api::authentication::v1::TokenReview>,
+    ),
+    ("", "v1", "Endpoints", describe::<api::core::v1::Endpoints>),
+    (
+        "",
+        "v1",
+        "ComponentStatus",
+        describe::<api::core::v1::ComponentStatus>,
+    ),
+    (
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        describe::<api::core::v1::PersistentVolumeClaim>,
+    ),
+    (
+        "",
+        "v1",
+        "PersistentVolume",
+        describe::<api::core::v1::PersistentVolume>,
+    ),
+    (
+        "apps",
+        "v1",
+        "StatefulSet",
+        describe::<api::apps::v1::StatefulSet>,
+    ),
+    (
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        describe::<api::networking::v1::Ingress>,
+    ),
+    (
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        describe::<api::networking::v1::IngressClass>,
+    ),
+    (
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        describe::<api::autoscaling::v2::HorizontalPodAutoscaler>,
+    ),
+    (
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        describe::<api::autoscaling::v1::HorizontalPodAutoscaler>,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        describe::<api::certificates::v1::CertificateSigningRequest>,
+    ),
 ];
 
 /// Every built-in schema, by its Kubernetes definition name (`io.k8s.api.core.v1.Pod`), and which definition is
@@ -264,5 +337,23 @@ mod tests {
         assert!(pod_spec["properties"]["containers"]["description"].is_string());
         assert!(closure.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
         assert!(!closure.contains_key("io.k8s.api.rbac.v1.PolicyRule"));
+    }
+
+    /// A kind added to the registry without a schema here would be served with none: `kubectl explain` and
+    /// strict client-side validation would fail for it alone.
+    #[test]
+    fn every_built_in_kind_in_every_served_version_has_a_schema() {
+        let missing: Vec<String> = crate::apiserver::registry::Registry::with_builtins()
+            .all()
+            .iter()
+            .flat_map(|rt| {
+                rt.versions
+                    .iter()
+                    .filter(|version| BUILTIN_SCHEMAS.kind(&rt.group, version, &rt.kind).is_none())
+                    .map(|version| format!("{}/{version} {}", rt.group, rt.kind))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(missing.is_empty(), "no schema for {missing:?}");
     }
 }
