@@ -79,7 +79,9 @@ fn run_script_against_serve(script: &str, scenario: &str) {
     let state = dir.path().join("state");
     let server = ServeProcess::start_scenario(dir.path(), &state, "server.log", scenario, &[]);
     let kubeconfig = server.kubeconfig().to_path_buf();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/end_to_end/kubectl").join(script);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/end_to_end/kubectl")
+        .join(script);
     let started = Instant::now();
     let (status, output) = run_script(&path, &kubeconfig, dir.path());
     println!("{output}");

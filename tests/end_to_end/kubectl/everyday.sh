@@ -121,7 +121,7 @@ check "run" 'pod/solo created' kubectl -n "$NS" run solo --image="$SERVER_IMAGE"
 check "wait for Ready" 'condition met' kubectl -n "$NS" wait pod/solo --for=condition=Ready --timeout=50s
 check "logs" '' kubectl -n "$NS" logs solo
 check "exec" "^Linux$" kubectl -n "$NS" exec solo -- uname
-check "debug (an ephemeral container)" 'Defaulting debug container name|debugger' kubectl -n "$NS" debug solo --profile=general --image="$TOOL_IMAGE" -c debugger -- true
+check "debug (an ephemeral container)" '' kubectl -n "$NS" debug solo --profile=general --image="$TOOL_IMAGE" -c debugger -- true
 check "the ephemeral container is in the pod" '^debugger$' kubectl -n "$NS" get pod solo -o 'jsonpath={.spec.ephemeralContainers[0].name}'
 check "describe pod" 'Events:' kubectl -n "$NS" describe pod solo
 

@@ -14,6 +14,7 @@ use super::cluster_ip;
 use super::context::{FieldValidation, RequestContext};
 use super::defaults;
 use super::errors::{ApiError, Cause};
+use super::node_port;
 use super::patch::{self, ListKind, ListTypes};
 use super::registry::{self, Origin, ResourceType};
 use super::schema::{ListType, Schema};
@@ -82,6 +83,7 @@ pub fn admit(
     };
     if rt.group.is_empty() && rt.plural == "services" && ctx.path.subresource.is_none() {
         cluster_ip::assign(server, obj, old)?;
+        node_port::assign(server, obj, old)?;
     }
     if certificates::is_signing_request(ctx) {
         certificates::admit(server, ctx, obj, old)?;

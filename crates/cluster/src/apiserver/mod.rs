@@ -26,6 +26,7 @@ pub mod logs;
 pub mod long_running;
 pub mod metrics;
 pub mod negotiation;
+pub mod node_port;
 pub mod objects;
 pub mod openapi;
 pub mod patch;

@@ -20,6 +20,7 @@ mod jobs_selector;
 mod lifecycle;
 mod malformed;
 mod metrics;
+mod node_ports;
 mod openapi_builtins;
 mod partial_metadata;
 mod patch;

@@ -2,10 +2,10 @@
 //! predates, declared here field for field as the upstream `generated.proto` numbers them: `kubectl certificate
 //! approve` sends the request it approves in this encoding and never falls back to JSON.
 
-use prost_reflect::prost_types::field_descriptor_proto::{Label, Type};
-use prost_reflect::prost_types::{
-    DescriptorProto, FieldDescriptorProto, FileDescriptorProto, MessageOptions,
-};
+use prost_reflect::prost_types::field_descriptor_proto::Type;
+use prost_reflect::prost_types::{DescriptorProto, FileDescriptorProto, MessageOptions};
+
+use super::declare::{message, of_message, repeated, scalar};
 
 /// The package the messages are declared in, as [`super::message_for`] names the group's package.
 const PACKAGE: &str = "api.certificates.v1";
@@ -94,38 +94,5 @@ pub(super) fn file(meta_file: &str) -> FileDescriptorProto {
             ),
         ],
         ..FileDescriptorProto::default()
-    }
-}
-
-fn message(name: &str, field: Vec<FieldDescriptorProto>) -> DescriptorProto {
-    DescriptorProto {
-        name: Some(name.to_owned()),
-        field,
-        ..DescriptorProto::default()
-    }
-}
-
-fn scalar(name: &str, number: i32, kind: Type) -> FieldDescriptorProto {
-    FieldDescriptorProto {
-        name: Some(name.to_owned()),
-        json_name: Some(name.to_owned()),
-        number: Some(number),
-        label: Some(Label::Optional as i32),
-        r#type: Some(kind as i32),
-        ..FieldDescriptorProto::default()
-    }
-}
-
-fn of_message(name: &str, number: i32, type_name: &str) -> FieldDescriptorProto {
-    FieldDescriptorProto {
-        type_name: Some(type_name.to_owned()),
-        ..scalar(name, number, Type::Message)
-    }
-}
-
-fn repeated(field: FieldDescriptorProto) -> FieldDescriptorProto {
-    FieldDescriptorProto {
-        label: Some(Label::Repeated as i32),
-        ..field
     }
 }

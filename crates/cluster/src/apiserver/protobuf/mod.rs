@@ -9,7 +9,9 @@
 //! int-or-string, raw JSON, schema unions) are converted explicitly. The JSON then takes the same path as a JSON
 //! body, so both encodings store the same object.
 
+mod autoscaling;
 mod certificates;
+mod declare;
 mod decode;
 mod encode;
 mod json_form;
@@ -41,6 +43,8 @@ static POOL: LazyLock<DescriptorPool> = LazyLock::new(|| {
         .expect("the bundled descriptor set declares ObjectMeta");
     pool.add_file_descriptor_proto(certificates::file(&meta_file))
         .expect("the CertificateSigningRequest messages are valid");
+    pool.add_file_descriptor_proto(autoscaling::file(&meta_file))
+        .expect("the HorizontalPodAutoscaler messages are valid");
     pool
 });
 
@@ -136,7 +140,8 @@ pub fn encode_body(object: &Value) -> Result<Vec<u8>, ApiError> {
 }
 
 /// Built-in kinds served in JSON (and YAML) only: the bundled descriptor set predates them, so a protobuf body of
-/// one is refused with 415 naming the media types that are accepted.
+/// one is refused with 415 naming the media types that are accepted. (HorizontalPodAutoscalers are stored as
+/// `autoscaling/v2`, which has no message; `autoscaling/v1`, what `kubectl autoscale` sends, has one.)
 pub const JSON_ONLY: &[(&str, &str)] = &[
     ("policy", "PodDisruptionBudget"),
     ("discovery.k8s.io", "EndpointSlice"),
