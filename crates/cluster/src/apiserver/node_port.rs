@@ -150,10 +150,11 @@ fn protocol_of(port: &Value) -> String {
 /// ports and its `externalTrafficPolicy`, which kube-apiserver refuses on the new type.
 fn drop_type_dependent_fields(service: &mut Value, old: &Value, held_before: &[Held]) {
     let policy = "/spec/externalTrafficPolicy";
-    if service.pointer(policy).is_some() && service.pointer(policy) == old.pointer(policy) {
-        if let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.remove("externalTrafficPolicy");
-        }
+    if service.pointer(policy).is_some()
+        && service.pointer(policy) == old.pointer(policy)
+        && let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.remove("externalTrafficPolicy");
     }
     let Some(ports) = service
         .pointer_mut("/spec/ports")
