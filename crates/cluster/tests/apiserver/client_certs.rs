@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::cluster_with;
+use crate::with_kubectl::kubectl_installed;
 
 const CLUSTER: &str = "certs";
 
@@ -285,14 +286,6 @@ async fn a_certificate_signed_by_another_ca_is_refused_with_401() {
     .await;
     assert_eq!(status, 200, "{body}");
     cluster.shutdown().await;
-}
-
-/// Whether kubectl is on the PATH and runs.
-fn kubectl_installed() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use kube::Client;
 use serde_json::{Value, json};
 
 use super::common::{cluster, cluster_with};
+use crate::with_kubectl::kubectl_installed;
 
 /// GET `path` with `accept`: the status and the body as JSON (null when it is not JSON).
 async fn get(client: &Client, path: &str, accept: &str) -> (u16, Value) {
@@ -115,17 +116,6 @@ async fn v2_is_served_in_json_and_refuses_protobuf_only() {
     assert_eq!(refused["reason"], "NotAcceptable");
 }
 
-/// Whether kubectl is on the PATH and runs.
-async fn kubectl_installed() -> bool {
-    tokio::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await
-        .is_ok_and(|s| s.success())
-}
-
 /// Run kubectl against the cluster of `kubeconfig`: success, stdout and stderr.
 async fn kubectl(dir: &Path, args: &[&str]) -> (bool, String, String) {
     let output = tokio::process::Command::new("kubectl")
@@ -145,7 +135,7 @@ async fn kubectl(dir: &Path, args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_explains_and_validates_built_in_kinds() {
-    if !kubectl_installed().await {
+    if !kubectl_installed() {
         println!("skipping: kubectl not found on PATH");
         return;
     }

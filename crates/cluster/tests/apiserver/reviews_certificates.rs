@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use crate::common::{cluster, cluster_with, eventually};
+use crate::with_kubectl::kubectl_installed;
 
 /// The code of a refused call.
 fn code<T: std::fmt::Debug>(result: Result<T, Error>) -> u16 {
@@ -437,14 +438,6 @@ async fn signing_requests_are_validated_and_only_approvers_decide() {
     })
     .await;
     cluster.shutdown().await;
-}
-
-/// Whether kubectl is on the PATH and runs.
-fn kubectl_installed() -> bool {
-    std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use kube::{Client, Error};
 use serde_json::{Value, json};
 
 use crate::common::{cluster, cluster_with};
+use crate::with_kubectl::kubectl_installed;
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
@@ -431,14 +432,6 @@ async fn the_kinds_are_discoverable() {
         );
     }
     cluster.shutdown().await;
-}
-
-/// Whether kubectl is on the PATH and runs.
-fn kubectl_installed() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[tokio::test]
