@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use crate::common::{cluster, cluster_with, eventually};
-use crate::with_kubectl::kubectl_installed;
+use crate::with_kubectl::{kubectl_installed, serve};
 
 /// The code of a refused call.
 fn code<T: std::fmt::Debug>(result: Result<T, Error>) -> u16 {
@@ -446,44 +446,17 @@ async fn kubectl_approves_a_signing_request_and_lists_it_issued() {
         println!("skipping: kubectl not found on PATH");
         return;
     }
-    let state = tempfile::tempdir().unwrap();
-    let cluster = cluster_with(EmbeddedOptions {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        kubeconfig_out: Some(state.path().join("kubeconfig")),
-        ..Default::default()
-    })
-    .await;
+    let served = serve(EmbeddedOptions::default()).await;
+    let kubectl = |args: &'static [&'static str]| served.kubectl(args, None);
     let (request_pem, _) = signing_request("carol", &["devs"]);
-    Api::<CertificateSigningRequest>::all(cluster.client())
+    Api::<CertificateSigningRequest>::all(served.cluster.client())
         .create(
             &PostParams::default(),
             &csr("carol", &request_pem, &["client auth"]),
         )
         .await
         .unwrap();
-    let kubeconfig = state.path().join("kubeconfig");
-    let cache = state.path().join("kube-cache");
-    let kubectl = |args: &[&str]| {
-        let mut command = std::process::Command::new("kubectl");
-        command
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .args(args);
-        async move {
-            let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-                .await
-                .unwrap();
-            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-            (
-                output.status.success(),
-                text(&output.stdout),
-                text(&output.stderr),
-            )
-        }
-    };
-    let requests = Api::<CertificateSigningRequest>::all(cluster.client());
+    let requests = Api::<CertificateSigningRequest>::all(served.cluster.client());
     let (ok, out, err) = kubectl(&["get", "csr", "carol"]).await;
     assert!(ok && out.contains("Pending"), "{out}{err}");
     // kubectl sends the request it approves as protobuf.
@@ -522,5 +495,5 @@ async fn kubectl_approves_a_signing_request_and_lists_it_issued() {
         out.contains("kmm-tui-admin") && out.contains("Approved,Issued") && out.contains("60m"),
         "{out}"
     );
-    cluster.shutdown().await;
+    served.cluster.shutdown().await;
 }

@@ -3,8 +3,6 @@
 //! reported ComponentStatuses. Each is discoverable, defaulted and validated for the essentials as kube-apiserver
 //! does, and printed with kube-apiserver's Table columns.
 
-use std::process::Command;
-
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ComponentStatus, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -14,8 +12,8 @@ use kube::discovery::Discovery;
 use kube::{Client, Error};
 use serde_json::{Value, json};
 
-use crate::common::{cluster, cluster_with};
-use crate::with_kubectl::kubectl_installed;
+use crate::common::cluster;
+use crate::with_kubectl::{kubectl_installed, serve};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
@@ -440,43 +438,12 @@ async fn kubectl_lists_these_kinds() {
         println!("skipping: kubectl not found on PATH");
         return;
     }
-    let state = tempfile::tempdir().unwrap();
-    let cluster = cluster_with(EmbeddedOptions {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        kubeconfig_out: Some(state.path().join("kubeconfig")),
-        ..Default::default()
-    })
-    .await;
-    let kubeconfig = state.path().join("kubeconfig");
-    let cache = state.path().join("kube-cache");
-    let kubectl = |args: &[&str]| {
-        let mut command = Command::new("kubectl");
-        command
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .args(args);
-        async move {
-            let output = tokio::task::spawn_blocking(move || command.output().unwrap())
-                .await
-                .unwrap();
-            (
-                output.status.success(),
-                String::from_utf8_lossy(&output.stdout).into_owned(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            )
-        }
-    };
-    let manifest = state.path().join("hpa.yaml");
-    std::fs::write(
-        &manifest,
-        "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  \
+    let served = serve(EmbeddedOptions::default()).await;
+    let kubectl = |args: &'static [&'static str]| served.kubectl(args, None);
+    let manifest = "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  \
          scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 3\n  \
-         targetCPUUtilizationPercentage: 60\n",
-    )
-    .unwrap();
-    let (ok, out, err) = kubectl(&["create", "-f", manifest.to_str().unwrap()]).await;
+         targetCPUUtilizationPercentage: 60\n";
+    let (ok, out, err) = served.kubectl(&["create", "-f", "-"], Some(manifest)).await;
     assert!(ok, "{out}{err}");
     let (ok, out, err) = kubectl(&["get", "hpa", "web"]).await;
     assert!(
@@ -505,5 +472,5 @@ async fn kubectl_lists_these_kinds() {
             "{resource} missing from:\n{out}"
         );
     }
-    cluster.shutdown().await;
+    served.cluster.shutdown().await;
 }
