@@ -11,6 +11,21 @@ use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 
+/// One worker and one small image `quay.io/org/app:1`: the smallest world a container runs in, for the tests of
+/// what a client does with a running container (exec, attach, logs, ephemeral containers).
+pub const ONE_WORKER: &str = r#"
+timeScale: 10
+nodes:
+  - namePrefix: worker-
+    count: 1
+    kernelVersion: 5.14.0-284.el9.x86_64
+    osImage: Red Hat Enterprise Linux CoreOS 414.92.202312311229-0 (Plow)
+    diskGiB: 1
+registry:
+  images:
+    - {name: quay.io/org/app:1, sizeMiB: 10}
+"#;
+
 /// A running simulation with only kubelets.
 pub struct Sim {
     pub cluster: EmbeddedCluster,

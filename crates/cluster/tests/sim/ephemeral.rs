@@ -6,20 +6,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::{Api, LogParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::common_kubelet::{container, pod, start};
-
-const SCENARIO: &str = r#"
-timeScale: 10
-nodes:
-  - namePrefix: worker-
-    count: 1
-    kernelVersion: 5.14.0-284.el9.x86_64
-    osImage: Red Hat Enterprise Linux CoreOS 414.92.202312311229-0 (Plow)
-    diskGiB: 1
-registry:
-  images:
-    - {name: quay.io/org/app:1, sizeMiB: 10}
-"#;
+use crate::common_kubelet::{ONE_WORKER as SCENARIO, container, pod, start};
 
 /// The status of the pod's ephemeral container called `name`.
 fn ephemeral_status<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {

@@ -9,22 +9,9 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
-use crate::common_kubelet::{Sim, container, pod, start_with};
+use crate::common_kubelet::{ONE_WORKER as SCENARIO, Sim, container, pod, start_with};
 
 const KERNEL: &str = "5.14.0-284.el9.x86_64";
-
-const SCENARIO: &str = r#"
-timeScale: 10
-nodes:
-  - namePrefix: worker-
-    count: 1
-    kernelVersion: 5.14.0-284.el9.x86_64
-    osImage: Red Hat Enterprise Linux CoreOS 414.92.202312311229-0 (Plow)
-    diskGiB: 1
-registry:
-  images:
-    - {name: quay.io/org/app:1, sizeMiB: 10}
-"#;
 
 /// A client of the HTTPS endpoint: exec needs a connection to upgrade, which the in-process client has not.
 async fn https_client(sim: &Sim) -> kube::Client {

@@ -13,20 +13,7 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
-use crate::common_kubelet::{Sim, container, start_with};
-
-const SCENARIO: &str = r#"
-timeScale: 10
-nodes:
-  - namePrefix: worker-
-    count: 1
-    kernelVersion: 5.14.0-284.el9.x86_64
-    osImage: Red Hat Enterprise Linux CoreOS 414.92.202312311229-0 (Plow)
-    diskGiB: 1
-registry:
-  images:
-    - {name: quay.io/org/app:1, sizeMiB: 10}
-"#;
+use crate::common_kubelet::{ONE_WORKER as SCENARIO, Sim, container, start_with};
 
 /// Far longer than any stream here takes on a loaded machine; a stream that never ends fails the test here.
 const NEVER: Duration = Duration::from_secs(180);
