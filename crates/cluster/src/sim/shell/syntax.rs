@@ -1,0 +1,1 @@
+//! The shell language the simulated `sh` reads.
