@@ -27,8 +27,21 @@ mod options;
 /// Most lines kept per container, like a kubelet's log rotation keeps the log bounded.
 const MAX_LINES: usize = 10_000;
 
-/// One log line: its RFC 3339 timestamp and its text.
-pub(crate) type LogLine = (String, String);
+/// Which of a container's output streams a line was written on: the kubelet's log keeps it, and `attach` sends
+/// each on its own channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// One log line: when it was written (RFC 3339), on which stream, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LogLine {
+    pub timestamp: String,
+    pub stream: Stream,
+    pub text: String,
+}
 
 #[derive(Default)]
 struct ContainerLog {
@@ -60,8 +73,21 @@ pub struct PodLogs {
 }
 
 impl PodLogs {
-    /// Append a line (without trailing newline) written at `timestamp` (RFC 3339).
+    /// Append a line (without trailing newline) written on standard output at `timestamp` (RFC 3339).
     pub fn append(&self, namespace: &str, pod: &str, container: &str, timestamp: &str, line: &str) {
+        self.append_on(namespace, pod, container, timestamp, Stream::Stdout, line);
+    }
+
+    /// Append a line (without trailing newline) written on `stream` at `timestamp` (RFC 3339).
+    pub fn append_on(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        timestamp: &str,
+        stream: Stream,
+        line: &str,
+    ) {
         let mut logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
         let log = logs
             .entry((namespace.into(), pod.into(), container.into()))
@@ -69,7 +95,11 @@ impl PodLogs {
         if log.lines.len() >= MAX_LINES {
             log.lines.drain(..MAX_LINES / 10);
         }
-        let entry = (timestamp.to_string(), line.to_string());
+        let entry = LogLine {
+            timestamp: timestamp.to_string(),
+            stream,
+            text: line.to_string(),
+        };
         if let Some(tx) = &log.follow {
             let _ = tx.send(entry.clone());
         }

@@ -12,10 +12,12 @@
 //! reproducible and tests go through minutes of simulated time in milliseconds.
 
 pub mod clock;
+pub mod containers;
 pub mod disruption;
 pub mod effects;
 pub mod endpoint_slices;
 pub mod endpoints;
+pub mod environment;
 pub mod faults;
 pub mod inject;
 pub mod kubelet;
@@ -43,6 +45,7 @@ use clock::SimClock;
 use effects::device_plugin::DevicePlugins;
 pub use effects::own_image::{OwnImage, OwnImagePrograms, Program};
 use faults::Faults;
+use containers::Containers;
 use machine::Machines;
 use registry::SimRegistry;
 use scenario::Scenario;
@@ -64,6 +67,8 @@ pub struct World {
     pub clock: SimClock,
     /// The machines behind the nodes.
     pub machines: Machines,
+    /// The containers running on every node, for `exec` and `attach`.
+    pub containers: Containers,
     /// The container registry.
     pub registry: SimRegistry,
     /// How many of the registry's changes its record holds (see [`registry_record`]); locked while it is written.
@@ -94,8 +99,10 @@ impl World {
         own_image: Option<OwnImagePrograms>,
     ) -> Arc<Self> {
         let machines = Machines::default();
-        // `kubectl exec` into a pod runs in its node's machine, as a kubelet runs it in the node's runtime.
-        server.set_runtime(Arc::new(machines.clone()));
+        let containers = Containers::default();
+        // `kubectl exec` and `attach` reach the containers the kubelets run, as a kubelet hands them to its node's
+        // runtime.
+        server.set_runtime(Arc::new(containers.clone()));
         let stop = CancellationToken::new();
         Arc::new(Self {
             watches: SharedWatches::new(&client, &stop),
@@ -103,6 +110,7 @@ impl World {
             server,
             clock: SimClock::new(scenario.time_scale),
             machines,
+            containers,
             registry: SimRegistry::new(
                 &scenario.registry,
                 &scenario.controller_image,

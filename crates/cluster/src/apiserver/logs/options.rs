@@ -30,8 +30,8 @@ impl LogOptions {
         let since = self.since;
         let recent: Vec<&LogLine> = lines
             .iter()
-            .filter(|(ts, _)| match since {
-                Some(since) => ts.parse::<Timestamp>().is_ok_and(|t| t >= since),
+            .filter(|line| match since {
+                Some(since) => line.timestamp.parse::<Timestamp>().is_ok_and(|t| t >= since),
                 None => true,
             })
             .collect();
@@ -42,11 +42,11 @@ impl LogOptions {
     }
 
     /// One line as the client receives it.
-    pub fn format(&self, (timestamp, line): &LogLine) -> String {
+    pub fn format(&self, line: &LogLine) -> String {
         if self.timestamps {
-            format!("{timestamp} {line}\n")
+            format!("{} {}\n", line.timestamp, line.text)
         } else {
-            format!("{line}\n")
+            format!("{}\n", line.text)
         }
     }
 }

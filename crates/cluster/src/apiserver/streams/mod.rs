@@ -4,7 +4,8 @@
 //! Here the node simulation plays the kubelet's part through [`ContainerRuntime`]; this module checks the request
 //! as kube-apiserver and the kubelet do (the pod, its node, its container, the command), switches the connection to
 //! WebSocket ([`websocket`]) and writes what the container answered on the channels clients read, ending with the
-//! exit status ([`status`]). Only WebSocket is spoken (`v5.channel.k8s.io` and `v4.channel.k8s.io`), what kubectl
+//! exit status ([`status`]). Standard input goes to the command (exec) or to the container's main process (attach),
+//! and the v5 protocol's close of the stdin channel is the end of that input. Only WebSocket is spoken (`v5.channel.k8s.io` and `v4.channel.k8s.io`), what kubectl
 //! 1.30 and later and kube-rs use; a SPDY request is refused with that reason.
 
 mod idle;
@@ -26,23 +27,60 @@ use super::{ApiServer, ResponseBody};
 
 pub use mounts::HostMounts;
 
-/// What a command run in a container wrote and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOutput {
-    /// What it wrote on standard output.
-    pub stdout: String,
-    /// What it wrote on standard error.
-    pub stderr: String,
-    /// Its exit status; 0 is success.
-    pub exit_code: i32,
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::DropGuard;
+
+use super::logs::Stream;
+
+/// The container a request addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ContainerAddress {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+}
+
+/// A command `exec` started in a container.
+pub struct ExecProcess {
+    /// Its standard input, when the client asked for one; dropping it is the end of input.
+    pub stdin: Option<mpsc::Sender<Vec<u8>>>,
+    /// What it writes, as it writes it; the channel closes when it has exited.
+    pub output: mpsc::UnboundedReceiver<(Stream, Vec<u8>)>,
+    /// Its exit status once it has exited; closed without one when it was killed with its container.
+    pub exit: oneshot::Receiver<i32>,
+    /// Kills the process when dropped: a client that leaves takes its command with it.
+    pub kill: DropGuard,
+}
+
+/// The standard input of a container's main process, for `attach`.
+pub struct AttachedStdin {
+    /// Where what the client sends goes.
+    pub sender: mpsc::Sender<Vec<u8>>,
+    /// Run when the client detaches: with `stdinOnce`, the end of the container's input.
+    pub on_detach: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for AttachedStdin {
+    fn drop(&mut self) {
+        if let Some(detach) = self.on_detach.take() {
+            detach();
+        }
+    }
 }
 
 /// What runs commands in containers: on a real cluster the kubelet and the container runtime of the pod's node.
 /// The node simulation provides it, so the API server stays free of how nodes are simulated.
 pub trait ContainerRuntime: Send + Sync {
-    /// Run `command` in a container on `node` that reaches the node's files through `mounts`; None when no such
-    /// node is simulated.
-    fn exec(&self, node: &str, mounts: &HostMounts, command: &[String]) -> Option<ExecOutput>;
+    /// Start `command` in `container`, with a standard input when `stdin`; None when no such container runs.
+    fn exec(
+        &self,
+        container: &ContainerAddress,
+        command: &[String],
+        stdin: bool,
+    ) -> Option<ExecProcess>;
+
+    /// The standard input of `container`'s main process; None unless its spec keeps one open (`stdin: true`).
+    fn attach_stdin(&self, container: &ContainerAddress) -> Option<AttachedStdin>;
 }
 
 /// The container runtime the server hands `exec` to, once the node simulation has provided one.
@@ -85,6 +123,12 @@ pub fn serve(
     let protocol = websocket::negotiate(&ctx.headers)?;
     let upgrade = ctx.upgrade.take().ok_or_else(upgrade_required)?;
     let channels = session::Channels::of(&ctx.query);
+    let address = ContainerAddress {
+        namespace: ctx.namespace().to_owned(),
+        pod: ctx.name().to_owned(),
+        container: container.clone(),
+    };
+    let runtime = server.runtime();
     let work = match sub {
         "exec" => {
             let command: Vec<String> = ctx
@@ -98,17 +142,19 @@ pub fn serve(
                     "you must specify at least one command for the container",
                 ));
             }
-            let runtime = server.runtime().ok_or_else(|| no_runtime(&node))?;
-            let output = runtime
-                .exec(&node, &HostMounts::of(&pod, &container), &command)
-                .ok_or_else(|| no_runtime(&node))?;
-            session::Work::Exec(output)
+            let process = runtime
+                .and_then(|r| r.exec(&address, &command, ctx.query.flag("stdin")))
+                .ok_or_else(|| no_runtime(&node, &container))?;
+            session::Work::Exec(process)
         }
-        _ => session::Work::Attach(
-            server
+        _ => session::Work::Attach {
+            lines: server
                 .logs()
                 .follow(ctx.namespace(), ctx.name(), &container),
-        ),
+            stdin: runtime
+                .filter(|_| ctx.query.flag("stdin"))
+                .and_then(|r| r.attach_stdin(&address)),
+        },
     };
     let session = session::run(
         upgrade,
@@ -167,8 +213,9 @@ fn upgrade_required() -> ApiError {
     ApiError::bad_request("Upgrade request required")
 }
 
-fn no_runtime(node: &str) -> ApiError {
+fn no_runtime(node: &str, container: &str) -> ApiError {
     ApiError::unavailable(format!(
-        "node {node} has no simulated container runtime to run the command"
+        "the container runtime of node {node} does not run container {container:?} (it has just stopped, or the \
+         node is not simulated)"
     ))
 }

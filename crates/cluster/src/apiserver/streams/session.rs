@@ -13,18 +13,21 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role};
 use tokio_util::sync::CancellationToken;
 
-use super::ExecOutput;
 use super::idle::{LastTraffic, Watched};
+use super::{AttachedStdin, ExecProcess};
 use super::status::exit_status;
 use super::websocket;
-use crate::apiserver::logs::LogLine;
+use crate::apiserver::logs::{LogLine, Stream};
 use crate::apiserver::long_running::Permit;
 use crate::apiserver::request::Query;
 
-/// Channel numbers of the `channel.k8s.io` protocols (stdin, 0, and resize, 4, are the client's).
+/// Channel numbers of the `channel.k8s.io` protocols (stdin, resize and close are the client's).
+const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
 const ERROR: u8 = 3;
+/// `v5.channel.k8s.io`: a message on this channel closes the channel its one data byte names.
+const CLOSE: u8 = 255;
 
 /// How long the client has to answer the closing handshake before the connection is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -51,10 +54,14 @@ impl Channels {
 
 /// What a session streams.
 pub enum Work {
-    /// The output of a command that has already run.
-    Exec(ExecOutput),
-    /// The container's log lines from now on, until the container exits or the client leaves.
-    Attach(broadcast::Receiver<LogLine>),
+    /// A command started in the container: its input from the client, its output to it, then its exit status.
+    Exec(ExecProcess),
+    /// The container's log lines from now on, until the container exits or the client leaves; and its main
+    /// process's standard input, when it keeps one and the client sends one.
+    Attach {
+        lines: broadcast::Receiver<LogLine>,
+        stdin: Option<AttachedStdin>,
+    },
 }
 
 type Socket = WebSocketStream<Watched<TokioIo<hyper::upgrade::Upgraded>>>;
@@ -84,8 +91,8 @@ pub async fn run(
         WebSocketStream::from_raw_socket(connection, Role::Server, Some(websocket::config())).await;
     let streamed = async {
         match work {
-            Work::Exec(output) => exec(&mut socket, channels, &output).await,
-            Work::Attach(lines) => attach(&mut socket, channels, lines, stop).await,
+            Work::Exec(process) => exec(&mut socket, channels, process, stop).await,
+            Work::Attach { lines, stdin } => attach(&mut socket, channels, lines, stdin, stop).await,
         }
     };
     let ending = tokio::select! {
@@ -140,20 +147,85 @@ fn close_frame(code: CloseCode, reason: &str) -> CloseFrame {
     }
 }
 
-async fn exec(socket: &mut Socket, channels: Channels, output: &ExecOutput) -> Result<(), Error> {
-    if channels.stdout {
-        send(socket, STDOUT, output.stdout.as_bytes()).await?;
+impl Channels {
+    /// The channel bytes written on `stream` go out on, if the client reads it: with a terminal, standard error is
+    /// written to standard output, as on a terminal.
+    fn of_stream(self, stream: Stream) -> Option<u8> {
+        match stream {
+            Stream::Stdout => self.stdout.then_some(STDOUT),
+            Stream::Stderr if self.tty => self.stdout.then_some(STDOUT),
+            Stream::Stderr => self.stderr.then_some(STDERR),
+        }
     }
-    match channels {
-        Channels {
-            tty: true,
-            stdout: true,
-            ..
-        } => send(socket, STDOUT, output.stderr.as_bytes()).await?,
-        Channels { stderr: true, .. } => send(socket, STDERR, output.stderr.as_bytes()).await?,
-        _ => {}
+}
+
+/// What a client's message means for the session.
+enum FromClient {
+    /// Bytes for standard input.
+    Input(Vec<u8>),
+    /// The end of standard input (v5's close of channel 0).
+    EndOfInput,
+    /// The client is gone or closed the connection.
+    Gone,
+    /// Nothing for the container (a terminal resize, a ping).
+    Nothing,
+}
+
+fn from_client(message: Option<Result<Message, Error>>) -> Result<FromClient, Error> {
+    Ok(match message {
+        None | Some(Ok(Message::Close(_))) => FromClient::Gone,
+        Some(Err(e)) => return Err(e),
+        Some(Ok(Message::Binary(data))) => match data.split_first() {
+            Some((&STDIN, input)) => FromClient::Input(input.to_vec()),
+            Some((&CLOSE, [STDIN])) => FromClient::EndOfInput,
+            _ => FromClient::Nothing,
+        },
+        Some(Ok(_)) => FromClient::Nothing,
+    })
+}
+
+async fn exec(
+    socket: &mut Socket,
+    channels: Channels,
+    process: ExecProcess,
+    stop: CancellationToken,
+) -> Result<(), Error> {
+    let ExecProcess {
+        mut stdin,
+        mut output,
+        exit,
+        kill,
+    } = process;
+    loop {
+        tokio::select! {
+            written = output.recv() => match written {
+                Some((stream, bytes)) => {
+                    if let Some(channel) = channels.of_stream(stream) {
+                        send(socket, channel, &bytes).await?;
+                    }
+                }
+                // The command exited: everything it wrote has been sent.
+                None => break,
+            },
+            message = socket.next() => match from_client(message)? {
+                FromClient::Input(bytes) => {
+                    if let Some(sender) = &stdin
+                        && sender.send(bytes).await.is_err()
+                    {
+                        stdin = None;
+                    }
+                }
+                FromClient::EndOfInput => stdin = None,
+                FromClient::Gone => return Ok(()),
+                FromClient::Nothing => {}
+            },
+            _ = stop.cancelled() => return Ok(()),
+        }
     }
-    let status = exit_status(output.exit_code).to_string();
+    drop(kill);
+    // No status means the command was killed with its container, which the kubelet reports as exit 137.
+    let code = exit.await.unwrap_or(137);
+    let status = exit_status(code).to_string();
     send(socket, ERROR, status.as_bytes()).await
 }
 
@@ -161,24 +233,35 @@ async fn attach(
     socket: &mut Socket,
     channels: Channels,
     mut lines: broadcast::Receiver<LogLine>,
+    mut stdin: Option<AttachedStdin>,
     stop: CancellationToken,
 ) -> Result<(), Error> {
     loop {
         tokio::select! {
             line = lines.recv() => match line {
-                Ok((_, line)) if channels.stdout => send(socket, STDOUT, format!("{line}\n").as_bytes()).await?,
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(line) => {
+                    if let Some(channel) = channels.of_stream(line.stream) {
+                        send(socket, channel, format!("{}\n", line.text).as_bytes()).await?;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
                 // The container exited: the attach is over and, as the kubelet reports it, succeeded.
                 Err(broadcast::error::RecvError::Closed) => {
                     let status = exit_status(0).to_string();
                     return send(socket, ERROR, status.as_bytes()).await;
                 }
             },
-            message = socket.next() => match message {
-                None | Some(Ok(Message::Close(_))) => return Ok(()),
-                Some(Err(e)) => return Err(e),
-                // Standard input and terminal resizes have nothing to go to in a simulated container.
-                Some(Ok(_)) => {}
+            message = socket.next() => match from_client(message)? {
+                FromClient::Input(bytes) => {
+                    if let Some(attached) = &stdin
+                        && attached.sender.send(bytes).await.is_err()
+                    {
+                        stdin = None;
+                    }
+                }
+                FromClient::EndOfInput => stdin = None,
+                FromClient::Gone => return Ok(()),
+                FromClient::Nothing => {}
             },
             _ = stop.cancelled() => return Ok(()),
         }

@@ -22,6 +22,11 @@ pub fn run_time(run: &ContainerRun) -> Option<Duration> {
         .or_else(|| (!command_line(run.container).is_empty()).then_some(COMMAND_TIME))
 }
 
+/// Whether the pod's annotations steer its generic containers' run time or exit code.
+pub fn steered(run: &ContainerRun) -> bool {
+    annotation(run.pod, RUN_FOR_ANNOTATION).is_some() || annotation(run.pod, EXIT_CODE_ANNOTATION).is_some()
+}
+
 /// The run time the pod's annotation asks for, if any (a server runs until deleted without one).
 pub fn requested_run_time(run: &ContainerRun) -> Option<Duration> {
     annotation(run.pod, RUN_FOR_ANNOTATION).and_then(parse_duration)

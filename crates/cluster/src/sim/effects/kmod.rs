@@ -14,9 +14,17 @@ pub const RUN_TIME: Duration = Duration::from_secs(2);
 
 /// Whether the container is the `worker` container of a worker pod.
 pub fn is_worker(run: &ContainerRun) -> bool {
+    is_worker_pod(run) && run.container.name == "worker" && args(run.container).first().map(String::as_str) == Some("kmod")
+}
+
+/// Whether the container is the init container of a worker pod that extracts the modules from their image: it
+/// copies what the image holds, which the simulation does not model file by file, so it succeeds as a copy does.
+pub fn is_image_extractor(run: &ContainerRun) -> bool {
+    run.init && is_worker_pod(run)
+}
+
+fn is_worker_pod(run: &ContainerRun) -> bool {
     label(run.pod, ACTION_LABEL).is_some()
-        && run.container.name == "worker"
-        && args(run.container).first().map(String::as_str) == Some("kmod")
 }
 
 /// The part of the worker configuration the effect needs.

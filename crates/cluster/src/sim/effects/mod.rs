@@ -147,7 +147,7 @@ impl Outcome {
     }
 
     /// A container that exited with `exit_code` on its own account (e.g. a generic container told to fail).
-    fn exited(exit_code: i32, logs: Vec<String>, message: Option<String>) -> Self {
+    pub(crate) fn exited(exit_code: i32, logs: Vec<String>, message: Option<String>) -> Self {
         let reason = if exit_code == 0 { "Completed" } else { "Error" };
         Self {
             exit_code,
@@ -175,6 +175,8 @@ enum Effect {
     DevicePlugin,
     /// An OS image listing its kernel directory: the kernel it boots.
     OsImageKernel(String),
+    /// The module image extractor of a KMM worker pod.
+    ImageExtractor,
     /// Anything else.
     Generic,
 }
@@ -183,6 +185,9 @@ enum Effect {
 fn recognise(world: &World, run: &ContainerRun) -> Effect {
     if !run.init && kmod::is_worker(run) {
         return Effect::Kmod;
+    }
+    if kmod::is_image_extractor(run) {
+        return Effect::ImageExtractor;
     }
     if let Some(kind) = build::kind(run) {
         return Effect::Build(kind);
@@ -214,7 +219,7 @@ pub fn plan(world: &World, run: &ContainerRun) -> Plan {
         Effect::ShimInstaller(operation) => Some(shim::installer_time(world, run, &operation)),
         Effect::RemoveImages(_) => Some(images::RUN_TIME),
         Effect::DevicePlugin => generic::requested_run_time(run),
-        Effect::OsImageKernel(_) | Effect::Generic => generic::run_time(run),
+        Effect::OsImageKernel(_) | Effect::ImageExtractor | Effect::Generic => generic::run_time(run),
     };
     Plan { runs_for }
 }
@@ -228,8 +233,14 @@ pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
         Effect::ShimInstaller(operation) => shim::run_installer(world, run, &operation),
         Effect::RemoveImages(images) => images::remove(world, run, &images),
         Effect::OsImageKernel(kernel) => os_image::finish(&kernel),
-        Effect::DevicePlugin | Effect::Generic => generic::finish(run),
+        Effect::DevicePlugin | Effect::ImageExtractor | Effect::Generic => generic::finish(run),
     }
+}
+
+/// Whether the container runs its own command (through the simulated shell) rather than for a planned time: a
+/// container no other rule recognises, unless its pod's annotations steer how long it runs and how it exits.
+pub fn runs_its_command(world: &World, run: &ContainerRun) -> bool {
+    matches!(recognise(world, run), Effect::Generic) && !generic::steered(run)
 }
 
 /// A container that runs a program in-process rather than for a planned time: one of the own image's programs.

@@ -12,7 +12,6 @@
 //! When the pod is deleted its program is dropped where it stands, as a killed process would be: no step of an
 //! orderly shutdown runs (an engine's Lease is not released, so a standby takes over once it expires).
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::sync::Arc;
@@ -25,6 +24,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use super::{ContainerRun, Outcome};
 use crate::apiserver::ApiServer;
 use crate::sim::World;
+use crate::sim::environment::{self, Objects, PodFacts};
 
 /// How long the token a program presents stays valid: as long as the kubelet's projected ServiceAccount tokens
 /// (kube-apiserver's one-year maximum for legacy clients), since an in-process program keeps its client for the
@@ -148,64 +148,14 @@ impl InProcess {
 
 /// The container's args with `$(NAME)` references to its env expanded; unknown references stay as written.
 fn expanded_args(node: &str, pod: &Pod, container: &Container) -> Vec<String> {
-    let mut env = BTreeMap::new();
-    for var in container.env.iter().flatten() {
-        let value = match (&var.value, &var.value_from) {
-            (Some(value), _) => Some(value.clone()),
-            (None, Some(from)) => from
-                .field_ref
-                .as_ref()
-                .and_then(|field| pod_field(node, pod, &field.field_path)),
-            (None, None) => Some(String::new()),
-        };
-        if let Some(value) = value {
-            env.insert(var.name.clone(), value);
-        }
-    }
-    container
-        .args
-        .iter()
-        .flatten()
-        .map(|arg| expand(arg, &env))
-        .collect()
-}
-
-/// The downward API fields a controller pod uses.
-fn pod_field(node: &str, pod: &Pod, path: &str) -> Option<String> {
-    let spec = pod.spec.as_ref();
-    match path {
-        "metadata.name" => pod.metadata.name.clone(),
-        "metadata.namespace" => pod.metadata.namespace.clone(),
-        "spec.nodeName" => Some(node.to_owned()),
-        "spec.serviceAccountName" => spec.and_then(|s| s.service_account_name.clone()),
-        _ => None,
-    }
-}
-
-/// Expand `$(NAME)` from `env`; `$$` is a literal `$`.
-fn expand(arg: &str, env: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = arg;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        if let Some(after) = tail.strip_prefix("$$") {
-            out.push('$');
-            rest = after;
-        } else if let Some((name, after)) = tail
-            .strip_prefix("$(")
-            .and_then(|t| t.split_once(')'))
-            .filter(|(name, _)| env.contains_key(*name))
-        {
-            out.push_str(&env[name]);
-            rest = after;
-        } else {
-            out.push('$');
-            rest = &tail[1..];
-        }
-    }
-    out.push_str(rest);
-    out
+    let facts = PodFacts {
+        pod,
+        node,
+        pod_ip: None,
+        host_ip: None,
+    };
+    let env = environment::environment(&facts, container, &Objects::new());
+    environment::expand_argv(container.args.as_deref().unwrap_or_default(), &env)
 }
 
 /// Where an in-process engine's log lines go: its container's log.
@@ -259,20 +209,5 @@ impl Drop for LogLines {
                 line,
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn args_expand_env_references() {
-        let env = BTreeMap::from([("POD_NAME".to_owned(), "kmm-tui-abc".to_owned())]);
-        assert_eq!(
-            expand("--identity=$(POD_NAME)", &env),
-            "--identity=kmm-tui-abc"
-        );
-        assert_eq!(expand("$(UNKNOWN) $$x $", &env), "$(UNKNOWN) $x $");
     }
 }

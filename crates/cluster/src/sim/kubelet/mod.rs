@@ -17,6 +17,7 @@ mod gc;
 mod ids;
 mod node;
 mod pod_run;
+mod process;
 mod provision;
 mod publish;
 mod pulls;

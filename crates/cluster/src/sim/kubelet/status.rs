@@ -162,6 +162,11 @@ impl PodState {
             .is_some_and(|s| s.running.is_some())
     }
 
+    /// The pod's IP, once a sandbox has one.
+    pub fn pod_ip(&self) -> Option<String> {
+        self.pod_ip.clone()
+    }
+
     /// A new sandbox was created with `pod_ip`: containers can start. The first sandbox sets the start time.
     pub fn sandbox_created(&mut self, pod_ip: String) {
         self.sandbox = true;

@@ -7,12 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 
-/// Which of a process's output streams bytes were written on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
+/// Which of a process's output streams bytes were written on: the container log's own notion, so a line keeps
+/// its stream from the process to an attached client.
+pub use crate::apiserver::logs::Stream;
 
 /// Where a process's output goes as it is written: the container's log, or an exec's connection.
 pub type Sink = Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;

@@ -12,7 +12,6 @@ mod commands;
 mod fs;
 mod interp;
 mod io;
-mod legacy;
 mod syntax;
 #[cfg(test)]
 mod testing;
@@ -27,7 +26,6 @@ use crate::apiserver::streams::HostMounts;
 
 pub use fs::Files;
 pub use io::{Sink, Stream};
-pub use legacy::{Container, run as run_legacy};
 
 /// The bounds every process of a simulated container is held to, so that no script, however hostile, costs the
 /// simulation more than a known amount of memory or time.

@@ -1,0 +1,184 @@
+//! A container's processes: the environment they share (its files, variables and mounts, registered with the
+//! node's runtime so that `exec` and `attach` reach the very container) and its main process, whose output is the
+//! container's log and whose exit status ends the container.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret};
+use kube::api::Api;
+use tokio::sync::mpsc;
+
+use super::pod_run::PodRun;
+use super::{locked, node};
+use crate::apiserver::ApiServer;
+use crate::apiserver::logs::Stream;
+use crate::apiserver::streams::{ContainerAddress, HostMounts};
+use crate::sim::containers::Registration;
+use crate::sim::effects::Outcome;
+use crate::sim::environment::{self, Objects, PodFacts, Source};
+use crate::sim::shell::{self, ContainerEnv, Files, Limits, Stdio};
+
+/// The least time from a container's start to its exit, as creating and starting a container takes: a command
+/// that ends at once still shows its container running for this long.
+const START_TO_EXIT: Duration = Duration::from_secs(1);
+
+impl PodRun {
+    /// The environment `container`'s processes share, registered with the node's runtime until the returned
+    /// registration is dropped; with the main process's standard input when the spec keeps one (`stdin: true`).
+    pub(super) async fn start_processes(
+        &self,
+        container: &Container,
+    ) -> (ContainerEnv, Registration, Option<mpsc::Receiver<Vec<u8>>>) {
+        let world = &self.kubelet.world;
+        let pod_ip = locked(&self.state).pod_ip();
+        let host_ip = self
+            .kubelet
+            .nodes
+            .get(&self.node)
+            .map(|handle| node::internal_ip(handle.index));
+        let facts = PodFacts {
+            pod: &self.pod,
+            node: &self.node,
+            pod_ip: pod_ip.as_deref(),
+            host_ip: host_ip.as_deref(),
+        };
+        let objects = self.referenced_objects(container).await;
+        let limits = Limits::default();
+        let pod_json = serde_json::to_value(&self.pod).unwrap_or_default();
+        let env = ContainerEnv {
+            node: self.node.clone(),
+            machines: world.machines.clone(),
+            mounts: HostMounts::of(&pod_json, &container.name),
+            files: Files::new(&self.name, limits.file_bytes),
+            env: environment::environment(&facts, container, &objects),
+            hostname: self.name.clone(),
+            clock: world.clock,
+            started: world.clock.now(),
+            limits,
+        };
+        let address = ContainerAddress {
+            namespace: self.namespace.clone(),
+            pod: self.name.clone(),
+            container: container.name.clone(),
+        };
+        let stdin = (container.stdin == Some(true)).then(|| container.stdin_once == Some(true));
+        let (registration, main_stdin) = world.containers.register(address, env.clone(), stdin);
+        (env, registration, main_stdin)
+    }
+
+    /// The ConfigMaps' and Secrets' data `container`'s environment reads; one that cannot be read is left out.
+    async fn referenced_objects(&self, container: &Container) -> Objects {
+        let client = &self.kubelet.world.client;
+        let mut objects = Objects::new();
+        for (source, name) in environment::referenced(container) {
+            let data = match source {
+                Source::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), &self.namespace)
+                    .get(&name)
+                    .await
+                    .map(|map| map.data.unwrap_or_default()),
+                Source::Secret => Api::<Secret>::namespaced(client.clone(), &self.namespace)
+                    .get(&name)
+                    .await
+                    .map(|secret| {
+                        secret
+                            .data
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                            .collect()
+                    }),
+            };
+            match data {
+                Ok(data) => {
+                    objects.insert((source, name), data);
+                }
+                Err(e) => tracing::debug!(pod = %self.name, %name, error = %e, "reading env source"),
+            }
+        }
+        objects
+    }
+
+    /// Run the container's main process, `argv`, in `env` until it exits; what it writes is the container's log.
+    pub(super) async fn run_main_process(
+        &self,
+        container: &Container,
+        env: &ContainerEnv,
+        argv: &[String],
+        stdin: Option<mpsc::Receiver<Vec<u8>>>,
+    ) -> Outcome {
+        let world = &self.kubelet.world;
+        let started = world.clock.now();
+        let log = Arc::new(LogWriter {
+            server: world.server.clone(),
+            namespace: self.namespace.clone(),
+            pod: self.name.clone(),
+            container: container.name.clone(),
+            partial: Mutex::default(),
+        });
+        let writer = log.clone();
+        let sink: shell::Sink = Arc::new(move |stream, bytes: &[u8]| writer.write(stream, bytes));
+        let code = shell::run(env, argv, Stdio { stdin, sink }).await;
+        log.flush();
+        let ran = world.clock.now().saturating_sub(started);
+        if ran < START_TO_EXIT {
+            world.clock.sleep(START_TO_EXIT - ran).await;
+        }
+        Outcome::exited(code, Vec::new(), None)
+    }
+}
+
+/// Appends what a process writes to its container's log, a line at a time, as the kubelet's log does.
+struct LogWriter {
+    server: ApiServer,
+    namespace: String,
+    pod: String,
+    container: String,
+    /// The unfinished last line of each stream.
+    partial: Mutex<[Vec<u8>; 2]>,
+}
+
+/// The longest line kept whole: a longer one is split, as the kubelet splits lines longer than 16 KiB.
+const MAX_LINE: usize = 16 * 1024;
+
+impl LogWriter {
+    fn write(&self, stream: Stream, bytes: &[u8]) {
+        let mut partial = locked(&self.partial);
+        let pending = &mut partial[stream as usize];
+        pending.extend_from_slice(bytes);
+        let mut lines = Vec::new();
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            lines.push(line[..line.len() - 1].to_vec());
+        }
+        while pending.len() >= MAX_LINE {
+            lines.push(pending.drain(..MAX_LINE).collect());
+        }
+        drop(partial);
+        for line in lines {
+            self.append(stream, &line);
+        }
+    }
+
+    /// Write out the unfinished last lines, once the process has exited.
+    fn flush(&self) {
+        let pending = std::mem::take(&mut *locked(&self.partial));
+        for (stream, line) in [Stream::Stdout, Stream::Stderr].into_iter().zip(pending) {
+            if !line.is_empty() {
+                self.append(stream, &line);
+            }
+        }
+    }
+
+    fn append(&self, stream: Stream, line: &[u8]) {
+        let timestamp = jiff::Timestamp::now().to_string();
+        self.server.logs().append_on(
+            &self.namespace,
+            &self.pod,
+            &self.container,
+            &timestamp,
+            stream,
+            &String::from_utf8_lossy(line),
+        );
+    }
+}
