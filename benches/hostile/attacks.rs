@@ -57,6 +57,7 @@ pub fn all() -> Vec<Attack> {
         "escalating Role" => escalating_role,
         "old-snapshot lists" => old_snapshot_lists,
         "large writes, unread watch" => large_writes_unread_watch,
+        "hostile scripts" => hostile_scripts,
     ]
 }
 
@@ -328,6 +329,78 @@ async fn tls(raw: &Raw) -> Option<TlsStream<TcpStream>> {
         .await
         .ok()?
         .ok()
+}
+
+/// Scripts written to cost the simulation as much as they can: a loop that never waits, endless recursion, an
+/// output flood and nested shells in a loop (a fork bomb's shape; background jobs are refused).
+const HOSTILE_SCRIPTS: [&str; 4] = [
+    "while :; do :; done",
+    "f() { f; }; f",
+    "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done",
+    "while :; do sh -c 'while :; do sh -c :; done'; done",
+];
+
+/// The editor's pods running each hostile script (two of each, restarted as they are stopped), and exec sessions
+/// running them in the attached pod, re-opened every half second up to sixteen at a time.
+async fn hostile_scripts(target: Arc<Target>, running: Arc<AtomicBool>) {
+    let create = format!(
+        "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json",
+        target.editor
+    );
+    for (i, script) in HOSTILE_SCRIPTS.iter().cycle().take(8).enumerate() {
+        let pod = json!({
+            "metadata": {"name": format!("hostile-{i}")},
+            "spec": {"nodeName": "worker-0", "containers": [
+                {"name": "main", "image": "quay.io/org/app:1", "command": ["sh", "-c", script]}
+            ]},
+        });
+        target
+            .raw
+            .request(&create, &serde_json::to_vec(&pod).unwrap_or_default())
+            .await;
+    }
+    let mut sessions = Vec::new();
+    while running.load(Ordering::SeqCst) {
+        sessions.retain(|task: &tokio::task::JoinHandle<()>| !task.is_finished());
+        for script in HOSTILE_SCRIPTS.iter().cycle().take(16 - sessions.len()) {
+            let path = format!(
+                "/api/v1/namespaces/default/pods/app/exec?command=sh&command=-c&command={}&stdout=true",
+                percent_encoded(script)
+            );
+            let target = target.clone();
+            let running = running.clone();
+            sessions.push(tokio::spawn(async move {
+                if let Some((101, mut stream)) = open(&target.raw, &target.editor, &path, true).await {
+                    let mut sink = [0u8; 16 << 10];
+                    while running.load(Ordering::SeqCst)
+                        && matches!(stream.read(&mut sink).await, Ok(n) if n > 0)
+                    {}
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for task in sessions {
+        task.abort();
+    }
+    for i in 0..8 {
+        let delete = format!(
+            "DELETE /api/v1/namespaces/default/pods/hostile-{i} HTTP/1.1\r\nAuthorization: Bearer {}",
+            target.editor
+        );
+        target.raw.request(&delete, b"").await;
+    }
+}
+
+/// `text` as a query parameter's value.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// A request for a stream (a watch, or with `upgrade` a WebSocket session), answered with its status; the

@@ -1,8 +1,8 @@
 //! What privileged pods do to their node: the contract by which the simulation recognises, from what is visible in
 //! a pod, the node-level work a container does, and applies the effect a real node would show.
 //!
-//! The kubelet calls [`plan`] when a container starts, to learn how long it runs, and [`finish`] when that time is
-//! up, to apply the container's effect to the machine (or the registry) and learn its exit code, termination reason
+//! For a container these rules recognise, the kubelet calls [`plan`] when it starts, to learn how long it runs, and
+//! [`finish`] when that time is up, to apply the container's effect to the machine (or the registry) and learn its exit code, termination reason
 //! and message, and log lines. Nothing else is consulted: no side channel, no naming convention of kmm-tui's own.
 //! The pods the real operators create (KMM, runtime-class-manager, kube-fledged) are recognised as they are, and any
 //! operator that creates pods in the same shapes gets the same effects. Every duration is simulated time.
@@ -70,10 +70,18 @@
 //! 8. **OS image listing its kernels.** A container of one of the scenario's `osImages` whose command is
 //!    `ls /usr/lib/modules` (or `/lib/modules`, or either in a `sh -c` script) prints the kernel that image boots
 //!    and exits 0 a second after it starts: the image decides, not the node it runs on (see [`os_image`]).
-//! 9. **Anything else.** A container with a command or args (pull pods, kube-fledged's `imagepuller`, scripts) exits
-//!    0 a second after it starts; an `echo` prints its text. A container without command and args is a server: it
-//!    runs until the pod is deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
-//!    `sim.kmm-tui.io/exit-code` override the run time and exit code of these containers (also of servers).
+//! 9. **Anything else** runs its command: the kubelet starts its main process in the simulated shell
+//!    (`super::shell`), with its `command` and `args`, or its image's entrypoint and cmd where it sets none (as the
+//!    scenario's registry declares them), and its environment. What the process writes is the container's log and
+//!    its exit status ends the container; `sleep` takes simulated time, so a script runs as long as it would. An
+//!    image that says nothing of what it runs, started without a command, is a server: it runs until the pod is
+//!    deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
+//!    `sim.kmm-tui.io/exit-code` instead steer the run time and exit code of these containers (also of servers),
+//!    without running anything.
+//!
+//! The init container of a KMM worker pod that extracts the modules from their image (any init container of a pod
+//! with the worker-action label) copies what the image holds, which is not modelled file by file: it exits 0 a
+//! second after it starts.
 //!
 //! # Outcomes
 //!
