@@ -371,11 +371,14 @@ async fn hostile_scripts(target: Arc<Target>, running: Arc<AtomicBool>) {
             let target = target.clone();
             let running = running.clone();
             sessions.push(tokio::spawn(async move {
-                if let Some((101, mut stream)) = open(&target.raw, &target.editor, &path, true).await {
+                if let Some((101, mut stream)) =
+                    open(&target.raw, &target.editor, &path, true).await
+                {
                     let mut sink = [0u8; 16 << 10];
                     while running.load(Ordering::SeqCst)
                         && matches!(stream.read(&mut sink).await, Ok(n) if n > 0)
-                    {}
+                    {
+                    }
                 }
             }));
         }
@@ -397,7 +400,9 @@ async fn hostile_scripts(target: Arc<Target>, running: Arc<AtomicBool>) {
 fn percent_encoded(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

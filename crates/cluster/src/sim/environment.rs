@@ -71,7 +71,10 @@ pub fn environment(
     env.set("KUBERNETES_SERVICE_PORT", "443".into());
     env.set("KUBERNETES_PORT", "tcp://10.96.0.1:443".into());
     env.set("PATH", IMAGE_PATH.into());
-    env.set("HOSTNAME", facts.pod.metadata.name.clone().unwrap_or_default());
+    env.set(
+        "HOSTNAME",
+        facts.pod.metadata.name.clone().unwrap_or_default(),
+    );
     env.set("HOME", "/root".into());
     for from in container.env_from.iter().flatten() {
         let prefix = from.prefix.as_deref().unwrap_or_default();

@@ -42,10 +42,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::apiserver::ApiServer;
 use clock::SimClock;
+use containers::Containers;
 use effects::device_plugin::DevicePlugins;
 pub use effects::own_image::{OwnImage, OwnImagePrograms, Program};
 use faults::Faults;
-use containers::Containers;
 use machine::Machines;
 use registry::SimRegistry;
 use scenario::Scenario;

@@ -31,7 +31,10 @@ impl LogOptions {
         let recent: Vec<&LogLine> = lines
             .iter()
             .filter(|line| match since {
-                Some(since) => line.timestamp.parse::<Timestamp>().is_ok_and(|t| t >= since),
+                Some(since) => line
+                    .timestamp
+                    .parse::<Timestamp>()
+                    .is_ok_and(|t| t >= since),
                 None => true,
             })
             .collect();

@@ -14,9 +14,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role};
 use tokio_util::sync::CancellationToken;
 
 use super::idle::{LastTraffic, Watched};
-use super::{AttachedStdin, ExecProcess};
 use super::status::exit_status;
 use super::websocket;
+use super::{AttachedStdin, ExecProcess};
 use crate::apiserver::logs::{LogLine, Stream};
 use crate::apiserver::long_running::Permit;
 use crate::apiserver::request::Query;
@@ -92,7 +92,9 @@ pub async fn run(
     let streamed = async {
         match work {
             Work::Exec(process) => exec(&mut socket, channels, process, stop).await,
-            Work::Attach { lines, stdin } => attach(&mut socket, channels, lines, stdin, stop).await,
+            Work::Attach { lines, stdin } => {
+                attach(&mut socket, channels, lines, stdin, stop).await
+            }
         }
     };
     let ending = tokio::select! {

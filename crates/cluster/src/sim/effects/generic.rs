@@ -24,7 +24,8 @@ pub fn run_time(run: &ContainerRun) -> Option<Duration> {
 
 /// Whether the pod's annotations steer its generic containers' run time or exit code.
 pub fn steered(run: &ContainerRun) -> bool {
-    annotation(run.pod, RUN_FOR_ANNOTATION).is_some() || annotation(run.pod, EXIT_CODE_ANNOTATION).is_some()
+    annotation(run.pod, RUN_FOR_ANNOTATION).is_some()
+        || annotation(run.pod, EXIT_CODE_ANNOTATION).is_some()
 }
 
 /// The run time the pod's annotation asks for, if any (a server runs until deleted without one).

@@ -14,7 +14,9 @@ pub const RUN_TIME: Duration = Duration::from_secs(2);
 
 /// Whether the container is the `worker` container of a worker pod.
 pub fn is_worker(run: &ContainerRun) -> bool {
-    is_worker_pod(run) && run.container.name == "worker" && args(run.container).first().map(String::as_str) == Some("kmod")
+    is_worker_pod(run)
+        && run.container.name == "worker"
+        && args(run.container).first().map(String::as_str) == Some("kmod")
 }
 
 /// Whether the container is the init container of a worker pod that extracts the modules from their image: it

@@ -227,7 +227,9 @@ pub fn plan(world: &World, run: &ContainerRun) -> Plan {
         Effect::ShimInstaller(operation) => Some(shim::installer_time(world, run, &operation)),
         Effect::RemoveImages(_) => Some(images::RUN_TIME),
         Effect::DevicePlugin => generic::requested_run_time(run),
-        Effect::OsImageKernel(_) | Effect::ImageExtractor | Effect::Generic => generic::run_time(run),
+        Effect::OsImageKernel(_) | Effect::ImageExtractor | Effect::Generic => {
+            generic::run_time(run)
+        }
     };
     Plan { runs_for }
 }

@@ -1,5 +1,6 @@
 //! Ephemeral containers, which `kubectl debug` adds to a running pod: the kubelet starts each one once, beside the
-//! pod's own containers, runs it as the node effects decide (a command for a moment, a shell until the pod goes),
+//! pod's own containers, runs it as any container runs (its command in the simulated shell, or as the node effects
+//! decide),
 //! reports it in `status.ephemeralContainerStatuses` and its output in the pod's logs, and never restarts it.
 
 use std::future::pending;
@@ -10,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{Kubelet, ids, locked, status};
+use super::{Kubelet, ids, locked, process, status};
 use crate::sim::effects::{self, ContainerRun};
 
 /// Start the ephemeral containers of `pod` (running on `node`) not started yet; they stop when `killed` is.
@@ -95,19 +96,35 @@ async fn run(
         init: false,
         images_in_use: &in_use,
     };
-    let plan = effects::plan(&world, &run);
+    let pod_ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+    let (env, _registration, main_stdin) = process::start(process::Starting {
+        kubelet: &kubelet,
+        pod: &pod,
+        node: &node,
+        pod_ip,
+        container: &container,
+    })
+    .await;
     let ran = async {
-        match plan.runs_for {
+        if effects::runs_its_command(&world, &run) {
+            return match process::argv(&world, &container, &env) {
+                Some(argv) => {
+                    process::run_main(&world, &pod, &container, &env, &argv, main_stdin).await
+                }
+                None => pending().await,
+            };
+        }
+        match effects::plan(&world, &run).runs_for {
             Some(time) => world.clock.sleep(time).await,
             None => pending::<()>().await,
         }
+        effects::finish(&world, &run)
     };
-    tokio::select! {
-        () = ran => {}
+    let outcome = tokio::select! {
+        outcome = ran => outcome,
         () = killed.cancelled() => return,
         () = world.stop.cancelled() => return,
-    }
-    let outcome = effects::finish(&world, &run);
+    };
     let logs = world.server.logs();
     for line in &outcome.logs {
         let timestamp = jiff::Timestamp::now().to_string();

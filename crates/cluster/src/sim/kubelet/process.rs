@@ -9,11 +9,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret};
 use kube::api::Api;
 use tokio::sync::mpsc;
 
-use super::pod_run::PodRun;
-use super::{locked, node};
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{Kubelet, locked, node};
 use crate::apiserver::ApiServer;
 use crate::apiserver::logs::Stream;
 use crate::apiserver::streams::{ContainerAddress, HostMounts};
+use crate::sim::World;
 use crate::sim::containers::Registration;
 use crate::sim::effects::Outcome;
 use crate::sim::environment::{self, Objects, PodFacts, Source};
@@ -23,109 +25,145 @@ use crate::sim::shell::{self, ContainerEnv, Files, Limits, Stdio};
 /// that ends at once still shows its container running for this long.
 const START_TO_EXIT: Duration = Duration::from_secs(1);
 
-impl PodRun {
-    /// The environment `container`'s processes share, registered with the node's runtime until the returned
-    /// registration is dropped; with the main process's standard input when the spec keeps one (`stdin: true`).
-    pub(super) async fn start_processes(
-        &self,
-        container: &Container,
-    ) -> (ContainerEnv, Registration, Option<mpsc::Receiver<Vec<u8>>>) {
-        let world = &self.kubelet.world;
-        let pod_ip = locked(&self.state).pod_ip();
-        let host_ip = self
-            .kubelet
-            .nodes
-            .get(&self.node)
-            .map(|handle| node::internal_ip(handle.index));
-        let facts = PodFacts {
-            pod: &self.pod,
-            node: &self.node,
-            pod_ip: pod_ip.as_deref(),
-            host_ip: host_ip.as_deref(),
-        };
-        let objects = self.referenced_objects(container).await;
-        let limits = Limits::default();
-        let pod_json = serde_json::to_value(&self.pod).unwrap_or_default();
-        let env = ContainerEnv {
-            node: self.node.clone(),
-            machines: world.machines.clone(),
-            mounts: HostMounts::of(&pod_json, &container.name),
-            files: Files::new(&self.name, limits.file_bytes),
-            env: environment::environment(&facts, container, &objects),
-            hostname: self.name.clone(),
-            clock: world.clock,
-            started: world.clock.now(),
-            limits,
-        };
-        let address = ContainerAddress {
-            namespace: self.namespace.clone(),
-            pod: self.name.clone(),
-            container: container.name.clone(),
-        };
-        let stdin = (container.stdin == Some(true)).then(|| container.stdin_once == Some(true));
-        let (registration, main_stdin) = world.containers.register(address, env.clone(), stdin);
-        (env, registration, main_stdin)
-    }
+/// A container about to start: what its processes' environment is built from.
+pub(super) struct Starting<'a> {
+    pub kubelet: &'a Kubelet,
+    pub pod: &'a Pod,
+    pub node: &'a str,
+    pub pod_ip: Option<String>,
+    pub container: &'a Container,
+}
 
-    /// The ConfigMaps' and Secrets' data `container`'s environment reads; one that cannot be read is left out.
-    async fn referenced_objects(&self, container: &Container) -> Objects {
-        let client = &self.kubelet.world.client;
-        let mut objects = Objects::new();
-        for (source, name) in environment::referenced(container) {
-            let data = match source {
-                Source::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), &self.namespace)
-                    .get(&name)
-                    .await
-                    .map(|map| map.data.unwrap_or_default()),
-                Source::Secret => Api::<Secret>::namespaced(client.clone(), &self.namespace)
-                    .get(&name)
-                    .await
-                    .map(|secret| {
-                        secret
-                            .data
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                            .collect()
-                    }),
-            };
-            match data {
-                Ok(data) => {
-                    objects.insert((source, name), data);
-                }
-                Err(e) => tracing::debug!(pod = %self.name, %name, error = %e, "reading env source"),
+/// The environment a starting container's processes share, registered with the node's runtime until the
+/// returned registration is dropped; with the main process's standard input when the spec keeps one open
+/// (`stdin: true`).
+pub(super) async fn start(
+    starting: Starting<'_>,
+) -> (ContainerEnv, Registration, Option<mpsc::Receiver<Vec<u8>>>) {
+    let Starting {
+        kubelet,
+        pod,
+        node,
+        pod_ip,
+        container,
+    } = starting;
+    let world = &kubelet.world;
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let host_ip = kubelet
+        .nodes
+        .get(node)
+        .map(|handle| node::internal_ip(handle.index));
+    let facts = PodFacts {
+        pod,
+        node,
+        pod_ip: pod_ip.as_deref(),
+        host_ip: host_ip.as_deref(),
+    };
+    let objects = referenced_objects(&world.client, &namespace, container).await;
+    let limits = Limits::default();
+    let pod_json = serde_json::to_value(pod).unwrap_or_default();
+    let env = ContainerEnv {
+        node: node.to_owned(),
+        machines: world.machines.clone(),
+        mounts: HostMounts::of(&pod_json, &container.name),
+        files: Files::new(&name, limits.file_bytes),
+        env: environment::environment(&facts, container, &objects),
+        hostname: name.clone(),
+        clock: world.clock,
+        started: world.clock.now(),
+        limits,
+    };
+    let address = ContainerAddress {
+        namespace,
+        pod: name,
+        container: container.name.clone(),
+    };
+    let stdin = (container.stdin == Some(true)).then(|| container.stdin_once == Some(true));
+    let (registration, main_stdin) = world.containers.register(address, env.clone(), stdin);
+    (env, registration, main_stdin)
+}
+
+/// The ConfigMaps' and Secrets' data `container`'s environment reads; one that cannot be read is left out.
+async fn referenced_objects(
+    client: &kube::Client,
+    namespace: &str,
+    container: &Container,
+) -> Objects {
+    let mut objects = Objects::new();
+    for (source, name) in environment::referenced(container) {
+        let data = match source {
+            Source::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get(&name)
+                .await
+                .map(|map| map.data.unwrap_or_default()),
+            Source::Secret => Api::<Secret>::namespaced(client.clone(), namespace)
+                .get(&name)
+                .await
+                .map(|secret| {
+                    secret
+                        .data
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                        .collect()
+                }),
+        };
+        match data {
+            Ok(data) => {
+                objects.insert((source, name), data);
             }
+            Err(e) => tracing::debug!(%namespace, %name, error = %e, "reading an env source"),
         }
-        objects
     }
+    objects
+}
 
-    /// Run the container's main process, `argv`, in `env` until it exits; what it writes is the container's log.
-    pub(super) async fn run_main_process(
-        &self,
-        container: &Container,
-        env: &ContainerEnv,
-        argv: &[String],
-        stdin: Option<mpsc::Receiver<Vec<u8>>>,
-    ) -> Outcome {
-        let world = &self.kubelet.world;
-        let started = world.clock.now();
-        let log = Arc::new(LogWriter {
-            server: world.server.clone(),
-            namespace: self.namespace.clone(),
-            pod: self.name.clone(),
-            container: container.name.clone(),
-            partial: Mutex::default(),
-        });
-        let writer = log.clone();
-        let sink: shell::Sink = Arc::new(move |stream, bytes: &[u8]| writer.write(stream, bytes));
-        let code = shell::run(env, argv, Stdio { stdin, sink }).await;
-        log.flush();
-        let ran = world.clock.now().saturating_sub(started);
-        if ran < START_TO_EXIT {
-            world.clock.sleep(START_TO_EXIT - ran).await;
-        }
-        Outcome::exited(code, Vec::new(), None)
+/// What the container's main process runs: its command and args, or its image's defaults, as the kubelet decides
+/// them, with `$(NAME)` references to its environment expanded; None when neither says anything.
+pub(super) fn argv(
+    world: &World,
+    container: &Container,
+    env: &ContainerEnv,
+) -> Option<Vec<String>> {
+    let _image = container.image.as_deref().unwrap_or_default();
+    let argv: Vec<String> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .cloned()
+        .collect();
+    let _ = world;
+    (!argv.is_empty()).then(|| environment::expand_argv(&argv, &env.env))
+}
+
+/// Run the container's main process, `argv`, in `env` until it exits; what it writes is the container's log.
+pub(super) async fn run_main(
+    world: &World,
+    pod: &Pod,
+    container: &Container,
+    env: &ContainerEnv,
+    argv: &[String],
+    stdin: Option<mpsc::Receiver<Vec<u8>>>,
+) -> Outcome {
+    let started = world.clock.now();
+    let log = Arc::new(LogWriter {
+        server: world.server.clone(),
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        pod: pod.metadata.name.clone().unwrap_or_default(),
+        container: container.name.clone(),
+        partial: Mutex::default(),
+    });
+    let writer = log.clone();
+    let sink: shell::Sink = Arc::new(move |stream, bytes: &[u8]| writer.write(stream, bytes));
+    let code = shell::run(env, argv, Stdio { stdin, sink }).await;
+    log.flush();
+    let ran = world.clock.now().saturating_sub(started);
+    if ran < START_TO_EXIT {
+        world.clock.sleep(START_TO_EXIT - ran).await;
     }
+    Outcome::exited(code, Vec::new(), None)
 }
 
 /// Appends what a process writes to its container's log, a line at a time, as the kubelet's log does.

@@ -14,12 +14,10 @@ use super::backoff::{Backoff, go_duration};
 use super::events::{Kind, PodEvents, container_field};
 use super::pod_run::PodRun;
 use super::status::{self, PodState, RestartPolicy, Which};
-use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, pulls};
+use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, process, pulls};
 use crate::sim::effects::{self, ContainerRun, device_plugin};
 use crate::sim::registry::normalise;
-use crate::sim::environment;
 use crate::sim::registry_record;
-use crate::sim::shell::ContainerEnv;
 
 /// How a container run ended.
 struct Exit {
@@ -119,14 +117,27 @@ impl PodRun {
         let _devices = (!which.init)
             .then(|| device_plugin::register(world, &self.node, &self.uid, container))
             .flatten();
-        let (env, _registration, main_stdin) = self.start_processes(container).await;
+        let pod_ip = locked(&self.state).pod_ip();
+        let (env, _registration, main_stdin) = process::start(process::Starting {
+            kubelet: &self.kubelet,
+            pod: &self.pod,
+            node: &self.node,
+            pod_ip,
+            container,
+        })
+        .await;
         let outcome = match effects::in_process(world, &run) {
             Some(engine) => engine.run().await,
-            None if effects::runs_its_command(world, &run) => match self.argv(container, &image, &env) {
-                Some(argv) => self.run_main_process(container, &env, &argv, main_stdin).await,
-                // An image that says nothing of what it runs, started without a command: a server.
-                None => pending().await,
-            },
+            None if effects::runs_its_command(world, &run) => {
+                match process::argv(world, container, &env) {
+                    Some(argv) => {
+                        process::run_main(world, &self.pod, container, &env, &argv, main_stdin)
+                            .await
+                    }
+                    // An image that says nothing of what it runs, started without a command: a server.
+                    None => pending().await,
+                }
+            }
             None => self.run_planned(which, container, &run).await,
         };
         let logs = world.server.logs();
@@ -155,19 +166,6 @@ impl PodRun {
             code: outcome.exit_code,
             ran_for: world.clock.now().saturating_sub(started),
         }
-    }
-
-    /// What the container's main process runs: its command and args, or its image's defaults, as the kubelet
-    /// decides them, with `$(NAME)` references to its environment expanded; None when neither says anything.
-    fn argv(&self, container: &Container, _image: &str, env: &ContainerEnv) -> Option<Vec<String>> {
-        let argv: Vec<String> = container
-            .command
-            .iter()
-            .flatten()
-            .chain(container.args.iter().flatten())
-            .cloned()
-            .collect();
-        (!argv.is_empty()).then(|| environment::expand_argv(&argv, &env.env))
     }
 
     /// Run a container for the time its effect plans, then apply the effect.

@@ -293,7 +293,10 @@ mod tests {
             files.write("/data/big", &[0; 32], false),
             Err(FsError::NoSpace)
         );
-        assert_eq!(files.remove("/data", false), Err(FsError::DirectoryNotEmpty));
+        assert_eq!(
+            files.remove("/data", false),
+            Err(FsError::DirectoryNotEmpty)
+        );
         files.remove("/data", true).unwrap();
         assert!(files.get("/data/x/f").is_none());
         files.write("/data2", &[0; 26], false).unwrap();
