@@ -117,7 +117,7 @@ impl<'c> Shell<'c> {
                     let run = match self.open_redirects(redirects, io).await {
                         Ok(Ok(mut opened)) => {
                             let run = self.run_compound(compound, &mut opened.io(io)).await;
-                            self.close_redirects(opened, io).and(run)
+                            self.close_redirects(opened, run, io)
                         }
                         Ok(Err(status)) => Ok(status),
                         Err(flow) => Err(flow),
@@ -240,7 +240,7 @@ impl<'c> Shell<'c> {
                 self.set_var(name, value, io)?;
             }
             return match self.open_redirects(&simple.redirects, io).await? {
-                Ok(opened) => self.close_redirects(opened, io).map(|()| status),
+                Ok(opened) => self.close_redirects(opened, Ok(status), io),
                 Err(status) => Ok(status),
             };
         }
@@ -272,7 +272,7 @@ impl<'c> Shell<'c> {
                 None => self.vars.remove(&name),
             };
         }
-        self.close_redirects(opened, io)?;
+        let run = self.close_redirects(opened, run, io);
         if self.budget.exhausted() {
             return Err(Flow::from(super::OutputLimit {
                 bytes: self.budget.limit(),

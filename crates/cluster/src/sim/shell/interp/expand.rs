@@ -185,7 +185,23 @@ impl<'c> Shell<'c> {
         io: &mut Io<'_>,
     ) -> Result<Vec<Field>, Flow> {
         let mut fields = Fields::new(split, self.ifs(), self.container.limits.word_bytes);
-        self.expand_into(&word.0, &mut fields, io).await?;
+        let mut parts = word.0.as_slice();
+        if let Some((
+            Part::Text {
+                text,
+                quoted: false,
+            },
+            rest,
+        )) = parts.split_first()
+            && let Some(after) = text.strip_prefix('~')
+            && (after.is_empty() || after.starts_with('/'))
+            && let Some(home) = self.var("HOME")
+        {
+            fields.push(home, true);
+            fields.push(after, false);
+            parts = rest;
+        }
+        self.expand_into(parts, &mut fields, io).await?;
         Ok(fields.finish())
     }
 

@@ -5,7 +5,7 @@
 use super::super::fs::resolve;
 use super::super::io::{Input, Output};
 use super::super::syntax::{Redirect, RedirectOp};
-use super::{Flow, Io, Shell};
+use super::{Flow, Io, Run, Shell};
 
 /// The streams a command's redirections opened, in place of its shell's.
 #[derive(Default)]
@@ -138,15 +138,18 @@ impl Shell<'_> {
         Ok(Ok(output))
     }
 
-    /// Write what went to each redirected file.
-    pub(super) fn close_redirects(&mut self, opened: Opened, io: &mut Io<'_>) -> Result<(), Flow> {
+    /// Write what went to each redirected file, after the command that wrote it ran as `run`; a write that fails
+    /// (the container's files are full) fails the command.
+    pub(super) fn close_redirects(&mut self, opened: Opened, run: Run, io: &mut Io<'_>) -> Run {
         let Opened { files, .. } = opened;
+        let mut failed = false;
         for (path, output) in files {
             let bytes = output.into_captured();
             if let Err(error) = self.container.files.write(&path, &bytes, true) {
                 self.complain(io, &format!("write error: {path}: {error}"))?;
+                failed = true;
             }
         }
-        Ok(())
+        if failed { run.map(|_| 1) } else { run }
     }
 }

@@ -480,6 +480,61 @@ async fn set_options() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_tilde_is_the_home_directory() {
+    table(&[
+        (
+            "HOME=/root; echo ~ ~/x '~' a~; X=~/y; echo $X",
+            "/root /root/x ~ a~\n/root/y\n",
+            "",
+            0,
+        ),
+        ("echo ~", "~\n", "", 0),
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn writing_past_the_file_limit_fails_the_command() {
+    let c = container_with(Limits {
+        file_bytes: 64,
+        ..Limits::default()
+    });
+    let script = format!(
+        "echo {} >/tmp/big; echo $?; cat /tmp/big; echo small >/tmp/big; cat /tmp/big",
+        "x".repeat(100)
+    );
+    let ran = run_in(&c, &["sh", "-c", &script], None).await;
+    assert_eq!(ran.stdout, "1\nsmall\n");
+    assert_eq!(
+        ran.stderr,
+        "sh: write error: /tmp/big: No space left on device\n"
+    );
+}
+
+#[test]
+fn a_busy_script_gives_its_thread_back() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = container_with(Limits {
+            steps_without_wait: 100_000,
+            ..Limits::default()
+        });
+        let shell =
+            tokio::spawn(
+                async move { run_in(&c, &["sh", "-c", "while :; do :; done"], None).await },
+            );
+        // On one thread, this task runs only if the shell yields while it is busy.
+        let other = tokio::spawn(async {});
+        other.await.unwrap();
+        assert!(!shell.is_finished());
+        assert_eq!(shell.await.unwrap().status, 124);
+    });
+}
+
+#[tokio::test(start_paused = true)]
 async fn pathname_expansion_uses_the_container_files() {
     let c = container();
     let script = "cd /tmp; for f in a.txt b.txt c.log .hidden; do echo x >$f; done; \
