@@ -2,8 +2,8 @@
 //! each bounded so that a process can never hold more than [`Limits`](super::Limits) allows.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
@@ -148,6 +148,16 @@ impl Budget {
         }
         Ok(())
     }
+
+    /// Whether a write was refused: the shell stops a process whose commands reached the limit.
+    pub fn exhausted(&self) -> bool {
+        self.written.load(Ordering::Relaxed) > self.limit
+    }
+
+    /// The limit, in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
 }
 
 /// A command's standard output or error.
@@ -159,8 +169,9 @@ pub struct Output {
 enum Target {
     /// Written out as it comes, on one of the process's streams.
     Stdio(Stream, Sink),
-    /// Kept, for a pipe, a substitution or a file redirection to take when the command is done.
-    Capture(Vec<u8>),
+    /// Kept, for a pipe, a substitution or a file redirection to take when the command is done; shared by the
+    /// outputs [`Output::share`] made, so that `>file 2>&1` keeps both streams in the order they were written.
+    Capture(Arc<Mutex<Vec<u8>>>),
     /// Thrown away: `/dev/null`.
     Null,
 }
@@ -177,7 +188,7 @@ impl Output {
     /// Output kept for [`Output::into_captured`].
     pub fn capture(budget: Arc<Budget>) -> Self {
         Self {
-            target: Target::Capture(Vec::new()),
+            target: Target::Capture(Arc::default()),
             budget,
         }
     }
@@ -200,7 +211,10 @@ impl Output {
         }
         match &mut self.target {
             Target::Stdio(stream, sink) => sink(*stream, bytes),
-            Target::Capture(kept) => kept.extend_from_slice(bytes),
+            Target::Capture(kept) => kept
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(bytes),
             Target::Null => {}
         }
         Ok(())
@@ -211,11 +225,26 @@ impl Output {
         self.write(text.as_bytes())
     }
 
-    /// What a captured output kept (nothing for the other kinds).
+    /// What a captured output kept (nothing for the other kinds), taken from every output sharing it.
     pub fn into_captured(self) -> Vec<u8> {
         match self.target {
-            Target::Capture(kept) => kept,
+            Target::Capture(kept) => {
+                std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner()))
+            }
             _ => Vec::new(),
+        }
+    }
+
+    /// Another output writing where this one does: what `2>&1` makes of standard error.
+    pub fn share(&self) -> Output {
+        let target = match &self.target {
+            Target::Stdio(stream, sink) => Target::Stdio(*stream, sink.clone()),
+            Target::Capture(kept) => Target::Capture(kept.clone()),
+            Target::Null => Target::Null,
+        };
+        Output {
+            target,
+            budget: self.budget.clone(),
         }
     }
 
@@ -260,7 +289,20 @@ mod tests {
         let mut out = Output::capture(budget.clone());
         out.write(b"abc").unwrap();
         assert_eq!(out.write(b"de"), Err(OutputLimit { bytes: 4 }));
-        let mut null = Output::null(budget);
+        let mut null = Output::null(budget.clone());
         null.write(b"anything").unwrap();
+        assert!(budget.exhausted());
+    }
+
+    #[test]
+    fn a_shared_capture_keeps_both_writers_in_order() {
+        let budget = Budget::new(64);
+        let mut out = Output::capture(budget.clone());
+        let mut err = out.share();
+        out.write(b"a").unwrap();
+        err.write(b"b").unwrap();
+        out.write(b"c").unwrap();
+        assert_eq!(err.into_captured(), b"abc");
+        assert!(!budget.exhausted());
     }
 }

@@ -1,1 +1,0 @@
-//! The shell language the simulated `sh` reads.
