@@ -15,6 +15,8 @@ pub enum FsError {
     DirectoryNotEmpty,
     /// The container's files would hold more than their limit.
     NoSpace,
+    /// A directory moved into itself.
+    InvalidArgument,
 }
 
 impl fmt::Display for FsError {
@@ -26,6 +28,7 @@ impl fmt::Display for FsError {
             Self::Exists => "File exists",
             Self::DirectoryNotEmpty => "Directory not empty",
             Self::NoSpace => "No space left on device",
+            Self::InvalidArgument => "Invalid argument",
         })
     }
 }
@@ -55,9 +58,33 @@ impl fmt::Debug for Files {
     }
 }
 
-/// The directories every image has.
+/// The directories every image has: what `ls /` shows in a small (alpine) image, and the usual ones below.
 const BASE_DIRS: &[&str] = &[
-    "/bin", "/dev", "/etc", "/home", "/proc", "/root", "/sys", "/tmp", "/usr", "/usr/bin", "/var",
+    "/bin",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/log",
+    "/var/tmp",
 ];
 
 /// `path` made absolute against `cwd`, with `.`, `..` and repeated slashes resolved.
@@ -221,6 +248,63 @@ impl Files {
         Ok(())
     }
 
+    /// Move the entry at `from`, with everything under it, to `to` (both absolute, normalised), replacing a file
+    /// or an empty directory there; `to`'s directory must exist and must not be under `from`.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
+        if from == to {
+            return Ok(());
+        }
+        let mut tree = self.tree();
+        let moving_dir = match tree.nodes.get(from) {
+            None => return Err(FsError::NotFound),
+            Some(node) => matches!(node, Node::Dir),
+        };
+        let from_prefix = format!("{from}/");
+        if from == "/" || to.starts_with(&from_prefix) {
+            return Err(FsError::InvalidArgument);
+        }
+        match tree.nodes.get(parent(to)) {
+            Some(Node::Dir) => {}
+            Some(Node::File(_)) => return Err(FsError::NotADirectory),
+            None => return Err(FsError::NotFound),
+        }
+        let to_prefix = format!("{to}/");
+        match tree.nodes.get(to) {
+            Some(Node::Dir) if !moving_dir => return Err(FsError::IsADirectory),
+            Some(Node::Dir) => {
+                let occupied = tree
+                    .nodes
+                    .range(to_prefix.clone()..)
+                    .next()
+                    .is_some_and(|(p, _)| p.starts_with(&to_prefix));
+                if occupied {
+                    return Err(FsError::DirectoryNotEmpty);
+                }
+            }
+            Some(Node::File(_)) if moving_dir => return Err(FsError::NotADirectory),
+            Some(Node::File(old)) => {
+                let freed = old.len() as u64;
+                tree.bytes -= freed;
+            }
+            None => {}
+        }
+        let moved: Vec<String> = std::iter::once(from.to_owned())
+            .chain(
+                tree.nodes
+                    .range(from_prefix.clone()..)
+                    .take_while(|(p, _)| p.starts_with(&from_prefix))
+                    .map(|(p, _)| p.clone()),
+            )
+            .collect();
+        for path in moved {
+            if let Some(node) = tree.nodes.remove(&path) {
+                tree.nodes
+                    .insert(format!("{to}{}", &path[from.len()..]), node);
+            }
+        }
+        Ok(())
+    }
+
     /// The names directly in the directory `path`, sorted.
     pub fn list(&self, path: &str) -> Result<Vec<String>, FsError> {
         let tree = self.tree();
@@ -300,5 +384,25 @@ mod tests {
         files.remove("/data", true).unwrap();
         assert!(files.get("/data/x/f").is_none());
         files.write("/data2", &[0; 26], false).unwrap();
+    }
+
+    #[test]
+    fn entries_are_renamed_with_everything_under_them() {
+        let files = Files::new("pod-a", 64);
+        files.mkdir("/a/b", true).unwrap();
+        files.write("/a/b/f", b"x", false).unwrap();
+        files.write("/ab", b"other", false).unwrap();
+        files.write("/a-b", b"", false).unwrap();
+        files.rename("/a", "/c").unwrap();
+        assert_eq!(files.read("/c/b/f").unwrap(), b"x");
+        assert!(files.get("/a").is_none());
+        assert_eq!(files.read("/ab").unwrap(), b"other");
+        assert_eq!(files.rename("/c", "/c/b/d"), Err(FsError::InvalidArgument));
+        assert_eq!(files.rename("/nope", "/x"), Err(FsError::NotFound));
+        files.write("/g", b"12345", false).unwrap();
+        files.rename("/g", "/ab").unwrap();
+        assert_eq!(files.read("/ab").unwrap(), b"12345");
+        // The replaced file's bytes are free again: 6 + 1 + 5 of 64 are used.
+        files.write("/big", &[0; 52], false).unwrap();
     }
 }
