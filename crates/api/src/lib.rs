@@ -17,6 +17,7 @@ pub mod conditions;
 pub mod crds;
 pub mod day0;
 pub mod errors;
+pub mod image_ref;
 pub mod imagecache;
 pub mod kmm;
 pub mod lease;

@@ -200,6 +200,25 @@ impl Default for RegistrySpec {
     }
 }
 
+impl RegistrySpec {
+    /// Every image name is a reference, and no two name the same image (as `alpine` and
+    /// `docker.io/library/alpine:latest` do): the second would silently replace the first.
+    fn check_images(&self) -> Result<(), String> {
+        let mut seen = BTreeMap::new();
+        for (i, image) in self.images.iter().enumerate() {
+            let reference = kmm_api::image_ref::ImageRef::parse(&image.name)
+                .map_err(|e| format!("registry.images[{i}].name: {}", e.reason()))?;
+            if let Some(first) = seen.insert(reference.normalized(), i) {
+                return Err(format!(
+                    "registry.images[{i}].name: {} is the image of registry.images[{first}] ({reference})",
+                    image.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn default_latency() -> Duration {
     Duration::from_millis(300)
 }
@@ -212,7 +231,7 @@ fn default_bandwidth() -> f64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImageSpec {
-    /// Full reference (`registry/repository:tag` or `@digest`).
+    /// Its reference, read as a container runtime reads it (`busybox` is `docker.io/library/busybox:latest`).
     pub name: String,
     /// Size.
     #[serde(default = "default_image_size")]
@@ -221,6 +240,14 @@ pub struct ImageSpec {
     /// When set, pulling needs an image pull secret of this name in the pod's namespace.
     #[serde(default)]
     pub pull_secret: Option<String>,
+    /// The image config's ENTRYPOINT, which a container without `command` runs. When neither this nor `cmd` is
+    /// set, a well-known image has its built-in defaults.
+    #[serde(default)]
+    pub entrypoint: Option<Vec<String>>,
+    /// The image config's CMD: the arguments of the entrypoint (or the program when there is none) of a
+    /// container that sets neither `command` nor `args`.
+    #[serde(default)]
+    pub cmd: Option<Vec<String>>,
 }
 
 fn default_image_size() -> u64 {
@@ -570,6 +597,7 @@ impl Scenario {
         if self.registry.bandwidth_mi_b_per_second <= 0.0 {
             return Err("registry.bandwidthMiBPerSecond: must be positive".into());
         }
+        self.registry.check_images()?;
         for (i, fault) in self.faults.iter().enumerate() {
             fault.check(&names).map_err(|e| format!("faults[{i}]{e}"))?;
         }
@@ -613,6 +641,7 @@ nodes:
 registry:
   images:
     - {name: quay.io/org/kmod:5.14.0-284.el9.x86_64, sizeMiB: 120}
+    - {name: quay.io/org/tool:1, entrypoint: [/tool], cmd: [serve, --port, "80"]}
   shims:
     - {url: https://example.com/shim-v1.tar.gz, binary: containerd-shim-spin-v2}
   latency: 300ms
@@ -627,6 +656,12 @@ timeScale: 10
         assert_eq!(s.node_names()[9], "worker-9");
         assert_eq!(s.nodes[0].disk_gi_b, 40);
         assert_eq!(s.registry.images[0].size_mi_b, 120);
+        assert_eq!(s.registry.images[0].cmd, None);
+        assert_eq!(
+            s.registry.images[1].entrypoint.as_deref(),
+            Some(["/tool".to_owned()].as_slice())
+        );
+        assert_eq!(s.registry.images[1].cmd.as_ref().map(Vec::len), Some(3));
         assert_eq!(s.manifests.len(), 1);
         assert_eq!(s.registry.latency, Duration::from_millis(300));
         assert!(
@@ -674,6 +709,30 @@ timeScale: 10
         )
         .unwrap_err();
         assert!(err.to_string().contains("not a duration"), "{err}");
+
+        let err = Scenario::parse(
+            "registry:\n  images:\n    - {name: alpine}\n    - {name: docker.io/library/alpine:latest}\n",
+            "r.yaml",
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("registry.images[1].name")
+                && err.to_string().contains("docker.io/library/alpine:latest"),
+            "{err}"
+        );
+
+        let err = Scenario::parse(
+            "registry:\n  images:\n    - {name: Busy Box}\n",
+            "n.yaml",
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("registry.images[0].name: invalid reference format"),
+            "{err}"
+        );
 
         let err = Scenario::load("/nonexistent/scenario.yaml").unwrap_err();
         assert!(

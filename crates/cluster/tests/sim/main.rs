@@ -9,6 +9,7 @@ mod endpoint_slices;
 mod endpoints;
 mod ephemeral;
 mod exec;
+mod image_refs;
 mod inject;
 mod jobs;
 mod kubelet;

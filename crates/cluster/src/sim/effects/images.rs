@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Container;
+use kmm_api::image_ref::comparison_key;
 
-use super::super::registry::normalise;
 use super::podspec::command_line;
 use super::{ContainerRun, Outcome, World, announce, no_machine};
 
@@ -40,17 +40,21 @@ pub fn remove(world: &World, run: &ContainerRun, images: &[String]) -> Outcome {
             "ImageID cannot be empty: specify at least one image to remove",
         );
     }
-    let in_use: Vec<String> = run.images_in_use.iter().map(|i| normalise(i)).collect();
+    let in_use: Vec<String> = run
+        .images_in_use
+        .iter()
+        .map(|i| comparison_key(i))
+        .collect();
     let result = world.machines.with(run.node, |machine| {
         let mut logs = Vec::new();
         let mut errors = Vec::new();
         for image in images {
-            let wanted = normalise(image);
+            let wanted = comparison_key(image);
             let stored = machine
                 .images
                 .iter()
                 .map(|(name, _)| name.clone())
-                .find(|name| normalise(name) == wanted);
+                .find(|name| comparison_key(name) == wanted);
             match stored {
                 None => errors.push(format!("no such image {image}")),
                 Some(_) if in_use.contains(&wanted) => errors.push(format!(

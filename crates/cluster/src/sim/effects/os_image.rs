@@ -3,10 +3,11 @@
 //! that image boots. What it prints is decided by the image, not by the node the pod runs on, as on a real node,
 //! where the container sees the image's filesystem and not the host's.
 
+use kmm_api::image_ref::comparison_key;
+
 use super::podspec::command_line;
 use super::{ContainerRun, Outcome};
 use crate::sim::World;
-use crate::sim::registry::normalise;
 
 /// Where an OS image keeps one directory per kernel it carries.
 const MODULE_DIRECTORIES: [&str; 2] = ["/usr/lib/modules", "/lib/modules"];
@@ -14,12 +15,12 @@ const MODULE_DIRECTORIES: [&str; 2] = ["/usr/lib/modules", "/lib/modules"];
 /// The kernel the container's image boots, when it is an OS image of the scenario and the container lists its
 /// module directory.
 pub fn listed_kernel<'w>(world: &'w World, run: &ContainerRun) -> Option<&'w str> {
-    let image = normalise(run.container.image.as_deref()?);
+    let image = comparison_key(run.container.image.as_deref()?);
     let os_image = world
         .scenario
         .os_images
         .iter()
-        .find(|candidate| normalise(&candidate.url) == image)?;
+        .find(|candidate| comparison_key(&candidate.url) == image)?;
     lists_modules(&command_line(run.container)).then_some(os_image.kernel_version.as_str())
 }
 

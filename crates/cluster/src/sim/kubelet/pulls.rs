@@ -2,11 +2,13 @@
 //! pull; a pull reaches the registry (latency), transfers the image (bandwidth) and fails for missing images,
 //! missing pull secrets, registry outages and injected pull failures — then the container waits in
 //! `ErrImagePull` and `ImagePullBackOff` while the kubelet backs off. A successful pull may trigger image
-//! garbage collection.
+//! garbage collection. An image that is no reference never reaches the runtime: the container waits in
+//! `InvalidImageName`.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Container;
+use kmm_api::image_ref::{ImageRef, InvalidImageRef};
 
 use super::backoff::Backoff;
 use super::events::Kind;
@@ -14,29 +16,45 @@ use super::gc;
 use super::pod_run::PodRun;
 use super::status::{self, Which};
 use crate::sim::World;
-use crate::sim::registry::{PullError, normalise};
+use crate::sim::registry::PullError;
 
 /// How soon after a failed pull the kubelet's next pod sync reports `ImagePullBackOff`.
 const SYNC_DELAY: Duration = Duration::from_secs(1);
 
-/// The pull policy in effect: the container's, or what the API server defaults it to.
-fn pull_policy(container: &Container, image: &str) -> String {
+/// The container's waiting reason for an image that is no reference.
+const INVALID_IMAGE_NAME: &str = "InvalidImageName";
+
+/// The event reason the kubelet records when it cannot read (or inspect) a container's image.
+const INSPECT_FAILED: &str = "InspectFailed";
+
+/// The pull policy in effect: the container's, or what the API server defaults it to (`Always` for the tag
+/// `latest`, named or implied).
+fn pull_policy(container: &Container, image: &ImageRef) -> String {
     if let Some(policy) = &container.image_pull_policy {
         return policy.clone();
     }
-    if normalise(image).ends_with(":latest") {
+    let latest = image
+        .tag()
+        .map_or(image.digest().is_none(), |tag| tag == "latest");
+    if latest {
         "Always".into()
     } else {
         "IfNotPresent".into()
     }
 }
 
-/// Wait until the container's image is on the node, pulling it as its pull policy says.
+/// Wait until the container's image is on the node, pulling it as its pull policy says. The container's status
+/// then names the image as the runtime does (its normalised reference). An image that is no reference is never
+/// pulled: the container waits for good, as the kubelet's every sync finds it the same.
 pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, field: &str) {
     let world = &run.kubelet.world;
     let image = container.image.clone().unwrap_or_default();
-    let key = normalise(&image);
-    let policy = pull_policy(container, &image);
+    let reference = match ImageRef::parse(&image) {
+        Ok(reference) => reference,
+        Err(invalid) => return refuse(run, which, &invalid, field).await,
+    };
+    let key = reference.normalized();
+    let policy = pull_policy(container, &reference);
     let secrets: Vec<String> = run
         .pod
         .spec
@@ -55,6 +73,7 @@ pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, fie
             run.events
                 .record(Kind::Normal, "Pulled", &message, Some(field))
                 .await;
+            run.update(which, |s| s.image = key.clone());
             return;
         }
         if policy == "Never" {
@@ -80,9 +99,10 @@ pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, fie
                 Some(field),
             )
             .await;
-        match pull(world, &run.node, &image, &secrets, present).await {
+        match pull(world, &run.node, &image, &key, &secrets, present).await {
             Ok((size, took)) => {
                 store(run, &key, size);
+                run.update(which, |s| s.image = key.clone());
                 let took = super::backoff::go_duration(took);
                 let message = format!(
                     "Successfully pulled image \"{image}\" in {took} ({took} including waiting). Image size: {size} bytes."
@@ -138,6 +158,20 @@ pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, fie
     }
 }
 
+/// Leave the container waiting in `InvalidImageName` with the kubelet's message and event, for as long as the pod
+/// runs.
+async fn refuse(run: &PodRun, which: Which, invalid: &InvalidImageRef, field: &str) {
+    let message = invalid.to_string();
+    run.update(which, |s| {
+        status::wait(s, INVALID_IMAGE_NAME, Some(message.clone()))
+    });
+    run.report().await;
+    run.events
+        .record(Kind::Warning, INSPECT_FAILED, &message, Some(field))
+        .await;
+    std::future::pending::<()>().await;
+}
+
 /// Put a pulled image into the node's store (keeping a pin it had) and collect garbage if the disk is full. The
 /// machine is republished only when its store changed: pulling an image that is there already (pull policy
 /// `Always`) only refreshes its last use.
@@ -190,12 +224,13 @@ fn rpc_error(error: &PullError) -> String {
     format!("rpc error: code = {code} desc = {error}")
 }
 
-/// Pull `image` onto `node`: its size and how long it took, or why it failed. An image already present is only
-/// checked against the registry.
+/// Pull `image` (normalised: `key`) onto `node`: its size and how long it took, or why it failed. An image already
+/// present is only checked against the registry. containerd's errors name the normalised reference.
 async fn pull(
     world: &World,
     node: &str,
     image: &str,
+    key: &str,
     secrets: &[String],
     present: bool,
 ) -> Result<(u64, Duration), String> {
@@ -204,11 +239,11 @@ async fn pull(
     let latency = world.registry.pull_duration(0);
     clock.sleep(latency).await;
     if world.faults.registry_down(clock.now()) {
-        return Err(rpc_error(&PullError::Unavailable(image.into())));
+        return Err(rpc_error(&PullError::Unavailable(key.into())));
     }
-    if world.faults.pull_fails(image, node) || world.faults.pull_fails(&normalise(image), node) {
+    if world.faults.pull_fails(image, node) || world.faults.pull_fails(key, node) {
         return Err(format!(
-            "rpc error: code = Unknown desc = failed to pull and unpack image \"{image}\": failed to copy: httpReadSeeker: failed open: unexpected status code {image}: 500 Internal Server Error"
+            "rpc error: code = Unknown desc = failed to pull and unpack image \"{key}\": failed to copy: httpReadSeeker: failed open: unexpected status code {key}: 500 Internal Server Error"
         ));
     }
     let size = world
@@ -220,7 +255,7 @@ async fn pull(
             .sleep(world.registry.pull_duration(size).saturating_sub(latency))
             .await;
         if world.faults.registry_down(clock.now()) {
-            return Err(rpc_error(&PullError::Unavailable(image.into())));
+            return Err(rpc_error(&PullError::Unavailable(key.into())));
         }
     }
     Ok((size, clock.now().saturating_sub(start)))

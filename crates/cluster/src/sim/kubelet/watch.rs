@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kmm_api::image_ref::comparison_key;
 use kube::runtime::watcher::Event;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use super::{Kubelet, Tracked, ephemeral, locked, worker};
 use crate::sim::mco::daemon::REBOOT_TIME;
-use crate::sim::registry::normalise;
 use crate::sim::scenario::Fault;
 use crate::sim::{inject, registry_record};
 
@@ -201,14 +201,14 @@ fn fire(kubelet: &Arc<Kubelet>, fault: &Fault) {
                 let world = world.clone();
                 tokio::spawn(async move { registry_record::persist(&world).await });
             }
-            let wanted = normalise(image);
+            let wanted = comparison_key(image);
             for node in nodes {
                 let removed = world.machines.with(node, |machine| {
                     let stored = machine
                         .images
                         .iter()
                         .map(|(name, _)| name.clone())
-                        .find(|name| normalise(name) == wanted);
+                        .find(|name| comparison_key(name) == wanted);
                     stored.is_some_and(|name| machine.images.remove(&name))
                 });
                 if removed == Some(true) {

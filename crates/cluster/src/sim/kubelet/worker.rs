@@ -16,7 +16,6 @@ use super::pod_run::PodRun;
 use super::status::{self, PodState, RestartPolicy, Which};
 use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, process, pulls};
 use crate::sim::effects::{self, ContainerRun, device_plugin};
-use crate::sim::registry::normalise;
 use crate::sim::registry_record;
 
 /// How a container run ended.
@@ -54,7 +53,8 @@ impl PodRun {
             };
         };
         let field = container_field(which.init, &container.name);
-        let image = normalise(container.image.as_deref().unwrap_or_default());
+        let image =
+            kmm_api::image_ref::comparison_key(container.image.as_deref().unwrap_or_default());
         let resumed = locked(&self.state).is_running(which);
         if !resumed {
             pulls::ensure_image(self, which, container, &field).await;
