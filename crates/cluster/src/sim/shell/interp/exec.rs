@@ -97,7 +97,10 @@ impl<'c> Shell<'c> {
                 };
                 stage.run_command(command, &mut stage_io).await
             };
-            status = ended(run)?;
+            let stage_status = ended(run)?;
+            if stage_status != 0 || !self.options.pipefail {
+                status = stage_status;
+            }
             piped = captured.map(|output| Input::bytes(output.into_captured()));
         }
         Ok(status)
@@ -267,10 +270,7 @@ impl<'c> Shell<'c> {
             run
         };
         for (name, old) in saved {
-            match old {
-                Some(var) => self.vars.insert(name, var),
-                None => self.vars.remove(&name),
-            };
+            self.restore(name, old);
         }
         let run = self.close_redirects(opened, run, io);
         if self.budget.exhausted() {
@@ -305,7 +305,11 @@ impl<'c> Shell<'c> {
     ) -> Run {
         self.enter()?;
         let saved = std::mem::replace(&mut self.positional, args.to_vec());
+        self.locals.push(Vec::new());
         let run = self.run_command(body, io).await;
+        for (name, old) in self.locals.pop().unwrap_or_default() {
+            self.restore(name, old);
+        }
         self.positional = saved;
         self.leave();
         match run {
@@ -388,10 +392,18 @@ impl<'c> Shell<'c> {
             for flag in flags.chars() {
                 match flag {
                     'c' => command = true,
-                    'e' => shell.options.errexit = on,
-                    'u' => shell.options.nounset = on,
-                    'x' => shell.options.xtrace = on,
-                    'i' | 's' | 'l' | 'o' => {}
+                    'i' | 's' | 'l' => {}
+                    'o' => {
+                        let Some((option, tail)) = rest.split_first() else {
+                            continue;
+                        };
+                        rest = tail;
+                        if !shell.options.set_named(option, on) {
+                            self.complain(io, &format!("-o {option}: not simulated"))?;
+                            return Ok(2);
+                        }
+                    }
+                    flag if shell.options.set_flag(flag, on) => {}
                     other => {
                         self.complain(io, &format!("-{other}: invalid option"))?;
                         return Ok(2);
@@ -422,6 +434,16 @@ impl<'c> Shell<'c> {
             return ended(shell.run_source(&script, io).await);
         }
         ended(shell.interactive(io).await)
+    }
+}
+
+impl Shell<'_> {
+    /// Put a variable back as it was before an assignment for one command, or `local`.
+    fn restore(&mut self, name: String, old: Option<super::Var>) {
+        match old {
+            Some(var) => self.vars.insert(name, var),
+            None => self.vars.remove(&name),
+        };
     }
 }
 

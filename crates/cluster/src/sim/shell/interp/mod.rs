@@ -137,6 +137,42 @@ struct Options {
     nounset: bool,
     /// `-x`: commands are written to standard error before they run.
     xtrace: bool,
+    /// `-f`: no pathname expansion.
+    noglob: bool,
+    /// `-o pipefail`: a pipeline fails when any of its stages does.
+    pipefail: bool,
+}
+
+impl Options {
+    /// Set the option of a `set` or `sh` flag; false for a flag that is not simulated. `h`, `m` and `b` (command
+    /// hashing, job control, job notices) change nothing the simulation shows, and are accepted.
+    fn set_flag(&mut self, flag: char, on: bool) -> bool {
+        match flag {
+            'e' => self.errexit = on,
+            'u' => self.nounset = on,
+            'x' => self.xtrace = on,
+            'f' => self.noglob = on,
+            'h' | 'm' | 'b' => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// Set the option `set -o name` names; false for one that is not simulated.
+    fn set_named(&mut self, name: &str, on: bool) -> bool {
+        match name {
+            "errexit" => self.set_flag('e', on),
+            "nounset" => self.set_flag('u', on),
+            "xtrace" => self.set_flag('x', on),
+            "noglob" => self.set_flag('f', on),
+            "pipefail" => {
+                self.pipefail = on;
+                true
+            }
+            "hashall" | "monitor" | "notify" => true,
+            _ => false,
+        }
+    }
 }
 
 /// The process ids `$$` answers, one per shell process.
@@ -174,6 +210,8 @@ pub(super) struct Shell<'c> {
     loops: usize,
     /// Above zero while running a condition, where a failure does not end the shell under `set -e`.
     errexit_suppressed: usize,
+    /// For each function running, the variables it made `local` and what they were before.
+    locals: Vec<Vec<(String, Option<Var>)>>,
 }
 
 impl<'c> Shell<'c> {
@@ -201,6 +239,7 @@ impl<'c> Shell<'c> {
             depth: 0,
             loops: 0,
             errexit_suppressed: 0,
+            locals: Vec::new(),
         };
         for (name, value) in env {
             shell.assign(&name, value);
