@@ -37,7 +37,11 @@ impl<'c> Shell<'c> {
     ) -> Option<Run> {
         let args = &argv[1..];
         Some(match name {
-            ":" | "wait" | "trap" => Ok(0),
+            ":" | "wait" => Ok(0),
+            "trap" => {
+                self.trap(args);
+                Ok(0)
+            }
             "exit" => self
                 .status_argument("exit", args, io)
                 .and_then(|s| Err(Flow::Exit(s))),
@@ -239,6 +243,20 @@ impl<'c> Shell<'c> {
             }
         }
         Ok(0)
+    }
+
+    /// `trap action condition…`: only the `EXIT` (or `0`) action ever runs, when the shell ends, since no signal
+    /// is ever sent to a simulated process.
+    fn trap(&mut self, args: &[String]) {
+        let (action, conditions) = match args {
+            [] => return,
+            [first, rest @ ..] if first == "-" => (None, rest),
+            [_] => (None, args),
+            [action, rest @ ..] => (Some(action.clone()).filter(|a| !a.is_empty()), rest),
+        };
+        if conditions.iter().any(|c| c == "EXIT" || c == "0") {
+            self.exit_trap = action;
+        }
     }
 
     /// `local name[=value]…`: the names get back their values when the function returns.

@@ -141,7 +141,8 @@ impl<'c> Shell<'c> {
             Compound::Group(list) => self.run_list(list, io).await,
             Compound::Subshell(list) => {
                 let mut subshell = self.subshell()?;
-                ended(subshell.run_list(list, io).await)
+                let run = subshell.run_list(list, io).await;
+                subshell.finish(run, io).await
             }
             Compound::If {
                 branches,
@@ -340,7 +341,8 @@ impl<'c> Shell<'c> {
                     let script = String::from_utf8_lossy(&script).into_owned();
                     let mut child = self.child(env, program.clone())?;
                     child.positional = argv[1..].to_vec();
-                    return ended(child.run_source(&script, io).await);
+                    let run = child.run_source(&script, io).await;
+                    return child.finish(run, io).await;
                 }
             }
             let ran = {
@@ -420,7 +422,8 @@ impl<'c> Shell<'c> {
                 shell.arg0 = name.clone();
                 shell.positional = args.to_vec();
             }
-            return ended(shell.run_source(script, io).await);
+            let run = shell.run_source(script, io).await;
+            return shell.finish(run, io).await;
         }
         if let Some((file, args)) = rest.split_first() {
             let path = resolve(&self.cwd, file);
@@ -431,9 +434,11 @@ impl<'c> Shell<'c> {
             shell.arg0 = file.clone();
             shell.positional = args.to_vec();
             let script = String::from_utf8_lossy(&script).into_owned();
-            return ended(shell.run_source(&script, io).await);
+            let run = shell.run_source(&script, io).await;
+            return shell.finish(run, io).await;
         }
-        ended(shell.interactive(io).await)
+        let run = shell.interactive(io).await;
+        shell.finish(run, io).await
     }
 }
 

@@ -62,8 +62,11 @@ pub async fn run_process(container: &ContainerEnv, argv: &[String], stdio: Stdio
 
 /// The process's standard streams as a command sees them, after its redirections.
 pub(super) struct Io<'a> {
+    /// What the command reads.
     pub stdin: &'a mut Input,
+    /// Where its output goes.
     pub stdout: &'a mut Output,
+    /// Where its errors go.
     pub stderr: &'a mut Output,
 }
 
@@ -212,6 +215,8 @@ pub(super) struct Shell<'c> {
     errexit_suppressed: usize,
     /// For each function running, the variables it made `local` and what they were before.
     locals: Vec<Vec<(String, Option<Var>)>>,
+    /// What `trap … EXIT` set to run when this shell ends.
+    exit_trap: Option<String>,
 }
 
 impl<'c> Shell<'c> {
@@ -240,6 +245,7 @@ impl<'c> Shell<'c> {
             loops: 0,
             errexit_suppressed: 0,
             locals: Vec::new(),
+            exit_trap: None,
         };
         for (name, value) in env {
             shell.assign(&name, value);
@@ -268,6 +274,7 @@ impl<'c> Shell<'c> {
     fn subshell(&self) -> Result<Self, Flow> {
         let mut child = self.clone();
         child.loops = 0;
+        child.exit_trap = None;
         child.enter()?;
         Ok(child)
     }
@@ -411,6 +418,21 @@ impl<'c> Shell<'c> {
                 self.complain(io, &error.to_string())?;
                 Err(Flow::Error(2))
             }
+        }
+    }
+
+    /// The status this shell ends with after `run`, once its `EXIT` trap ran (not when a limit stopped the
+    /// process).
+    async fn finish(&mut self, run: Run, io: &mut Io<'_>) -> Run {
+        let status = ended(run)?;
+        let Some(action) = self.exit_trap.take() else {
+            return Ok(status);
+        };
+        self.status = status;
+        match self.run_source(&action, io).await {
+            Err(flow @ Flow::Stop { .. }) => Err(flow),
+            Err(Flow::Exit(status)) => Ok(status),
+            _ => Ok(status),
         }
     }
 

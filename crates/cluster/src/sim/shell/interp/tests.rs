@@ -393,7 +393,25 @@ async fn shell_builtins() {
             0,
         ),
         ("type cd", "cd is a shell builtin\n", "", 0),
-        ("wait; trap 'echo bye' EXIT; echo $?", "0\n", "", 0),
+        ("wait; trap 'echo bye' EXIT; echo $?", "0\nbye\n", "", 0),
+        (
+            "trap 'echo bye $?' EXIT; trap '' INT; exit 3",
+            "bye 3\n",
+            "",
+            3,
+        ),
+        (
+            "sh -c 'trap \"echo inner\" 0; echo run'; echo $?",
+            "run\ninner\n0\n",
+            "",
+            0,
+        ),
+        (
+            "trap 'echo no' EXIT; trap - EXIT; (trap 'echo sub' EXIT; echo in); echo out",
+            "in\nsub\nout\n",
+            "",
+            0,
+        ),
         ("/usr/bin/frob a", "", "/usr/bin/frob: not simulated\n", 127),
         (
             "echo 'echo script $1' >/tmp/s.sh; /tmp/s.sh one; sh /tmp/s.sh two",
