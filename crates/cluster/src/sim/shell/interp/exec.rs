@@ -251,6 +251,13 @@ impl<'c> Shell<'c> {
         if self.options.xtrace {
             io.stderr.print(&format!("+ {}\n", argv.join(" ")))?;
         }
+        if argv == ["exec"] && !simple.redirects.is_empty() {
+            self.complain(
+                io,
+                "exec: redirecting the shell's own streams is not simulated",
+            )?;
+            return Ok(2);
+        }
         let mut opened = match self.open_redirects(&simple.redirects, io).await? {
             Ok(opened) => opened,
             Err(status) => return Ok(status),

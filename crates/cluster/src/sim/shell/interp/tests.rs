@@ -375,6 +375,12 @@ async fn shell_builtins() {
         ),
         ("exec nope", "", "nope: not simulated\n", 127),
         (
+            "exec >/tmp/log; echo $?",
+            "2\n",
+            "sh: exec: redirecting the shell's own streams is not simulated\n",
+            0,
+        ),
+        (
             "echo 'echo sourced $1; S=1; return 4; echo no' >/tmp/lib; . /tmp/lib arg; echo $? $S",
             "sourced arg\n4 1\n",
             "",
