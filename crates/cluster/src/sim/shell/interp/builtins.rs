@@ -12,8 +12,8 @@ use super::{Flow, Io, Run, Shell, base_name};
 /// The names [`Shell::builtin`] answers, for `type` and `command -v`.
 const BUILTINS: &[&str] = &[
     ":", ".", "break", "bash", "cd", "command", "continue", "env", "eval", "exec", "exit",
-    "export", "pwd", "read", "return", "set", "sh", "shift", "source", "timeout", "trap", "type",
-    "unset", "wait",
+    "export", "local", "pwd", "read", "return", "set", "sh", "shift", "source", "timeout", "trap",
+    "type", "unset", "wait",
 ];
 
 impl<'c> Shell<'c> {
@@ -37,7 +37,11 @@ impl<'c> Shell<'c> {
     ) -> Option<Run> {
         let args = &argv[1..];
         Some(match name {
-            ":" | "wait" | "trap" => Ok(0),
+            ":" | "wait" => Ok(0),
+            "trap" => {
+                self.trap(args);
+                Ok(0)
+            }
             "exit" => self
                 .status_argument("exit", args, io)
                 .and_then(|s| Err(Flow::Exit(s))),
@@ -64,6 +68,7 @@ impl<'c> Shell<'c> {
                 Ok(0)
             }
             "set" => self.set(args, io),
+            "local" => self.local(args, io),
             "shift" => self.shift(args, io),
             "read" => self.read(args, io).await,
             "eval" => {
@@ -224,25 +229,59 @@ impl<'c> Shell<'c> {
                     return Ok(0);
                 };
                 rest = tail;
-                match option.as_str() {
-                    "errexit" => self.options.errexit = on,
-                    "nounset" => self.options.nounset = on,
-                    "xtrace" => self.options.xtrace = on,
-                    _ => {}
+                if !self.options.set_named(option, on) {
+                    self.complain(io, &format!("set: -o {option}: not simulated"))?;
+                    return Err(Flow::Error(2));
                 }
                 continue;
             }
             for flag in flags.chars() {
-                match flag {
-                    'e' => self.options.errexit = on,
-                    'u' => self.options.nounset = on,
-                    'x' => self.options.xtrace = on,
-                    'f' | 'v' | 'h' | 'm' | 'b' | 'C' | 'a' | 'n' => {}
-                    other => {
-                        self.complain(io, &format!("set: -{other}: invalid option"))?;
-                        return Err(Flow::Error(2));
-                    }
+                if !self.options.set_flag(flag, on) {
+                    self.complain(io, &format!("set: -{flag}: not simulated"))?;
+                    return Err(Flow::Error(2));
                 }
+            }
+        }
+        Ok(0)
+    }
+
+    /// `trap action condition…`: only the `EXIT` (or `0`) action ever runs, when the shell ends, since no signal
+    /// is ever sent to a simulated process.
+    fn trap(&mut self, args: &[String]) {
+        let (action, conditions) = match args {
+            [] => return,
+            [first, rest @ ..] if first == "-" => (None, rest),
+            [_] => (None, args),
+            [action, rest @ ..] => (Some(action.clone()).filter(|a| !a.is_empty()), rest),
+        };
+        if conditions.iter().any(|c| c == "EXIT" || c == "0") {
+            self.exit_trap = action;
+        }
+    }
+
+    /// `local name[=value]…`: the names get back their values when the function returns.
+    fn local(&mut self, args: &[String], io: &mut Io<'_>) -> Run {
+        if self.locals.is_empty() {
+            self.complain(io, "local: not in a function")?;
+            return Ok(2);
+        }
+        for arg in args {
+            let (name, value) = match arg.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (arg.as_str(), None),
+            };
+            if !is_name(name) {
+                self.complain(io, &format!("local: {name}: bad variable name"))?;
+                return Ok(2);
+            }
+            let old = self.vars.get(name).cloned();
+            if let Some(frame) = self.locals.last_mut()
+                && !frame.iter().any(|(saved, _)| saved == name)
+            {
+                frame.push((name.to_owned(), old));
+            }
+            if let Some(value) = value {
+                self.set_var(name, value.to_owned(), io)?;
             }
         }
         Ok(0)

@@ -97,7 +97,10 @@ impl<'c> Shell<'c> {
                 };
                 stage.run_command(command, &mut stage_io).await
             };
-            status = ended(run)?;
+            let stage_status = ended(run)?;
+            if stage_status != 0 || !self.options.pipefail {
+                status = stage_status;
+            }
             piped = captured.map(|output| Input::bytes(output.into_captured()));
         }
         Ok(status)
@@ -138,7 +141,8 @@ impl<'c> Shell<'c> {
             Compound::Group(list) => self.run_list(list, io).await,
             Compound::Subshell(list) => {
                 let mut subshell = self.subshell()?;
-                ended(subshell.run_list(list, io).await)
+                let run = subshell.run_list(list, io).await;
+                subshell.finish(run, io).await
             }
             Compound::If {
                 branches,
@@ -247,6 +251,13 @@ impl<'c> Shell<'c> {
         if self.options.xtrace {
             io.stderr.print(&format!("+ {}\n", argv.join(" ")))?;
         }
+        if argv == ["exec"] && !simple.redirects.is_empty() {
+            self.complain(
+                io,
+                "exec: redirecting the shell's own streams is not simulated",
+            )?;
+            return Ok(2);
+        }
         let mut opened = match self.open_redirects(&simple.redirects, io).await? {
             Ok(opened) => opened,
             Err(status) => return Ok(status),
@@ -267,10 +278,7 @@ impl<'c> Shell<'c> {
             run
         };
         for (name, old) in saved {
-            match old {
-                Some(var) => self.vars.insert(name, var),
-                None => self.vars.remove(&name),
-            };
+            self.restore(name, old);
         }
         let run = self.close_redirects(opened, run, io);
         if self.budget.exhausted() {
@@ -305,7 +313,11 @@ impl<'c> Shell<'c> {
     ) -> Run {
         self.enter()?;
         let saved = std::mem::replace(&mut self.positional, args.to_vec());
+        self.locals.push(Vec::new());
         let run = self.run_command(body, io).await;
+        for (name, old) in self.locals.pop().unwrap_or_default() {
+            self.restore(name, old);
+        }
         self.positional = saved;
         self.leave();
         match run {
@@ -336,7 +348,8 @@ impl<'c> Shell<'c> {
                     let script = String::from_utf8_lossy(&script).into_owned();
                     let mut child = self.child(env, program.clone())?;
                     child.positional = argv[1..].to_vec();
-                    return ended(child.run_source(&script, io).await);
+                    let run = child.run_source(&script, io).await;
+                    return child.finish(run, io).await;
                 }
             }
             let ran = {
@@ -388,10 +401,18 @@ impl<'c> Shell<'c> {
             for flag in flags.chars() {
                 match flag {
                     'c' => command = true,
-                    'e' => shell.options.errexit = on,
-                    'u' => shell.options.nounset = on,
-                    'x' => shell.options.xtrace = on,
-                    'i' | 's' | 'l' | 'o' => {}
+                    'i' | 's' | 'l' => {}
+                    'o' => {
+                        let Some((option, tail)) = rest.split_first() else {
+                            continue;
+                        };
+                        rest = tail;
+                        if !shell.options.set_named(option, on) {
+                            self.complain(io, &format!("-o {option}: not simulated"))?;
+                            return Ok(2);
+                        }
+                    }
+                    flag if shell.options.set_flag(flag, on) => {}
                     other => {
                         self.complain(io, &format!("-{other}: invalid option"))?;
                         return Ok(2);
@@ -408,7 +429,8 @@ impl<'c> Shell<'c> {
                 shell.arg0 = name.clone();
                 shell.positional = args.to_vec();
             }
-            return ended(shell.run_source(script, io).await);
+            let run = shell.run_source(script, io).await;
+            return shell.finish(run, io).await;
         }
         if let Some((file, args)) = rest.split_first() {
             let path = resolve(&self.cwd, file);
@@ -419,9 +441,21 @@ impl<'c> Shell<'c> {
             shell.arg0 = file.clone();
             shell.positional = args.to_vec();
             let script = String::from_utf8_lossy(&script).into_owned();
-            return ended(shell.run_source(&script, io).await);
+            let run = shell.run_source(&script, io).await;
+            return shell.finish(run, io).await;
         }
-        ended(shell.interactive(io).await)
+        let run = shell.interactive(io).await;
+        shell.finish(run, io).await
+    }
+}
+
+impl Shell<'_> {
+    /// Put a variable back as it was before an assignment for one command, or `local`.
+    fn restore(&mut self, name: String, old: Option<super::Var>) {
+        match old {
+            Some(var) => self.vars.insert(name, var),
+            None => self.vars.remove(&name),
+        };
     }
 }
 

@@ -136,7 +136,7 @@ impl<'c> Shell<'c> {
         let mut argv = Vec::new();
         for word in words {
             for field in self.expand(word, true, io).await? {
-                if field.glob {
+                if field.glob && !self.options.noglob {
                     let found = self.glob(&field.pattern);
                     if !found.is_empty() {
                         argv.extend(found);
@@ -258,6 +258,7 @@ impl<'c> Shell<'c> {
                     (self.options.errexit, 'e'),
                     (self.options.nounset, 'u'),
                     (self.options.xtrace, 'x'),
+                    (self.options.noglob, 'f'),
                 ]
                 .iter()
                 .filter(|(on, _)| *on)

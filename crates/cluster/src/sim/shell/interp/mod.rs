@@ -62,8 +62,11 @@ pub async fn run_process(container: &ContainerEnv, argv: &[String], stdio: Stdio
 
 /// The process's standard streams as a command sees them, after its redirections.
 pub(super) struct Io<'a> {
+    /// What the command reads.
     pub stdin: &'a mut Input,
+    /// Where its output goes.
     pub stdout: &'a mut Output,
+    /// Where its errors go.
     pub stderr: &'a mut Output,
 }
 
@@ -137,6 +140,42 @@ struct Options {
     nounset: bool,
     /// `-x`: commands are written to standard error before they run.
     xtrace: bool,
+    /// `-f`: no pathname expansion.
+    noglob: bool,
+    /// `-o pipefail`: a pipeline fails when any of its stages does.
+    pipefail: bool,
+}
+
+impl Options {
+    /// Set the option of a `set` or `sh` flag; false for a flag that is not simulated. `h`, `m` and `b` (command
+    /// hashing, job control, job notices) change nothing the simulation shows, and are accepted.
+    fn set_flag(&mut self, flag: char, on: bool) -> bool {
+        match flag {
+            'e' => self.errexit = on,
+            'u' => self.nounset = on,
+            'x' => self.xtrace = on,
+            'f' => self.noglob = on,
+            'h' | 'm' | 'b' => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// Set the option `set -o name` names; false for one that is not simulated.
+    fn set_named(&mut self, name: &str, on: bool) -> bool {
+        match name {
+            "errexit" => self.set_flag('e', on),
+            "nounset" => self.set_flag('u', on),
+            "xtrace" => self.set_flag('x', on),
+            "noglob" => self.set_flag('f', on),
+            "pipefail" => {
+                self.pipefail = on;
+                true
+            }
+            "hashall" | "monitor" | "notify" => true,
+            _ => false,
+        }
+    }
 }
 
 /// The process ids `$$` answers, one per shell process.
@@ -174,6 +213,10 @@ pub(super) struct Shell<'c> {
     loops: usize,
     /// Above zero while running a condition, where a failure does not end the shell under `set -e`.
     errexit_suppressed: usize,
+    /// For each function running, the variables it made `local` and what they were before.
+    locals: Vec<Vec<(String, Option<Var>)>>,
+    /// What `trap … EXIT` set to run when this shell ends.
+    exit_trap: Option<String>,
 }
 
 impl<'c> Shell<'c> {
@@ -201,6 +244,8 @@ impl<'c> Shell<'c> {
             depth: 0,
             loops: 0,
             errexit_suppressed: 0,
+            locals: Vec::new(),
+            exit_trap: None,
         };
         for (name, value) in env {
             shell.assign(&name, value);
@@ -229,6 +274,7 @@ impl<'c> Shell<'c> {
     fn subshell(&self) -> Result<Self, Flow> {
         let mut child = self.clone();
         child.loops = 0;
+        child.exit_trap = None;
         child.enter()?;
         Ok(child)
     }
@@ -372,6 +418,21 @@ impl<'c> Shell<'c> {
                 self.complain(io, &error.to_string())?;
                 Err(Flow::Error(2))
             }
+        }
+    }
+
+    /// The status this shell ends with after `run`, once its `EXIT` trap ran (not when a limit stopped the
+    /// process).
+    async fn finish(&mut self, run: Run, io: &mut Io<'_>) -> Run {
+        let status = ended(run)?;
+        let Some(action) = self.exit_trap.take() else {
+            return Ok(status);
+        };
+        self.status = status;
+        match self.run_source(&action, io).await {
+            Err(flow @ Flow::Stop { .. }) => Err(flow),
+            Err(Flow::Exit(status)) => Ok(status),
+            _ => Ok(status),
         }
     }
 

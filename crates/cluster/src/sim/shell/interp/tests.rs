@@ -299,6 +299,13 @@ async fn functions() {
         ),
         ("f() ( X=sub ); X=top; f; echo $X", "top\n", "", 0),
         ("f() { echo $1; }; /bin/f x", "x\n", "", 0),
+        (
+            "X=g; f() { local X=l Y; Y=y; echo $X$Y; }; Y=gy; f; echo $X$Y",
+            "ly\nggy\n",
+            "",
+            0,
+        ),
+        ("local X=1", "", "sh: local: not in a function\n", 2),
     ])
     .await;
 }
@@ -368,6 +375,12 @@ async fn shell_builtins() {
         ),
         ("exec nope", "", "nope: not simulated\n", 127),
         (
+            "exec >/tmp/log; echo $?",
+            "2\n",
+            "sh: exec: redirecting the shell's own streams is not simulated\n",
+            0,
+        ),
+        (
             "echo 'echo sourced $1; S=1; return 4; echo no' >/tmp/lib; . /tmp/lib arg; echo $? $S",
             "sourced arg\n4 1\n",
             "",
@@ -386,7 +399,25 @@ async fn shell_builtins() {
             0,
         ),
         ("type cd", "cd is a shell builtin\n", "", 0),
-        ("wait; trap 'echo bye' EXIT; echo $?", "0\n", "", 0),
+        ("wait; trap 'echo bye' EXIT; echo $?", "0\nbye\n", "", 0),
+        (
+            "trap 'echo bye $?' EXIT; trap '' INT; exit 3",
+            "bye 3\n",
+            "",
+            3,
+        ),
+        (
+            "sh -c 'trap \"echo inner\" 0; echo run'; echo $?",
+            "run\ninner\n0\n",
+            "",
+            0,
+        ),
+        (
+            "trap 'echo no' EXIT; trap - EXIT; (trap 'echo sub' EXIT; echo in); echo out",
+            "in\nsub\nout\n",
+            "",
+            0,
+        ),
         ("/usr/bin/frob a", "", "/usr/bin/frob: not simulated\n", 127),
         (
             "echo 'echo script $1' >/tmp/s.sh; /tmp/s.sh one; sh /tmp/s.sh two",
@@ -475,6 +506,15 @@ async fn set_options() {
         ("set -u; echo ${NOPE:-ok}", "ok\n", "", 0),
         ("set -x; echo traced", "traced\n", "+ echo traced\n", 0),
         ("set -eu; set +e; false; echo $-", "u\n", "", 0),
+        (
+            "set -o pipefail; false | true; echo $?; set +o pipefail; false | true; echo $?",
+            "1\n0\n",
+            "",
+            0,
+        ),
+        ("sh -o pipefail -c 'false | true'; echo $?", "1\n", "", 0),
+        ("set -C; echo no", "", "sh: set: -C: not simulated\n", 2),
+        ("set -o vi", "", "sh: set: -o vi: not simulated\n", 2),
     ])
     .await;
 }
@@ -538,11 +578,11 @@ fn a_busy_script_gives_its_thread_back() {
 async fn pathname_expansion_uses_the_container_files() {
     let c = container();
     let script = "cd /tmp; for f in a.txt b.txt c.log .hidden; do echo x >$f; done; \
-                  echo *.txt; echo /tmp/*.log; echo *.none; echo '*.txt'; echo \\*; echo ?.txt; echo [ab].txt; echo *";
+                  echo *.txt; echo /tmp/*.log; echo *.none; echo '*.txt'; echo \\*; echo ?.txt; echo [ab].txt; echo *; set -f; echo *";
     let ran = run_in(&c, &["sh", "-c", script], None).await;
     assert_eq!(
         ran.stdout,
-        "a.txt b.txt\n/tmp/c.log\n*.none\n*.txt\n*\na.txt b.txt\na.txt b.txt\na.txt b.txt c.log\n"
+        "a.txt b.txt\n/tmp/c.log\n*.none\n*.txt\n*\na.txt b.txt\na.txt b.txt\na.txt b.txt c.log\n*\n"
     );
 }
 

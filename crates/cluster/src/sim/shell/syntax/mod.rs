@@ -21,7 +21,9 @@ pub type List = Vec<AndOr>;
 /// Pipelines joined by `&&` and `||`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AndOr {
+    /// The pipeline that always runs.
     pub first: Pipeline,
+    /// The pipelines after it, each run or skipped by the status before it.
     pub rest: Vec<(Connector, Pipeline)>,
 }
 
@@ -37,14 +39,18 @@ pub enum Connector {
 /// Commands joined by `|`, perhaps negated by `!`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pipeline {
+    /// `!`: the status is inverted.
     pub negated: bool,
+    /// The stages, the output of each the input of the next.
     pub commands: Vec<Command>,
 }
 
 /// One command of a pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
+    /// Words to run, with assignments and redirections.
     Simple(Simple),
+    /// A compound command and the redirections of all it runs.
     Compound(Box<Compound>, Vec<Redirect>),
     /// `name() body`: the body is kept shared, since every call runs the same tree.
     Function(String, Arc<Command>),
@@ -53,8 +59,12 @@ pub enum Command {
 /// Assignments, words and redirections: `A=1 cmd arg >file`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Simple {
+    /// `NAME=value` before the first word: the command's environment, or the shell's variables when there is no
+    /// word.
     pub assignments: Vec<(String, Word)>,
+    /// The command's name and arguments, before expansion.
     pub words: Vec<Word>,
+    /// Its redirections, applied in order.
     pub redirects: Vec<Redirect>,
 }
 
@@ -89,7 +99,9 @@ pub enum Compound {
 /// One arm of a `case`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseArm {
+    /// The patterns, any of which selects the arm.
     pub patterns: Vec<Word>,
+    /// What runs when one matches.
     pub body: List,
 }
 
@@ -98,6 +110,7 @@ pub struct CaseArm {
 pub struct Redirect {
     /// The descriptor redirected (`2>`: 2).
     pub fd: u32,
+    /// What is done with the descriptor.
     pub op: RedirectOp,
     /// The file, the descriptor duplicated (`2>&1`: `1`), or a here-document's body.
     pub target: Word,
@@ -131,24 +144,14 @@ pub struct Word(pub Vec<Part>);
 /// One piece of a [`Word`]; `quoted` pieces are neither split into fields nor matched as patterns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
-    Text {
-        text: String,
-        quoted: bool,
-    },
-    Param {
-        param: Box<Param>,
-        quoted: bool,
-    },
+    /// Literal text.
+    Text { text: String, quoted: bool },
+    /// `$name`, `${…}`.
+    Param { param: Box<Param>, quoted: bool },
     /// `$( … )` or `` `…` ``
-    Command {
-        body: Arc<List>,
-        quoted: bool,
-    },
+    Command { body: Arc<List>, quoted: bool },
     /// `$(( … ))`: the expression is expanded first, then evaluated.
-    Arith {
-        expr: Word,
-        quoted: bool,
-    },
+    Arith { expr: Word, quoted: bool },
 }
 
 /// A parameter expansion: `$name`, `${name…}`.
@@ -156,6 +159,7 @@ pub enum Part {
 pub struct Param {
     /// A variable's name, a positional parameter's number, or one of `?$#@*!-0`.
     pub name: String,
+    /// What is done with its value.
     pub op: ParamOp,
 }
 
