@@ -542,10 +542,12 @@ pub async fn yes(cx: &mut Cx<'_>, args: &[String]) -> Status {
     };
     let block = line.repeat((1024 / line.len()).max(1));
     let mut produced = Produced::new(cx);
-    while produced.add(block.len()) {
+    loop {
         cx.stdout.print(&block)?;
+        if !produced.add(block.len()) {
+            return std::future::pending::<Status>().await;
+        }
     }
-    std::future::pending::<Status>().await
 }
 
 /// `printenv [NAME]...`: the environment, or the values of `NAME`s (status 1 when one is not set).
