@@ -125,7 +125,7 @@ pub fn seq(cx: &mut Cx<'_>, args: &[String]) -> Status {
             _ => batch.push_str(&format!("{text:0>width$}")),
         }
         index += 1;
-        if index % BATCH as u64 == 0 {
+        if index.is_multiple_of(BATCH as u64) {
             if !produced.add(batch.len()) {
                 return Ok(1);
             }

@@ -167,11 +167,10 @@ fn window(args: &[String], tail: bool) -> Result<Window, String> {
             count(flag, false, &mut window)?;
             continue;
         }
-        let mut letters = flag.char_indices();
-        while let Some((at, letter)) = letters.next() {
+        for (at, letter) in flag.char_indices() {
             match letter {
                 'n' | 'c' => {
-                    let attached = &flag[at + 1..];
+                    let attached = &flag[at + letter.len_utf8()..];
                     let value = if attached.is_empty() {
                         rest.next()
                             .cloned()
@@ -510,10 +509,10 @@ pub fn basename(cx: &mut Cx<'_>, args: &[String]) -> Status {
     if trimmed == "/" {
         base = "/";
     }
-    if let Some(suffix) = args.get(1) {
-        if base != suffix.as_str() {
-            base = base.strip_suffix(suffix.as_str()).unwrap_or(base);
-        }
+    if let Some(suffix) = args.get(1)
+        && base != suffix.as_str()
+    {
+        base = base.strip_suffix(suffix.as_str()).unwrap_or(base);
     }
     cx.stdout.print(&format!("{base}\n")).map(|()| 0)
 }
@@ -541,12 +540,14 @@ pub async fn yes(cx: &mut Cx<'_>, args: &[String]) -> Status {
     } else {
         format!("{}\n", args.join(" "))
     };
-    let block = line.repeat((8192 / line.len()).max(1));
+    let block = line.repeat((1024 / line.len()).max(1));
     let mut produced = Produced::new(cx);
-    while produced.add(block.len()) {
+    loop {
         cx.stdout.print(&block)?;
+        if !produced.add(block.len()) {
+            return std::future::pending::<Status>().await;
+        }
     }
-    std::future::pending::<Status>().await
 }
 
 /// `printenv [NAME]...`: the environment, or the values of `NAME`s (status 1 when one is not set).
@@ -596,3 +597,6 @@ pub fn env(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
     }
     Some(print_env(cx, env))
 }
+
+#[cfg(test)]
+mod tests;

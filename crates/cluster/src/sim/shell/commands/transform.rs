@@ -179,6 +179,11 @@ pub async fn uniq(cx: &mut Cx<'_>, args: &[String]) -> Status {
     Ok(0)
 }
 
+/// Where `needle` first is in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// The bytes a `tr` set names: ranges (`a-z`), classes (`[:digit:]`), repeats (`[x*]`) and escapes.
 fn set(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
@@ -230,23 +235,26 @@ fn set(text: &str) -> Result<Vec<u8>, String> {
         }
     };
     while i < bytes.len() {
-        if bytes[i..].starts_with(b"[:") {
-            if let Some(end) = text[i + 2..].find(":]") {
-                let name = &text[i + 2..i + 2 + end];
-                let members =
-                    class(name).ok_or_else(|| format!("invalid character class '{name}'"))?;
-                out.extend(members);
-                i += end + 4;
-                continue;
-            }
+        if bytes[i..].starts_with(b"[:")
+            && let Some(end) = find(&bytes[i + 2..], b":]")
+        {
+            let name = String::from_utf8_lossy(&bytes[i + 2..i + 2 + end]);
+            let members =
+                class(&name).ok_or_else(|| format!("invalid character class '{name}'"))?;
+            out.extend(members);
+            i += end + 4;
+            continue;
         }
-        if bytes[i] == b'[' && i + 3 < bytes.len() && bytes[i + 2] == b'*' {
-            if let Some(end) = text[i + 3..].find(']') {
-                let count: usize = text[i + 3..i + 3 + end].parse().unwrap_or(0);
-                out.extend(std::iter::repeat_n(bytes[i + 1], count.min(256)));
-                i += end + 4;
-                continue;
-            }
+        if bytes[i] == b'['
+            && i + 3 < bytes.len()
+            && bytes[i + 2] == b'*'
+            && let Some(end) = find(&bytes[i + 3..], b"]")
+        {
+            let count = String::from_utf8_lossy(&bytes[i + 3..i + 3 + end]);
+            let count: usize = count.parse().unwrap_or(0);
+            out.extend(std::iter::repeat_n(bytes[i + 1], count.min(256)));
+            i += end + 4;
+            continue;
         }
         let low = one(&mut i);
         if i + 1 < bytes.len() && bytes[i] == b'-' {
