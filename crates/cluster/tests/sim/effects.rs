@@ -258,8 +258,7 @@ async fn an_os_image_lists_the_kernel_it_boots_whatever_the_node_runs() {
             serde_json::json!({"command": ["/bin/sh", "-c"], "args": ["ls /usr/lib/modules"]}),
         ),
     ] {
-        let mut container =
-            serde_json::json!({"name": "kernel", "image": "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"});
+        let mut container = serde_json::json!({"name": "kernel", "image": "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"});
         container
             .as_object_mut()
             .expect("an object")
