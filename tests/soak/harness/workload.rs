@@ -151,7 +151,7 @@ registry:
 # Layered images first: a node reporting an OS is taken to run the first image listed with it.
 osImages:
 {os_images}
-  - {{url: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:414", kernelVersion: {k1}, osImage: "{os1}", release: 4.14.12}}
+  - {{url: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4140000000000000000000000000000000000000000000000000000000000000", kernelVersion: {k1}, osImage: "{os1}", release: 4.14.12}}
 objects:
   - {{apiVersion: v1, kind: Namespace, metadata: {{name: {NAMESPACE}}}}}
   - {{apiVersion: v1, kind: Namespace, metadata: {{name: {DAY0_NAMESPACE}}}}}

@@ -24,7 +24,7 @@ registry:
   shims:
     - {url: "https://github.com/spinframework/containerd-shim-spin/releases/download/v0.17.0/containerd-shim-spin-v2-linux-x86_64.tar.gz", binary: containerd-shim-spin-v2}
 osImages:
-  - {url: "quay.io/os/rhcos@sha256:415", kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
+  - {url: "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000", kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
   - {url: "registry.local/os/rhcos-layered:415", kernelVersion: 5.14.0-362.24.1.el9.x86_64, osImage: RHCOS 415 layered}
 "#;
 
@@ -241,7 +241,7 @@ async fn a_shim_installer_pod_installs_the_shim_and_restarts_containerd() {
 async fn an_os_image_lists_the_kernel_it_boots_whatever_the_node_runs() {
     let (_cluster, world) = world().await;
     assert!(
-        world.registry.exists("quay.io/os/rhcos@sha256:415"),
+        world.registry.exists("quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"),
         "a release's OS image is published with the release"
     );
     assert!(
@@ -258,8 +258,7 @@ async fn an_os_image_lists_the_kernel_it_boots_whatever_the_node_runs() {
             serde_json::json!({"command": ["/bin/sh", "-c"], "args": ["ls /usr/lib/modules"]}),
         ),
     ] {
-        let mut container =
-            serde_json::json!({"name": "kernel", "image": "quay.io/os/rhcos@sha256:415"});
+        let mut container = serde_json::json!({"name": "kernel", "image": "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"});
         container
             .as_object_mut()
             .expect("an object")

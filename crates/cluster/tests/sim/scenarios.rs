@@ -326,8 +326,8 @@ async fn an_os_image_change_reboots_the_pool_one_node_at_a_time_with_the_real_ku
 nodes:
   - {namePrefix: worker-, count: 3, labels: {node-role.kubernetes.io/worker: ""}, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414}
 osImages:
-  - {url: quay.io/os/rhcos@sha256:414, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414, release: 4.14.0}
-  - {url: quay.io/os/rhcos@sha256:415, kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
+  - {url: quay.io/os/rhcos@sha256:4140000000000000000000000000000000000000000000000000000000000000, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414, release: 4.14.0}
+  - {url: quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000, kernelVersion: 5.14.0-362.el9.x86_64, osImage: RHCOS 415, release: 4.15.0}
 "#;
     let scenario = Scenario::parse(text, "test", None).unwrap();
     let cluster = start(scenario).await;
@@ -352,7 +352,7 @@ osImages:
     let config: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": "99-worker-os", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:415"}
+        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"}
     }))
     .unwrap();
     configs

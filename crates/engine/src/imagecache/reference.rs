@@ -5,50 +5,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use kmm_api::image_ref::comparison_key;
 
 /// Most images a kubelet lists in `status.images` by default (`nodeStatusMaxImages`): a node listing this many may
 /// hold more than it shows.
 pub const NODE_STATUS_MAX_IMAGES: usize = 50;
 
-/// `reference` in the runtime's canonical form: a registry host (`docker.io` when there is none), `library/` for
-/// Docker Hub's official images, and `:latest` when it has neither tag nor digest.
+/// `reference` in the runtime's canonical form ([`comparison_key`]): a registry host (`docker.io` when there is
+/// none), `library/` for Docker Hub's official images, `:latest` when it has neither tag nor digest, and the digest
+/// alone when it has both. Surrounding whitespace is ignored; a reference that does not parse stays as written and
+/// so matches nothing a node reports.
 pub fn canonical(reference: &str) -> String {
-    let reference = reference.trim();
-    let (name, digest) = match reference.split_once('@') {
-        Some((name, digest)) => (name, Some(digest)),
-        None => (reference, None),
-    };
-    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
-    let (repository, tag) = match name[last_slash..].rfind(':') {
-        Some(colon) => (
-            &name[..last_slash + colon],
-            Some(&name[last_slash + colon + 1..]),
-        ),
-        None => (name, None),
-    };
-    let (domain, path) = match repository.split_once('/') {
-        Some((first, rest))
-            if first.contains('.') || first.contains(':') || first == "localhost" =>
-        {
-            (first, rest.to_owned())
-        }
-        _ => ("docker.io", repository.to_owned()),
-    };
-    let domain = if domain == "index.docker.io" {
-        "docker.io"
-    } else {
-        domain
-    };
-    let path = if domain == "docker.io" && !path.contains('/') {
-        format!("library/{path}")
-    } else {
-        path
-    };
-    match (tag, digest) {
-        (_, Some(digest)) => format!("{domain}/{path}@{digest}"),
-        (Some(tag), None) => format!("{domain}/{path}:{tag}"),
-        (None, None) => format!("{domain}/{path}:latest"),
-    }
+    comparison_key(reference.trim())
 }
 
 /// What a node's `status.images` says it holds, in canonical form.
@@ -144,10 +112,20 @@ mod tests {
             canonical("ghcr.io/acme/inference:2.2"),
             "ghcr.io/acme/inference:2.2"
         );
+        let digest = format!("sha256:{}", "ab".repeat(32));
         assert_eq!(
-            canonical("nginx@sha256:abc"),
-            "docker.io/library/nginx@sha256:abc"
+            canonical(&format!("nginx@{digest}")),
+            format!("docker.io/library/nginx@{digest}")
         );
+        assert_eq!(
+            canonical(&format!("nginx:1.27@{digest}")),
+            format!("docker.io/library/nginx@{digest}")
+        );
+        assert_eq!(
+            canonical(" busybox:1.36 "),
+            "docker.io/library/busybox:1.36"
+        );
+        assert_eq!(canonical("Not An Image"), "Not An Image");
     }
 
     fn node(names: &[&[&str]]) -> Node {
@@ -160,13 +138,15 @@ mod tests {
 
     #[test]
     fn matching_is_exact_in_tag_and_digest_forms() {
+        let digest = format!("sha256:{}", "01".repeat(32));
         let images = NodeImages::of(&node(&[&[
-            "docker.io/library/nginx@sha256:0123",
+            &format!("docker.io/library/nginx@{digest}"),
             "docker.io/library/nginx:1.27",
         ]]));
         assert!(images.holds("nginx:1.27"));
         assert!(images.holds("docker.io/library/nginx:1.27"));
-        assert!(images.holds("nginx@sha256:0123"));
+        assert!(images.holds(&format!("nginx@{digest}")));
+        assert!(images.holds(&format!("nginx:1.27@{digest}")));
         assert!(!images.holds("nginx:1.2"));
         assert!(!images.holds("nginx:1.27.1"));
         assert!(!images.holds("nginx"));

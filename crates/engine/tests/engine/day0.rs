@@ -31,7 +31,7 @@ const OS_BROKEN: &str = "Red Hat Enterprise Linux CoreOS 414.92.202402020000-0 (
 /// The layered image rebuilt for release 4.15.3.
 const IMAGE_415: &str = "registry.local/acme/rhcos-kmod:4.15.3";
 const OS_415: &str = "Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)";
-const OS_AUTO_415: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:415";
+const OS_AUTO_415: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4150000000000000000000000000000000000000000000000000000000000000";
 const WORKER: &str = "node-role.kubernetes.io/worker";
 
 /// The day0 test cluster with only the day-0 family running (it brings the image pipeline along).

@@ -312,7 +312,7 @@ async fn a_kernel_upgrade_moves_the_module_and_leaves_nothing_for_the_old_kernel
     let config: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": "99-worker-os", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:415"}
+        "spec": {"osImageURL": "quay.io/os/rhcos@sha256:4150000000000000000000000000000000000000000000000000000000000000"}
     }))
     .expect("a MachineConfig");
     Api::<DynamicObject>::all_with(harness.client(), &configs)

@@ -20,9 +20,9 @@ use crate::common::{Harness, PodRecorder, eventually, wait_for};
 /// The layered image MachineConfig `99-worker-kmod-os` names, in the registry.
 const IMAGE_NOW: &str = "registry.local/acme/rhcos-kmod:414.92.202312311229-0";
 /// The release the cluster is at, and its OS image.
-const RELEASE_414: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:414";
+const RELEASE_414: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4140000000000000000000000000000000000000000000000000000000000000";
 /// The next release's OS image: a kernel no node runs.
-const RELEASE_415: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:415";
+const RELEASE_415: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4150000000000000000000000000000000000000000000000000000000000000";
 /// A layered image not built yet: it cannot be pulled.
 const IMAGE_NEXT: &str = "registry.local/acme/rhcos-kmod:414.92.202402010000-0";
 const KERNEL_414: &str = "5.14.0-284.30.1.el9_2.x86_64";
