@@ -13,6 +13,7 @@ mod image_refs;
 mod inject;
 mod jobs;
 mod kubelet;
+mod processes;
 mod scenarios;
 mod shared;
 mod streams_end;

@@ -35,7 +35,12 @@ fn running(pod: &Pod) -> bool {
 }
 
 /// Everything `command` writes on stdout when it is given `input` on stdin, and its exit code.
-async fn exec_with_input(pods: &Api<Pod>, pod: &str, command: &[&str], input: &[u8]) -> (Vec<u8>, i32) {
+async fn exec_with_input(
+    pods: &Api<Pod>,
+    pod: &str,
+    command: &[&str],
+    input: &[u8],
+) -> (Vec<u8>, i32) {
     let params = AttachParams::default().stdin(true).stderr(false);
     let mut process = pods
         .exec(pod, command.iter().copied(), &params)
@@ -45,7 +50,8 @@ async fn exec_with_input(pods: &Api<Pod>, pod: &str, command: &[&str], input: &[
     let mut stdout = process.stdout().expect("stdout was asked for");
     let status = process.take_status().expect("a status");
     stdin.write_all(input).await.expect("input is sent");
-    drop(stdin);
+    // The end of input, as v5 of the protocol says it (a closed channel).
+    stdin.shutdown().await.expect("input is closed");
     let mut out = Vec::new();
     stdout.read_to_end(&mut out).await.expect("stdout is read");
     let status = status.await.expect("a status");
@@ -88,14 +94,26 @@ async fn containers_run_their_commands_and_clients_reach_them() {
         .await;
     assert_eq!(exit_code(&ended), Some(3));
     assert_eq!(phase(&ended), "Failed");
-    let log = sim.pods().logs("script", &LogParams::default()).await.unwrap();
-    assert_eq!(log, "tick 1 of script\ntick 2 of script\ntick 3 of script\ndone\n");
+    let log = sim
+        .pods()
+        .logs("script", &LogParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        log,
+        "tick 1 of script\ntick 2 of script\ntick 3 of script\ndone\n"
+    );
 
     // An image's default command: alpine's `sh` reads no input and exits at once, successfully.
-    sim.create_pod(run_once("defaults", json!({"name": "main", "image": "alpine"})))
-        .await;
+    sim.create_pod(run_once(
+        "defaults",
+        json!({"name": "main", "image": "alpine"}),
+    ))
+    .await;
     let done = sim
-        .pod_until("defaults", "alpine's shell exits", |p| exit_code(p).is_some())
+        .pod_until("defaults", "alpine's shell exits", |p| {
+            exit_code(p).is_some()
+        })
         .await;
     assert_eq!((exit_code(&done), phase(&done)), (Some(0), "Succeeded"));
 
@@ -114,7 +132,10 @@ async fn containers_run_their_commands_and_clients_reach_them() {
         b"echo test string 1\nfor i in 1 2; do echo \"n $i\"; done\nexit 4\n",
     )
     .await;
-    assert_eq!((String::from_utf8_lossy(&out).as_ref(), code), ("test string 1\nn 1\nn 2\n", 4));
+    assert_eq!(
+        (String::from_utf8_lossy(&out).as_ref(), code),
+        ("test string 1\nn 1\nn 2\n", 4)
+    );
 
     // kubectl cp's way in and out: a tar on stdin extracted under a directory, then archived again.
     let archive = {
@@ -132,12 +153,23 @@ async fn containers_run_their_commands_and_clients_reach_them() {
     assert_eq!(code, 0);
     let (content, _) = exec_with_input(&pods, "idle", &["cat", "/foo.txt"], b"").await;
     assert_eq!(content, b"data for pod");
-    let (copied, code) = exec_with_input(&pods, "idle", &["tar", "cf", "-", "-C", "/", "foo.txt"], b"").await;
+    let (copied, code) = exec_with_input(
+        &pods,
+        "idle",
+        &["tar", "cf", "-", "-C", "/", "foo.txt"],
+        b"",
+    )
+    .await;
     assert_eq!(code, 0);
     let mut entries = tar::Archive::new(&copied[..]);
-    let mut entry = entries.entries().unwrap().next().expect("one entry").unwrap();
+    let mut entry = entries
+        .entries()
+        .unwrap()
+        .next()
+        .expect("one entry")
+        .unwrap();
     let mut text = String::new();
-    entry.read_to_string(&mut text).unwrap();
+    std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
     assert_eq!(text, "data for pod");
 
     // attach reaches the main process's standard input when the spec keeps one open.
@@ -154,9 +186,15 @@ async fn containers_run_their_commands_and_clients_reach_them() {
         .expect("attach is served");
     let mut stdin = attached.stdin().expect("stdin was asked for");
     let mut stdout = attached.stdout().expect("stdout was asked for");
-    stdin.write_all(b"echo attached to $HOSTNAME\n").await.unwrap();
+    stdin
+        .write_all(b"echo attached to $HOSTNAME\n")
+        .await
+        .unwrap();
     let mut line = vec![0u8; "attached to shell\n".len()];
-    stdout.read_exact(&mut line).await.expect("the shell answers");
+    stdout
+        .read_exact(&mut line)
+        .await
+        .expect("the shell answers");
     assert_eq!(line, b"attached to shell\n");
     attached.abort();
     sim.stop().await;

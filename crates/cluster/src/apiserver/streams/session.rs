@@ -29,6 +29,9 @@ const ERROR: u8 = 3;
 /// `v5.channel.k8s.io`: a message on this channel closes the channel its one data byte names.
 const CLOSE: u8 = 255;
 
+/// How long a command whose client left may still run before it is killed.
+const ORPHAN_GRACE: Duration = Duration::from_secs(5);
+
 /// How long the client has to answer the closing handshake before the connection is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
@@ -218,7 +221,16 @@ async fn exec(
                     }
                 }
                 FromClient::EndOfInput => stdin = None,
-                FromClient::Gone => return Ok(()),
+                FromClient::Gone => {
+                    // A client that leaves closes the command's input; the command may still finish what that
+                    // input asked (a `tar x` of what was sent), as under the kubelet, but not for long.
+                    drop(stdin);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(ORPHAN_GRACE).await;
+                        drop(kill);
+                    });
+                    return Ok(());
+                }
                 FromClient::Nothing => {}
             },
             _ = stop.cancelled() => return Ok(()),

@@ -19,6 +19,7 @@ use crate::sim::World;
 use crate::sim::containers::Registration;
 use crate::sim::effects::Outcome;
 use crate::sim::environment::{self, Objects, PodFacts, Source};
+use crate::sim::registry::container_argv;
 use crate::sim::shell::{self, ContainerEnv, Files, Limits, Stdio};
 
 /// The least time from a container's start to its exit, as creating and starting a container takes: a command
@@ -119,22 +120,22 @@ async fn referenced_objects(
     objects
 }
 
-/// What the container's main process runs: its command and args, or its image's defaults, as the kubelet decides
-/// them, with `$(NAME)` references to its environment expanded; None when neither says anything.
+/// What the container's main process runs: its command and args, or its image's entrypoint and cmd where it sets
+/// none, as the kubelet decides them, with `$(NAME)` references to its environment expanded; None when neither the
+/// container nor its image says anything (a server of an image the registry knows nothing about).
 pub(super) fn argv(
     world: &World,
     container: &Container,
     env: &ContainerEnv,
 ) -> Option<Vec<String>> {
-    let _image = container.image.as_deref().unwrap_or_default();
-    let argv: Vec<String> = container
-        .command
-        .iter()
-        .flatten()
-        .chain(container.args.iter().flatten())
-        .cloned()
-        .collect();
-    let _ = world;
+    let config = world
+        .registry
+        .image_config(container.image.as_deref().unwrap_or_default());
+    let argv = container_argv(
+        container.command.as_deref().unwrap_or_default(),
+        container.args.as_deref().unwrap_or_default(),
+        &config,
+    );
     (!argv.is_empty()).then(|| environment::expand_argv(&argv, &env.env))
 }
 

@@ -2,7 +2,7 @@
 //! each bounded so that a process can never hold more than [`Limits`](super::Limits) allows.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
@@ -106,7 +106,7 @@ impl Input {
     }
 
     /// Everything up to the end of input, or None once it would pass `limit` bytes (what was read is dropped).
-    pub async fn to_end(&mut self, limit: usize) -> Option<Vec<u8>> {
+    pub async fn read_to_end(&mut self, limit: usize) -> Option<Vec<u8>> {
         let mut all = Vec::new();
         while let Some(chunk) = self.chunk().await {
             if all.len() + chunk.len() > limit {
@@ -247,11 +247,6 @@ impl Output {
             budget: self.budget.clone(),
         }
     }
-
-    /// The budget this output spends, for the outputs a command opens beside it.
-    pub fn budget(&self) -> Arc<Budget> {
-        self.budget.clone()
-    }
 }
 
 /// What a command sees of the process running it.
@@ -265,6 +260,17 @@ pub struct Cx<'a> {
     pub cwd: &'a str,
     /// The exported variables, as `env` prints them, in order.
     pub env: &'a [(String, String)],
+    /// Set when the command sleeps: see [`Cx::sleep`].
+    pub slept: &'a AtomicBool,
+}
+
+impl Cx<'_> {
+    /// Wait `time` of simulated time. The only way a command waits on the clock: the shell counts a process that
+    /// slept as idle, not busy (see [`Limits::steps_without_wait`](super::Limits::steps_without_wait)).
+    pub async fn sleep(&mut self, time: std::time::Duration) {
+        self.slept.store(true, Ordering::Relaxed);
+        self.container.clock.sleep(time).await;
+    }
 }
 
 #[cfg(test)]

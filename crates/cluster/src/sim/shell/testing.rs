@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::io::Cx;
 use super::{ContainerEnv, Files, Limits, Sink, Stdio, Stream};
 use crate::apiserver::streams::HostMounts;
 use crate::sim::clock::SimClock;
@@ -73,45 +72,4 @@ pub async fn run_in(container: &ContainerEnv, argv: &[&str], stdin: Option<Vec<&
 /// Run the script `script` with `sh -c` in a fresh container.
 pub async fn sh(script: &str) -> Ran {
     run_in(&container(), &["sh", "-c", script], None).await
-}
-
-/// The commands the shell's tests need while the simulation's own are not there: `echo` (with `-n`) and `cat`
-/// (standard input, or files). The shell asks this only after `commands` does not know a name.
-pub async fn stand_in(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Option<i32> {
-    match name {
-        "echo" => {
-            let (newline, words) = match args.split_first() {
-                Some((flag, rest)) if flag == "-n" => (false, rest),
-                _ => (true, args),
-            };
-            let mut text = words.join(" ");
-            if newline {
-                text.push('\n');
-            }
-            Some(i32::from(cx.stdout.print(&text).is_err()))
-        }
-        "cat" if args.is_empty() => {
-            while let Some(chunk) = cx.stdin.chunk().await {
-                if cx.stdout.write(&chunk).is_err() {
-                    return Some(1);
-                }
-            }
-            Some(0)
-        }
-        "cat" => {
-            for path in args {
-                let Ok(bytes) = cx.container.files.read(&super::fs::resolve(cx.cwd, path)) else {
-                    let _ = cx
-                        .stderr
-                        .print(&format!("cat: {path}: No such file or directory\n"));
-                    return Some(1);
-                };
-                if cx.stdout.write(&bytes).is_err() {
-                    return Some(1);
-                }
-            }
-            Some(0)
-        }
-        _ => None,
-    }
 }

@@ -446,7 +446,7 @@ async fn read_archive(
 ) -> Status {
     let limit = archive_limit(run.cx);
     let raw = match request.file.as_deref() {
-        None | Some("-") => run.cx.stdin.to_end(limit).await,
+        None | Some("-") => run.cx.stdin.read_to_end(limit).await,
         Some(file) => match view::read(run.cx, &resolve(run.cx.cwd, file)) {
             Ok(bytes) => Some(bytes),
             Err(why) => {

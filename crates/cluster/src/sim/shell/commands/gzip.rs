@@ -69,7 +69,7 @@ pub async fn gzip(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Status {
     let mut status = 0;
     for operand in &operands {
         let outcome = if operand == "-" {
-            match cx.stdin.to_end(limit).await {
+            match cx.stdin.read_to_end(limit).await {
                 None => Outcome::Failed("stdin: No space left on device".into()),
                 Some(bytes) => match convert(bytes, decompress, limit) {
                     Ok(out) => {

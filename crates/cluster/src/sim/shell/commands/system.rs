@@ -59,7 +59,7 @@ pub async fn sleep(cx: &mut Cx<'_>, args: &[String]) -> Status {
     }
     match Duration::try_from_secs_f64(total) {
         Ok(wait) if wait <= LONGEST_SLEEP => {
-            cx.container.clock.sleep(wait).await;
+            cx.sleep(wait).await;
             Ok(0)
         }
         _ => std::future::pending().await,

@@ -338,7 +338,7 @@ pub async fn tail(cx: &mut Cx<'_>, args: &[String]) -> Status {
     }
     if window.follow && !followed.is_empty() {
         loop {
-            cx.container.clock.sleep(FOLLOW_EVERY).await;
+            cx.sleep(FOLLOW_EVERY).await;
             for (path, seen) in &mut followed {
                 let Ok(now) = view::read(cx, path) else {
                     continue;

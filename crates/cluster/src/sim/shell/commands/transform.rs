@@ -23,7 +23,7 @@ async fn read_all(
     for operand in operands {
         match load(cx, operand) {
             Ok(Some(bytes)) => all.extend(bytes),
-            Ok(None) => match cx.stdin.to_end(limit.saturating_sub(all.len())).await {
+            Ok(None) => match cx.stdin.read_to_end(limit.saturating_sub(all.len())).await {
                 Some(bytes) => all.extend(bytes),
                 None => {
                     complain(cx, tool, "memory exhausted")?;

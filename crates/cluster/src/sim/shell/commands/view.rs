@@ -4,7 +4,7 @@
 
 use super::{NAMES, known};
 use crate::sim::machine::Machine;
-use crate::sim::shell::fs::{FsError, Node};
+use crate::sim::shell::fs::{self, FsError, Node};
 use crate::sim::shell::io::Cx;
 
 /// The node's runtime socket, where crictl looks when no endpoint is given.
@@ -86,7 +86,9 @@ pub fn entry(cx: &Cx<'_>, path: &str) -> Option<Entry> {
     match cx.container.files.get(path) {
         Some(Node::Dir) => Some(Entry::Dir),
         Some(Node::File(bytes)) => Some(Entry::File(bytes)),
-        None if is_program(path) && known(split(path).1) => Some(Entry::File(Vec::new())),
+        None if is_program(path) && known(split(path).1) => {
+            Some(Entry::File(fs::program_image(split(path).1)))
+        }
         None => on_node(cx, path),
     }
 }

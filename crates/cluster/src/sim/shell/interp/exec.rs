@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::super::commands;
-use super::super::fs::resolve;
+use super::super::fs::{program_of, resolve};
 use super::super::io::{Cx, Input, Output};
 use super::super::syntax::{AndOr, Command, Compound, Connector, List, Pipeline, Simple};
 use super::{Flow, Io, Run, Shell, base_name, ended};
@@ -262,7 +262,6 @@ impl<'c> Shell<'c> {
             Ok(opened) => opened,
             Err(status) => return Ok(status),
         };
-        let before = self.container.clock.now();
         let saved: Vec<(String, Option<super::Var>)> = assignments
             .iter()
             .map(|(name, _)| ((*name).to_owned(), self.vars.get(*name).cloned()))
@@ -274,7 +273,7 @@ impl<'c> Shell<'c> {
         let run = {
             let mut inner = opened.io(io);
             let run = self.run_argv(&argv, &mut inner).await;
-            self.note_wait(before, inner.stdin);
+            self.note_wait(inner.stdin);
             run
         };
         for (name, old) in saved {
@@ -342,14 +341,20 @@ impl<'c> Shell<'c> {
             if matches!(name, "sh" | "bash") {
                 return self.nested_shell(&argv[1..], env, io).await;
             }
+            let mut name = name.to_owned();
             if program.contains('/') {
                 let path = resolve(&self.cwd, program);
-                if let Ok(script) = self.container.files.read(&path) {
-                    let script = String::from_utf8_lossy(&script).into_owned();
-                    let mut child = self.child(env, program.clone())?;
-                    child.positional = argv[1..].to_vec();
-                    let run = child.run_source(&script, io).await;
-                    return child.finish(run, io).await;
+                if let Ok(contents) = self.container.files.read(&path) {
+                    match program_of(&contents) {
+                        // A copy of a simulated program runs that program.
+                        Some(copied) => copied.clone_into(&mut name),
+                        None => {
+                            let script = String::from_utf8_lossy(&contents).into_owned();
+                            let mut child = self.child(env, program.clone())?;
+                            child.positional = argv[1..].to_vec();
+                            return ended(child.run_source(&script, io).await);
+                        }
+                    }
                 }
             }
             let ran = {
@@ -360,14 +365,9 @@ impl<'c> Shell<'c> {
                     stderr: &mut *io.stderr,
                     cwd: &self.cwd,
                     env: &env,
+                    slept: self.slept(),
                 };
-                let ran = commands::run(&mut cx, name, &argv[1..]).await;
-                #[cfg(test)]
-                let ran = match ran {
-                    Some(status) => Some(status),
-                    None => super::super::testing::stand_in(&mut cx, name, &argv[1..]).await,
-                };
-                ran
+                commands::run(&mut cx, &name, &argv[1..]).await
             };
             match ran {
                 Some(status) => Ok(status),

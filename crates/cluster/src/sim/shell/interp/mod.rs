@@ -27,8 +27,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use super::io::{Budget, Input, Output, OutputLimit};
 use super::syntax::{self, Command, ParseError};
@@ -119,6 +118,8 @@ struct Steps {
     busy: AtomicU64,
     /// Since it started: the count that decides when to yield.
     total: AtomicU64,
+    /// Whether a command slept in simulated time since the shell last looked (see [`Cx::sleep`]).
+    slept: AtomicBool,
 }
 
 /// A shell variable.
@@ -183,10 +184,6 @@ static NEXT_PID: AtomicU32 = AtomicU32::new(1);
 
 /// How often a busy process gives its thread back to the runtime, in steps.
 const YIELD_EVERY: u64 = 64;
-
-/// Less real time than this passing during a command does not count as waiting: a command that merely runs takes
-/// far less, one that sleeps takes far more.
-const WAIT_THRESHOLD: Duration = Duration::from_millis(1);
 
 /// One shell: its variables, functions, parameters and options. A subshell is a clone.
 #[derive(Clone)]
@@ -319,12 +316,17 @@ impl<'c> Shell<'c> {
         self.steps.busy.store(0, Ordering::Relaxed);
     }
 
-    /// Whether the command that started at simulated `before` waited, by the clock or on `stdin`.
-    fn note_wait(&self, before: Duration, stdin: &mut Input) {
-        let passed = self.container.clock.now().saturating_sub(before);
-        if stdin.take_waited() || self.container.clock.to_real(passed) >= WAIT_THRESHOLD {
+    /// Whether the command that just ran waited: slept in simulated time, or for input on `stdin`. Only these
+    /// count, never real time passing, so a busy loop is stopped however loaded the machine is.
+    fn note_wait(&self, stdin: &mut Input) {
+        if stdin.take_waited() | self.steps.slept.swap(false, Ordering::Relaxed) {
             self.waited();
         }
+    }
+
+    /// Where the commands it runs record that they slept.
+    fn slept(&self) -> &AtomicBool {
+        &self.steps.slept
     }
 
     /// Write `sh: message` on `io`'s standard error.
