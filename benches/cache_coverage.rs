@@ -129,6 +129,8 @@ async fn bench() {
             name: (*name).to_owned(),
             size_mi_b: 20,
             pull_secret: None,
+            entrypoint: None,
+            cmd: None,
         }));
     let begin = Instant::now();
     let cluster = EmbeddedCluster::start(EmbeddedOptions {

@@ -121,6 +121,13 @@ check "run" 'pod/solo created' kubectl -n "$NS" run solo --image="$SERVER_IMAGE"
 check "wait for Ready" 'condition met' kubectl -n "$NS" wait pod/solo --for=condition=Ready --timeout=50s
 check "logs" '' kubectl -n "$NS" logs solo
 check "exec" "^Linux$" kubectl -n "$NS" exec solo -- uname
+check "exec a script" '^3 lines$' kubectl -n "$NS" exec solo -- sh -c 'n=$(seq 1 3 | wc -l); echo "$n lines"'
+check "exec -i sh reads its input" '^hello from stdin$' bash -c "echo 'echo hello from stdin' | kubectl -n $NS exec -i solo -- sh"
+echo "copied in and out" >"$WORK/copy.txt"
+check "cp into the pod" '' kubectl -n "$NS" cp "$WORK/copy.txt" solo:/tmp/copy.txt
+check "the copy is in the pod" '^copied in and out$' kubectl -n "$NS" exec solo -- cat /tmp/copy.txt
+check "cp out of the pod" '' kubectl -n "$NS" cp solo:/tmp/copy.txt "$WORK/back.txt"
+check "the copy came back" '^copied in and out$' cat "$WORK/back.txt"
 check "debug (an ephemeral container)" '' kubectl -n "$NS" debug solo --profile=general --image="$TOOL_IMAGE" -c debugger -- true
 check "the ephemeral container is in the pod" '^debugger$' kubectl -n "$NS" get pod solo -o 'jsonpath={.spec.ephemeralContainers[0].name}'
 check "describe pod" 'Events:' kubectl -n "$NS" describe pod solo
@@ -129,7 +136,7 @@ check "describe pod" 'Events:' kubectl -n "$NS" describe pod solo
 check "create job" 'job.batch/once created' kubectl -n "$NS" create job once --image="$TOOL_IMAGE" -- echo done
 check "wait for the job" 'condition met' kubectl -n "$NS" wait job/once --for=condition=Complete --timeout=50s
 check "the job's generated selector" 'controller-uid' kubectl -n "$NS" get job once -o 'jsonpath={.spec.selector.matchLabels}'
-check "logs job/" '' kubectl -n "$NS" logs job/once
+check "logs job/" '^done$' kubectl -n "$NS" logs job/once
 check "logs -f ends with the container" '' kubectl -n "$NS" logs -f job/once
 check "create cronjob" 'cronjob.batch/nightly created' kubectl -n "$NS" create cronjob nightly --image="$TOOL_IMAGE" --schedule='0 3 * * *' -- echo nightly
 check "create job --from=cronjob" 'job.batch/nightly-now created' kubectl -n "$NS" create job nightly-now --from=cronjob/nightly

@@ -411,8 +411,8 @@ async fn init_containers_run_first_then_the_pod_is_ready() {
     let sim = start(&scenario("")).await;
     let mut p = pod("with-init", "worker-1", server("quay.io/org/app:1"));
     p["spec"]["initContainers"] = json!([
-        {"name": "first", "image": "quay.io/org/small:1", "command": ["setup"]},
-        {"name": "second", "image": "quay.io/org/medium:1", "command": ["setup"]}
+        {"name": "first", "image": "quay.io/org/small:1", "command": ["sh", "-c", "echo set up"]},
+        {"name": "second", "image": "quay.io/org/medium:1", "command": ["mkdir", "-p", "/data"]}
     ]);
     sim.create_pod(p).await;
     let p = sim.pod_until("with-init", "running", running).await;

@@ -50,6 +50,9 @@ const NAMES: &[&str] = &[
     "mv",
     "nginx",
     "nproc",
+    "pause",
+    "perl",
+    "postgres",
     "printenv",
     "printf",
     "python",
@@ -132,9 +135,10 @@ pub async fn run(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Option<i32> {
         "lsmod" => node::lsmod(cx),
         "modinfo" => node::modinfo(cx, args),
         "crictl" => node::crictl(cx, args),
-        "nginx" => servers::nginx().await,
+        "nginx" | "pause" => servers::serve().await,
+        "postgres" => servers::postgres(cx).await,
         "redis-server" => servers::redis_server(cx).await,
-        "python" | "python3" => servers::python(cx, args).await?,
+        "python" | "python3" | "perl" => servers::python(cx, args).await?,
         _ => return None,
     };
     Some(status.unwrap_or(1))

@@ -3,9 +3,16 @@
 use super::Status;
 use crate::sim::shell::io::Cx;
 
-/// `nginx`, with any arguments: serves (nothing the simulation reaches) until killed; it logs to its files, not
-/// to its standard output.
-pub async fn nginx() -> Status {
+/// `nginx` and `/pause`, with any arguments: serve (nothing the simulation reaches) until killed, writing
+/// nothing on their standard streams (nginx logs to its files).
+pub async fn serve() -> Status {
+    std::future::pending().await
+}
+
+/// `postgres`: says it is ready, then serves until killed.
+pub async fn postgres(cx: &mut Cx<'_>) -> Status {
+    cx.stderr
+        .print("LOG:  database system is ready to accept connections\n")?;
     std::future::pending().await
 }
 
@@ -18,8 +25,8 @@ pub async fn redis_server(cx: &mut Cx<'_>) -> Status {
     std::future::pending().await
 }
 
-/// `python` with no arguments reads its program from standard input and, running none of it, exits 0 at its
-/// end. With arguments it would run a script: not simulated (None).
+/// `python` (and `perl`) with no arguments reads its program from standard input and, running none of it, exits 0
+/// at its end. With arguments it would run a script: not simulated (None).
 pub async fn python(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
     if !args.is_empty() {
         return None;
@@ -43,6 +50,8 @@ mod tests {
         for argv in [
             &["nginx", "-g", "daemon off;"][..],
             &["redis-server"],
+            &["/pause"],
+            &["postgres"],
             &["tail", "-f", "/dev/null"],
         ] {
             let written: Arc<Mutex<Vec<u8>>> = Arc::default();
@@ -62,6 +71,11 @@ mod tests {
                     "{banner}"
                 );
                 assert_eq!(banner.lines().count(), 1);
+            } else if argv[0] == "postgres" {
+                assert!(
+                    banner.ends_with("ready to accept connections\n"),
+                    "{banner}"
+                );
             } else {
                 assert_eq!(banner, "", "{argv:?}");
             }
@@ -69,5 +83,7 @@ mod tests {
         let python = run_in(&c, &["python3"], Some(vec![b"print(1)\n"])).await;
         assert_eq!((python.stdout.as_str(), python.status), ("", 0));
         assert_eq!(run_in(&c, &["python3", "app.py"], None).await.status, 127);
+        let perl = run_in(&c, &["perl"], Some(vec![b"print 1;\n"])).await;
+        assert_eq!(perl.status, 0);
     }
 }
