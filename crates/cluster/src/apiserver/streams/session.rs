@@ -180,13 +180,20 @@ fn from_client(message: Option<Result<Message, Error>>) -> Result<FromClient, Er
     Ok(match message {
         None | Some(Ok(Message::Close(_))) => FromClient::Gone,
         Some(Err(e)) => return Err(e),
-        Some(Ok(Message::Binary(data))) => match data.split_first() {
-            Some((&STDIN, input)) => FromClient::Input(input.to_vec()),
-            Some((&CLOSE, [STDIN])) => FromClient::EndOfInput,
-            _ => FromClient::Nothing,
-        },
+        // Clients send text frames too (the Python client sends what it was given as text): the kubelet reads
+        // both alike, the first byte the channel.
+        Some(Ok(Message::Binary(data))) => on_channel(&data),
+        Some(Ok(Message::Text(text))) => on_channel(text.as_bytes()),
         Some(Ok(_)) => FromClient::Nothing,
     })
+}
+
+fn on_channel(data: &[u8]) -> FromClient {
+    match data.split_first() {
+        Some((&STDIN, input)) => FromClient::Input(input.to_vec()),
+        Some((&CLOSE, [STDIN])) => FromClient::EndOfInput,
+        _ => FromClient::Nothing,
+    }
 }
 
 async fn exec(
@@ -291,4 +298,35 @@ async fn send(socket: &mut Socket, channel: u8, data: &[u8]) -> Result<(), Error
     message.push(channel);
     message.extend_from_slice(data);
     socket.send(Message::Binary(message.into())).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_and_its_end_come_in_binary_and_text_frames() {
+        let read = |message: Message| from_client(Some(Ok(message))).unwrap();
+        assert!(matches!(
+            read(Message::Binary(b"\x00ls\n".to_vec().into())),
+            FromClient::Input(input) if input == b"ls\n"
+        ));
+        assert!(matches!(
+            read(Message::Text("\u{0}echo hi\n".into())),
+            FromClient::Input(input) if input == b"echo hi\n"
+        ));
+        assert!(matches!(
+            read(Message::Binary(vec![CLOSE, STDIN].into())),
+            FromClient::EndOfInput
+        ));
+        assert!(matches!(
+            read(Message::Text("\u{ff}\u{0}".into())),
+            FromClient::Nothing
+        ));
+        assert!(matches!(
+            read(Message::Binary(vec![4, b'{'].into())),
+            FromClient::Nothing
+        ));
+        assert!(matches!(read(Message::Close(None)), FromClient::Gone));
+    }
 }
