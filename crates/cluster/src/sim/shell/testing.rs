@@ -73,3 +73,33 @@ pub async fn run_in(container: &ContainerEnv, argv: &[&str], stdin: Option<Vec<&
 pub async fn sh(script: &str) -> Ran {
     run_in(&container(), &["sh", "-c", script], None).await
 }
+
+/// One case of a command table: argv, stdout, stderr, exit status.
+pub type Case<'a> = (&'a [&'a str], &'a str, &'a str, i32);
+
+/// One case of a command table that reads input: argv, stdin, stdout, stderr, exit status.
+pub type CaseWithInput<'a> = (&'a [&'a str], &'a str, &'a str, &'a str, i32);
+
+/// Run each case in `container` (no input) and check what it wrote and how it ended.
+pub async fn expect(container: &ContainerEnv, cases: &[Case<'_>]) {
+    for (argv, stdout, stderr, status) in cases {
+        let ran = run_in(container, argv, None).await;
+        assert_eq!(
+            (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
+            (*stdout, *stderr, *status),
+            "{argv:?}"
+        );
+    }
+}
+
+/// Run each case in `container` with its input and check what it wrote and how it ended.
+pub async fn expect_with_input(container: &ContainerEnv, cases: &[CaseWithInput<'_>]) {
+    for (argv, stdin, stdout, stderr, status) in cases {
+        let ran = run_in(container, argv, Some(vec![stdin.as_bytes()])).await;
+        assert_eq!(
+            (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
+            (*stdout, *stderr, *status),
+            "{argv:?}"
+        );
+    }
+}

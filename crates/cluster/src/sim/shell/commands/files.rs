@@ -391,7 +391,7 @@ pub fn mv(cx: &mut Cx<'_>, args: &[String]) -> Status {
 
 #[cfg(test)]
 mod tests {
-    use crate::sim::shell::testing::{container, run_in};
+    use crate::sim::shell::testing::{container, expect, run_in};
 
     #[tokio::test]
     async fn files_are_made_listed_copied_moved_and_removed() {
@@ -510,14 +510,7 @@ mod tests {
             ),
             (&["ls", "-z"], "", "ls: invalid option -- 'z'\n", 1),
         ];
-        for (argv, stdout, stderr, status) in cases {
-            let ran = run_in(&c, argv, None).await;
-            assert_eq!(
-                (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
-                (*stdout, *stderr, *status),
-                "{argv:?}"
-            );
-        }
+        expect(&c, cases).await;
     }
 
     #[tokio::test]

@@ -387,7 +387,7 @@ pub fn printf(cx: &mut Cx<'_>, args: &[String]) -> Status {
 
 #[cfg(test)]
 mod tests {
-    use crate::sim::shell::testing::{container, run_in};
+    use crate::sim::shell::testing::{container, expect};
 
     #[tokio::test]
     async fn printf_formats_as_coreutils() {
@@ -455,13 +455,6 @@ mod tests {
             ),
             (&["printf"], "", "printf: missing operand\n", 1),
         ];
-        for (argv, stdout, stderr, status) in cases {
-            let ran = run_in(&c, argv, None).await;
-            assert_eq!(
-                (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
-                (*stdout, *stderr, *status),
-                "{argv:?}"
-            );
-        }
+        expect(&c, cases).await;
     }
 }

@@ -142,7 +142,7 @@ pub fn seq(cx: &mut Cx<'_>, args: &[String]) -> Status {
 #[cfg(test)]
 mod tests {
     use crate::sim::shell::Limits;
-    use crate::sim::shell::testing::{container, container_with, run_in};
+    use crate::sim::shell::testing::{container, container_with, expect, run_in};
 
     #[tokio::test]
     async fn seq_counts_as_gnu() {
@@ -175,14 +175,7 @@ mod tests {
             ),
             (&["seq"], "", "seq: missing operand\n", 1),
         ];
-        for (argv, stdout, stderr, status) in cases {
-            let ran = run_in(&c, argv, None).await;
-            assert_eq!(
-                (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
-                (*stdout, *stderr, *status),
-                "{argv:?}"
-            );
-        }
+        expect(&c, cases).await;
     }
 
     #[tokio::test]

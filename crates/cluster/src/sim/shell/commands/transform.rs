@@ -502,7 +502,7 @@ pub async fn cut(cx: &mut Cx<'_>, args: &[String]) -> Status {
 
 #[cfg(test)]
 mod tests {
-    use crate::sim::shell::testing::{container, run_in};
+    use crate::sim::shell::testing::{container, expect_with_input};
 
     #[tokio::test]
     async fn lines_are_sorted_counted_translated_and_cut() {
@@ -580,13 +580,6 @@ mod tests {
                 1,
             ),
         ];
-        for (argv, stdin, stdout, stderr, status) in cases {
-            let ran = run_in(&c, argv, Some(vec![stdin.as_bytes()])).await;
-            assert_eq!(
-                (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
-                (*stdout, *stderr, *status),
-                "{argv:?}"
-            );
-        }
+        expect_with_input(&c, cases).await;
     }
 }

@@ -1,27 +1,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::sim::shell::testing::{container, container_with, run_in};
+use crate::sim::shell::testing::{container, container_with, expect_with_input, run_in};
 use crate::sim::shell::{Limits, Sink, Stdio, run};
-
-/// (argv, stdin, stdout, stderr, status)
-type Case<'a> = (&'a [&'a str], &'a str, &'a str, &'a str, i32);
-
-async fn check(c: &crate::sim::shell::ContainerEnv, cases: &[Case<'_>]) {
-    for (argv, stdin, stdout, stderr, status) in cases {
-        let ran = run_in(c, argv, Some(vec![stdin.as_bytes()])).await;
-        assert_eq!(
-            (ran.stdout.as_str(), ran.stderr.as_str(), ran.status),
-            (*stdout, *stderr, *status),
-            "{argv:?}"
-        );
-    }
-}
 
 #[tokio::test]
 async fn echo_and_cat_write_what_they_are_given() {
     let c = container();
-    check(
+    expect_with_input(
         &c,
         &[
             (&["echo", "a", "b"], "", "a b\n", "", 0),
@@ -58,7 +44,7 @@ async fn echo_and_cat_write_what_they_are_given() {
 async fn head_and_tail_keep_the_start_and_the_end() {
     let c = container();
     c.files.write("/tmp/n", b"1\n2\n3\n", false).unwrap();
-    check(
+    expect_with_input(
         &c,
         &[
             (&["head", "-n", "2"], "1\n2\n3\n", "1\n2\n", "", 0),
@@ -110,7 +96,7 @@ async fn head_and_tail_keep_the_start_and_the_end() {
 async fn wc_counts_as_coreutils() {
     let c = container();
     c.files.write("/tmp/t", b"a b\nc\n", false).unwrap();
-    check(
+    expect_with_input(
         &c,
         &[
             (&["wc", "-l"], "a b\nc\n", "2\n", "", 0),
@@ -140,7 +126,7 @@ async fn wc_counts_as_coreutils() {
 #[tokio::test]
 async fn tee_paths_and_the_environment() {
     let c = container();
-    check(
+    expect_with_input(
         &c,
         &[
             (&["tee", "/tmp/tee"], "x\n", "x\n", "", 0),
