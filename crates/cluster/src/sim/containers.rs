@@ -8,9 +8,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::io::DuplexStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::network::Network;
 use super::shell::{self, ContainerEnv, Stdio};
 use crate::apiserver::streams::{AttachedStdin, ContainerAddress, ContainerRuntime, ExecProcess};
 
@@ -38,6 +40,8 @@ struct Running {
 struct Table {
     running: HashMap<ContainerAddress, Running>,
     next_instance: u64,
+    /// The pods' listening ports, which `pods/portforward` connects to.
+    network: Network,
 }
 
 /// The running containers of every node.
@@ -108,6 +112,11 @@ impl Containers {
         (registration, receiver)
     }
 
+    /// The pods' networks: a starting container joins its pod's.
+    pub fn network(&self) -> Network {
+        self.table().network.clone()
+    }
+
     /// The environment of the running container at `address`.
     pub fn env(&self, address: &ContainerAddress) -> Option<ContainerEnv> {
         self.table().running.get(address).map(|r| r.env.clone())
@@ -159,6 +168,10 @@ impl ContainerRuntime for Containers {
             exit,
             kill: kill.drop_guard(),
         })
+    }
+
+    fn connect(&self, namespace: &str, pod: &str, port: u16) -> Option<DuplexStream> {
+        self.network().connect(namespace, pod, port)
     }
 
     fn attach_stdin(&self, container: &ContainerAddress) -> Option<AttachedStdin> {

@@ -23,6 +23,7 @@ pub mod inject;
 pub mod kubelet;
 pub mod machine;
 pub mod mco;
+pub mod network;
 mod objects;
 pub mod registry;
 pub mod registry_record;

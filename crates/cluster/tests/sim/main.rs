@@ -13,6 +13,7 @@ mod image_refs;
 mod inject;
 mod jobs;
 mod kubelet;
+mod portforward;
 mod processes;
 mod scenarios;
 mod shared;

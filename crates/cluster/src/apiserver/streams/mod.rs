@@ -10,6 +10,7 @@
 
 mod idle;
 mod mounts;
+mod portforward;
 mod session;
 mod status;
 mod websocket;
@@ -81,6 +82,10 @@ pub trait ContainerRuntime: Send + Sync {
 
     /// The standard input of `container`'s main process; None unless its spec keeps one open (`stdin: true`).
     fn attach_stdin(&self, container: &ContainerAddress) -> Option<AttachedStdin>;
+
+    /// A connection to `port` inside the pod `pod` of `namespace`, as the kubelet dials `localhost:port` in the
+    /// pod's network namespace for `portforward`; None when it is refused (nothing listens there).
+    fn connect(&self, namespace: &str, pod: &str, port: u16) -> Option<tokio::io::DuplexStream>;
 }
 
 /// The container runtime the server hands `exec` to, once the node simulation has provided one.
@@ -100,10 +105,7 @@ pub fn serve(
         .ok_or_else(|| ApiError::not_found("", "pods", ctx.name()))?
         .to_value();
     if sub == "portforward" {
-        return Err(ApiError::bad_request(format!(
-            "pod {} has no port to forward to: simulated containers run no process and listen on no port",
-            ctx.name()
-        )));
+        return portforward::serve(server, ctx, &pod, permit);
     }
     let node = pod
         .pointer("/spec/nodeName")
@@ -120,7 +122,7 @@ pub fn serve(
         )));
     }
     let key = websocket_key(&ctx.headers)?;
-    let protocol = websocket::negotiate(&ctx.headers)?;
+    let protocol = websocket::negotiate(&ctx.headers, &websocket::CHANNEL_PROTOCOLS)?;
     let upgrade = ctx.upgrade.take().ok_or_else(upgrade_required)?;
     let channels = session::Channels::of(&ctx.query);
     let address = ContainerAddress {
@@ -195,7 +197,8 @@ fn websocket_key(headers: &HeaderMap) -> Result<String, ApiError> {
         .unwrap_or("");
     if upgrade.to_ascii_lowercase().starts_with("spdy") {
         return Err(ApiError::bad_request(
-            "SPDY is not served: exec and attach speak WebSocket (v5.channel.k8s.io, v4.channel.k8s.io)",
+            "SPDY is not served: exec and attach speak WebSocket (v5.channel.k8s.io, v4.channel.k8s.io) and \
+             portforward WebSocket's v4.channel.k8s.io; kubectl port-forward, which speaks SPDY, is not served",
         ));
     }
     if !upgrade.eq_ignore_ascii_case("websocket") {

@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role};
 use tokio_util::sync::CancellationToken;
 
 use super::idle::{LastTraffic, Watched};
+use super::portforward::{self, Forward};
 use super::status::exit_status;
 use super::websocket;
 use super::{AttachedStdin, ExecProcess};
@@ -65,9 +66,11 @@ pub enum Work {
         lines: broadcast::Receiver<LogLine>,
         stdin: Option<AttachedStdin>,
     },
+    /// Connections to ports inside the pod, each on its pair of channels.
+    PortForward(Forward),
 }
 
-type Socket = WebSocketStream<Watched<TokioIo<hyper::upgrade::Upgraded>>>;
+pub(super) type Socket = WebSocketStream<Watched<TokioIo<hyper::upgrade::Upgraded>>>;
 
 /// Take over the connection once it is upgraded and stream `work` on it, holding `permit` until the session ends.
 /// The session ends early when the server stops, when the client sends more than [`websocket::config`] allows, or
@@ -98,6 +101,7 @@ pub async fn run(
             Work::Attach { lines, stdin } => {
                 attach(&mut socket, channels, lines, stdin, stop).await
             }
+            Work::PortForward(forward) => portforward::stream(&mut socket, forward, stop).await,
         }
     };
     let ending = tokio::select! {
@@ -290,7 +294,7 @@ async fn attach(
 }
 
 /// Write `data` on `channel`; nothing is written for no data, as a stream that wrote nothing sends nothing.
-async fn send(socket: &mut Socket, channel: u8, data: &[u8]) -> Result<(), Error> {
+pub(super) async fn send(socket: &mut Socket, channel: u8, data: &[u8]) -> Result<(), Error> {
     if data.is_empty() {
         return Ok(());
     }

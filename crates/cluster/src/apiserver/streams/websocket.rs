@@ -10,7 +10,11 @@ use crate::apiserver::{ResponseBody, full};
 
 /// The channel protocols served, preferred first. v5 adds the client's "close this channel" message to v4; both
 /// frame every message as one channel byte and the data, and end with a `Status` on the error channel.
-const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+pub const CHANNEL_PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+
+/// The protocols `portforward` speaks: the kubelet's port forwarding over WebSocket has no v5 (its channels are
+/// never closed one by one), and kube-apiserver also accepts it under the name `portforward.k8s.io`.
+pub const PORT_FORWARD_PROTOCOLS: [&str; 2] = ["v4.channel.k8s.io", "portforward.k8s.io"];
 
 /// RFC 6455's GUID, appended to the client's key before hashing.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -32,8 +36,8 @@ pub fn config() -> WebSocketConfig {
         .max_frame_size(Some(MAX_FRAME_BYTES))
 }
 
-/// The channel protocol to speak: the most recent one the client offers, or 400 naming those served.
-pub fn negotiate(headers: &HeaderMap) -> Result<&'static str, ApiError> {
+/// The channel protocol to speak: the first of `served` the client offers, or 400 naming those served.
+pub fn negotiate(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, ApiError> {
     let offered: Vec<&str> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
@@ -41,14 +45,15 @@ pub fn negotiate(headers: &HeaderMap) -> Result<&'static str, ApiError> {
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .collect();
-    PROTOCOLS
-        .into_iter()
+    served
+        .iter()
+        .copied()
         .find(|p| offered.contains(p))
         .ok_or_else(|| {
             ApiError::bad_request(format!(
                 "none of the offered WebSocket subprotocols [{}] is served; the server speaks {}",
                 offered.join(", "),
-                PROTOCOLS.join(", ")
+                served.join(", ")
             ))
         })
 }
@@ -106,12 +111,17 @@ mod tests {
                 .parse()
                 .unwrap(),
         );
-        assert_eq!(negotiate(&headers).unwrap(), "v5.channel.k8s.io");
+        assert_eq!(
+            negotiate(&headers, &CHANNEL_PROTOCOLS).unwrap(),
+            "v5.channel.k8s.io"
+        );
         headers.insert(
             header::SEC_WEBSOCKET_PROTOCOL,
             "base64.channel.k8s.io".parse().unwrap(),
         );
-        let refused = negotiate(&headers).unwrap_err().to_string();
+        let refused = negotiate(&headers, &CHANNEL_PROTOCOLS)
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("v5.channel.k8s.io"), "{refused}");
     }
 }

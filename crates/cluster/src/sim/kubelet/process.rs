@@ -74,6 +74,7 @@ pub(super) async fn start(
         clock: world.clock,
         started: world.clock.now(),
         limits,
+        ports: world.containers.network().pod(&namespace, &name),
     };
     let address = ContainerAddress {
         namespace,

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::clock::SimClock;
 use super::machine::Machines;
+use super::network::PodPorts;
 use crate::apiserver::streams::HostMounts;
 
 pub use fs::Files;
@@ -77,6 +78,8 @@ pub struct ContainerEnv {
     pub started: Duration,
     /// What its processes may cost.
     pub limits: Limits,
+    /// The ports its pod listens on, shared with the pod's other containers.
+    pub ports: PodPorts,
 }
 
 /// A process's standard streams.

@@ -9,6 +9,7 @@ use super::{ContainerEnv, Files, Limits, Sink, Stdio, Stream};
 use crate::apiserver::streams::HostMounts;
 use crate::sim::clock::SimClock;
 use crate::sim::machine::Machines;
+use crate::sim::network::PodPorts;
 
 /// What a process wrote, and its exit status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,7 @@ pub fn container_with(limits: Limits) -> ContainerEnv {
         clock: SimClock::new(1.0),
         started: Duration::ZERO,
         limits,
+        ports: PodPorts::default(),
     }
 }
 

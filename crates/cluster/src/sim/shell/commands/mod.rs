@@ -7,9 +7,12 @@ mod escapes;
 mod files;
 mod grep;
 mod gzip;
+mod http;
+mod nc;
 mod node;
 mod printf;
 mod reader;
+mod resp;
 mod seq;
 mod servers;
 mod system;
@@ -48,6 +51,7 @@ const NAMES: &[&str] = &[
     "mkdir",
     "modinfo",
     "mv",
+    "nc",
     "nginx",
     "nproc",
     "pause",
@@ -135,7 +139,9 @@ pub async fn run(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Option<i32> {
         "lsmod" => node::lsmod(cx),
         "modinfo" => node::modinfo(cx, args),
         "crictl" => node::crictl(cx, args),
-        "nginx" | "pause" => servers::serve().await,
+        "nginx" => servers::nginx(cx).await,
+        "pause" => servers::pause().await,
+        "nc" => nc::nc(cx, args).await?,
         "postgres" => servers::postgres(cx).await,
         "redis-server" => servers::redis_server(cx).await,
         "python" | "python3" | "perl" => servers::python(cx, args).await?,

@@ -1,28 +1,80 @@
-//! The servers images start: they run until their process is killed, after what they print on starting.
+//! The servers images start: they listen on their usual ports in the pod's network and run until their process is
+//! killed, after what they print on starting.
 
-use super::Status;
+use tokio::io::{AsyncReadExt, DuplexStream};
+
+use super::{Status, http, resp};
+use crate::sim::network::Listener;
 use crate::sim::shell::io::Cx;
 
-/// `nginx` and `/pause`, with any arguments: serve (nothing the simulation reaches) until killed, writing
-/// nothing on their standard streams (nginx logs to its files).
-pub async fn serve() -> Status {
+/// `/pause`, with any arguments: holds the pod's namespaces until killed, writing nothing.
+pub async fn pause() -> Status {
     std::future::pending().await
 }
 
-/// `postgres`: says it is ready, then serves until killed.
+/// `nginx`, with any arguments: serves its default site on port 80 until killed, writing nothing on its standard
+/// streams (nginx logs to its files); exits 1 when another process of the pod holds the port.
+pub async fn nginx(cx: &mut Cx<'_>) -> Status {
+    let Some(listener) = listen(
+        cx,
+        80,
+        "nginx: [emerg] bind() to 0.0.0.0:80 failed (98: Address already in use)",
+    )?
+    else {
+        return Ok(1);
+    };
+    match listener.serve(http::answer).await {}
+}
+
+/// `postgres`: says it is ready, then accepts connections on 5432 until killed. It speaks no protocol: what a
+/// client sends is read and dropped until it leaves.
 pub async fn postgres(cx: &mut Cx<'_>) -> Status {
+    let Some(listener) = listen(
+        cx,
+        5432,
+        "LOG:  could not bind IPv4 address \"0.0.0.0\": Address already in use",
+    )?
+    else {
+        return Ok(1);
+    };
     cx.stderr
         .print("LOG:  database system is ready to accept connections\n")?;
-    std::future::pending().await
+    match listener.serve(drain).await {}
 }
 
-/// `redis-server`: says it is ready, then serves until killed.
+/// `redis-server`: says it is ready, then answers on 6379 until killed.
 pub async fn redis_server(cx: &mut Cx<'_>) -> Status {
+    let Some(listener) = listen(
+        cx,
+        6379,
+        "Warning: Could not create server TCP listening socket *:6379: bind: Address already in use",
+    )?
+    else {
+        return Ok(1);
+    };
     let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
     let stamp = jiff::fmt::strtime::format("%d %b %Y %H:%M:%S%.3f", &now).unwrap_or_default();
     cx.stdout
         .print(&format!("1:M {stamp} * Ready to accept connections tcp\n"))?;
-    std::future::pending().await
+    match listener.serve(resp::answer).await {}
+}
+
+/// Listen on `port` of the pod, or say `in_use` on standard error (None) when another process holds it.
+fn listen(
+    cx: &mut Cx<'_>,
+    port: u16,
+    in_use: &str,
+) -> Result<Option<Listener>, super::OutputLimit> {
+    match cx.container.ports.listen(port) {
+        Ok(listener) => Ok(Some(listener)),
+        Err(_) => cx.stderr.print(&format!("{in_use}\n")).map(|()| None),
+    }
+}
+
+/// Read and drop what a client sends until it leaves.
+async fn drain(mut connection: DuplexStream) {
+    let mut chunk = vec![0u8; 4 * 1024];
+    while matches!(connection.read(&mut chunk).await, Ok(n) if n > 0) {}
 }
 
 /// `python` (and `perl`) with no arguments reads its program from standard input and, running none of it, exits 0
