@@ -182,5 +182,8 @@ fn kubectl_exec_runs_in_the_simulated_node() {
     );
     let (code, _, err) = run(&["port-forward", "pod/app", "18080:80"]);
     assert_ne!(code, Some(0));
-    assert!(err.contains("listen on no port"), "{err}");
+    assert!(
+        err.contains("kubectl port-forward, which speaks SPDY"),
+        "{err}"
+    );
 }

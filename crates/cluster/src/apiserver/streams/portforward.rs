@@ -6,7 +6,7 @@
 //! has ended, or when the client leaves.
 
 use futures::StreamExt;
-use http::Response;
+use http::{HeaderMap, Response};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;
@@ -66,9 +66,12 @@ pub fn serve(
              into a running pod"
         )));
     }
-    let numbers = ports(&ctx.query).map_err(ApiError::bad_request)?;
     let key = websocket_key(&ctx.headers)?;
+    if tunnels_spdy(&ctx.headers) {
+        return Err(ApiError::bad_request(SPDY_TUNNEL_REFUSED));
+    }
     let protocol = websocket::negotiate(&ctx.headers, &websocket::PORT_FORWARD_PROTOCOLS)?;
+    let numbers = ports(&ctx.query).map_err(ApiError::bad_request)?;
     let upgrade = ctx.upgrade.take().ok_or_else(upgrade_required)?;
     let uid = pod
         .pointer("/metadata/uid")
@@ -100,6 +103,23 @@ pub fn serve(
         drop(connection);
     });
     Ok(websocket::switching_protocols(&key, protocol))
+}
+
+/// Why `kubectl port-forward` is refused when it tunnels SPDY through WebSocket (kubectl 1.31 and later).
+const SPDY_TUNNEL_REFUSED: &str = "SPDY is not served, over WebSocket either: kubectl port-forward, which speaks \
+     SPDY/3.1+portforward.k8s.io, is not served; portforward speaks WebSocket's v4.channel.k8s.io";
+
+/// Whether the client offers only SPDY tunnelled through WebSocket, as kubectl does; it names its ports in SPDY
+/// stream headers, not in the query.
+fn tunnels_spdy(headers: &HeaderMap) -> bool {
+    let offered: Vec<String> = headers
+        .get_all(http::header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_ascii_lowercase())
+        .collect();
+    !offered.is_empty() && offered.iter().all(|p| p.starts_with("spdy/"))
 }
 
 /// The ports a request names: `ports=80`, `ports=80,443` or the parameter repeated, as the kubelet reads them.
@@ -244,6 +264,21 @@ mod tests {
         assert!(ports(&query("ports=http")).unwrap_err().contains("parse"));
         assert!(ports(&query("ports=0")).unwrap_err().contains("> 0"));
         assert!(ports(&query("ports=70000")).is_err());
+    }
+
+    #[test]
+    fn kubectls_spdy_tunnel_is_told_apart() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::SEC_WEBSOCKET_PROTOCOL,
+            "SPDY/3.1+portforward.k8s.io".parse().unwrap(),
+        );
+        assert!(tunnels_spdy(&headers));
+        headers.insert(
+            http::header::SEC_WEBSOCKET_PROTOCOL,
+            "v4.channel.k8s.io".parse().unwrap(),
+        );
+        assert!(!tunnels_spdy(&headers));
     }
 
     #[test]
