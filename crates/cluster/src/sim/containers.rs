@@ -1,6 +1,7 @@
 //! The container runtime of every simulated node: the containers running now, each with what its processes share
 //! (its files, environment and mounts), so that `exec` starts a process in the very container the kubelet runs
-//! and `attach` reaches its main process's standard input.
+//! and `attach` reaches its main process's standard input; and the pods' networks, so that `portforward` reaches
+//! what listens in a pod.
 //!
 //! The kubelet registers a container when it starts and the registration ends with it; processes started by
 //! `exec` die with their container, as they do under a real runtime.
