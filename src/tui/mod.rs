@@ -6,7 +6,9 @@
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
 //! - [`fleet`] follows every cluster of the kubeconfig at little cost, for the fleet view.
 //! - [`worded`] words every failure the console shows for a person.
-//! - [`screenshot`] turns a rendered frame into a PNG, for the screenshots the README shows.
+//! - `sample` is a fixed cluster for the snapshot tests, the benchmarks and the screenshots (the `samples`
+//!   feature, which the tests turn on); `screenshot` turns a rendered frame into a PNG and `gallery` takes the
+//!   README's pictures (the `screenshots` feature). Neither is built into the product binary.
 pub mod access;
 pub mod action;
 pub mod app;
@@ -15,6 +17,7 @@ pub mod data;
 pub mod editor;
 pub mod feed;
 pub mod fleet;
+#[cfg(feature = "screenshots")]
 pub mod gallery;
 pub mod kept;
 pub mod keymap;
@@ -22,7 +25,9 @@ pub mod live;
 pub mod logs;
 pub mod prompt;
 pub mod reconnect;
+#[cfg(any(test, feature = "samples"))]
 pub mod sample;
+#[cfg(feature = "screenshots")]
 pub mod screenshot;
 pub mod target;
 pub mod theme;
