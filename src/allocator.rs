@@ -137,7 +137,7 @@ pub fn return_freed_memory_promptly() {
 
 /// Run `work` to its end on a multi-threaded runtime started after [`return_freed_memory_promptly`], as the binary
 /// runs: for the benchmarks that hold the cluster and the engine in their own process.
-pub fn block_on_as_the_binary<F: std::future::Future>(work: F) -> F::Output {
+pub fn block_on_as_the_binary<F: Future>(work: F) -> F::Output {
     return_freed_memory_promptly();
     tokio::runtime::Runtime::new()
         .expect("a runtime")

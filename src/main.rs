@@ -395,7 +395,7 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
 /// Run `engine` until it returns, or until `limit` has passed since `shutdown` was cancelled: then leave it
 /// unfinished and fail, so the process exits anyway.
 async fn stopped_within(
-    engine: impl std::future::Future<Output = anyhow::Result<()>>,
+    engine: impl Future<Output = anyhow::Result<()>>,
     shutdown: &CancellationToken,
     limit: Duration,
 ) -> anyhow::Result<()> {

@@ -14,17 +14,17 @@ pub mod action;
 pub mod app;
 pub mod console;
 pub mod data;
-pub mod editor;
+mod editor;
 pub mod feed;
 pub mod fleet;
 #[cfg(feature = "screenshots")]
 pub mod gallery;
-pub mod kept;
+mod kept;
 pub mod keymap;
 pub mod live;
-pub mod logs;
+mod logs;
 pub mod prompt;
-pub mod reconnect;
+mod reconnect;
 #[cfg(any(test, feature = "samples"))]
 pub mod sample;
 #[cfg(feature = "screenshots")]
@@ -35,4 +35,4 @@ pub mod ui;
 pub mod view;
 pub mod worded;
 pub mod writes;
-pub mod yaml;
+mod yaml;
