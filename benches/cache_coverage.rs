@@ -55,8 +55,9 @@
 //! door 76.4 and 71.6 s, 816 and 806 MiB, 1.02 engine writes per pair, re-pull 0.58–0.68 s (the status read over
 //! one HTTPS connection; read by a `kubectl get` every 250 ms, which took CPU from the server: 89.3 and 86.9 s).
 
-// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
-use kmm_tui as _;
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

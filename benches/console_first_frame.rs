@@ -20,6 +20,10 @@
 //! its node count after about 766 ms. The first list of a kind now goes to the screen as its pages arrive: the
 //! first page at once, the next ones at most every 100 ms, the whole list at once.
 
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
+
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;

@@ -72,6 +72,10 @@
 //!   console with the engine 651 MiB at the peak (idle 603), `serve --with-engine` 577 MiB; engine off, 247 and
 //!   215 MiB. The tmux script gave 673 MiB on the tree before and 632 MiB on this one.
 
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,6 +2,10 @@
 //! ImageCache of 5 images on all of them), and the cost of taking in a new list (what every watch update costs the
 //! UI task). Run with `cargo bench --bench console_render`.
 
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
+
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};

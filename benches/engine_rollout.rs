@@ -98,8 +98,9 @@
 //!
 //! [`Store::write_counts`]: kmm_cluster::store::Store::write_counts
 
-// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
-use kmm_tui as _;
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -13,6 +13,10 @@
 //! Nodes and NodeModulesConfigs stored serialised only and the simulation's pods and nodes watched and cached once
 //! for all its components.
 
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

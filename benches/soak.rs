@@ -26,8 +26,9 @@
 //! cannot yet tell a restart's warm-up from growth. Once the simulated kubelets kept fingerprints of what they last
 //! wrote: +11.0 % with ten runs of the server (peak 155 MiB), +5.9 % with `--server-kills 0` (peak 150 MiB).
 
-// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
-use kmm_tui as _;
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 #[path = "../tests/soak/harness/mod.rs"]
 mod soak;

@@ -1,19 +1,33 @@
-//! The allocator of every program built on this crate: mimalloc rather than the C library's malloc.
+//! The allocator of the `kmm-tui` binary and of this crate's benchmarks: mimalloc rather than the C library's
+//! malloc.
 //!
 //! The API server, the simulation and the engine build and drop JSON trees for every request and watch event, a
 //! storm of small, short-lived allocations spread over every thread. Under glibc's malloc that storm took about
 //! 40 % of the CPU of a 5,000-node rollout (free-list upkeep, chunk consolidation, lock traffic between its
 //! heaps) and left freed memory stranded in per-thread heaps. mimalloc's thread-local free lists serve the same
-//! storm for a fraction of that and return freed pages to the system. It is set here, in the library, so the
-//! binary, the tests and the benchmarks all measure the same allocator.
+//! storm for a fraction of that and return freed pages to the system.
+//!
+//! A library does not choose the allocator of the programs that link it: each executable that wants mimalloc sets
+//! [`ALLOCATOR`] as its `#[global_allocator]` itself. `src/main.rs` (the `kmm-tui` binary) and every benchmark in
+//! `benches/` do, so what they measure is what the binary does. The test binaries (this crate's, the other
+//! crates', the integration tests) run on the system allocator, except a test that measures memory and sets one of
+//! its own, and this module's own test of the live-heap count under the `heap-count` feature.
 
+/// The allocator a binary sets: mimalloc, counting live bytes too when the `heap-count` feature is on.
 #[cfg(not(feature = "heap-count"))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+pub type Allocator = mimalloc::MiMalloc;
 
+/// The allocator a binary sets: mimalloc, counting live bytes too when the `heap-count` feature is on.
 #[cfg(feature = "heap-count")]
-#[global_allocator]
-static ALLOCATOR: heap::Counted<mimalloc::MiMalloc> = heap::Counted(mimalloc::MiMalloc);
+pub type Allocator = heap::Counted<mimalloc::MiMalloc>;
+
+/// The value to set, e.g. `#[global_allocator] static ALLOCATOR: Allocator = kmm_tui::allocator::ALLOCATOR;`.
+#[cfg(not(feature = "heap-count"))]
+pub const ALLOCATOR: Allocator = mimalloc::MiMalloc;
+
+/// The value to set, e.g. `#[global_allocator] static ALLOCATOR: Allocator = kmm_tui::allocator::ALLOCATOR;`.
+#[cfg(feature = "heap-count")]
+pub const ALLOCATOR: Allocator = heap::Counted(mimalloc::MiMalloc);
 
 /// The bytes the program holds in live allocations, counted as they are made and freed (the `heap-count`
 /// feature): resident memory also holds what the allocator keeps of freed pages, so only this count tells a leak
@@ -123,7 +137,7 @@ pub fn return_freed_memory_promptly() {
 
 /// Run `work` to its end on a multi-threaded runtime started after [`return_freed_memory_promptly`], as the binary
 /// runs: for the benchmarks that hold the cluster and the engine in their own process.
-pub fn block_on_as_the_binary<F: std::future::Future>(work: F) -> F::Output {
+pub fn block_on_as_the_binary<F: Future>(work: F) -> F::Output {
     return_freed_memory_promptly();
     tokio::runtime::Runtime::new()
         .expect("a runtime")
@@ -133,6 +147,11 @@ pub fn block_on_as_the_binary<F: std::future::Future>(work: F) -> F::Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The live-heap count below counts only what passes through the counting allocator.
+    #[cfg(feature = "heap-count")]
+    #[global_allocator]
+    static COUNTED: Allocator = ALLOCATOR;
 
     #[cfg(feature = "heap-count")]
     #[test]

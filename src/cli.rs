@@ -146,7 +146,8 @@ pub(crate) enum Command {
     /// `--include-crds`, and CRDs that still hold objects are only removed with `--force`.
     Uninstall(UninstallArgs),
     /// Run the demo on the embedded cluster, let the engine work, then save a PNG of each console pane drawn from
-    /// the real rendered frame (the README's pictures).
+    /// the real rendered frame (the README's pictures). Only in a build with the `screenshots` feature.
+    #[cfg(feature = "screenshots")]
     Screenshots(ScreenshotArgs),
     /// Print a completion script for a shell, generated from this command line, e.g.
     /// `kmm-tui completions bash > ~/.local/share/bash-completion/completions/kmm-tui`.
@@ -171,6 +172,7 @@ pub(crate) struct ManArgs {
     pub(crate) out_dir: Option<PathBuf>,
 }
 
+#[cfg(feature = "screenshots")]
 #[derive(Args)]
 pub(crate) struct ScreenshotArgs {
     /// Directory to write the PNGs to.

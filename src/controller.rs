@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 /// What the engine logs unless `--log` says otherwise.
 const DEFAULT_LOG_FILTER: &str = "info";
 
+/// `kmm-tui controller`'s options: where the cluster is, the Lease that elects the acting engine, the images its
+/// pods run and the engine's settings.
 #[derive(Args)]
 pub struct ControllerArgs {
     /// Kubeconfig to use. Without it: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account.
@@ -36,8 +38,10 @@ pub struct ControllerArgs {
     /// Seconds a leader's Lease holds without renewal: how long a standby waits after the leader dies.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE_DURATION.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_duration: u64,
+    /// The images of the pods the engine starts.
     #[command(flatten)]
     pub images: ImageArgs,
+    /// How the engine works: its families, workers and resync period.
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Serve the probes here (`/healthz`: the engine runs; `/readyz`: it also reaches the API server and, when
@@ -80,6 +84,7 @@ pub struct ImageArgs {
 }
 
 impl ImageArgs {
+    /// The images asked for, the upstream projects' published ones where none is given.
     pub fn pod_images(self) -> PodImages {
         let defaults = PodImages::default();
         PodImages {
@@ -125,6 +130,7 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// The engine's settings these options ask for, the defaults where none is given.
     pub fn settings(&self) -> Settings {
         let defaults = Settings::default();
         Settings {

@@ -17,6 +17,7 @@ use kmm_engine::leader::Candidacy;
 use kmm_engine::rbac::EngineRbac;
 use kmm_engine::{EngineConfig, Family, LeaseConfig};
 use kmm_tui::tui::console::{self};
+#[cfg(feature = "screenshots")]
 use kmm_tui::tui::gallery::{self, GalleryOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +27,10 @@ mod places;
 
 use cli::*;
 use kmm_tui::controller::ControllerArgs;
+
+/// mimalloc, as `kmm_tui::allocator` explains: the library leaves the choice to each executable.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 /// Identity of the engine `serve --with-engine` runs: fixed, so a restarted server reclaims its own Lease at once.
 const EMBEDDED_IDENTITY: &str = "embedded";
@@ -124,6 +129,7 @@ fn run_command(cli: Cli, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()
         }
         Some(Command::Install(args)) => runtime.block_on(install(args)),
         Some(Command::Uninstall(args)) => runtime.block_on(uninstall(args)),
+        #[cfg(feature = "screenshots")]
         Some(Command::Screenshots(args)) => {
             let written = runtime.block_on(gallery::capture(GalleryOptions {
                 out: args.out,
@@ -389,7 +395,7 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
 /// Run `engine` until it returns, or until `limit` has passed since `shutdown` was cancelled: then leave it
 /// unfinished and fail, so the process exits anyway.
 async fn stopped_within(
-    engine: impl std::future::Future<Output = anyhow::Result<()>>,
+    engine: impl Future<Output = anyhow::Result<()>>,
     shutdown: &CancellationToken,
     limit: Duration,
 ) -> anyhow::Result<()> {

@@ -14,7 +14,7 @@ use tokio_rustls::client::TlsStream;
 use crate::client::Raw;
 
 /// Who attacks, and where.
-pub struct Target {
+pub(crate) struct Target {
     /// The API server's HTTPS endpoint.
     pub raw: Raw,
     /// The cluster administrator's token (only the patch attack uses it: patches are admitted before they grow).
@@ -28,10 +28,10 @@ pub struct Target {
 }
 
 /// Start an attack on a target; it runs until the flag turns false.
-pub type Start = fn(Arc<Target>, Arc<AtomicBool>) -> tokio::task::JoinHandle<()>;
+pub(crate) type Start = fn(Arc<Target>, Arc<AtomicBool>) -> tokio::task::JoinHandle<()>;
 
 /// An attack: its name in the report, and how it is started.
-pub struct Attack {
+pub(crate) struct Attack {
     /// Its name in the report.
     pub name: &'static str,
     /// Start it.
@@ -46,7 +46,7 @@ macro_rules! attacks {
 }
 
 /// Every attack, in the order the report lists them.
-pub fn all() -> Vec<Attack> {
+pub(crate) fn all() -> Vec<Attack> {
     attacks![
         "unauthenticated sockets" => unauthenticated_sockets,
         "slow headers" => slow_headers,

@@ -11,11 +11,11 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 /// How long the bystander waits for one answer before counting it failed.
-pub const GIVE_UP: Duration = Duration::from_secs(5);
+pub(crate) const GIVE_UP: Duration = Duration::from_secs(5);
 
 /// What the bystander saw during one phase.
 #[derive(Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// GETs on the kept connection.
     pub gets: Vec<Duration>,
     /// GETs on a connection opened for them.
@@ -30,7 +30,7 @@ pub struct Seen {
 
 impl Seen {
     /// Every timed answer, reads and writes together.
-    pub fn all(&self) -> Vec<Duration> {
+    pub(crate) fn all(&self) -> Vec<Duration> {
         let mut all: Vec<Duration> = self
             .gets
             .iter()
@@ -44,7 +44,7 @@ impl Seen {
 }
 
 /// The quantile `q` of sorted `latencies` (zero when there are none).
-pub fn quantile(latencies: &[Duration], q: f64) -> Duration {
+pub(crate) fn quantile(latencies: &[Duration], q: f64) -> Duration {
     if latencies.is_empty() {
         return Duration::ZERO;
     }
@@ -53,7 +53,7 @@ pub fn quantile(latencies: &[Duration], q: f64) -> Duration {
 
 /// Read and write as the administrator of `config` until `running` turns false; objects are named after
 /// `phase`.
-pub async fn work(config: kube::Config, phase: String, running: Arc<AtomicBool>) -> Seen {
+pub(crate) async fn work(config: kube::Config, phase: String, running: Arc<AtomicBool>) -> Seen {
     let mut seen = Seen::default();
     let Ok(client) = kube::Client::try_from(config.clone()) else {
         seen.failed += 1;

@@ -10,8 +10,9 @@
 //!
 //! Run with `cargo bench --bench hostile`.
 
-// Links the binary's allocator (mimalloc, `src/allocator.rs`): what is measured is what `kmm-tui` does.
-use kmm_tui as _;
+/// The binary's allocator (`kmm_tui::allocator`): what is measured is what `kmm-tui` does.
+#[global_allocator]
+static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 mod attacks;
 mod bystander;

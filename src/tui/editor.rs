@@ -14,7 +14,7 @@ use super::writes::apply::{check_object, parse_yaml};
 use super::writes::{FieldError, WriteError};
 
 /// What the editor says after a first `esc` on a modified buffer.
-pub const DISCARD_NOTICE: &str = "unsaved changes: esc again to discard, ctrl-s to apply";
+pub(super) const DISCARD_NOTICE: &str = "unsaved changes: esc again to discard, ctrl-s to apply";
 
 /// What a key press in the editor asks of the console.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -266,8 +266,7 @@ where
     let cancel = sink.cancel.clone();
     tokio::spawn(async move {
         let (store, writer) = reflector::store::<K>();
-        let mut stream =
-            reflector::reflector(writer, watcher(api, config).default_backoff()).boxed();
+        let mut stream = reflector(writer, watcher(api, config).default_backoff()).boxed();
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,

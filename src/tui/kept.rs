@@ -21,7 +21,7 @@ use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValid
 use kmm_api::shim::Shim;
 
 /// An object the console lists, and what of it the console keeps.
-pub trait Kept: Resource {
+pub(super) trait Kept: Resource {
     /// Drop what no pane draws and no action reads. Without an override, only `managedFields`.
     fn keep_shown(&mut self) {
         self.meta_mut().managed_fields = None;

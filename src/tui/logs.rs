@@ -9,10 +9,10 @@ use super::target::Target;
 use super::worded::Why;
 
 /// How many lines of each container the log view keeps: the last ones.
-pub const TAIL_LINES: i64 = 500;
+pub(super) const TAIL_LINES: i64 = 500;
 
 /// The log of every container of `pod`, each under a heading naming the container; or why it cannot be read.
-pub async fn pod_log(client: &Client, pod: &Target) -> Result<Vec<String>, String> {
+pub(super) async fn pod_log(client: &Client, pod: &Target) -> Result<Vec<String>, String> {
     let api: Api<Pod> =
         Api::namespaced(client.clone(), pod.namespace.as_deref().unwrap_or_default());
     let object = api

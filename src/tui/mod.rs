@@ -6,23 +6,28 @@
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
 //! - [`fleet`] follows every cluster of the kubeconfig at little cost, for the fleet view.
 //! - [`worded`] words every failure the console shows for a person.
-//! - [`screenshot`] turns a rendered frame into a PNG, for the screenshots the README shows.
+//! - `sample` is a fixed cluster for the snapshot tests, the benchmarks and the screenshots (the `samples`
+//!   feature, which the tests turn on); `screenshot` turns a rendered frame into a PNG and `gallery` takes the
+//!   README's pictures (the `screenshots` feature). Neither is built into the product binary.
 pub mod access;
 pub mod action;
 pub mod app;
 pub mod console;
 pub mod data;
-pub mod editor;
+mod editor;
 pub mod feed;
 pub mod fleet;
+#[cfg(feature = "screenshots")]
 pub mod gallery;
-pub mod kept;
+mod kept;
 pub mod keymap;
 pub mod live;
-pub mod logs;
+mod logs;
 pub mod prompt;
-pub mod reconnect;
+mod reconnect;
+#[cfg(any(test, feature = "samples"))]
 pub mod sample;
+#[cfg(feature = "screenshots")]
 pub mod screenshot;
 pub mod target;
 pub mod theme;
@@ -30,4 +35,4 @@ pub mod ui;
 pub mod view;
 pub mod worded;
 pub mod writes;
-pub mod yaml;
+mod yaml;

@@ -7,17 +7,17 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The wait after the first attempt.
-pub const FIRST: Duration = Duration::from_secs(1);
+pub(super) const FIRST: Duration = Duration::from_secs(1);
 
 /// The longest wait between two attempts.
-pub const MAX: Duration = Duration::from_secs(60);
+pub(super) const MAX: Duration = Duration::from_secs(60);
 
 /// After this long without an attempt due, the waits start again from [`FIRST`].
-pub const RESET_AFTER: Duration = Duration::from_secs(120);
+pub(super) const RESET_AFTER: Duration = Duration::from_secs(120);
 
 /// The attempts' schedule.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(super) struct Backoff {
     /// When the next attempt may be made; any time before the first.
     next: Option<Instant>,
     /// The wait the next attempt starts.
@@ -35,7 +35,7 @@ impl Default for Backoff {
 
 impl Backoff {
     /// How long to wait before attempting; `None` means attempt now, which is recorded (the next wait doubles).
-    pub fn wait(&mut self) -> Option<Duration> {
+    pub(super) fn wait(&mut self) -> Option<Duration> {
         let now = Instant::now();
         if let Some(next) = self.next {
             if next > now {

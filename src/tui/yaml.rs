@@ -8,7 +8,7 @@ use super::data::Kind;
 use super::target::Target;
 
 /// What masked Secret values read as.
-pub const MASK: &str = "••••••••";
+pub(super) const MASK: &str = "••••••••";
 
 /// Drop `managedFields` and mask Secret data.
 fn presentable(mut value: Value) -> Value {
@@ -21,7 +21,7 @@ fn presentable(mut value: Value) -> Value {
 
 /// Replace every value of a Secret's `data` and `stringData` with [`MASK`], and drop the last-applied annotation
 /// (which holds the data in clear). Objects of other kinds are left alone.
-pub fn mask_secret(value: &mut Value) {
+pub(super) fn mask_secret(value: &mut Value) {
     if value.get("kind").and_then(Value::as_str) != Some("Secret") {
         return;
     }
@@ -41,7 +41,7 @@ pub fn mask_secret(value: &mut Value) {
 }
 
 /// The lines of the YAML view of `object`, the JSON of `target` as the API server sent it.
-pub fn object_lines(target: &Target, object: Value) -> Result<Vec<String>, String> {
+pub(super) fn object_lines(target: &Target, object: Value) -> Result<Vec<String>, String> {
     let value = presentable(object);
     let text = serde_saphyr::to_string(&value)
         .map_err(|error| format!("cannot show {target}: {error}"))?;
@@ -50,7 +50,7 @@ pub fn object_lines(target: &Target, object: Value) -> Result<Vec<String>, Strin
 
 /// The YAML the editor opens of `object`, the JSON of `target` as the API server sent it: without its status,
 /// which the API server ignores on update.
-pub fn editable_yaml(target: &Target, object: Value) -> Result<String, String> {
+pub(super) fn editable_yaml(target: &Target, object: Value) -> Result<String, String> {
     if target.kind == Kind::Event {
         return Err("Events cannot be edited".to_owned());
     }

@@ -932,9 +932,7 @@ fn the_fleet_puts_what_needs_a_person_first_and_enters_a_cluster() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         app.requests,
-        [kmm_tui::tui::app::Request::SwitchContext(
-            "prod-east".to_owned()
-        )]
+        [Request::SwitchContext("prod-east".to_owned())]
     );
     app.switch_context("prod-east");
     assert_eq!(app.views, [View::Fleet, View::Modules]);

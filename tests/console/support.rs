@@ -9,31 +9,31 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 /// Press `code` without modifiers.
-pub fn press(app: &mut App, code: KeyCode) {
+pub(crate) fn press(app: &mut App, code: KeyCode) {
     press_with(app, code, KeyModifiers::NONE);
 }
 
 /// Press `code` with `modifiers` held.
-pub fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+pub(crate) fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
     app.update(Action::Terminal(Event::Key(KeyEvent::new(code, modifiers))));
 }
 
 /// Press the keys of `text`, one character each.
-pub fn type_text(app: &mut App, text: &str) {
+pub(crate) fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {
         press(app, KeyCode::Char(c));
     }
 }
 
 /// Run a `:` command.
-pub fn command(app: &mut App, line: &str) {
+pub(crate) fn command(app: &mut App, line: &str) {
     press(app, KeyCode::Char(':'));
     type_text(app, line);
     press(app, KeyCode::Enter);
 }
 
 /// The screen as text: one line per row, trailing blanks trimmed.
-pub fn screen(app: &App) -> String {
+pub(crate) fn screen(app: &App) -> String {
     let (width, height) = app.size;
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
     terminal

@@ -133,7 +133,7 @@ async fn holder(client: &kube::Client) -> Option<String> {
 async fn within<T, F, Fut>(limit: Duration, mut probe: F) -> Option<T>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: Future<Output = Option<T>>,
 {
     let deadline = Instant::now() + limit;
     loop {

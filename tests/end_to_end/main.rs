@@ -2,6 +2,8 @@
 //! against the embedded cluster, crashes and restarts, and the hand-off to the controllers `install` puts in the
 //! cluster. Hostile clients, the soak and the `controller` processes have binaries of their own: they load the
 //! machine, or time what they do on the wall clock, in ways the other tests must not disturb.
+// Test helpers outside `#[test]` functions unwrap too: a failed step fails the test.
+#![allow(clippy::unwrap_used)]
 
 mod bad_edit;
 mod console;

@@ -3,14 +3,13 @@
 
 use std::process::Command;
 
-/// Every subcommand of `kmm-tui`.
+/// Every subcommand of `kmm-tui` (`screenshots` only exists in a build with the `screenshots` feature).
 const SUBCOMMANDS: &[&str] = &[
     "serve",
     "controller",
     "crds",
     "install",
     "uninstall",
-    "screenshots",
     "completions",
     "man",
 ];

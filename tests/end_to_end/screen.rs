@@ -8,7 +8,7 @@ use kmm_testing::tmux::{self, ROWS, TmuxConsole};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// `true` (after saying why) when tmux is missing and `test` cannot run.
-pub fn skip(test: &str) -> bool {
+pub(crate) fn skip(test: &str) -> bool {
     match tmux::unavailable() {
         Some(why) => {
             eprintln!("skipping {test}: {why}");
@@ -19,7 +19,7 @@ pub fn skip(test: &str) -> bool {
 }
 
 /// `kmm-tui <args>` in tmux, with its home and logs in `dir`.
-pub fn start<I, S>(dir: &Path, args: I) -> TmuxConsole
+pub(crate) fn start<I, S>(dir: &Path, args: I) -> TmuxConsole
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -28,29 +28,29 @@ where
 }
 
 /// Row `index` (0-based) of a screen, or an empty line.
-pub fn row(screen: &str, index: usize) -> &str {
+pub(crate) fn row(screen: &str, index: usize) -> &str {
     screen.lines().nth(index).unwrap_or_default()
 }
 
 /// The header: the screen's first row.
-pub fn header(screen: &str) -> &str {
+pub(crate) fn header(screen: &str) -> &str {
     row(screen, 0)
 }
 
 /// The footer's result line: the row above the hint bar.
-pub fn status_line(screen: &str) -> &str {
+pub(crate) fn status_line(screen: &str) -> &str {
     row(screen, usize::from(ROWS) - 2)
 }
 
 /// A table row split into its cells (table borders dropped).
-pub fn cells(line: &str) -> Vec<&str> {
+pub(crate) fn cells(line: &str) -> Vec<&str> {
     line.trim_matches(|c: char| c == '│' || c.is_whitespace())
         .split_whitespace()
         .collect()
 }
 
 /// A client for the cluster the kubeconfig at `path` points at.
-pub async fn client_from(path: &Path) -> kube::Client {
+pub(crate) async fn client_from(path: &Path) -> kube::Client {
     let kubeconfig = Kubeconfig::read_from(path).expect("reading the written kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await

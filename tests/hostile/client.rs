@@ -14,20 +14,20 @@ use tokio_rustls::client::TlsStream;
 
 /// Connects to one embedded cluster over TLS, trusting its CA.
 #[derive(Clone)]
-pub struct Raw {
+pub(crate) struct Raw {
     address: std::net::SocketAddr,
     connector: TlsConnector,
 }
 
 impl Raw {
     /// A client of `cluster`'s HTTPS endpoint.
-    pub fn new(cluster: &EmbeddedCluster) -> Self {
+    pub(crate) fn new(cluster: &EmbeddedCluster) -> Self {
         let kubeconfig = cluster.kubeconfig().expect("the cluster serves HTTPS");
         Self::trusting(kubeconfig, cluster.address().expect("an address"))
     }
 
     /// A client of the server at `address`, trusting the CA of `kubeconfig`.
-    pub fn trusting(kubeconfig: &str, address: std::net::SocketAddr) -> Self {
+    pub(crate) fn trusting(kubeconfig: &str, address: std::net::SocketAddr) -> Self {
         let ca = ca_of(kubeconfig);
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
@@ -49,41 +49,44 @@ impl Raw {
     }
 
     /// Where the server listens.
-    pub fn address(&self) -> std::net::SocketAddr {
+    pub(crate) fn address(&self) -> std::net::SocketAddr {
         self.address
     }
 
     /// A TCP connection that never starts TLS.
-    pub async fn tcp(&self) -> TcpStream {
+    pub(crate) async fn tcp(&self) -> TcpStream {
         TcpStream::connect(self.address)
             .await
             .expect("a TCP connection")
     }
 
     /// A TLS connection, handshake done.
-    pub async fn tls(&self) -> TlsStream<TcpStream> {
+    pub(crate) async fn tls(&self) -> TlsStream<TcpStream> {
         self.handshake(self.tcp().await).await
     }
 
     /// TLS on `socket`: returns once the server has answered the handshake.
-    pub async fn handshake(&self, socket: TcpStream) -> TlsStream<TcpStream> {
+    pub(crate) async fn handshake(&self, socket: TcpStream) -> TlsStream<TcpStream> {
         self.try_handshake(socket).await.expect("a TLS handshake")
     }
 
     /// TLS on `socket`, or why the server did not complete the handshake.
-    pub async fn try_handshake(&self, socket: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
+    pub(crate) async fn try_handshake(
+        &self,
+        socket: TcpStream,
+    ) -> std::io::Result<TlsStream<TcpStream>> {
         let name = ServerName::try_from("localhost").expect("a server name");
         self.connector.connect(name, socket).await
     }
 
     /// Send `head` and `body` on a new connection and return the response's status (None when the server
     /// closed the connection without one) and body.
-    pub async fn request(&self, head: &str, body: &[u8]) -> (Option<u16>, String) {
+    pub(crate) async fn request(&self, head: &str, body: &[u8]) -> (Option<u16>, String) {
         self.request_bytes(head.as_bytes(), body).await
     }
 
     /// [`Raw::request`] with a head that need not be text.
-    pub async fn request_bytes(&self, head: &[u8], body: &[u8]) -> (Option<u16>, String) {
+    pub(crate) async fn request_bytes(&self, head: &[u8], body: &[u8]) -> (Option<u16>, String) {
         let mut stream = self.tls().await;
         let rest = format!(
             "\r\nHost: localhost\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

@@ -24,7 +24,7 @@ const TICKS_PER_SECOND: u64 = 100;
 
 /// Lower the descriptor limit of process `pid` to `limit` with `prlimit`; false, saying why the test is skipped,
 /// where that cannot be done.
-pub fn limit_descriptors(pid: u32, limit: usize) -> bool {
+pub(crate) fn limit_descriptors(pid: u32, limit: usize) -> bool {
     let lowered = Command::new("prlimit")
         .arg(format!("--pid={pid}"))
         .arg(format!("--nofile={limit}:{limit}"))
@@ -41,14 +41,14 @@ pub fn limit_descriptors(pid: u32, limit: usize) -> bool {
 }
 
 /// Descriptors the process `pid` holds.
-pub fn descriptors_of(pid: u32) -> usize {
+pub(crate) fn descriptors_of(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|entries| entries.count())
         .expect("reading the server's descriptors")
 }
 
 /// CPU time the process has used, user and system.
-pub fn cpu_time_of(pid: u32) -> Duration {
+pub(crate) fn cpu_time_of(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
     // The command name may hold spaces; the fields after it are plain: utime and stime are the 12th and 13th.
     let fields: Vec<&str> = stat

@@ -4,6 +4,8 @@
 //! not text. While the attacks run, an honest client keeps reading and writing: it must be served within its
 //! latency budget, and every write the server acknowledged must be there afterwards. Memory and descriptors must
 //! stay bounded and nothing may panic (a panic in a handler would drop the connection without an answer).
+// Test helpers outside `#[test]` functions unwrap too: a failed step fails the test.
+#![allow(clippy::unwrap_used)]
 
 mod client;
 mod connection_cap;

@@ -2,14 +2,14 @@
 //! server's (and the test's own clients').
 
 /// Open file descriptors.
-pub fn descriptors() -> usize {
+pub(crate) fn descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .map(|entries| entries.count())
         .unwrap_or(0)
 }
 
 /// Resident memory in bytes.
-pub fn resident_bytes() -> usize {
+pub(crate) fn resident_bytes() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()

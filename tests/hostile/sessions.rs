@@ -122,7 +122,7 @@ async fn body_of(opened: &mut Opened) -> String {
 
 /// Pod `app` in `default`, its container `main` running: what exec, attach and logs need (no kubelet runs here:
 /// its status is written as one would write it).
-pub async fn running_pod(cluster: &EmbeddedCluster) {
+pub(crate) async fn running_pod(cluster: &EmbeddedCluster) {
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "app"},

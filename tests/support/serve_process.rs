@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const STARTUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// A `kmm-tui serve` process on a free loopback port, killed when dropped so a failing test never leaves it behind.
-pub struct ServeProcess {
+pub(crate) struct ServeProcess {
     child: Child,
     log: PathBuf,
     kubeconfig: PathBuf,
@@ -20,17 +20,22 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// Start the binary with its state in `state`, logging to `dir/<log_name>`, and wait until the kubeconfig it
     /// writes to `dir/kubeconfig` is there (it is written atomically once the server is ready).
-    pub fn start(dir: &Path, state: &Path, log_name: &str) -> Self {
+    pub(crate) fn start(dir: &Path, state: &Path, log_name: &str) -> Self {
         Self::start_with(dir, state, log_name, &[])
     }
 
     /// [`ServeProcess::start`] with more arguments for `kmm-tui serve`.
-    pub fn start_with(dir: &Path, state: &Path, log_name: &str, extra_args: &[&str]) -> Self {
+    pub(crate) fn start_with(
+        dir: &Path,
+        state: &Path,
+        log_name: &str,
+        extra_args: &[&str],
+    ) -> Self {
         Self::start_scenario(dir, state, log_name, "empty", extra_args)
     }
 
     /// [`ServeProcess::start_with`] simulating `scenario` (a built-in name or a file) instead of an empty cluster.
-    pub fn start_scenario(
+    pub(crate) fn start_scenario(
         dir: &Path,
         state: &Path,
         log_name: &str,
@@ -41,7 +46,7 @@ impl ServeProcess {
     }
 
     /// [`ServeProcess::start_scenario`] serving on `listen` (a restarted server keeps its port, as a real one does).
-    pub fn start_listening(
+    pub(crate) fn start_listening(
         dir: &Path,
         state: &Path,
         log_name: &str,
@@ -95,27 +100,27 @@ impl ServeProcess {
     }
 
     /// Path of the kubeconfig the server wrote.
-    pub fn kubeconfig(&self) -> &Path {
+    pub(crate) fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
     }
 
     /// The server's process id, for signals.
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }
 
     /// The server's exit status, once it has exited.
-    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().expect("waiting for the server")
     }
 
     /// Everything the server printed so far.
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// SIGKILL (what `Child::kill` sends on unix): no shutdown path runs.
-    pub fn kill_9(mut self) {
+    pub(crate) fn kill_9(mut self) {
         self.child.kill().expect("sending SIGKILL");
         self.child.wait().expect("reaping the killed server");
     }

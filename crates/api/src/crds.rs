@@ -12,7 +12,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
-use kube::CustomResourceExt;
+use kube_core::CustomResourceExt;
 
 use crate::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
 use crate::imagecache::ImageCache;

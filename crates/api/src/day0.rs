@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,6 +27,7 @@ pub const MACHINE_CONFIG_ROLE_LABEL: &str = "machineconfiguration.openshift.io/r
 /// The OS image a pool must run, and how to produce it.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kmm.sigs.x-k8s.io",
     version = "v1beta1",
     kind = "ModuleDay0",
@@ -90,6 +91,7 @@ pub struct ModuleDay0Status {
 /// The part of a MachineConfig kmm-tui reads and writes; other fields are kept as they are.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "machineconfiguration.openshift.io",
     version = "v1",
     kind = "MachineConfig",
@@ -113,6 +115,7 @@ pub struct MachineConfigSpec {
 /// The part of a MachineConfigPool kmm-tui reads.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "machineconfiguration.openshift.io",
     version = "v1",
     kind = "MachineConfigPool",
@@ -160,6 +163,7 @@ pub struct MachineConfigPoolStatus {
 /// The part of the ClusterVersion kmm-tui reads; other fields are kept as they are.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "ClusterVersion",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::LocalObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +34,7 @@ pub const PURGE_REASON: &str = "ImageCachePurge";
 /// Lists of images and the nodes to cache each list on.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kubefledged.io",
     version = "v1alpha2",
     kind = "ImageCache",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,7 @@ pub const GROUP: &str = "runtime.spinkube.dev";
 /// A containerd shim and where and how to install it.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "runtime.spinkube.dev",
     version = "v1alpha1",
     kind = "Shim",

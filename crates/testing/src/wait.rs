@@ -6,7 +6,7 @@ use std::time::Duration;
 pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
+    Fut: Future<Output = bool>,
 {
     wait_for(secs, what, || {
         let fut = check();
@@ -19,7 +19,7 @@ where
 pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut probe: F) -> T
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: Future<Output = Option<T>>,
 {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
     loop {

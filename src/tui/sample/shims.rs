@@ -15,7 +15,7 @@ use kmm_api::shim::names::{self, INSTALLER_NAMESPACE};
 
 /// The sample's Shims with their installer pods, their events, and the labels they put on each node (indexed
 /// like `nodes`).
-pub struct SampleShims {
+pub(super) struct SampleShims {
     /// The Shims.
     pub shims: Vec<Arc<Shim>>,
     /// Their installer pods.
@@ -31,7 +31,7 @@ pub struct SampleShims {
 /// One flat list of demo objects, a paragraph per Shim (its rollout, its pods, its events, its node labels), read
 /// top to bottom like the Shims pane it fills; the paragraphs share the node labels being built, so they stay in
 /// one function rather than five that pass those around.
-pub fn shims(nodes: &[SampleNode]) -> SampleShims {
+pub(super) fn shims(nodes: &[SampleNode]) -> SampleShims {
     let targets: Vec<usize> = (0..nodes.len())
         .filter(|i| nodes[*i].pool == pool(0))
         .collect();

@@ -26,7 +26,7 @@ const LEGEND: [CellState; 4] = [
 ];
 
 /// Draw the coverage of the ImageCache `target`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.caches.detail else {
         super::draw_gone(frame, area, app, target);
         return;

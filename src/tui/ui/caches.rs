@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 use crate::tui::view::caches::CacheRow;
 
 /// Draw every ImageCache.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let bar_width = if wide { 12 } else { 6 };
     let columns: &[Column<'_>] = if wide {

@@ -12,7 +12,7 @@ use crate::tui::view::day0::Rollout;
 const BAR: usize = 10;
 
 /// Draw every ModuleDay0.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
         &[
@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
 
 /// `███▒▒✗░░░░ 5/10 ✗1`: ready machines `█`, updated but not ready `▒`, degraded `✗`, the rest `░`; then how
 /// many are updated, and how many degraded when any are.
-pub fn rollout_bar(rollout: Rollout, cells: usize) -> String {
+pub(super) fn rollout_bar(rollout: Rollout, cells: usize) -> String {
     let machines = usize::try_from(rollout.machines).unwrap_or(0);
     let share = |n: i32| {
         let n = usize::try_from(n).unwrap_or(0).min(machines);

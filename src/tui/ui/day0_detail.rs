@@ -17,7 +17,7 @@ use crate::tui::target::Target;
 use crate::tui::view::day0_detail::Day0Detail;
 
 /// Draw the detail of the ModuleDay0 `target`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.day0_detail else {
         super::draw_gone(frame, area, app, target);
         return;

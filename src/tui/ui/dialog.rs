@@ -12,13 +12,13 @@ use crate::tui::view::consequences::consequences;
 use crate::tui::writes::WriteRequest;
 
 /// Draw the dialog for `request`, centred over `area`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest) {
     let details = consequences(&app.data, request);
     ask_with(frame, area, app, &request.describe(), &details);
 }
 
 /// Draw a dialog asking `question` (without its question mark), centred over `area`.
-pub fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
+pub(super) fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
     ask_with(frame, area, app, question, &[]);
 }
 

@@ -14,7 +14,7 @@ use crate::tui::editor::EditorState;
 const MOST_PROBLEMS: usize = 8;
 
 /// Draw `editor`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, editor: &EditorState) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, editor: &EditorState) {
     let lines = problem_lines(app, editor);
     let problem_rows = u16::try_from(lines.len().min(MOST_PROBLEMS)).unwrap_or(0);
     let [text_area, problem_area] = Layout::vertical([

@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use crate::tui::app::App;
 
 /// Draw the view from [`App::engine_view`].
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let view = app.engine_view();
     let theme = &app.theme;
     let field = |label: &str, value: String, style| {

@@ -10,7 +10,7 @@ use crate::tui::view::events::EventRow;
 
 /// How a list of events names the object each is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ObjectColumn {
+pub(super) enum ObjectColumn {
     /// `Kind namespace/name` (short kinds on narrow screens): the Events pane, where events of every namespace
     /// mix.
     Full,
@@ -19,7 +19,7 @@ pub enum ObjectColumn {
 }
 
 /// Draw the event rows of `list`.
-pub fn draw_list(
+pub(super) fn draw_list(
     frame: &mut Frame<'_>,
     area: Rect,
     app: &App,
@@ -66,7 +66,7 @@ pub fn draw_list(
 }
 
 /// Draw the Events pane.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     draw_list(
         frame,
         area,

@@ -17,7 +17,7 @@ use crate::tui::view::summary::Tally;
 /// Draw every cluster. Cells are short, so the selected cluster's full detail (who acts, or why it cannot be
 /// reached) is repeated in the title. Narrow screens leave out the Shims, ImageCaches and ModuleDay0s; the
 /// approvals and degraded counts still count them.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
         &[
@@ -171,7 +171,7 @@ fn glyphs<S: Ord + Copy>(
 }
 
 /// The header while the fleet is shown: how many clusters, and how many need a person for what.
-pub fn header_spans(app: &App) -> Vec<Span<'static>> {
+pub(super) fn header_spans(app: &App) -> Vec<Span<'static>> {
     let theme = &app.theme;
     let rows = &app.rows.fleet;
     let mut spans = vec![

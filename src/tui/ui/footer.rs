@@ -10,7 +10,7 @@ use crate::tui::app::{App, Availability, Mode, Severity};
 use crate::tui::keymap::{Command, Scope};
 
 /// Draw the status line and the hint bar.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let [status_area, hints_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
     let theme = &app.theme;

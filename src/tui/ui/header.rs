@@ -29,7 +29,7 @@ enum Form {
 }
 
 /// Draw the header line in the longest form the screen has room for.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if app.view() == &crate::tui::app::View::Fleet {
         let line = Line::from(super::fleet::header_spans(app));
         frame.render_widget(Paragraph::new(line).style(app.theme.text()), area);

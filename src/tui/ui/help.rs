@@ -43,12 +43,12 @@ fn lines(app: &App) -> Vec<Line<'static>> {
 }
 
 /// How many lines help has, for scrolling.
-pub fn line_count(app: &App) -> usize {
+pub(crate) fn line_count(app: &App) -> usize {
     lines(app).len()
 }
 
 /// Draw every binding, by scope, and every `:` command.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let selection = app.selection(ListId::Help);
     let block = Block::default()
         .borders(Borders::ALL)

@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 use crate::tui::view::images::ImageRow;
 
 /// Draw the image rows of `list`.
-pub fn draw_list(
+pub(super) fn draw_list(
     frame: &mut Frame<'_>,
     area: Rect,
     app: &App,
@@ -66,7 +66,7 @@ pub fn draw_list(
 }
 
 /// Draw the Images pane.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     draw_list(
         frame,
         area,

@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 use crate::tui::target::Target;
 
 /// Draw the log of `pod`, scrolled to the log list's selection.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, pod: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, pod: &Target) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.border())

@@ -12,7 +12,7 @@ use crate::tui::app::{App, DetailSection, ListId};
 use crate::tui::target::Target;
 
 /// Draw the detail of the Module `target`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.module_detail else {
         super::draw_gone(frame, area, app, target);
         return;

@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 
 /// Draw every Module: where it is loaded, its images, its device plugin (when any Module has one), and why it is
 /// not available.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     // The plugin column appears once some Module has a device plugin: a cluster without any reads as before.
     let plugins = app.rows.modules.iter().any(|row| row.plugin.is_some());

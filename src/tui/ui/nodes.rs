@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 
 /// Draw every node: readiness, kernel, OS image, modules loaded, device plugins ready of those meant to run there
 /// (when any node has one), caches complete of those wanted, taints.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     // The plugin column appears once some node is meant to run a device plugin: a cluster without any reads as
     // before.

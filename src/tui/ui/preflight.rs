@@ -14,7 +14,7 @@ use crate::tui::app::{App, ListId};
 use crate::tui::view::preflight::{PreflightPane, PreflightSection, Readiness};
 
 /// Draw the pane.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let pane = &app.preflight.pane;
     let rows = |section| {
         u16::try_from(app.visible(ListId::Preflight(section)).len())

@@ -51,7 +51,7 @@ fn rollout_lines<'a>(app: &App, detail: &ShimDetail) -> Vec<Line<'a>> {
 }
 
 /// Draw the detail of the Shim `target`.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let Some(detail) = &app.shim.detail else {
         super::draw_gone(frame, area, app, target);
         return;

@@ -11,7 +11,7 @@ use crate::tui::app::{App, ListId};
 const BAR: usize = 10;
 
 /// Draw every Shim.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
         &[
@@ -70,7 +70,7 @@ fn reason<'a>(state: &str, reason: Option<&'a str>) -> &'a str {
 }
 
 /// `█████░░░░░ 5/10`: how many of the targeted nodes have the shim.
-pub fn progress(ready: i32, targets: i32, cells: usize) -> String {
+pub(super) fn progress(ready: i32, targets: i32, cells: usize) -> String {
     let ready = ready.clamp(0, targets.max(0));
     let filled = if targets > 0 {
         usize::try_from(ready).unwrap_or(0) * cells / usize::try_from(targets).unwrap_or(1)

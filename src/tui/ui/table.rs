@@ -14,7 +14,7 @@ const SPACING: u16 = 1;
 
 /// A column of a list: its heading, and whether it may be cut short when the rows do not fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Column<'a> {
+pub(super) struct Column<'a> {
     /// The heading.
     pub heading: &'a str,
     /// Whether the column keeps its full width however narrow the screen (states, counts, ages): those are short
@@ -24,7 +24,7 @@ pub struct Column<'a> {
 
 impl<'a> Column<'a> {
     /// A column that is never cut short.
-    pub const fn keep(heading: &'a str) -> Column<'a> {
+    pub(super) const fn keep(heading: &'a str) -> Column<'a> {
         Column {
             heading,
             keep: true,
@@ -32,7 +32,7 @@ impl<'a> Column<'a> {
     }
 
     /// A column cut short (with `…`) when the rows do not fit: names, images, messages.
-    pub const fn shrink(heading: &'a str) -> Column<'a> {
+    pub(super) const fn shrink(heading: &'a str) -> Column<'a> {
         Column {
             heading,
             keep: false,
@@ -42,7 +42,7 @@ impl<'a> Column<'a> {
 
 /// One row of a list: the text of each cell, with its style (the row's text style when default).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TableRow {
+pub(super) struct TableRow {
     /// The cells, in column order.
     pub cells: Vec<(String, Style)>,
     /// The cells that are gauges (`███░░ 3/5`): on the selected row they keep their own colour on the selection's
@@ -52,30 +52,30 @@ pub struct TableRow {
 
 impl TableRow {
     /// A row with no cells yet.
-    pub fn new() -> TableRow {
+    pub(super) fn new() -> TableRow {
         TableRow::default()
     }
 
     /// Add a cell in the row's style.
-    pub fn cell(self, text: impl Into<String>) -> TableRow {
+    pub(super) fn cell(self, text: impl Into<String>) -> TableRow {
         self.styled(text, Style::default())
     }
 
     /// Add a cell in `style`.
-    pub fn styled(mut self, text: impl Into<String>, style: Style) -> TableRow {
+    pub(super) fn styled(mut self, text: impl Into<String>, style: Style) -> TableRow {
         self.cells.push((text.into(), style));
         self
     }
 
     /// Add a gauge cell in `style`, which keeps its colour when the row is selected.
-    pub fn gauge(mut self, text: impl Into<String>, style: Style) -> TableRow {
+    pub(super) fn gauge(mut self, text: impl Into<String>, style: Style) -> TableRow {
         self.gauges.push(self.cells.len());
         self.styled(text, style)
     }
 }
 
 /// A list to draw.
-pub struct ListTable<'a> {
+pub(super) struct ListTable<'a> {
     /// Title (the view's name).
     pub title: &'a str,
     /// A summary after the row count (counts by state), or empty.
@@ -93,7 +93,7 @@ pub struct ListTable<'a> {
 impl ListTable<'_> {
     /// Draw the visible rows, making each with `row(index into the full list)`. Columns are as wide as their
     /// widest content on screen; when that is too wide, the widest columns that may shrink give way first.
-    pub fn draw(
+    pub(super) fn draw(
         self,
         frame: &mut Frame<'_>,
         area: Rect,
@@ -256,7 +256,7 @@ const MIN_SHRUNK: u16 = 8;
 /// (the last one taking what is left). Otherwise the last column (a reason or a message, read from its start)
 /// gives way first, down to a quarter of the screen; then the other columns that may shrink (`keep` false) are capped at one
 /// common width, as high as fits, never below their `floors`, so only the widest give way.
-pub fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u16> {
+pub(super) fn fit(natural: &[u16], keep: &[bool], floors: &[u16], space: u16) -> Vec<u16> {
     let total: u32 = natural.iter().map(|w| u32::from(*w)).sum();
     let mut widths = natural.to_vec();
     if total <= u32::from(space) {
@@ -339,7 +339,7 @@ fn text_width(text: &str) -> u16 {
 }
 
 /// `text` cut to `width` columns, its last visible character replaced by `…` when it was cut.
-pub fn cut(text: &str, width: u16) -> String {
+pub(super) fn cut(text: &str, width: u16) -> String {
     if text_width(text) <= width {
         return text.to_owned();
     }

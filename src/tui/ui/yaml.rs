@@ -9,7 +9,7 @@ use crate::tui::app::{App, ListId};
 use crate::tui::target::Target;
 
 /// Draw `target` as YAML, scrolled to the YAML list's selection; until the object arrives, say it is being read.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.border())

@@ -12,7 +12,7 @@ use crate::tui::target::Target;
 use kmm_api::kmm::NodeModulesConfig;
 
 /// Delete `target`.
-pub async fn delete(client: &Client, target: &Target) -> Result<String, WriteError> {
+pub(super) async fn delete(client: &Client, target: &Target) -> Result<String, WriteError> {
     let api = dynamic_api(client, target);
     let answer = api
         .delete(&target.name, &DeleteParams::background())

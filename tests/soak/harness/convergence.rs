@@ -69,7 +69,7 @@ fn status_done(
 }
 
 /// Everything that is not converged, or nothing. An API that cannot be read counts as not converged.
-pub async fn missing(client: &kube::Client, asked: &Asked, nodes: &[String]) -> Vec<String> {
+pub(super) async fn missing(client: &kube::Client, asked: &Asked, nodes: &[String]) -> Vec<String> {
     match check(client, asked, nodes).await {
         Ok(missing) => missing,
         Err(error) => vec![format!("the API cannot be read: {error}")],

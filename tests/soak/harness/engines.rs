@@ -33,7 +33,7 @@ struct Running {
 
 /// One engine, started, killed and stopped again and again under the same identity (as a restarted pod keeps its
 /// name).
-pub struct Engine {
+pub(super) struct Engine {
     /// Its identity on the Lease.
     pub identity: String,
     lease: Duration,
@@ -43,7 +43,7 @@ pub struct Engine {
 
 impl Engine {
     /// An engine that is not running yet.
-    pub fn new(identity: &str, lease: Duration, settings: Settings) -> Self {
+    pub(super) fn new(identity: &str, lease: Duration, settings: Settings) -> Self {
         Self {
             identity: identity.to_owned(),
             lease,
@@ -53,12 +53,12 @@ impl Engine {
     }
 
     /// Whether it runs.
-    pub fn is_running(&self) -> bool {
+    pub(super) fn is_running(&self) -> bool {
         self.running.is_some()
     }
 
     /// Start it with every family, on the default Lease.
-    pub fn start(&mut self, link: &Link) {
+    pub(super) fn start(&mut self, link: &Link) {
         assert!(self.running.is_none(), "{} runs already", self.identity);
         let stop = CancellationToken::new();
         let (kill, killed) = oneshot::channel();
@@ -98,7 +98,7 @@ impl Engine {
     }
 
     /// `kill -9`: the engine stops wherever it is; its Lease is not released.
-    pub async fn kill(&mut self) {
+    pub(super) async fn kill(&mut self) {
         let Some(running) = self.running.take() else {
             return;
         };
@@ -113,7 +113,7 @@ impl Engine {
 
     /// A clean stop: the work winds down and the Lease is released. Returns how long it took, or, when it took
     /// longer than `limit`, an error saying so (the engine is then killed).
-    pub async fn stop(&mut self, limit: Duration) -> Result<Duration, String> {
+    pub(super) async fn stop(&mut self, limit: Duration) -> Result<Duration, String> {
         let Some(running) = self.running.take() else {
             return Ok(Duration::ZERO);
         };

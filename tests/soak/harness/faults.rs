@@ -33,7 +33,7 @@ use super::workload::{self, Asked, CACHED, DAY0, DAY0_NAMESPACE, DAY0_POOL, UPGR
 
 /// Everything the soak does to the cluster, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(super) enum Kind {
     EngineKill,
     EngineStop,
     ServerKill,
@@ -52,7 +52,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Kind::EngineKill => "engine kill -9",
             Kind::EngineStop => "engine clean stop",
@@ -79,10 +79,10 @@ impl Kind {
 }
 
 /// How often each kind is drawn, relative to the others.
-pub type Weights = Vec<(Kind, u32)>;
+pub(super) type Weights = Vec<(Kind, u32)>;
 
 /// The mix for a run: every kind, engines and the API server disturbed often (`server_kills` weighs the latter).
-pub fn weights(server_kills: u32) -> Weights {
+pub(super) fn weights(server_kills: u32) -> Weights {
     vec![
         (Kind::EngineKill, 4),
         (Kind::EngineStop, 2),
@@ -114,7 +114,7 @@ enum Undo {
 
 /// What was done, for the report.
 #[derive(Default)]
-pub struct Tally {
+pub(super) struct Tally {
     pub injected: BTreeMap<&'static str, u64>,
     pub skipped: BTreeMap<&'static str, u64>,
     /// How long clean stops took, the longest.
@@ -124,7 +124,7 @@ pub struct Tally {
 }
 
 /// The soak's hands on the cluster.
-pub struct Chaos {
+pub(super) struct Chaos {
     pub server: Server,
     pub engines: Vec<Engine>,
     pub link: Link,
@@ -164,7 +164,7 @@ fn simulated(wall: Duration, time_scale: f64) -> String {
 
 impl Chaos {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(super) fn new(
         server: Server,
         engines: Vec<Engine>,
         client: kube::Client,
@@ -209,7 +209,7 @@ impl Chaos {
     }
 
     /// Create the faults ConfigMap (empty) so later entries are merge patches.
-    pub async fn prepare(&self) -> Result<(), kube::Error> {
+    pub(super) async fn prepare(&self) -> Result<(), kube::Error> {
         let config_map: ConfigMap = serde_json::from_value(json!({
             "metadata": {"name": FAULTS_CONFIG_MAP, "namespace": SIM_NAMESPACE},
         }))
@@ -270,7 +270,7 @@ impl Chaos {
 
     /// Do what is due to be undone by now; with `everything`, all of it, now (the API server first), and start
     /// every engine that is down.
-    pub async fn undo_due(&mut self, everything: bool) {
+    pub(super) async fn undo_due(&mut self, everything: bool) {
         if everything && !self.server.is_running() {
             self.start_server().await;
         }
@@ -351,7 +351,7 @@ impl Chaos {
     /// number, so that what one fault could not do (a node busy, an engine down) does not shift the faults after
     /// it: a seed gives the same faults at the same times in every run, and what they hit differs only where it
     /// depends on the cluster at that moment.
-    pub async fn strike(&mut self) {
+    pub(super) async fn strike(&mut self) {
         self.drawn += 1;
         self.rng =
             ChaCha8Rng::seed_from_u64(self.seed ^ self.drawn.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -636,7 +636,7 @@ impl Chaos {
 
     /// Stop an engine cleanly; one that does not stop within three lease durations breaks the engine's promise
     /// to stop on request (SIGTERM) and is recorded as a violation.
-    pub async fn stop_engine(&mut self, index: usize) {
+    pub(super) async fn stop_engine(&mut self, index: usize) {
         self.engines_changed = Instant::now();
         match self.engines[index].stop(self.lease * 3).await {
             Ok(took) => self.tally.longest_stop = self.tally.longest_stop.max(took),
@@ -648,7 +648,7 @@ impl Chaos {
     }
 
     /// Add the 409s the running API server answered to the engines to the tally (its counts die with it).
-    pub async fn count_conflicts(&mut self) {
+    pub(super) async fn count_conflicts(&mut self) {
         if let Some(conflicts) = server::conflicts_answered_to_engines(&self.client).await {
             for (request, count) in conflicts {
                 *self.tally.engine_conflicts.entry(request).or_default() += count;

@@ -16,21 +16,21 @@
 use std::time::Duration;
 
 /// How much a segment's fitted line may rise over its span, as a fraction of its median level.
-pub const BOUND: f64 = 0.10;
+pub(crate) const BOUND: f64 = 0.10;
 
 /// Pairs of samples closer than this are left out of the fit: their rise is mostly noise.
-pub const MIN_PAIR_GAP: Duration = Duration::from_secs(20);
+pub(crate) const MIN_PAIR_GAP: Duration = Duration::from_secs(20);
 
 /// The shortest span after warm-up the segments are judged on, added up. The swings are a third of the level, so
 /// over a shorter span the floor of a window or two tips the slope past the bound either way.
-pub const MIN_SPAN: Duration = Duration::from_secs(300);
+pub(crate) const MIN_SPAN: Duration = Duration::from_secs(300);
 
 /// How long a window is whose lowest sample stands for it: long enough to hold a moment between two bursts.
-pub const FLOOR_WINDOW: Duration = Duration::from_secs(30);
+pub(crate) const FLOOR_WINDOW: Duration = Duration::from_secs(30);
 
 /// One sample: when (from any fixed origin) and the resident memory then, in KiB.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// When the sample was taken.
     pub at: Duration,
     /// Resident memory then.
@@ -39,7 +39,7 @@ pub struct Point {
 
 /// The fitted trend of one process.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Trend {
+pub(crate) struct Trend {
     /// The Theil–Sen slope, in KiB per second.
     pub slope: f64,
     /// The median level of its samples, in KiB.
@@ -50,24 +50,24 @@ pub struct Trend {
 
 impl Trend {
     /// What the fitted slope adds over the span, as a fraction of the level.
-    pub fn rise(&self) -> f64 {
+    pub(crate) fn rise(&self) -> f64 {
         self.slope * self.span.as_secs_f64() / self.level.max(1.0)
     }
 
     /// Whether the process grows by the rule.
-    pub fn grows(&self) -> bool {
+    pub(crate) fn grows(&self) -> bool {
         self.rise() > BOUND
     }
 
     /// The slope in MiB per hour, for the report.
-    pub fn mib_per_hour(&self) -> f64 {
+    pub(crate) fn mib_per_hour(&self) -> f64 {
         self.slope * 3600.0 / 1024.0
     }
 }
 
 /// The trend of the samples of one process, a segment per run (each in time order, after its warm-up); none when
 /// the segments span less than [`MIN_SPAN`] in all or no pair of floors is [`MIN_PAIR_GAP`] apart.
-pub fn trend(segments: &[Vec<Point>]) -> Option<Trend> {
+pub(crate) fn trend(segments: &[Vec<Point>]) -> Option<Trend> {
     let mut span = Duration::ZERO;
     let mut slopes = Vec::new();
     let mut levels = Vec::new();

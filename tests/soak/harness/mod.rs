@@ -27,7 +27,7 @@ mod convergence;
 mod engines;
 mod faults;
 mod invariants;
-pub mod memory;
+pub(crate) mod memory;
 mod operator;
 mod server;
 mod workload;
@@ -51,7 +51,7 @@ use server::{Server, status_kib};
 
 /// What a run does.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     /// Seeds every random choice of the soak and the simulation.
     pub seed: u64,
     /// Simulated nodes.
@@ -82,7 +82,7 @@ impl Config {
     /// This config with what the environment (`SOAK_SEED`, `SOAK_NODES`, `SOAK_DURATION`, `SOAK_TIME_SCALE`)
     /// and then `args` (`--seed N`, `--nodes N`, `--duration 2h`, `--time-scale X`, `--server-kills W`: the
     /// weight of API server kills, 0 for none) say instead.
-    pub fn overridden(mut self, args: impl Iterator<Item = String>) -> Self {
+    pub(crate) fn overridden(mut self, args: impl Iterator<Item = String>) -> Self {
         let mut settings: Vec<(String, String)> = ["SEED", "NODES", "DURATION", "TIME_SCALE"]
             .iter()
             .filter_map(|key| {
@@ -173,7 +173,7 @@ async fn history_kib(client: &kube::Client) -> Option<u64> {
 }
 
 /// What a run did and found.
-pub struct Report {
+pub(crate) struct Report {
     config: Config,
     dir: PathBuf,
     tally: faults::Tally,
@@ -198,7 +198,7 @@ pub struct Report {
 }
 
 /// Run the soak on a runtime of its own.
-pub fn run(config: Config) -> Report {
+pub(crate) fn run(config: Config) -> Report {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -515,7 +515,7 @@ impl Report {
 
     /// Print the report and say why the run failed (nothing when it passed). The run's directory (logs, state) is
     /// removed when it passed and kept for a look when it failed.
-    pub fn conclude(self) -> Vec<String> {
+    pub(crate) fn conclude(self) -> Vec<String> {
         self.write_samples();
         self.print();
         let failures = self.failures();

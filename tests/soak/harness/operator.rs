@@ -23,7 +23,7 @@ const NOTICE: Duration = Duration::from_secs(3);
 
 /// What the operator did.
 #[derive(Default)]
-pub struct Acted {
+pub(super) struct Acted {
     /// Writes by request kind ("approve batch", "retry failed installs", "rebuild", "rebuild day-0 image").
     pub writes: BTreeMap<&'static str, u64>,
     /// Writes the console reported as failed (the API was down, a race lost too often).
@@ -31,7 +31,11 @@ pub struct Acted {
 }
 
 /// Act until `stop`.
-pub async fn run(client: kube::Client, mut rng: ChaCha8Rng, stop: CancellationToken) -> Acted {
+pub(super) async fn run(
+    client: kube::Client,
+    mut rng: ChaCha8Rng,
+    stop: CancellationToken,
+) -> Acted {
     let mut acted = Acted::default();
     // When each situation was first noticed, and (for approvals) how long this person takes.
     let mut noticed: BTreeMap<String, (Instant, Duration)> = BTreeMap::new();

@@ -21,7 +21,7 @@ const STARTUP_LIMIT: Duration = Duration::from_secs(120);
 /// What clients need to reach the server: its address and CA (fixed across restarts) and the bearer token of
 /// the running server (none while it is down).
 #[derive(Clone)]
-pub struct Link {
+pub(super) struct Link {
     config: kube::Config,
     token: Arc<RwLock<Option<HeaderValue>>>,
 }
@@ -29,7 +29,7 @@ pub struct Link {
 impl Link {
     /// A client of the server, for use on the runtime that calls it (its connections live there). Its requests
     /// carry the User-Agent `agent`, which the server's request metrics count them under.
-    pub fn client(&self, agent: &'static str) -> kube::Client {
+    pub(super) fn client(&self, agent: &'static str) -> kube::Client {
         let inner = kube::Client::try_from(self.config.clone()).expect("a client of the server");
         let token = self.token.clone();
         let service = tower::service_fn(move |mut request: http::Request<Body>| {
@@ -57,7 +57,7 @@ impl Link {
 }
 
 /// One `kmm-tui serve` after another on the same port and state directory.
-pub struct Server {
+pub(super) struct Server {
     dir: PathBuf,
     scenario: PathBuf,
     port: u16,
@@ -72,13 +72,13 @@ pub struct Server {
 }
 
 /// How long an Event lives, in simulated time: kube-apiserver's default.
-pub const EVENT_TTL_SIMULATED: Duration = Duration::from_secs(3600);
+pub(super) const EVENT_TTL_SIMULATED: Duration = Duration::from_secs(3600);
 
 impl Server {
     /// Start the first run: state in `dir/state`, logs in `dir/serve-<n>.log`, the scenario file `scenario`, on a
     /// loopback port that is free now. Events live an hour of simulated time (`time_scale` simulated seconds per
     /// real one), as kube-apiserver's default keeps them an hour, so a run of a few simulated hours holds steady.
-    pub async fn start(dir: &Path, scenario: &Path, time_scale: f64) -> Self {
+    pub(super) async fn start(dir: &Path, scenario: &Path, time_scale: f64) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
@@ -100,7 +100,7 @@ impl Server {
     }
 
     /// The link clients use.
-    pub fn link(&self) -> Link {
+    pub(super) fn link(&self) -> Link {
         self.link.clone().expect("the server started once")
     }
 
@@ -109,7 +109,7 @@ impl Server {
     }
 
     /// Start a run (after a kill, or the first), and wait until it serves.
-    pub async fn restart(&mut self) {
+    pub(super) async fn restart(&mut self) {
         assert!(self.child.is_none(), "the server is running");
         let kubeconfig = self.kubeconfig();
         // The server writes it atomically once it serves: waiting for the file is waiting for the server.
@@ -164,7 +164,7 @@ impl Server {
     }
 
     /// SIGKILL: no shutdown path runs. Clients see the server down from just before.
-    pub fn kill_9(&mut self) {
+    pub(super) fn kill_9(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -177,18 +177,18 @@ impl Server {
     }
 
     /// Whether a run is up.
-    pub fn is_running(&self) -> bool {
+    pub(super) fn is_running(&self) -> bool {
         self.child.is_some()
     }
 
     /// The resident memory of the running server now, in KiB.
-    pub fn rss_kib(&self) -> Option<u64> {
+    pub(super) fn rss_kib(&self) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
         status_kib(&format!("/proc/{pid}/status"), "VmRSS:")
     }
 
     /// Note the running server's peak in [`Server::peaks`].
-    pub fn note_running_peak(&mut self) {
+    pub(super) fn note_running_peak(&mut self) {
         if let Some(pid) = self.child.as_ref().map(Child::id) {
             self.note_peak(pid);
         }
@@ -211,11 +211,11 @@ impl Drop for Server {
 }
 
 /// The User-Agent of the engines' requests.
-pub const ENGINE_AGENT: &str = "kmm-tui-engine";
+pub(super) const ENGINE_AGENT: &str = "kmm-tui-engine";
 
 /// The 409s the running server answered to the engines, by verb and resource, from its request metrics (which a
 /// restart starts again from zero).
-pub async fn conflicts_answered_to_engines(
+pub(super) async fn conflicts_answered_to_engines(
     client: &kube::Client,
 ) -> Option<std::collections::BTreeMap<String, u64>> {
     let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
@@ -249,7 +249,7 @@ pub async fn conflicts_answered_to_engines(
 }
 
 /// A field of a `/proc/<pid>/status` file in KiB (`VmRSS:`, `VmHWM:`).
-pub fn status_kib(path: &str, field: &str) -> Option<u64> {
+pub(super) fn status_kib(path: &str, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(path).ok()?;
     status
         .lines()

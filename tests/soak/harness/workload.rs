@@ -25,25 +25,25 @@ use kube::core::ApiResource;
 use serde_json::{Value, json};
 
 /// Namespace of the Module, its Dockerfile and the ImageCache.
-pub const NAMESPACE: &str = "soak";
+pub(super) const NAMESPACE: &str = "soak";
 /// The Module.
-pub const MODULE: &str = "kmod";
+pub(super) const MODULE: &str = "kmod";
 /// The kernel module it loads.
-pub const KERNEL_MODULE: &str = "soak_kmod";
+pub(super) const KERNEL_MODULE: &str = "soak_kmod";
 /// The Shim.
-pub const SHIM: &str = "spin";
+pub(super) const SHIM: &str = "spin";
 /// The binary the Shim installs.
-pub const SHIM_BINARY: &str = "containerd-shim-spin";
+pub(super) const SHIM_BINARY: &str = "containerd-shim-spin";
 /// The ImageCache.
-pub const CACHE: &str = "warm";
+pub(super) const CACHE: &str = "warm";
 /// The pool whose kernel is upgraded, and its MachineConfig.
-pub const UPGRADE_POOL: &str = "upgrade";
+pub(super) const UPGRADE_POOL: &str = "upgrade";
 const UPGRADE_CONFIG: &str = "99-upgrade-os";
 /// The day-0 pool, its MachineConfig and the ModuleDay0 the engine makes of it.
-pub const DAY0_POOL: &str = "day0";
-pub const DAY0: &str = "99-day0-kmod-os";
+pub(super) const DAY0_POOL: &str = "day0";
+pub(super) const DAY0: &str = "99-day0-kmod-os";
 /// Namespace of the ModuleDay0.
-pub const DAY0_NAMESPACE: &str = "openshift-kmm";
+pub(super) const DAY0_NAMESPACE: &str = "openshift-kmm";
 /// Label every soak node carries; the Module and the Shim select it.
 const NODE_LABEL: &str = "soak";
 
@@ -84,22 +84,22 @@ const SHIM_URLS: [&str; 2] = [
 ];
 
 /// The images every node caches, and the one the cache takes in and out of its spec.
-pub const CACHED: [&str; 2] = ["docker.io/library/nginx:1.27", "quay.io/soak/app:1"];
+pub(super) const CACHED: [&str; 2] = ["docker.io/library/nginx:1.27", "quay.io/soak/app:1"];
 const CACHED_SOMETIMES: &str = "quay.io/soak/tools:1";
 
 /// The Module's image for `kernel`.
-pub fn module_image(kernel: &str) -> String {
+pub(super) fn module_image(kernel: &str) -> String {
     format!("registry.local/soak/kmod:{kernel}")
 }
 
 /// How many nodes of each group: workers, upgrade pool, day-0 pool.
-pub fn groups(nodes: usize) -> (usize, usize, usize) {
+pub(super) fn groups(nodes: usize) -> (usize, usize, usize) {
     let pool = (nodes / 5).max(2);
     (nodes.saturating_sub(2 * pool).max(1), pool, pool)
 }
 
 /// Every node name.
-pub fn node_names(nodes: usize) -> Vec<String> {
+pub(super) fn node_names(nodes: usize) -> Vec<String> {
     let (workers, upgrade, day0) = groups(nodes);
     let named =
         |prefix: &'static str, count: usize| (0..count).map(move |i| format!("{prefix}{i}"));
@@ -110,7 +110,7 @@ pub fn node_names(nodes: usize) -> Vec<String> {
 }
 
 /// The scenario file's text.
-pub fn scenario(seed: u64, time_scale: f64, nodes: usize) -> String {
+pub(super) fn scenario(seed: u64, time_scale: f64, nodes: usize) -> String {
     let (workers, upgrade, day0) = groups(nodes);
     let k1 = KERNELS[0];
     let os_images: Vec<String> = (0..3)
@@ -205,7 +205,7 @@ objects:
 }
 
 /// The API of kind `K`, in `namespace` for a namespaced kind.
-pub fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<DynamicObject>
+pub(super) fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<DynamicObject>
 where
     K: kube::Resource<DynamicType = ()>,
 {
@@ -236,7 +236,7 @@ fn object(api_version: &str, kind: &str, metadata: Value, spec: Value) -> Dynami
 }
 
 /// Create the objects of every family.
-pub async fn create(client: &kube::Client, max_update: i64) -> Result<(), kube::Error> {
+pub(super) async fn create(client: &kube::Client, max_update: i64) -> Result<(), kube::Error> {
     let params = PostParams::default();
     let module = object(
         "kmm.sigs.x-k8s.io/v1beta1",
@@ -304,7 +304,7 @@ pub async fn create(client: &kube::Client, max_update: i64) -> Result<(), kube::
 
 /// What the user has asked of each object so far, so that changes move on from there.
 #[derive(Debug, Default)]
-pub struct Asked {
+pub(super) struct Asked {
     /// Index of the OS image the upgrade pool is asked to run.
     pub upgrade_os: usize,
     /// Index of the layered image the day-0 pool is asked to run.
@@ -317,17 +317,17 @@ pub struct Asked {
 
 impl Asked {
     /// The OS the upgrade pool's nodes must end up on.
-    pub fn upgrade_os(&self) -> &'static str {
+    pub(super) fn upgrade_os(&self) -> &'static str {
         OS[self.upgrade_os]
     }
 
     /// The layered OS the day-0 pool's nodes must end up on.
-    pub fn day0_os(&self) -> &'static str {
+    pub(super) fn day0_os(&self) -> &'static str {
         LAYERED_OS[self.day0_os]
     }
 
     /// Every image the cache holds now.
-    pub fn cached(&self) -> Vec<&'static str> {
+    pub(super) fn cached(&self) -> Vec<&'static str> {
         let mut images = CACHED.to_vec();
         if self.cache_third {
             images.push(CACHED_SOMETIMES);
@@ -336,7 +336,7 @@ impl Asked {
     }
 
     /// The image the cache does not hold now, which no node should keep.
-    pub fn not_cached(&self) -> Vec<&'static str> {
+    pub(super) fn not_cached(&self) -> Vec<&'static str> {
         if self.cache_third {
             Vec::new()
         } else {
@@ -346,7 +346,10 @@ impl Asked {
 }
 
 /// Move the upgrade pool to the next OS image (a kernel upgrade of its nodes).
-pub async fn upgrade_kernel(client: &kube::Client, asked: &mut Asked) -> Result<String, String> {
+pub(super) async fn upgrade_kernel(
+    client: &kube::Client,
+    asked: &mut Asked,
+) -> Result<String, String> {
     let next = (asked.upgrade_os + 1) % OS.len();
     api::<MachineConfig>(client, None)
         .patch(
@@ -361,7 +364,7 @@ pub async fn upgrade_kernel(client: &kube::Client, asked: &mut Asked) -> Result<
 }
 
 /// Point the ModuleDay0 at the next layered image, to be built (a kernel upgrade of the day-0 pool).
-pub async fn move_day0(client: &kube::Client, asked: &mut Asked) -> Result<String, String> {
+pub(super) async fn move_day0(client: &kube::Client, asked: &mut Asked) -> Result<String, String> {
     let next = (asked.day0_os + 1) % LAYERED_OS.len();
     let patch = json!({"spec": {"osMapping": {
         "literal": LAYERED_OS[next],
@@ -377,7 +380,7 @@ pub async fn move_day0(client: &kube::Client, asked: &mut Asked) -> Result<Strin
 }
 
 /// Roll the Shim to its other archive: a new spec, every node again from batch 1, approvals anew.
-pub async fn update_shim(
+pub(super) async fn update_shim(
     client: &kube::Client,
     asked: &mut Asked,
     max_update: i64,
@@ -396,7 +399,10 @@ pub async fn update_shim(
 }
 
 /// Take the cache's third image in or out of its spec.
-pub async fn change_cache(client: &kube::Client, asked: &mut Asked) -> Result<String, String> {
+pub(super) async fn change_cache(
+    client: &kube::Client,
+    asked: &mut Asked,
+) -> Result<String, String> {
     let third = !asked.cache_third;
     let mut images = CACHED.to_vec();
     if third {
@@ -419,7 +425,10 @@ pub async fn change_cache(client: &kube::Client, asked: &mut Asked) -> Result<St
 
 /// Wait until the engine has made the ModuleDay0 of the day-0 MachineConfig, then point it at the second layered
 /// image (built by the engine).
-pub async fn hand_over_day0(client: &kube::Client, asked: &mut Asked) -> Result<String, String> {
+pub(super) async fn hand_over_day0(
+    client: &kube::Client,
+    asked: &mut Asked,
+) -> Result<String, String> {
     let day0s = api::<ModuleDay0>(client, Some(DAY0_NAMESPACE));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     while !matches!(day0s.get_opt(DAY0).await, Ok(Some(_))) {

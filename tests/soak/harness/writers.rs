@@ -42,7 +42,7 @@ const MARK: &str = "soak.kmm-tui.io/mark";
 
 /// What the writers did and found.
 #[derive(Default)]
-pub struct Written {
+pub(super) struct Written {
     /// Acknowledged writes of the durable writer.
     pub durable: u64,
     /// Acknowledged label patches of the second writer.
@@ -56,7 +56,7 @@ pub struct Written {
 
 impl Written {
     /// Add what another writer did and found.
-    pub fn absorb(&mut self, other: Written) {
+    pub(super) fn absorb(&mut self, other: Written) {
         self.durable += other.durable;
         self.marks += other.marks;
         self.conflicts += other.conflicts;
@@ -69,14 +69,14 @@ impl Written {
 const MARKERS: usize = 3;
 
 /// The writers, running.
-pub struct Writers {
+pub(super) struct Writers {
     pub durable: tokio::task::JoinHandle<Written>,
     pub marks: Vec<tokio::task::JoinHandle<Written>>,
 }
 
 /// Start the writers; they stop with `stop`. `runs` counts API server runs (a change means a restart); `burst`
 /// makes the label writers write as fast as they can.
-pub fn start(
+pub(super) fn start(
     client: &kube::Client,
     runs: watch::Receiver<usize>,
     burst: Arc<AtomicBool>,

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{LocalObjectReference, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ use super::common::{ImagePullPolicy, ModuleImageSpec};
 /// The images one Module (or one preflight check) needs, kept by the Module reconciler.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kmm.sigs.x-k8s.io",
     version = "v1beta1",
     kind = "ModuleImagesConfig",
@@ -114,6 +115,7 @@ pub enum ImageState {
 /// Builds and signs to run for one Module's missing images.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kmm.sigs.x-k8s.io",
     version = "v1beta1",
     kind = "ModuleBuildSignConfig",

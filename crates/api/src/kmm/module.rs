@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
     EnvVar, LocalObjectReference, ResourceRequirements, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,7 @@ use super::common::{Build, ImagePullPolicy, KernelMapping, ModprobeSpec, Sign, T
 /// Desired state of a kernel module across the nodes its selector matches.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kmm.sigs.x-k8s.io",
     version = "v1beta1",
     kind = "Module",

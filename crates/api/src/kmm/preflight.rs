@@ -7,13 +7,14 @@
 //! (`kmm_cluster::apiserver::conversion`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The kernel to validate every Module against.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "kmm.sigs.x-k8s.io",
     version = "v1beta2",
     kind = "PreflightValidation",
@@ -97,7 +98,7 @@ pub enum VerificationStage {
 pub mod v1beta1 {
     use std::collections::BTreeMap;
 
-    use kube::CustomResource;
+    use kube_derive::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
 
@@ -108,6 +109,7 @@ pub mod v1beta1 {
         CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema,
     )]
     #[kube(
+        crates(kube_core = "::kube_core"),
         group = "kmm.sigs.x-k8s.io",
         version = "v1beta1",
         kind = "PreflightValidation",

@@ -36,7 +36,7 @@ struct Write {
 
 /// The Lease's terms and the engine writes waiting to be judged against them.
 #[derive(Default)]
-pub struct Fencing {
+pub(super) struct Fencing {
     /// The Lease revisions at which its holder changed, with the new holder (none when released).
     holders: BTreeMap<u64, Option<String>>,
     /// The newest Lease revision seen, and its `leaseTransitions`.
@@ -56,7 +56,7 @@ pub struct Fencing {
 
 impl Fencing {
     /// A revision of the Lease. `relisted`: it came from a relist, so revisions before it may have been missed.
-    pub fn lease(
+    pub(super) fn lease(
         &mut self,
         revision: u64,
         holder: Option<String>,
@@ -84,7 +84,7 @@ impl Fencing {
 
     /// A revision of an object: record the engine writes it shows. `after`: the revision after which it was written
     /// (the one before it on a watch, the last one seen before a relist).
-    pub fn object(&mut self, kind: &str, meta: &ObjectMeta, revision: u64, after: u64) {
+    pub(super) fn object(&mut self, kind: &str, meta: &ObjectMeta, revision: u64, after: u64) {
         let Some(uid) = meta.uid.clone() else {
             return;
         };
@@ -135,7 +135,7 @@ impl Fencing {
     }
 
     /// A revision of an Event: one of the engine's was written by the engine it names.
-    pub fn event(
+    pub(super) fn event(
         &mut self,
         meta: &ObjectMeta,
         body: &serde_json::Value,
@@ -157,7 +157,7 @@ impl Fencing {
     }
 
     /// An object is gone: forget its entries.
-    pub fn forget(&mut self, meta: &ObjectMeta) {
+    pub(super) fn forget(&mut self, meta: &ObjectMeta) {
         if let Some(uid) = &meta.uid {
             self.entries.remove(uid);
         }
@@ -165,7 +165,7 @@ impl Fencing {
 
     /// Judge the writes the Lease history now covers (all of them with `all`, once the Lease watch has seen the
     /// last revision there will be).
-    pub fn judge(&mut self, all: bool, violations: &mut Violations) {
+    pub(super) fn judge(&mut self, all: bool, violations: &mut Violations) {
         let Some((seen, _)) = self.lease_seen else {
             return;
         };
@@ -230,7 +230,7 @@ impl Fencing {
     }
 
     /// The newest Lease revision seen.
-    pub fn seen(&self) -> u64 {
+    pub(super) fn seen(&self) -> u64 {
         self.lease_seen.map_or(0, |(revision, _)| revision)
     }
 }

@@ -42,14 +42,14 @@ const KEPT: usize = 200;
 
 /// Violations found, by invariant, with the detail of the first [`KEPT`].
 #[derive(Default)]
-pub struct Violations {
+pub(super) struct Violations {
     by_invariant: BTreeMap<&'static str, u64>,
     details: Vec<String>,
 }
 
 impl Violations {
     /// Record one.
-    pub fn record(&mut self, invariant: &'static str, detail: String) {
+    pub(super) fn record(&mut self, invariant: &'static str, detail: String) {
         *self.by_invariant.entry(invariant).or_default() += 1;
         if self.details.len() < KEPT {
             self.details.push(format!("{invariant}: {detail}"));
@@ -57,7 +57,7 @@ impl Violations {
     }
 
     /// Add another's.
-    pub fn absorb(&mut self, other: Violations) {
+    pub(super) fn absorb(&mut self, other: Violations) {
         for (invariant, count) in other.by_invariant {
             *self.by_invariant.entry(invariant).or_default() += count;
         }
@@ -66,24 +66,24 @@ impl Violations {
     }
 
     /// How many in all.
-    pub fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         self.by_invariant.values().sum()
     }
 
     /// The details kept.
-    pub fn details(&self) -> &[String] {
+    pub(super) fn details(&self) -> &[String] {
         &self.details
     }
 
     /// Counts by invariant.
-    pub fn by_invariant(&self) -> &BTreeMap<&'static str, u64> {
+    pub(super) fn by_invariant(&self) -> &BTreeMap<&'static str, u64> {
         &self.by_invariant
     }
 }
 
 /// What the watches found.
 #[derive(Default)]
-pub struct State {
+pub(super) struct State {
     pub violations: Violations,
     fencing: Fencing,
     pods: Pods,
@@ -94,7 +94,7 @@ pub struct State {
 }
 
 /// What the invariants say at the end.
-pub struct Summary {
+pub(super) struct Summary {
     pub violations: Violations,
     pub writes_judged: BTreeMap<String, u64>,
     pub writes_unjudged: u64,
@@ -140,7 +140,7 @@ impl State {
 }
 
 /// The watches and what they found.
-pub struct Invariants {
+pub(super) struct Invariants {
     state: Arc<Mutex<State>>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -164,7 +164,7 @@ enum Seen {
 
 impl Invariants {
     /// Start watching with `client`.
-    pub fn start(client: &kube::Client) -> Self {
+    pub(super) fn start(client: &kube::Client) -> Self {
         let state = Arc::new(Mutex::new(State::default()));
         let stop = CancellationToken::new();
         let mut tasks = vec![
@@ -205,13 +205,13 @@ impl Invariants {
     }
 
     /// Violations so far.
-    pub fn violations(&self) -> u64 {
+    pub(super) fn violations(&self) -> u64 {
         self.lock().violations.count()
     }
 
     /// Stop watching once the Lease watch has seen the Lease as it is now, judge every write left, and say what was
     /// found.
-    pub async fn finish(self, client: &kube::Client) -> Summary {
+    pub(super) async fn finish(self, client: &kube::Client) -> Summary {
         let leases: Api<Lease> = Api::namespaced(client.clone(), DEFAULT_LEASE_NAMESPACE);
         if let Ok(Some(lease)) = leases.get_opt(DEFAULT_LEASE_NAME).await {
             let newest = revision(&lease.metadata);

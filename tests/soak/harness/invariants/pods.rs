@@ -26,7 +26,7 @@ struct Alive {
 
 /// Live pods and what they are for.
 #[derive(Default)]
-pub struct Pods {
+pub(super) struct Pods {
     alive: HashMap<String, Alive>,
     by_purpose: HashMap<String, BTreeSet<String>>,
     installers: HashMap<String, BTreeSet<String>>,
@@ -46,7 +46,7 @@ pub struct Pods {
 
 impl Pods {
     /// A Shim's `maxUpdate` (rolling Shims with a count only; a percentage would need the targets of the moment).
-    pub fn shim(&mut self, name: &str, max_update: Option<usize>) {
+    pub(super) fn shim(&mut self, name: &str, max_update: Option<usize>) {
         match max_update {
             Some(max) => self.max_update.insert(name.to_owned(), max),
             None => self.max_update.remove(name),
@@ -54,7 +54,7 @@ impl Pods {
     }
 
     /// A revision of a pod.
-    pub fn seen(&mut self, pod: &Pod, revision: u64, violations: &mut Violations) {
+    pub(super) fn seen(&mut self, pod: &Pod, revision: u64, violations: &mut Violations) {
         let Some(uid) = pod.metadata.uid.clone() else {
             return;
         };
@@ -106,7 +106,7 @@ impl Pods {
     }
 
     /// A pod left the API.
-    pub fn deleted(&mut self, pod: &Pod, revision: u64, violations: &mut Violations) {
+    pub(super) fn deleted(&mut self, pod: &Pod, revision: u64, violations: &mut Violations) {
         if let Some(uid) = &pod.metadata.uid {
             self.remove(uid);
             self.uids.remove(uid);
@@ -117,12 +117,12 @@ impl Pods {
     }
 
     /// The pod watch relists: hold the checks until the list is complete.
-    pub fn relist(&mut self) {
+    pub(super) fn relist(&mut self) {
         self.relisting = Some(BTreeSet::new());
     }
 
     /// The relist is complete: pods it did not list are gone.
-    pub fn relisted(&mut self, revision: u64, violations: &mut Violations) {
+    pub(super) fn relisted(&mut self, revision: u64, violations: &mut Violations) {
         let Some(listed) = self.relisting.take() else {
             return;
         };
