@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kmm_cluster::apiserver::registry::ResourceKey;
+use kmm_cluster::store::ResourceKey;
 use kmm_cluster::store::Store;
 use serde_json::json;
 

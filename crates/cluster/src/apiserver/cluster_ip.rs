@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::ApiServer;
 use super::errors::ApiError;
-use super::registry::ResourceKey;
+use crate::store::ResourceKey;
 
 /// The service range: 10.96.0.0/12, kube-apiserver's usual default.
 const RANGE_START: u32 = u32::from_be_bytes([10, 96, 0, 0]);

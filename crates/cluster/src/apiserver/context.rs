@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use super::auth::identity::UserInfo;
 use super::errors::ApiError;
-use super::registry::{ResourceKey, ResourceType};
+use super::registry::ResourceType;
 use super::request::{Query, ResourcePath, Verb};
 use super::{ApiServer, objects, protobuf};
 use super::{conversion, events};
+use crate::store::ResourceKey;
 use crate::store::StoredObject;
 
 /// How unknown fields in a request are treated (`?fieldValidation=`).

@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::registry::{ResourceKey, ResourceType};
+use super::registry::ResourceType;
+use crate::store::ResourceKey;
 
 /// Field renames between `events.k8s.io/v1` (left) and core `v1` (right).
 const RENAMES: &[(&str, &str)] = &[

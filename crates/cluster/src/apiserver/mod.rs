@@ -107,7 +107,7 @@ impl ApiServer {
     ) -> Self {
         let registry = Registry::with_builtins();
         let crd_key =
-            registry::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+            crate::store::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
         for crd in store.list(&crd_key, None).0 {
             match registry::from_crd(&crd.value()) {
                 Ok(rt) => registry.insert(rt),

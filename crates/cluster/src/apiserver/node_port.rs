@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::ApiServer;
 use super::errors::{ApiError, Cause};
-use super::registry::ResourceKey;
+use crate::store::ResourceKey;
 
 /// The node port range: kube-apiserver's default `--service-node-port-range`.
 const RANGE: RangeInclusive<i64> = 30000..=32767;

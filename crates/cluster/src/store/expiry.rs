@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
+use super::ResourceKey;
 use super::{ObjectKey, Store};
-use crate::apiserver::registry::ResourceKey;
 
 /// How often the queue is looked at: an object goes within this long of its expiry.
 const CHECK_PERIOD: Duration = Duration::from_secs(1);

@@ -185,7 +185,7 @@ impl FeedReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::registry::ResourceKey;
+    use crate::store::ResourceKey;
     use crate::store::{EventType, StoredObject};
     use serde_json::json;
 

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::ObjectKey;
-use crate::apiserver::registry::ResourceKey;
+use super::ResourceKey;
 
 /// One indexed field of one resource.
 struct IndexedField {

@@ -21,6 +21,7 @@ mod feed;
 mod index;
 mod object;
 mod private;
+mod resource_key;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -29,13 +30,13 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::apiserver::registry::ResourceKey;
 use durable::Durable;
 use expiry::Expiring;
 pub(crate) use feed::Feed;
 pub use feed::{FEED_BYTES, FEED_EVENTS, FeedReceiver};
 use index::FieldIndexes;
 pub use object::{Event, EventType, StoredObject};
+pub use resource_key::ResourceKey;
 
 /// How many events the store remembers for watches that resume from an older resourceVersion.
 pub const DEFAULT_HISTORY: usize = 100_000;

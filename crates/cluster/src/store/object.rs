@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::apiserver::registry::ResourceKey;
+use super::ResourceKey;
 
 /// One stored object: its JSON value, its serialised form (so lists and watches only copy bytes), and its version.
 ///

@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::TryRecvError;
 use super::identity::{UserInfo, service_account_user};
 use super::rules::{Attributes, Rule, Target};
 use crate::apiserver::errors::ApiError;
-use crate::apiserver::registry::ResourceKey;
+use crate::store::ResourceKey;
 use crate::store::{FeedReceiver, Store};
 
 /// The API group of RBAC objects.

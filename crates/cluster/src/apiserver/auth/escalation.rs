@@ -22,7 +22,7 @@ use super::coverage;
 use super::identity::UserInfo;
 use super::rules::{Attributes, ResourceAttributes};
 use crate::apiserver::errors::ApiError;
-use crate::apiserver::registry::ResourceKey;
+use crate::store::ResourceKey;
 use crate::store::Store;
 
 /// The RBAC object a write is about.

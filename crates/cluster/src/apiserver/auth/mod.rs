@@ -15,8 +15,8 @@ use http::{HeaderMap, Method, header};
 use subtle::ConstantTimeEq;
 
 use super::errors::ApiError;
-use super::registry::ResourceKey;
 use super::request::{Endpoint, Query, Verb};
+use crate::store::ResourceKey;
 use crate::store::Store;
 use authorizer::Authorizer;
 use credentials::Credentials;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::apiserver::objects;
-use crate::apiserver::registry::ResourceKey;
+use crate::store::ResourceKey;
 use crate::store::{Store, StoredObject};
 
 /// An object's uid, shared between the maps that mention it.

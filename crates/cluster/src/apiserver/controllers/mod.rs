@@ -26,7 +26,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::ApiServer;
 use super::handlers::{DeletePolicy, delete_object};
 use super::objects;
-use super::registry::ResourceKey;
+use crate::store::ResourceKey;
 use crate::store::{Event, EventType, FeedReceiver, StoredObject};
 use graph::{Graph, Location, owner_uids};
 

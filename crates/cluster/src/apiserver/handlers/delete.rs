@@ -14,8 +14,9 @@ use super::RequestContext;
 use super::filter::Filter;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::objects::{self, now_rfc3339};
-use crate::apiserver::registry::{ResourceKey, ResourceType};
+use crate::apiserver::registry::ResourceType;
 use crate::apiserver::{ApiServer, ResponseBody, bytes_response, events, json_response};
+use crate::store::ResourceKey;
 use crate::store::{CommitError, StoredObject};
 
 /// The finalizer that makes an owner wait for its dependents.

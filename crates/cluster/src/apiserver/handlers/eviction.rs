@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use super::RequestContext;
 use super::delete::{DeletePolicy, delete_object};
 use crate::apiserver::errors::{ApiError, Cause};
-use crate::apiserver::registry::ResourceKey;
 use crate::apiserver::selector::LabelSelector;
 use crate::apiserver::{ApiServer, ResponseBody, json_response, objects};
+use crate::store::ResourceKey;
 use crate::store::{CommitError, StoredObject};
 
 /// How many times an eviction reads the pod and its budget again after a concurrent write before answering

@@ -221,7 +221,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::apiserver::registry::ResourceKey;
+    use crate::store::ResourceKey;
     use crate::store::Store;
 
     fn by_fields(selector: &str) -> Filter {

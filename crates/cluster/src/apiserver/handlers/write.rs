@@ -572,7 +572,7 @@ fn reset_status_on_create(ctx: &RequestContext, obj: &mut Value) {
 
 /// Refuse new content in a namespace that does not exist or is being deleted.
 fn namespace_accepts_content(server: &ApiServer, namespace: &str) -> Result<(), ApiError> {
-    let key = registry::ResourceKey::new("", "namespaces");
+    let key = crate::store::ResourceKey::new("", "namespaces");
     match server.store().get(&key, "", namespace) {
         None => Err(ApiError::not_found("", "namespaces", namespace)),
         Some(ns) if objects::is_terminating(&ns.value()) => Err(ApiError::forbidden(format!(

@@ -16,6 +16,7 @@ use builtins::builtin_resources;
 use super::scale::ScalePaths;
 use super::schema::Schema;
 use super::table::{self, Column};
+use crate::store::ResourceKey;
 
 /// Every verb a fully-featured resource supports, in the order discovery lists them.
 pub const ALL_VERBS: &[&str] = &[
@@ -111,33 +112,6 @@ impl ResourceType {
     /// `Kind` + `List`, the kind of list responses.
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
-    }
-}
-
-/// Identifies a resource in the store independently of its version (`apps/deployments`, `/pods`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ResourceKey(pub Arc<str>);
-
-impl ResourceKey {
-    /// Build the key from group and plural.
-    pub fn new(group: &str, plural: &str) -> Self {
-        Self(Arc::from(format!("{group}/{plural}")))
-    }
-
-    /// The API group part.
-    pub fn group(&self) -> &str {
-        self.0.split_once('/').map(|(g, _)| g).unwrap_or("")
-    }
-
-    /// The plural resource part.
-    pub fn plural(&self) -> &str {
-        self.0.split_once('/').map(|(_, p)| p).unwrap_or(&self.0)
-    }
-}
-
-impl std::fmt::Display for ResourceKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
     }
 }
 
