@@ -102,7 +102,7 @@ const ROLLOUT_LIMIT: Duration = Duration::from_secs(600);
 /// Node counts measured by default: `large` itself, and a tenth of it, where a rollout converges quickly.
 const NODE_COUNTS: [usize; 2] = [5000, 500];
 /// The `large` scenario, whose node count and registry the runs adjust.
-const LARGE: &str = include_str!("../crates/cluster/src/sim/scenarios/large.yaml");
+const LARGE: &str = include_str!("../crates/sim/src/scenarios/large.yaml");
 /// The Module's image in the registry, for `large`'s kernel, and the namespace the Module lives in.
 const REGISTRY_AND_NAMESPACE: &str = "
 registry:

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kmm_cluster::apiserver::ApiServer;
-use kmm_cluster::apiserver::registry::ResourceKey;
+use kmm_cluster::store::ResourceKey;
 use kmm_cluster::store::{DEFAULT_HISTORY, Store};
 use serde_json::{Value, json};
 

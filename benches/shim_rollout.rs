@@ -59,7 +59,7 @@ const ARCHIVE: &str = "https://shims.example.com/spin-v2.tar.gz";
 fn scenario() -> Scenario {
     let text = format!(
         "{}\nregistry:\n  shims:\n    - {{url: \"{ARCHIVE}\", binary: containerd-shim-spin-v2}}\n",
-        include_str!("../crates/cluster/src/sim/scenarios/large.yaml")
+        include_str!("../crates/sim/src/scenarios/large.yaml")
     );
     Scenario::parse(&text, "large", None).expect("the scenario parses")
 }

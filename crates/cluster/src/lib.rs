@@ -1,16 +1,15 @@
 //! The embedded cluster: a Kubernetes-compatible API server with a durable store, usable in-process through an
 //! ordinary `kube::Client` and over HTTPS by kubectl. It is what runs when there is no cluster at hand, and what
 //! every test runs against.
+//!
+//! This crate only puts the cluster together: [`EmbeddedCluster::start`] starts `kmm-apiserver`'s server and, with
+//! a scenario, `kmm-sim`'s node simulation. It re-exports both crates' modules under the names the console and the
+//! binary use, so they depend on this crate alone.
 
-pub mod apiserver;
-mod bootstrap;
-pub mod https;
-pub mod kubeconfig;
-pub mod private_files;
-pub mod room;
-pub mod sim;
-pub mod store;
-pub mod tls;
+pub use kmm_apiserver::{
+    apiserver, client_with_token, https, kubeconfig, private_files, room, store, tls,
+};
+pub use kmm_sim as sim;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,11 +18,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 use apiserver::ApiServer;
 use apiserver::auth::credentials::Credentials;
 use apiserver::controllers::kubernetes_service;
+use kmm_apiserver::bootstrap;
 use store::Store;
 
 /// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
@@ -260,24 +259,4 @@ pub fn exposure_warning(address: SocketAddr) -> Option<String> {
              names only localhost, 127.0.0.1 and ::1. Listen on 127.0.0.1 unless other machines must connect."
         )
     })
-}
-
-/// An in-process client of `server` presenting `token`; fails when the token cannot be a header value.
-pub fn client_with_token(server: &ApiServer, token: &str) -> anyhow::Result<kube::Client> {
-    let mut authorization = http::HeaderValue::from_str(&format!("Bearer {token}"))
-        .context("a bearer token must be printable ASCII")?;
-    authorization.set_sensitive(true);
-    Ok(bearer_client(server, authorization))
-}
-
-fn bearer_client(server: &ApiServer, authorization: http::HeaderValue) -> kube::Client {
-    let service = apiserver::Authenticated(server.clone()).map_request(
-        move |mut request: http::Request<kube::client::Body>| {
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, authorization.clone());
-            request
-        },
-    );
-    kube::Client::new(service, "default")
 }

@@ -1,0 +1,58 @@
+//! Starting and stopping a simulation.
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use super::scenario::Scenario;
+use super::{
+    OwnImagePrograms, World, disruption, endpoint_slices, inject, kubelet, mco, objects,
+    registry_record, scheduler, workloads,
+};
+use kmm_apiserver::apiserver::ApiServer;
+
+/// A running simulation.
+pub struct Simulation {
+    world: Arc<World>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Simulation {
+    /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
+    /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
+    /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet, ReplicationController and
+    /// EndpointSlice controllers and the follower of injected faults.
+    pub async fn start(
+        server: ApiServer,
+        client: kube::Client,
+        scenario: Scenario,
+        own_image: Option<OwnImagePrograms>,
+    ) -> anyhow::Result<Self> {
+        let world = World::new(server, client, scenario, own_image);
+        objects::check(&world).await?;
+        registry_record::adopt(&world).await?;
+        kubelet::register(&world).await?;
+        objects::apply(&world).await?;
+        let mut tasks = kubelet::spawn(world.clone());
+        tasks.push(scheduler::spawn(world.clone()));
+        tasks.push(mco::spawn(world.clone()));
+        tasks.push(workloads::spawn(world.clone()));
+        tasks.push(endpoint_slices::spawn(world.clone()));
+        tasks.push(disruption::spawn(world.clone()));
+        tasks.push(inject::spawn(world.clone()));
+        Ok(Self { world, tasks })
+    }
+
+    /// The shared state, for inspection (tests, the console's embedded mode).
+    pub fn world(&self) -> &Arc<World> {
+        &self.world
+    }
+
+    /// Stop every component.
+    pub fn shutdown(self) {
+        self.world.stop.cancel();
+        for task in self.tasks {
+            task.abort();
+        }
+    }
+}
