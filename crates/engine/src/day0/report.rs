@@ -1,7 +1,7 @@
 //! The ModuleDay0's status: `Available` (and `Ready`, its mirror), `Progressing` and `Degraded` with reasons a person
 //! can act on, the MachineConfig it manages and the image it last wrote there.
 
-use crate::status::set_condition;
+use crate::runtime::status::set_condition;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
 use kmm_api::day0::ModuleDay0Status;
 use kmm_api::day0::reasons::AS_EXPECTED;

@@ -8,7 +8,9 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
+use crate::runtime::context::{Context, Error, KubeResultExt};
+use crate::runtime::writes::patch_params;
+use crate::runtime::writes::post_params;
 use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::imagecache::{ImageCache, ImageCacheStatus, PURGE_REASON, REFRESH_ANNOTATION};
 

@@ -2,6 +2,7 @@
 //! nodes (labels, `status.images`) and the cache's pods. Nothing is remembered between passes, so a pass after a
 //! restart decides what the pass before the crash would have.
 
+use crate::runtime::settings::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,21 +49,12 @@ impl Default for Limits {
     }
 }
 
-/// Pods working at once in the whole cluster by default. A slot is freed when a pass sees its pod finished, and
-/// passes over a cache are at least `PACE` (750 ms) apart, so a rollout pulls about this many images per
-/// pass: on 5,000 nodes with 5 images each, 256 took 97 s in-process and 512 took 71 s (1024 took 57 s but peaked
-/// 34 MiB higher, with more pods and their Events in flight at once).
-pub const DEFAULT_CLUSTER_PULLS: usize = 512;
-
 /// How long after a pull pod succeeded its image may still be missing from the node's `status.images` (the kubelet
 /// reports node status every few seconds) before the image counts as removed since.
 pub const CONFIRM_GRACE: Duration = Duration::from_secs(30);
 
 /// How often a cache with work waiting for a slot looks again.
 const SLOT_POLL: Duration = Duration::from_secs(5);
-
-/// How long after a failed pull the first retry starts by default.
-pub const DEFAULT_FIRST_RETRY: Duration = Duration::from_secs(30);
 
 /// How long after failed attempt `attempt` the next one starts: `first` (30 s by default), doubling per attempt, at
 /// most twenty times `first` (10 minutes by default), so a registry down for hours is asked a few times an hour.

@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use crate::context::Error;
-use crate::digest::sha256_hex;
+use crate::runtime::context::Error;
+use crate::runtime::digest::sha256_hex;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::imagecache::names::{
     APP_LABEL, ATTEMPT_ANNOTATION, CACHE_LABEL, CONTROLLER_LABEL, IMAGE_ANNOTATION,
@@ -104,7 +104,11 @@ pub struct Work<'a> {
 }
 
 /// The pod doing `work` for `cache`, owned by the cache so that deleting the cache deletes its pods.
-pub fn pod(cache: &ImageCache, work: &Work, images: &crate::PodImages) -> Result<Pod, Error> {
+pub fn pod(
+    cache: &ImageCache,
+    work: &Work,
+    images: &crate::runtime::context::PodImages,
+) -> Result<Pod, Error> {
     let cache_name = cache.name_any();
     let node_name = work.node.name_any();
     let owner = cache.controller_owner_ref(&()).ok_or_else(|| {
@@ -467,7 +471,7 @@ pub fn humantime(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PodImages;
+    use crate::runtime::context::PodImages;
 
     fn cache() -> ImageCache {
         serde_json::from_value(serde_json::json!({

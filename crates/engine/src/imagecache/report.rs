@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::plan::{Mode, PairState, Plan, RemovalState};
-use crate::status::set_condition;
+use crate::runtime::status::set_condition;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
 use kmm_api::imagecache::PURGE_REASON;
 use kmm_api::imagecache::{

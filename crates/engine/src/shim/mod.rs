@@ -45,7 +45,7 @@ mod reconcile;
 mod report;
 mod runtime_class;
 
-use crate::metrics::Listed;
+use crate::runtime::metrics::Listed;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -60,11 +60,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{Context, retry_on_error};
-use super::digest::sha256_hex;
-use super::nodes;
-use super::shared::{SharedStore, SharedWatches};
-use super::stopping;
+use crate::runtime::context::{Context, retry_on_error};
+use crate::runtime::digest::sha256_hex;
+use crate::runtime::nodes;
+use crate::runtime::shared::{SharedStore, SharedWatches};
+use crate::runtime::stopping;
 use kmm_api::shim::{Shim, names};
 
 /// What a Shim pass reads besides the API: the shared node cache.
@@ -106,7 +106,12 @@ pub fn run(
         let controller = Controller::for_stream(shim_changes, shims);
         let all_shims = controller.store();
         let own_store = all_shims.clone();
-        let meter = context.meter("shim", crate::Family::Shims, 0, (own_store.clone(), listed));
+        let meter = context.meter(
+            "shim",
+            crate::runtime::family::Family::Shims,
+            0,
+            (own_store.clone(), listed),
+        );
         let shim_context = Arc::new(ShimContext {
             engine: context.clone(),
             nodes,
@@ -147,7 +152,7 @@ pub fn run(
 /// The engine-wide retry policy.
 fn error_policy(
     shim: Arc<Shim>,
-    error: &super::context::Error,
+    error: &crate::runtime::context::Error,
     context: Arc<ShimContext>,
 ) -> kube::runtime::controller::Action {
     retry_on_error(shim, error, context.engine.clone())

@@ -1,7 +1,7 @@
 //! Names of the installer pods the shim engine creates: one per node, Shim and operation, so two passes never start
 //! two installers for one node.
 
-use crate::digest::sha256_hex;
+use crate::runtime::digest::sha256_hex;
 use kmm_api::shim::names::Operation;
 
 /// The longest object name that is also a valid label value.

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::artifact::Artifact;
 use super::pod_names::pod_name;
-use crate::PodImages;
+use crate::runtime::context::PodImages;
 use kmm_api::shim::Shim;
 use kmm_api::shim::names::{self, Operation};
 

@@ -9,7 +9,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
+use crate::runtime::context::{Context, Error, KubeResultExt};
+use crate::runtime::writes::patch_params;
+use crate::runtime::writes::post_params;
 use kmm_api::shim::Shim;
 use kmm_api::shim::names;
 

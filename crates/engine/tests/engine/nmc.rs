@@ -14,8 +14,8 @@ use kmm_api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
     NodeModulesConfigSpec,
 };
-use kmm_engine::shared::SharedWatches;
-use kmm_engine::{Context, nmc};
+use kmm_engine::runtime::shared::SharedWatches;
+use kmm_engine::{Context, kmm::nmc};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};

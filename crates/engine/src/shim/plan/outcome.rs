@@ -112,4 +112,6 @@ pub struct Plan {
     pub paused: bool,
     /// The approval of the batch this pass starts, for the status's approval history.
     pub approved: Option<BatchApproval>,
+    /// Why nothing starts: the spec holds a value the engine refuses to act on (reason `InvalidSpec`).
+    pub invalid_spec: Option<String>,
 }
