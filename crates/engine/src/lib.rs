@@ -7,7 +7,7 @@
 //!   and its RuntimeClass.
 //! - **ImageCache** ([`imagecache`]): `ImageCache` → each cache's images kept on the nodes its lists select.
 //! - **Day-0** ([`day0`]): `ModuleDay0` → kernel modules baked into the OS image of a machine config pool, and the
-//!   kernels of the OS images the cluster names ([`day0::os_image_kernels`]).
+//!   kernels of the OS images the cluster names (`day0/os_image_kernels`).
 //!
 //! What the families run on lives in [`runtime`]: the shared [`Context`] and its error policy, events, back-off,
 //! metrics, health, leader election ([`runtime::leader`] makes sure two engines never act at once), the watches the
@@ -21,7 +21,7 @@ pub mod day0;
 pub mod imagecache;
 pub mod kmm;
 pub mod runtime;
-pub mod shim;
+mod shim;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

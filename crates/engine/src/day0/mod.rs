@@ -16,12 +16,12 @@
 
 pub mod handover;
 pub mod images;
-pub mod os_image_kernels;
+mod os_image_kernels;
 pub mod pools;
-pub mod reconcile;
-pub mod release;
-pub mod report;
-pub mod target;
+mod reconcile;
+mod release;
+mod report;
+mod target;
 
 use crate::runtime::metrics::Listed;
 use kube::runtime::WatchStreamExt;
@@ -104,19 +104,16 @@ pub fn run(
                 config(),
                 every(&day0s),
             )
-            .reconcile_all_on(day0_node_changes.map(drop))
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile::reconcile),
-                meter.error_policy(reconcile::error_policy),
-                shared_context.clone(),
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "ModuleDay0 pass did not complete");
-                }
-            });
-        let day0_controller = stopping::until_stopped(day0_passes, &day0s, &stop);
+            .reconcile_all_on(day0_node_changes.map(drop));
+        let day0_controller = stopping::drive(
+            day0_passes,
+            &meter,
+            reconcile::reconcile,
+            reconcile::error_policy,
+            shared_context.clone(),
+            &stop,
+            "ModuleDay0",
+        );
         let (configs, writer) = kube::runtime::reflector::store();
         let listed = Listed::default();
         let changes = listed
@@ -141,20 +138,17 @@ pub fn run(
                         .get(kmm_api::kmm::labels::MACHINE_CONFIG)
                         .map(|name| ObjectRef::<MachineConfig>::new(name))
                 },
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                handover_meter.reconciler(handover::reconcile),
-                handover_meter.error_policy(reconcile::error_policy),
-                shared_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
-                }
-            });
-        let handover_controller = stopping::until_stopped(handover_passes, &configs, &stop);
-        let kernels = crate::day0::os_image_kernels::run(context.clone(), stop.clone());
+            );
+        let handover_controller = stopping::drive(
+            handover_passes,
+            &handover_meter,
+            handover::reconcile,
+            reconcile::error_policy,
+            shared_context,
+            &stop,
+            "MachineConfig hand-over",
+        );
+        let kernels = os_image_kernels::run(context.clone(), stop.clone());
         let pipeline = async {
             if !context.runs(Family::Kmm) {
                 tokio::join!(

@@ -38,7 +38,7 @@ pub struct Day0Context {
 }
 
 /// The error policy of the day-0 reconcilers: the engine's, on the day-0 context.
-pub fn error_policy<K: kube::Resource<DynamicType = ()>>(
+pub(super) fn error_policy<K: kube::Resource<DynamicType = ()>>(
     object: Arc<K>,
     error: &Error,
     context: Arc<Day0Context>,
@@ -47,7 +47,10 @@ pub fn error_policy<K: kube::Resource<DynamicType = ()>>(
 }
 
 /// One pass over a ModuleDay0; a failure a person must act on is told on it (see [`attention`]).
-pub async fn reconcile(day0: Arc<ModuleDay0>, context: Arc<Day0Context>) -> Result<Action, Error> {
+pub(super) async fn reconcile(
+    day0: Arc<ModuleDay0>,
+    context: Arc<Day0Context>,
+) -> Result<Action, Error> {
     let outcome = reconcile_day0(&day0, &context).await;
     attention::conclude_with_condition(&context.engine, day0.as_ref(), &outcome).await;
     outcome

@@ -35,7 +35,6 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
@@ -57,9 +56,9 @@ use crate::runtime::stopping;
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 pub use self::plan::backoff;
-pub use crate::runtime::settings::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY};
 pub use self::pods::image_hash;
 pub use self::reference::canonical;
+pub use crate::runtime::settings::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY};
 
 /// What the cache reconciler reads besides the cache.
 struct CacheContext {
@@ -124,7 +123,7 @@ pub fn run(
             },
             last_pass: Default::default(),
         });
-        let passes = controller
+        let wired = controller
             .owns(
                 Api::<Pod>::all(client),
                 watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR),
@@ -137,19 +136,16 @@ pub fn run(
                     .collect::<Vec<_>>()
             })
             // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
-            .with_config(controller::Config::default().concurrency(1))
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile),
-                meter.error_policy(error_policy),
-                cache_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "ImageCache pass did not complete");
-                }
-            });
-        let reconciler = stopping::until_stopped(passes, &own_store, &stop);
+            .with_config(controller::Config::default().concurrency(1));
+        let reconciler = stopping::drive(
+            wired,
+            &meter,
+            reconcile,
+            error_policy,
+            cache_context,
+            &stop,
+            "ImageCache",
+        );
         match refresh {
             Some(period) => {
                 tokio::join!(

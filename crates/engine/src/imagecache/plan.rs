@@ -21,11 +21,11 @@ use kmm_api::imagecache::{
 
 mod outcome;
 
-pub use outcome::{Finished, Mode, NewPod, PairState, Plan, RemovalState};
+pub(super) use outcome::{Finished, Mode, NewPod, PairState, Plan, RemovalState};
 
 /// Bounds on the work in flight and on each pull.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(super) struct Limits {
     /// Pods working on one node at once (all caches together): a node pulls a few images at a time, as a kubelet
     /// pulling serially would anyway.
     pub per_node: usize,
@@ -51,7 +51,7 @@ impl Default for Limits {
 
 /// How long after a pull pod succeeded its image may still be missing from the node's `status.images` (the kubelet
 /// reports node status every few seconds) before the image counts as removed since.
-pub const CONFIRM_GRACE: Duration = Duration::from_secs(30);
+pub(super) const CONFIRM_GRACE: Duration = Duration::from_secs(30);
 
 /// How often a cache with work waiting for a slot looks again.
 const SLOT_POLL: Duration = Duration::from_secs(5);
@@ -65,7 +65,7 @@ pub fn backoff(attempt: u32, first: Duration) -> Duration {
 
 /// Pods working now, across every cache.
 #[derive(Clone, Debug, Default)]
-pub struct Busy {
+pub(super) struct Busy {
     /// In the whole cluster.
     pub total: usize,
     /// Per node name.
@@ -73,7 +73,7 @@ pub struct Busy {
 }
 
 /// What a pass reads.
-pub struct Observed<'a> {
+pub(super) struct Observed<'a> {
     /// The cache, read afresh.
     pub cache: &'a ImageCache,
     /// Every node.
@@ -96,7 +96,7 @@ pub struct Observed<'a> {
 type NodeImage = (String, String);
 
 /// Decide one pass.
-pub fn plan(observed: Observed) -> Plan {
+pub(super) fn plan(observed: Observed) -> Plan {
     Planner::new(observed).run()
 }
 

@@ -7,7 +7,7 @@ use kmm_api::kmm::Module;
 /// status is left out: it is this reconciler's own output, and a pass over thousands of nodes after each status
 /// write would never let a busy Module rest. The device plugin reconciler, which writes the status too, follows the
 /// same fields.
-pub fn module_fingerprint(module: &Module) -> Option<u64> {
+pub(super) fn module_fingerprint(module: &Module) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     module.metadata.generation.hash(&mut hasher);

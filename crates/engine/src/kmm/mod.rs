@@ -8,8 +8,8 @@
 //! `PreflightValidation` → [`preflight`] checks every Module against the kernel of a planned upgrade, through a
 //! ModuleImagesConfig per Module on the same image pipeline. [`kernel`] picks the image a node's kernel gets.
 
-pub mod deviceplugin;
-pub mod fingerprint;
+mod deviceplugin;
+mod fingerprint;
 pub mod kernel;
 pub mod mbsc;
 pub mod mic;
@@ -31,7 +31,7 @@ pub fn run(
     context: Arc<Context>,
     shared: &crate::runtime::shared::SharedWatches,
     stop: CancellationToken,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
+) -> impl Future<Output = ()> + Send + 'static {
     let modules = module::run(context.clone(), shared, stop.clone());
     let nmcs = nmc::run(context.clone(), shared, stop.clone());
     let plugins = deviceplugin::run(context.clone(), shared, stop.clone());

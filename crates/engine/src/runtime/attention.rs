@@ -35,7 +35,7 @@ const ACTION_LIMIT: usize = 128;
 
 /// End a pass over an object whose kind reports no conditions: a success ends its failing streak; a failure a
 /// person must act on is published as an Event when it is news.
-pub async fn conclude<K>(context: &Context, object: &K, outcome: &Result<Action, Error>)
+pub(crate) async fn conclude<K>(context: &Context, object: &K, outcome: &Result<Action, Error>)
 where
     K: Resource<DynamicType = ()>,
 {
@@ -43,7 +43,7 @@ where
 }
 
 /// [`conclude`], and on a failure a person must act on, the object's `Degraded` condition set to it.
-pub async fn conclude_with_condition<K>(
+pub(crate) async fn conclude_with_condition<K>(
     context: &Context,
     object: &K,
     outcome: &Result<Action, Error>,
@@ -147,7 +147,7 @@ async fn set_degraded<K: Conditioned>(context: &Context, object: &K, attention: 
 
 /// How the engine writes a kind's status: with the verb its RBAC grants on `<kind>/status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StatusVerb {
+pub(crate) enum StatusVerb {
     /// A JSON merge patch of the status.
     Patch,
     /// A replace of the whole status.
@@ -155,7 +155,7 @@ pub enum StatusVerb {
 }
 
 /// A kind a person creates and reads the conditions of, which the engine marks `Degraded` when a person must act.
-pub trait Conditioned:
+pub(crate) trait Conditioned:
     Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
 {
     /// How the engine writes the kind's status.

@@ -9,20 +9,20 @@
 use std::time::Duration;
 
 /// The delay before the first retry of a failure a conflict did not cause.
-pub const FIRST: Duration = Duration::from_secs(1);
+pub(crate) const FIRST: Duration = Duration::from_secs(1);
 
 /// The longest delay between retries of an object that keeps failing: long enough that a failure only a person
 /// can fix costs nothing worth mentioning, short enough that the fix is picked up within minutes.
-pub const CAP: Duration = Duration::from_secs(300);
+pub(crate) const CAP: Duration = Duration::from_secs(300);
 
 /// The delay before the first retry of a conflict.
-pub const CONFLICT_FIRST: Duration = Duration::from_millis(500);
+pub(crate) const CONFLICT_FIRST: Duration = Duration::from_millis(500);
 
 /// The longest delay between retries of an object whose writes keep losing races.
-pub const CONFLICT_CAP: Duration = Duration::from_secs(8);
+pub(crate) const CONFLICT_CAP: Duration = Duration::from_secs(8);
 
 /// How far jitter moves a delay either way, as a fraction of it.
-pub const JITTER: f64 = 0.2;
+pub(crate) const JITTER: f64 = 0.2;
 
 /// What a failure was, as far as its retry delay goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,12 +35,12 @@ pub enum Failure {
 
 /// The delay before retry number `attempt` (1 for the first retry) after a failure of kind `failure`: the first
 /// delay doubled per attempt, capped, then moved by up to [`JITTER`] either way.
-pub fn delay(attempt: u32, failure: Failure) -> Duration {
+pub(crate) fn delay(attempt: u32, failure: Failure) -> Duration {
     jittered(nominal(attempt, failure))
 }
 
 /// The delay before retry number `attempt` without jitter.
-pub fn nominal(attempt: u32, failure: Failure) -> Duration {
+pub(crate) fn nominal(attempt: u32, failure: Failure) -> Duration {
     let (first, cap) = match failure {
         Failure::Conflict => (CONFLICT_FIRST, CONFLICT_CAP),
         Failure::Other => (FIRST, CAP),
@@ -51,7 +51,7 @@ pub fn nominal(attempt: u32, failure: Failure) -> Duration {
 }
 
 /// `period` moved by a uniformly random fraction of up to [`JITTER`] either way.
-pub fn jittered(period: Duration) -> Duration {
+pub(crate) fn jittered(period: Duration) -> Duration {
     period.mul_f64(rand::random_range(1.0 - JITTER..=1.0 + JITTER))
 }
 

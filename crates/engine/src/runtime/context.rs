@@ -172,7 +172,7 @@ pub enum Error {
 }
 
 /// A kube error in one line: the API's own message and reason, without the debug dump of its `Status`.
-pub fn describe(error: &kube::Error) -> String {
+pub(crate) fn describe(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => {
             format!("{} ({} {})", status.message, status.code, status.reason)
@@ -238,11 +238,11 @@ impl Error {
 }
 
 /// Reason of a failure the API refused the engine (403).
-pub const FORBIDDEN: &str = "Forbidden";
+pub(crate) const FORBIDDEN: &str = "Forbidden";
 /// Reason of a failure to create an object in a namespace that does not exist.
-pub const NAMESPACE_MISSING: &str = "NamespaceMissing";
+pub(crate) const NAMESPACE_MISSING: &str = "NamespaceMissing";
 /// Reason of a write the API server refused (400, 422).
-pub const REJECTED: &str = "Rejected";
+pub(crate) const REJECTED: &str = "Rejected";
 
 /// A failure a person must act on: what the engine tells them in an Event and a condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,7 +256,7 @@ pub struct Attention {
 }
 
 /// Attach what the engine was doing to a kube error.
-pub trait KubeResultExt<T> {
+pub(crate) trait KubeResultExt<T> {
     /// `Err(kube)` becomes `Error::Kube { action, .. }`.
     fn doing(self, action: impl FnOnce() -> String) -> Result<T, Error>;
 }
@@ -272,7 +272,7 @@ impl<T> KubeResultExt<T> for Result<T, kube::Error> {
 
 /// The error policy every reconciler uses: retry after the object's next backoff step (fast for a lost race), and
 /// log the failure, as a warning only when it is news (see [`Failures::failed`]).
-pub fn retry_on_error<K: Resource<DynamicType = ()>>(
+pub(crate) fn retry_on_error<K: Resource<DynamicType = ()>>(
     object: Arc<K>,
     error: &Error,
     ctx: Arc<Context>,

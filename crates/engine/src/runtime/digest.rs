@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 /// The SHA-256 of `data`, as 64 lower-case hexadecimal digits.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
         .iter()
         .map(|byte| format!("{byte:02x}"))

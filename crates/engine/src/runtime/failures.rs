@@ -18,11 +18,11 @@ use crate::runtime::backoff::{self, Failure};
 const STALE: Duration = Duration::from_secs(900);
 
 /// How often the same warning may reach the log while an object keeps failing the same way.
-pub const WARN_EVERY: Duration = Duration::from_secs(300);
+pub(crate) const WARN_EVERY: Duration = Duration::from_secs(300);
 
 /// How often the same Event may be published again while an object keeps failing the same way: often enough that
 /// it outlives the API server's Event time-to-live (an hour by default), rarely enough to be no flood.
-pub const TELL_EVERY: Duration = Duration::from_secs(1800);
+pub(crate) const TELL_EVERY: Duration = Duration::from_secs(1800);
 
 /// An object, by kind, namespace and name: the key of its streak.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

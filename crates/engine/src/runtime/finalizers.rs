@@ -13,7 +13,7 @@ use crate::runtime::writes::patch_params;
 
 /// Whether a write of the finalizer list must meet the object as it was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Guard {
+pub(crate) enum Guard {
     /// The write carries the resourceVersion read, so a list someone changed meanwhile is never overwritten (the
     /// write answers 409 and the next pass reads it again).
     ResourceVersion,
@@ -23,12 +23,12 @@ pub enum Guard {
 }
 
 /// Whether `object` carries `finalizer`.
-pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
+pub(crate) fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
     object.finalizers().iter().any(|f| f == finalizer)
 }
 
 /// Add `finalizer` to `object`, guarded by the resourceVersion read; nothing is written when it is there already.
-pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<(), kube::Error>
+pub(crate) async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<(), kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
@@ -41,7 +41,7 @@ where
 }
 
 /// Remove `finalizer` from `object`, keeping any other; nothing is written when it is not there.
-pub async fn remove<K>(
+pub(crate) async fn remove<K>(
     api: &Api<K>,
     object: &K,
     finalizer: &str,

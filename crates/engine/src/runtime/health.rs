@@ -72,7 +72,7 @@ pub enum Readiness {
 }
 
 /// Run `engine` with `health` saying it runs until it returns.
-pub async fn track<F: std::future::Future>(health: &Health, engine: F) -> F::Output {
+pub async fn track<F: Future>(health: &Health, engine: F) -> F::Output {
     health.set_engine_running(true);
     let output = engine.await;
     health.set_engine_running(false);

@@ -2,16 +2,16 @@
 //! back-off, finalizers, status writes, metrics and health endpoints, the resync period, leader election, the
 //! watches the families share, the upstream operators the engine steps aside for, and the RBAC it needs.
 
-pub mod attention;
-pub mod backoff;
+pub(crate) mod attention;
+pub(crate) mod backoff;
 pub mod causes;
-pub mod context;
-pub mod digest;
+pub(crate) mod context;
+pub(crate) mod digest;
 pub mod endpoint;
-pub mod events;
-pub mod failures;
-pub mod family;
-pub mod finalizers;
+pub(crate) mod events;
+pub(crate) mod failures;
+pub(crate) mod family;
+pub(crate) mod finalizers;
 pub mod health;
 pub mod leader;
 pub mod metrics;
@@ -19,9 +19,9 @@ pub mod nodes;
 pub mod object_names;
 pub mod operators;
 pub mod rbac;
-pub mod resync;
-pub mod settings;
+pub(crate) mod resync;
+pub(crate) mod settings;
 pub mod shared;
 pub mod status;
-pub mod stopping;
+pub(crate) mod stopping;
 pub mod writes;

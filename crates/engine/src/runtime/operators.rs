@@ -288,17 +288,17 @@ pub fn follow(
         let (leases, lease_writer) = reflector::store::<Lease>();
         let (deployments, deployment_writer) = reflector::store::<Deployment>();
         let (bindings, binding_writer) = reflector::store::<ClusterRoleBinding>();
-        let mut lease_events = reflector::reflector(
+        let mut lease_events = reflector(
             lease_writer,
             watcher(Api::all(client.clone()), watcher::Config::default()).default_backoff(),
         )
         .boxed();
-        let mut deployment_events = reflector::reflector(
+        let mut deployment_events = reflector(
             deployment_writer,
             watcher(Api::all(client.clone()), watcher::Config::default()).default_backoff(),
         )
         .boxed();
-        let mut binding_events = reflector::reflector(
+        let mut binding_events = reflector(
             binding_writer,
             watcher(Api::all(client), watcher::Config::default()).default_backoff(),
         )

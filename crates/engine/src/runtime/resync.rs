@@ -18,15 +18,15 @@ use crate::runtime::backoff::jittered;
 
 /// The default resync period. Ten minutes bounds how long a missed change goes unhealed, while an idle engine on
 /// 5,000 nodes makes about eight NodeModulesConfig passes a second (a few reads each, no writes) for it.
-pub const DEFAULT_PERIOD: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_PERIOD: Duration = Duration::from_secs(600);
 
 /// What a pass that ended without failing returns: look again after about `period`.
-pub fn after(period: Duration) -> Action {
+pub(crate) fn after(period: Duration) -> Action {
     crate::runtime::metrics::requeue(jittered(period))
 }
 
 /// What a pass that needs to look again within `soon` returns (a pull's deadline, a backoff it keeps itself): the
 /// sooner of that and the resync.
-pub fn within(period: Duration, soon: Duration) -> Action {
+pub(crate) fn within(period: Duration, soon: Duration) -> Action {
     crate::runtime::metrics::requeue(jittered(period).min(soon))
 }

@@ -404,7 +404,7 @@ fn changed_only<K>(
     fingerprint: fn(&K) -> u64,
 ) -> impl Stream<Item = Arc<K>> + Send + 'static
 where
-    K: kube::Resource + Send + Sync + 'static,
+    K: Resource + Send + Sync + 'static,
 {
     let mut seen: HashMap<(Option<String>, String), u64> = HashMap::new();
     let key = |object: &K| {

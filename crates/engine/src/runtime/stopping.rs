@@ -6,17 +6,59 @@
 //! its stopped watches will never deliver, and the engine's wind-down with it. [`until_stopped`] ends such a
 //! controller at once: no pass has started, so there is nothing to wait for.
 
+use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
+use std::sync::Arc;
 
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
+use kube::Resource;
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{Lookup, Store};
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
+
+use crate::runtime::metrics::Meter;
+
+/// Run `controller` until `stop`, its passes and their retries metered by `meter`, and end it as
+/// [`until_stopped`] does; a pass that did not complete is logged under `what`. Every reconciler ends its
+/// controller here, so all of them stop, meter and log alike.
+pub(crate) async fn drive<K, C, E, R, Fut, P>(
+    controller: Controller<K>,
+    meter: &Meter,
+    reconcile: R,
+    policy: P,
+    context: Arc<C>,
+    stop: &CancellationToken,
+    what: &'static str,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Send + Sync + 'static,
+    E: std::error::Error + Send + 'static,
+    R: FnMut(Arc<K>, Arc<C>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    P: Fn(Arc<K>, &E, Arc<C>) -> Action + Send + Sync + 'static,
+{
+    let store = controller.store();
+    let passes = controller
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(
+            meter.reconciler(reconcile),
+            meter.error_policy(policy),
+            context,
+        )
+        .for_each(move |result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "{what} pass did not complete");
+            }
+        });
+    until_stopped(passes, &store, stop).await;
+}
 
 /// Drive `passes` (a Controller's run stream, consumed) until it ends, which it does once `stop` is cancelled and
 /// its in-flight passes are done; or, when `stop` comes before `store` (the controller's own) has seen its first
 /// list, right away.
-pub async fn until_stopped<K>(
+pub(crate) async fn until_stopped<K>(
     passes: impl Future<Output = ()>,
     store: &Store<K>,
     stop: &CancellationToken,

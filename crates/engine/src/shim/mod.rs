@@ -68,7 +68,7 @@ use crate::runtime::stopping;
 use kmm_api::shim::{Shim, names};
 
 /// What a Shim pass reads besides the API: the shared node cache.
-pub struct ShimContext {
+pub(crate) struct ShimContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
     /// Every node.
@@ -77,7 +77,7 @@ pub struct ShimContext {
 
 /// The Shim reconciler, subscribed to the shared node watch now (before it starts); the future runs it until
 /// `stop` is cancelled.
-pub fn run(
+pub(crate) fn run(
     context: Arc<Context>,
     shared: &SharedWatches,
     stop: CancellationToken,
@@ -116,7 +116,7 @@ pub fn run(
             engine: context.clone(),
             nodes,
         });
-        let passes = controller
+        let wired = controller
             .owns(
                 Api::<RuntimeClass>::all(client),
                 watcher::Config::default().labels(names::RUNTIME_CLASS_SHIM),
@@ -133,19 +133,17 @@ pub fn run(
                         .map(|s| ObjectRef::from_obj(s.as_ref()))
                         .collect::<Vec<_>>()
                 },
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile::reconcile),
-                meter.error_policy(error_policy),
-                shim_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "shim reconcile");
-                }
-            });
-        stopping::until_stopped(passes, &own_store, &stop).await;
+            );
+        stopping::drive(
+            wired,
+            &meter,
+            reconcile::reconcile,
+            error_policy,
+            shim_context,
+            &stop,
+            "Shim",
+        )
+        .await;
     }
 }
 
@@ -160,7 +158,7 @@ fn error_policy(
 
 /// Hash of what a node installs: the archives and the runtime options. Stable across engine restarts and releases
 /// (SHA-256 of canonical JSON, whose maps are ordered), short enough for an annotation.
-pub fn spec_hash(shim: &Shim) -> String {
+pub(crate) fn spec_hash(shim: &Shim) -> String {
     let fetch = &shim.spec.fetch_strategy;
     let subject = json!({
         "anonHttp": fetch.anon_http,

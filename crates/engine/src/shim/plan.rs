@@ -17,10 +17,10 @@ mod approvals;
 mod outcome;
 mod starts;
 
-pub use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
+pub(super) use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
 
 /// What a pass plans from.
-pub struct Inputs<'a> {
+pub(super) struct Inputs<'a> {
     /// The Shim, read fresh.
     pub shim: &'a Shim,
     /// Hash of the spec parts nodes install.
@@ -32,7 +32,7 @@ pub struct Inputs<'a> {
 }
 
 /// Plan one pass.
-pub fn plan(inputs: &Inputs<'_>) -> Plan {
+pub(super) fn plan(inputs: &Inputs<'_>) -> Plan {
     Planner::new(inputs).run()
 }
 

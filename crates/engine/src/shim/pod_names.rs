@@ -10,7 +10,7 @@ const NAME_MAX: usize = 63;
 /// Name of the pod doing `operation` for `shim` on `node`: `<node>-<shim>-<operation>`, as upstream names its Jobs.
 /// A name longer than 63 characters is cut and ends in a digest of the full name, so that two long node names
 /// sharing a prefix never share a pod.
-pub fn pod_name(node: &str, shim: &str, operation: Operation) -> String {
+pub(super) fn pod_name(node: &str, shim: &str, operation: Operation) -> String {
     let full = format!("{node}-{shim}-{}", operation.as_str());
     if full.len() <= NAME_MAX {
         return full;

@@ -24,7 +24,10 @@ use kmm_api::shim::names::{self, Operation};
 use kmm_api::shim::{Shim, ShimStatus};
 
 /// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).
-pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<Action, Error> {
+pub(super) async fn reconcile(
+    object: Arc<Shim>,
+    context: Arc<ShimContext>,
+) -> Result<Action, Error> {
     let outcome = reconcile_shim(&object, &context).await;
     attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
     outcome

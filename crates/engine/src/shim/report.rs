@@ -25,7 +25,7 @@ use super::plan::Rollout;
 use crate::runtime::status::set_condition;
 
 /// The status a pass writes for `shim`.
-pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
+pub(super) fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
     let previous = shim.status.clone().unwrap_or_default();
     let generation = shim.metadata.generation;
     let deleting = shim.metadata.deletion_timestamp.is_some();

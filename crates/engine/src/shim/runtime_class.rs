@@ -38,7 +38,7 @@ fn selector(shim: &str) -> BTreeMap<String, String> {
 }
 
 /// Create or correct the Shim's RuntimeClass and remove classes it named before.
-pub async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
+pub(super) async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
     let api = Api::<RuntimeClass>::all(context.client.clone());
     let want = desired(shim);
     let name = want.name_any();
@@ -97,7 +97,11 @@ pub async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
 }
 
 /// Delete the RuntimeClasses the Shim keeps, except `keep`.
-pub async fn remove_owned(context: &Context, shim: &Shim, keep: Option<&str>) -> Result<(), Error> {
+pub(super) async fn remove_owned(
+    context: &Context,
+    shim: &Shim,
+    keep: Option<&str>,
+) -> Result<(), Error> {
     let api = Api::<RuntimeClass>::all(context.client.clone());
     let shim_name = shim.name_any();
     let owned = api

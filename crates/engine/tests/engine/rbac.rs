@@ -70,7 +70,8 @@ where
 pub(super) async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     let admin = harness.client();
     let namespace = DEFAULT_LEASE_NAMESPACE;
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a namespace");
     apply(Api::<Namespace>::all(admin.clone()), &ns).await;
     apply(
         Api::<ServiceAccount>::namespaced(admin.clone(), namespace),

@@ -16,13 +16,12 @@
 //! finds its pods by their fixed names and the record as it left it. It belongs to the day-0 family, which already
 //! follows MachineConfigs and the release.
 
-pub mod named;
-pub mod pod;
+pub(super) mod named;
+pub(super) mod pod;
 mod reconcile;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::Api;
 use kube::runtime::controller::Controller;
@@ -40,7 +39,7 @@ use kmm_api::day0::{ClusterVersion, MachineConfig};
 use kmm_api::kmm::os_image_kernels::{CONFIG_MAP, NAMESPACE, POD_LABEL};
 
 /// What a pass reads besides the API: the MachineConfigs and the release's OS image ConfigMap, kept by watches.
-pub struct KernelsContext {
+pub(super) struct KernelsContext {
     /// Client, events, failures.
     pub engine: Arc<Context>,
     /// Every MachineConfig.
@@ -50,7 +49,7 @@ pub struct KernelsContext {
 }
 
 /// The reconciler; run it until `stop`.
-pub async fn run(context: Arc<Context>, stop: CancellationToken) {
+pub(super) async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
     let config = watcher::Config::default;
     let (versions, writer) = reflector::store();
@@ -89,7 +88,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
         machine_configs,
         release_os_image,
     });
-    let passes = controller
+    let wired = controller
         .watches_stream(machine_config_changes, every(&versions))
         .watches_stream(release_changes, every(&versions))
         .watches(
@@ -101,17 +100,15 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             Api::<Pod>::namespaced(client, NAMESPACE),
             config().labels(POD_LABEL),
             every(&versions),
-        )
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile::reconcile),
-            meter.error_policy(reconcile::error_policy),
-            kernels_context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "OS image kernel pass did not complete");
-            }
-        });
-    stopping::until_stopped(passes, &versions, &stop).await;
+        );
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile::reconcile,
+        reconcile::error_policy,
+        kernels_context,
+        &stop,
+        "OS image kernel",
+    )
+    .await;
 }

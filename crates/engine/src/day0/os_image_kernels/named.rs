@@ -18,7 +18,7 @@ use kmm_api::day0::{MachineConfig, MachineConfigPool};
 const OS_IMAGE_URL_KEY: &str = "osImageURL";
 
 /// Every OS image named, with its namers (`MachineConfig <name>`, `release <version>`), sorted.
-pub fn named_images(
+pub(crate) fn named_images(
     configs: &[impl AsRef<MachineConfig>],
     release_os_image: Option<&ConfigMap>,
 ) -> BTreeMap<String, Vec<String>> {

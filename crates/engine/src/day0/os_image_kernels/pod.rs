@@ -20,17 +20,17 @@ const CONTAINER: &str = "kernel";
 const MODULES_DIRECTORY: &str = "/usr/lib/modules";
 
 /// The first ten hexadecimal digits of the SHA-256 of the image reference: the pod's label value and name suffix.
-pub fn image_hash(image: &str) -> String {
+pub(crate) fn image_hash(image: &str) -> String {
     sha256_hex(image.as_bytes())[..10].to_owned()
 }
 
 /// The name of the pod reading `image`.
-pub fn pod_name(image: &str) -> String {
+pub(crate) fn pod_name(image: &str) -> String {
     format!("os-image-kernel-{}", image_hash(image))
 }
 
 /// The pod reading `image`'s kernel.
-pub fn pod(image: &str) -> Pod {
+pub(crate) fn pod(image: &str) -> Pod {
     Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(image)),
@@ -66,13 +66,13 @@ pub fn pod(image: &str) -> Pod {
 }
 
 /// The image a reading pod runs, from its annotation.
-pub fn pod_image(pod: &Pod) -> Option<&str> {
+pub(crate) fn pod_image(pod: &Pod) -> Option<&str> {
     pod.annotations().get(IMAGE_ANNOTATION).map(String::as_str)
 }
 
 /// Where a reading pod is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// The listing ran: its log holds the kernel.
     Listed,
     /// The image cannot be read: why.
@@ -84,7 +84,7 @@ pub enum Progress {
 }
 
 /// Where `pod` is.
-pub fn progress(pod: &Pod) -> Progress {
+pub(crate) fn progress(pod: &Pod) -> Progress {
     match pull_answer(pod) {
         PullAnswer::Pulled if succeeded(pod) => Progress::Listed,
         PullAnswer::Pulled => Progress::Failed(format!(

@@ -40,7 +40,7 @@ enum Reading {
 }
 
 /// One pass over the cluster's OS images.
-pub async fn reconcile(
+pub(super) async fn reconcile(
     _version: Arc<ClusterVersion>,
     context: Arc<KernelsContext>,
 ) -> Result<Action, Error> {
@@ -127,7 +127,7 @@ pub async fn reconcile(
 }
 
 /// A failed pass is retried with the engine's backoff, and told once where a person must act (a grant missing).
-pub fn error_policy(
+pub(super) fn error_policy(
     version: Arc<ClusterVersion>,
     error: &Error,
     context: Arc<KernelsContext>,

@@ -13,7 +13,7 @@ use kmm_api::errors::is_not_found;
 use kmm_api::kmm::labels;
 
 /// The selector of the Module's device plugin DaemonSets and pods.
-pub fn plugin_selector(module: &str) -> String {
+pub(crate) fn plugin_selector(module: &str) -> String {
     format!(
         "{}={module},{}={}",
         labels::MODULE_NAME,
@@ -25,7 +25,11 @@ pub fn plugin_selector(module: &str) -> String {
 /// Delete the Module's device plugin DaemonSets and take its target label off every node, and its ready label off
 /// every node without a ready plugin pod. Returns whether plugin pods are still there (they stop once their
 /// DaemonSet is gone; the caller looks again).
-pub async fn remove(client: &kube::Client, namespace: &str, module: &str) -> Result<bool, Error> {
+pub(crate) async fn remove(
+    client: &kube::Client,
+    namespace: &str,
+    module: &str,
+) -> Result<bool, Error> {
     let selector = ListParams::default().labels(&plugin_selector(module));
     let daemon_sets: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
     let existing = daemon_sets

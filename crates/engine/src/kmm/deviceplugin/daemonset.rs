@@ -23,7 +23,7 @@ const KUBELET_DEVICE_PLUGINS_PATH: &str = "/var/lib/kubelet/device-plugins";
 const KUBELET_DEVICE_PLUGINS_VOLUME: &str = "kubelet-device-plugins";
 
 /// The module version the Module's device plugin runs for now (empty without an ordered upgrade).
-pub fn module_version(module: &Module) -> &str {
+pub(super) fn module_version(module: &Module) -> &str {
     module
         .spec
         .module_loader
@@ -33,7 +33,11 @@ pub fn module_version(module: &Module) -> &str {
 }
 
 /// The module version a device plugin DaemonSet runs for (empty when it carries no version label).
-pub fn daemon_set_version<'d>(daemon_set: &'d DaemonSet, namespace: &str, module: &str) -> &'d str {
+pub(super) fn daemon_set_version<'d>(
+    daemon_set: &'d DaemonSet,
+    namespace: &str,
+    module: &str,
+) -> &'d str {
     daemon_set
         .labels()
         .get(&labels::version_schedule_pod(namespace, module))
@@ -100,7 +104,7 @@ fn container(spec: &CommonContainerSpec, name: &str, preset: Vec<VolumeMount>) -
 }
 
 /// The DaemonSet spec, labels and its hash for `module`'s device plugin `plugin`.
-pub struct Desired {
+pub(super) struct Desired {
     /// Labels of the DaemonSet (also its selector and its pods' labels).
     pub labels: BTreeMap<String, String>,
     /// The spec.
@@ -110,7 +114,7 @@ pub struct Desired {
 }
 
 /// What the device plugin DaemonSet of `module` should be.
-pub fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> Desired {
+pub(super) fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> Desired {
     let (labels, node_selector) = labels_and_node_selector(module, namespace);
     let mut volumes = vec![Volume {
         name: KUBELET_DEVICE_PLUGINS_VOLUME.to_owned(),
@@ -162,7 +166,7 @@ pub fn desired(module: &Module, plugin: &DevicePluginSpec, namespace: &str) -> D
 
 /// A new DaemonSet object for `desired`, owned by the Module (so the API server's garbage collector takes it with
 /// the Module, should the engine not be there to).
-pub fn new_object(module: &Module, namespace: &str, desired: &Desired) -> DaemonSet {
+pub(super) fn new_object(module: &Module, namespace: &str, desired: &Desired) -> DaemonSet {
     DaemonSet {
         metadata: ObjectMeta {
             name: Some(object_names::device_plugin_daemon_set_name(
@@ -184,7 +188,7 @@ pub fn new_object(module: &Module, namespace: &str, desired: &Desired) -> Daemon
 }
 
 /// The Module as controlling owner.
-pub fn owner_reference(module: &Module) -> Option<OwnerReference> {
+pub(super) fn owner_reference(module: &Module) -> Option<OwnerReference> {
     Some(OwnerReference {
         api_version: Module::api_version(&()).into_owned(),
         kind: Module::kind(&()).into_owned(),

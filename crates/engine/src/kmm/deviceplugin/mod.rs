@@ -19,7 +19,7 @@
 //! cordon or readiness change. Everything is read from caches and decided afresh on each pass, so passes are
 //! idempotent and a restarted engine carries on.
 
-pub mod cleanup;
+pub(super) mod cleanup;
 mod daemonset;
 mod node_labels;
 mod reconcile;
@@ -27,7 +27,6 @@ mod reconcile;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Resource;
@@ -46,7 +45,7 @@ use kmm_api::kmm::Module;
 use kmm_api::kmm::labels;
 
 /// What a device plugin pass reads besides the API.
-pub struct DevicePluginContext {
+pub(super) struct DevicePluginContext {
     /// Client, events, resync.
     pub engine: Arc<Context>,
     /// Every node, from the engine's shared node watch.
@@ -59,7 +58,7 @@ pub struct DevicePluginContext {
 
 /// The device plugin reconciler, subscribed to the engine's shared node watch now (before it starts); the future
 /// runs it until `stop` is cancelled.
-pub fn run(
+pub(super) fn run(
     context: Arc<Context>,
     shared: &SharedWatches,
     stop: CancellationToken,
@@ -116,14 +115,13 @@ async fn reconcile_plugins<N>(
         0,
         (modules.clone(), listed),
     );
-    let own_store = modules.clone();
     let plugin_context = Arc::new(DevicePluginContext {
         engine: context,
         nodes,
         daemon_sets,
         pods,
     });
-    let passes = controller
+    let wired = controller
         .watches_stream(daemon_set_changes, |ds: DaemonSet| {
             reconcile::controlling_module(&ds)
         })
@@ -135,19 +133,17 @@ async fn reconcile_plugins<N>(
                 .filter(|m| m.spec.device_plugin.is_some())
                 .map(|m| ObjectRef::from_obj(m.as_ref()))
                 .collect::<Vec<_>>()
-        })
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile::reconcile),
-            meter.error_policy(reconcile::error_policy),
-            plugin_context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "device plugin reconcile");
-            }
         });
-    stopping::until_stopped(passes, &own_store, &stop).await;
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile::reconcile,
+        reconcile::error_policy,
+        plugin_context,
+        &stop,
+        "device plugin",
+    )
+    .await;
 }
 
 /// What about a node decides where plugins run: labels, taints, cordon and readiness.

@@ -20,7 +20,7 @@ use kmm_api::kmm::labels;
 /// Whether the device plugin of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint
 /// keeps the Module's pods out (with the pressure taints the engine always tolerates). A cordoned or newly tainted
 /// node loses the label, so the plugin leaves it before a drain.
-pub fn is_target(module: &Module, node: &Node) -> bool {
+pub(super) fn is_target(module: &Module, node: &Node) -> bool {
     let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
     let tolerations = nodes::with_internal_tolerations(&module.spec.tolerations);
     nodes::matches_selector(node, &module.spec.selector)
@@ -44,7 +44,7 @@ fn is_ready_plugin(pod: &Pod, namespace: &str, module: &str) -> bool {
 }
 
 /// The nodes where a ready device plugin pod of the Module runs.
-pub fn ready_nodes(pods: &[Arc<Pod>], namespace: &str, module: &str) -> BTreeSet<String> {
+pub(super) fn ready_nodes(pods: &[Arc<Pod>], namespace: &str, module: &str) -> BTreeSet<String> {
     pods.iter()
         .filter(|p| is_ready_plugin(p, namespace, module))
         .filter_map(|p| p.spec.as_ref()?.node_name.clone())
@@ -52,7 +52,7 @@ pub fn ready_nodes(pods: &[Arc<Pod>], namespace: &str, module: &str) -> BTreeSet
 }
 
 /// Give `label` (with an empty value) to exactly the nodes in `wanted`, among `all`; returns how many nodes carry it.
-pub async fn keep_label(
+pub(super) async fn keep_label(
     client: &kube::Client,
     all: &[Arc<Node>],
     label: &str,
@@ -70,7 +70,7 @@ pub async fn keep_label(
 }
 
 /// Add or remove one label of one node; a node that is gone needs nothing.
-pub async fn set_label(
+pub(super) async fn set_label(
     client: &kube::Client,
     node: &str,
     label: &str,

@@ -24,7 +24,7 @@ use kmm_api::kmm::{DaemonSetCounts, Module};
 const REMOVAL_POLL: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Reconcile one Module's device plugin.
-pub async fn reconcile(
+pub(super) async fn reconcile(
     module: Arc<Module>,
     context: Arc<DevicePluginContext>,
 ) -> Result<Action, Error> {
@@ -129,7 +129,7 @@ fn has_leftovers(
 }
 
 /// The engine's retry policy: the Module's next backoff step.
-pub fn error_policy(
+pub(super) fn error_policy(
     module: Arc<Module>,
     error: &Error,
     context: Arc<DevicePluginContext>,
@@ -283,7 +283,7 @@ async fn write_status(
 }
 
 /// Whether the Module is the DaemonSet's controlling owner (for mapping DaemonSet changes to Modules).
-pub fn controlling_module(
+pub(super) fn controlling_module(
     daemon_set: &DaemonSet,
 ) -> Option<kube::runtime::reflector::ObjectRef<Module>> {
     let owner = daemon_set

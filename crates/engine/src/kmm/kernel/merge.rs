@@ -12,7 +12,7 @@
 use kmm_api::kmm::{Build, BuildArg, Sign};
 
 /// The build recipe of a mapping on top of the Module-level one; either alone stands as it is.
-pub fn build(module: Option<&Build>, mapping: Option<&Build>) -> Option<Build> {
+pub(super) fn build(module: Option<&Build>, mapping: Option<&Build>) -> Option<Build> {
     let (module, mapping) = match (module, mapping) {
         (None, None) => return None,
         (Some(only), None) | (None, Some(only)) => return Some(only.clone()),
@@ -59,7 +59,7 @@ fn build_args(module: &[BuildArg], mapping: &[BuildArg]) -> Vec<BuildArg> {
 }
 
 /// The signing recipe of a mapping on top of the Module-level one; either alone stands as it is.
-pub fn sign(module: Option<&Sign>, mapping: Option<&Sign>) -> Option<Sign> {
+pub(super) fn sign(module: Option<&Sign>, mapping: Option<&Sign>) -> Option<Sign> {
     let (module, mapping) = match (module, mapping) {
         (None, None) => return None,
         (Some(only), None) | (None, Some(only)) => return Some(only.clone()),

@@ -11,14 +11,14 @@ use crate::runtime::context::Error;
 use kmm_api::kmm::{Build, BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage};
 
 /// The ConfigMap key holding the Dockerfile.
-pub const DOCKERFILE_KEY: &str = "dockerfile";
+pub(super) const DOCKERFILE_KEY: &str = "dockerfile";
 
 /// Where build secrets are mounted: `/run/secrets/<secret name>`.
 const BUILD_SECRETS_DIR: &str = "/run/secrets";
 
 /// The `--build-arg` pairs: the recipe's own, then `KERNEL_VERSION`, `KERNEL_FULL_VERSION`, `MOD_NAME` and
 /// `MOD_NAMESPACE` unless the recipe sets them itself.
-pub fn build_args(
+pub(super) fn build_args(
     build: &Build,
     kernel_version: &str,
     module: &str,
@@ -44,7 +44,7 @@ pub fn build_args(
 
 /// The pod building `entry`'s image with `build`, running `builder_image` (its tag replaced by the recipe's
 /// kaniko tag, when set).
-pub fn build_pod(
+pub(super) fn build_pod(
     mbsc: &ModuleBuildSignConfig,
     entry: &ModuleBuildSignImage,
     build: &Build,

@@ -16,16 +16,16 @@ use kmm_api::kmm::labels;
 use kmm_api::kmm::{BuildSignAction, ModuleBuildSignConfig, ModuleBuildSignImage, TlsOptions};
 
 /// Name of the container that builds or signs.
-pub const CONTAINER: &str = "kaniko";
+pub(super) const CONTAINER: &str = "kaniko";
 
 /// Where the pod's Dockerfile is mounted; it is also the build context.
-pub const WORKSPACE: &str = "/workspace";
+pub(super) const WORKSPACE: &str = "/workspace";
 
 /// Where kaniko reads registry credentials.
 const DOCKER_CONFIG_DIR: &str = "/kaniko/.docker";
 
 /// The label value (and event prefix) of an action.
-pub fn action_name(action: BuildSignAction) -> &'static str {
+pub(super) fn action_name(action: BuildSignAction) -> &'static str {
     match action {
         BuildSignAction::BuildImage => "BuildImage",
         BuildSignAction::SignImage => "SignImage",
@@ -34,7 +34,7 @@ pub fn action_name(action: BuildSignAction) -> &'static str {
 
 /// The name of the pod doing `action` for the entry's kernel: one name per (MBSC, kernel, action), so a restarted
 /// engine never starts a second pod for the same work.
-pub fn pod_name(mbsc: &str, action: BuildSignAction, kernel_version: &str) -> String {
+pub(crate) fn pod_name(mbsc: &str, action: BuildSignAction, kernel_version: &str) -> String {
     let kernel = kernel::dns_safe(kernel_version);
     match action {
         BuildSignAction::BuildImage => object_names::build_pod_name(mbsc, &kernel),
@@ -43,7 +43,7 @@ pub fn pod_name(mbsc: &str, action: BuildSignAction, kernel_version: &str) -> St
 }
 
 /// The labels that find the pod of one (MBSC, action, kernel), plus the `app.kubernetes.io` ones upstream sets.
-pub fn pod_labels(
+pub(super) fn pod_labels(
     mbsc: &str,
     action: BuildSignAction,
     kernel_version: &str,
@@ -63,7 +63,7 @@ pub fn pod_labels(
 }
 
 /// `image` with its tag (and digest) replaced by `tag`.
-pub fn with_tag(image: &str, tag: &str) -> String {
+pub(super) fn with_tag(image: &str, tag: &str) -> String {
     let repository = image.split_once('@').map_or(image, |(name, _)| name);
     let repository = match repository.rsplit_once(':') {
         Some((name, old_tag)) if !old_tag.contains('/') => name,
@@ -73,7 +73,7 @@ pub fn with_tag(image: &str, tag: &str) -> String {
 }
 
 /// Where the result goes: `--destination <image>` and the registry's TLS flags when pushing, else `--no-push`.
-pub fn destination_args(image: &str, push: bool, tls: Option<&TlsOptions>) -> Vec<String> {
+pub(super) fn destination_args(image: &str, push: bool, tls: Option<&TlsOptions>) -> Vec<String> {
     if !push {
         return vec!["--no-push".to_owned()];
     }
@@ -90,7 +90,7 @@ pub fn destination_args(image: &str, push: bool, tls: Option<&TlsOptions>) -> Ve
 }
 
 /// How to reach the registry of the images the Dockerfile starts from.
-pub fn pull_args(tls: Option<&TlsOptions>) -> Vec<String> {
+pub(super) fn pull_args(tls: Option<&TlsOptions>) -> Vec<String> {
     let mut args = Vec::new();
     if let Some(tls) = tls {
         if tls.insecure {
@@ -104,7 +104,7 @@ pub fn pull_args(tls: Option<&TlsOptions>) -> Vec<String> {
 }
 
 /// The Dockerfile and build context arguments every kaniko pod starts with.
-pub fn workspace_args() -> Vec<String> {
+pub(super) fn workspace_args() -> Vec<String> {
     vec![
         "--dockerfile".to_owned(),
         format!("{WORKSPACE}/Dockerfile"),
@@ -114,7 +114,7 @@ pub fn workspace_args() -> Vec<String> {
 }
 
 /// A secret volume and where it is mounted.
-pub fn secret_mount(
+pub(super) fn secret_mount(
     volume: &str,
     secret: &str,
     items: Option<Vec<KeyToPath>>,
@@ -140,7 +140,7 @@ pub fn secret_mount(
 }
 
 /// What differs between a build pod and a sign pod.
-pub struct PodParts {
+pub(super) struct PodParts {
     /// The pod's name.
     pub name: String,
     /// The image the kaniko container runs.
@@ -157,7 +157,7 @@ pub struct PodParts {
 
 /// The pod of one entry, controlled by the MBSC, tolerating what the MBSC's tolerations and the engine's pressure
 /// tolerations allow.
-pub fn pod(
+pub(super) fn pod(
     mbsc: &ModuleBuildSignConfig,
     entry: &ModuleBuildSignImage,
     mut parts: PodParts,

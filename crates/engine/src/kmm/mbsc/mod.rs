@@ -17,7 +17,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, Patch, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -68,23 +67,20 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
         0,
         (store.clone(), listed),
     );
-    let passes = controller
-        .owns(
-            Api::<Pod>::all(client),
-            watcher::Config::default().labels(labels::RESOURCE_TYPE),
-        )
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile),
-            meter.error_policy(retry_on_error),
-            context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "ModuleBuildSignConfig pass did not complete");
-            }
-        });
-    stopping::until_stopped(passes, &store, &stop).await;
+    let wired = controller.owns(
+        Api::<Pod>::all(client),
+        watcher::Config::default().labels(labels::RESOURCE_TYPE),
+    );
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile,
+        retry_on_error,
+        context,
+        &stop,
+        "ModuleBuildSignConfig",
+    )
+    .await;
 }
 
 /// What one pass decided, before it acts.

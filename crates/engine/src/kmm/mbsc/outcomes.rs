@@ -7,7 +7,7 @@ use kmm_api::kmm::labels::IMAGE_GENERATION;
 use kmm_api::kmm::{BuildSignAction, BuildSignImageStatus, BuildSignOutcome};
 
 /// The pod's phase; a pod without one is pending.
-pub fn phase(pod: &Pod) -> &str {
+pub(crate) fn phase(pod: &Pod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -16,7 +16,7 @@ pub fn phase(pod: &Pod) -> &str {
 
 /// The image generation a pod was made for: its annotation, 1 for pods made without one (as upstream makes them),
 /// `None` when the annotation is not a number.
-pub fn pod_generation(pod: &Pod) -> Option<i64> {
+pub(crate) fn pod_generation(pod: &Pod) -> Option<i64> {
     match pod
         .metadata
         .annotations
@@ -30,7 +30,7 @@ pub fn pod_generation(pod: &Pod) -> Option<i64> {
 
 /// What the pod proves about work of `generation`: Success when it succeeded, Failure when it failed, nothing
 /// while it runs or when it was made for another generation.
-pub fn proven(pod: &Pod, generation: i64) -> Option<BuildSignOutcome> {
+pub(crate) fn proven(pod: &Pod, generation: i64) -> Option<BuildSignOutcome> {
     if pod_generation(pod) != Some(generation) {
         return None;
     }
@@ -42,7 +42,7 @@ pub fn proven(pod: &Pod, generation: i64) -> Option<BuildSignOutcome> {
 }
 
 /// The outcome recorded for (image, action).
-pub fn recorded<'o>(
+pub(crate) fn recorded<'o>(
     outcomes: &'o [BuildSignImageStatus],
     image: &str,
     action: BuildSignAction,
@@ -53,7 +53,7 @@ pub fn recorded<'o>(
 }
 
 /// Whether (image, action) succeeded for `generation`.
-pub fn succeeded_at(
+pub(crate) fn succeeded_at(
     outcomes: &[BuildSignImageStatus],
     image: &str,
     action: BuildSignAction,
@@ -65,7 +65,7 @@ pub fn succeeded_at(
 }
 
 /// Record an outcome of (image, action), replacing an older one; true when it was not recorded yet.
-pub fn record(
+pub(crate) fn record(
     outcomes: &mut Vec<BuildSignImageStatus>,
     image: &str,
     action: BuildSignAction,
@@ -95,12 +95,16 @@ pub fn record(
 }
 
 /// Forget the outcome of (image, action): new work for it is starting.
-pub fn forget(outcomes: &mut Vec<BuildSignImageStatus>, image: &str, action: BuildSignAction) {
+pub(crate) fn forget(
+    outcomes: &mut Vec<BuildSignImageStatus>,
+    image: &str,
+    action: BuildSignAction,
+) {
     outcomes.retain(|o| !(o.image == image && o.action == action));
 }
 
 /// What a failed pod's container said last (its termination message), if anything.
-pub fn termination_message(pod: &Pod) -> Option<&str> {
+pub(crate) fn termination_message(pod: &Pod) -> Option<&str> {
     pod.status
         .as_ref()?
         .container_statuses

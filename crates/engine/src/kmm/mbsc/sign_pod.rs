@@ -25,7 +25,7 @@ const SIGN_ROOT: &str = "/signroot";
 
 /// The keys and files of one sign: the images involved and the key and certificate file names inside their
 /// secrets (`key` or `key.pem`, `cert` or `cert.pem`).
-pub struct Signing<'a> {
+pub(super) struct Signing<'a> {
     /// The image holding `sign-file`.
     pub signer_image: &'a str,
     /// The private key's file name in the key secret.
@@ -35,7 +35,7 @@ pub struct Signing<'a> {
 }
 
 /// The image whose modules are signed: the entry's own image when it is also built, else `sign.unsignedImage`.
-pub fn unsigned_image<'e>(
+pub(super) fn unsigned_image<'e>(
     entry: &'e ModuleBuildSignImage,
     sign: &'e Sign,
 ) -> Result<&'e str, Error> {
@@ -54,7 +54,7 @@ pub fn unsigned_image<'e>(
 }
 
 /// The Dockerfile that signs `files` (paths or shell globs under `dir_name`) of `unsigned`.
-pub fn dockerfile(
+pub(super) fn dockerfile(
     entry: &ModuleBuildSignImage,
     sign: &Sign,
     signing: &Signing,
@@ -103,7 +103,7 @@ fn word<'w>(image: &str, what: &str, value: &'w str) -> Result<&'w str, Error> {
 }
 
 /// The pod signing `entry`'s image, with `dockerfile` kept in its `dockerfile` annotation and mounted from there.
-pub fn sign_pod(
+pub(super) fn sign_pod(
     mbsc: &ModuleBuildSignConfig,
     entry: &ModuleBuildSignImage,
     sign: &Sign,

@@ -12,7 +12,7 @@ use kmm_api::kmm::{
 /// The state of an image once the MBSC's outcomes for its current generation are taken into account: a failed
 /// build or sign means `DoesNotExist`; a successful build means `NeedsSigning` when the image is also signed, else
 /// `Exists`; a successful sign means `Exists`. Outcomes of other generations answer nothing.
-pub fn after_build_sign(
+pub(super) fn after_build_sign(
     wanted: &Wanted,
     state: ImageState,
     outcomes: &[BuildSignImageStatus],
@@ -45,7 +45,7 @@ pub fn after_build_sign(
 /// The MBSC spec the MIC needs: the current entries of images still in the MIC, with an entry (the image's recipe,
 /// the action, its generation) upserted for each image that needs building or signing, and the MIC's registry
 /// secret, push setting and tolerations.
-pub fn desired_spec(
+pub(super) fn desired_spec(
     mic: &ModuleImagesConfig,
     wanted: &[Wanted],
     states: &BTreeMap<String, ImageState>,

@@ -16,7 +16,7 @@ use kmm_api::kmm::ImageState;
 
 /// What to do with one pull pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// It answers no open question (another MIC, an image or generation no longer asked, another pull type, or a
     /// question already answered): delete it.
     Stale,
@@ -47,7 +47,7 @@ pub enum Verdict {
 
 /// What the pull pods of a MIC said, once their answers are in the states.
 #[derive(Debug, Default)]
-pub struct Findings {
+pub(super) struct Findings {
     /// Images whose pull pod has not answered yet, with how far it got.
     pub waiting: BTreeMap<String, ImageProgress>,
     /// Images the kubelet could not pull, with its reason and message.
@@ -57,7 +57,7 @@ pub struct Findings {
 }
 
 /// Judge every pull pod of the MIC with `mic_uid`, putting their answers into `states`.
-pub fn judge_all(
+pub(super) fn judge_all(
     pods: &[Pod],
     mic_uid: Option<&str>,
     wanted: &[Wanted],
@@ -92,7 +92,7 @@ pub fn judge_all(
 }
 
 /// The verdict on one pull pod of the MIC with `mic_uid`, given the images asked about and the states recorded.
-pub fn judge(
+pub(super) fn judge(
     pod: &Pod,
     mic_uid: Option<&str>,
     wanted: &[Wanted],

@@ -72,7 +72,7 @@ pub async fn put_mic(
 }
 
 /// The API calls of a pass over one MIC, each failure naming the MIC and what was being done.
-pub struct MicApi {
+pub(super) struct MicApi {
     /// The MIC's name (also its MBSC's).
     pub name: String,
     namespace: String,
@@ -83,7 +83,7 @@ pub struct MicApi {
 
 impl MicApi {
     /// The calls about `mic`.
-    pub fn new(client: &Client, mic: &ModuleImagesConfig) -> Result<Self, Error> {
+    pub(super) fn new(client: &Client, mic: &ModuleImagesConfig) -> Result<Self, Error> {
         let name = mic.name_any();
         let namespace = mic
             .namespace()
@@ -103,13 +103,13 @@ impl MicApi {
     }
 
     /// The MIC's pull pods, read now from the API.
-    pub async fn pull_pods(&self) -> Result<Vec<Pod>, Error> {
+    pub(super) async fn pull_pods(&self) -> Result<Vec<Pod>, Error> {
         self.list_pods(&format!("{}={}", labels::IMAGE_OWNER, self.name))
             .await
     }
 
     /// The build and sign pods of the MIC's MBSC, read now from the API.
-    pub async fn build_pods(&self) -> Result<Vec<Pod>, Error> {
+    pub(super) async fn build_pods(&self) -> Result<Vec<Pod>, Error> {
         self.list_pods(&format!(
             "{}={},{}",
             labels::MODULE_NAME,
@@ -130,7 +130,7 @@ impl MicApi {
     }
 
     /// The MIC's MBSC, unless it is absent or being deleted.
-    pub async fn mbsc(&self) -> Result<Option<ModuleBuildSignConfig>, Error> {
+    pub(super) async fn mbsc(&self) -> Result<Option<ModuleBuildSignConfig>, Error> {
         let mbsc = self
             .mbscs
             .get_opt(&self.name)
@@ -140,7 +140,7 @@ impl MicApi {
     }
 
     /// Delete a pod; one already gone is fine.
-    pub async fn delete_pod(&self, pod: &str) -> Result<(), Error> {
+    pub(super) async fn delete_pod(&self, pod: &str) -> Result<(), Error> {
         match self.pods.delete(pod, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
             Err(error) if is_not_found(&error) => Ok(()),
@@ -152,7 +152,7 @@ impl MicApi {
     }
 
     /// Create a pod; one that already exists under its name is fine (its name says what it does).
-    pub async fn create_pod(&self, pod: &Pod) -> Result<(), Error> {
+    pub(super) async fn create_pod(&self, pod: &Pod) -> Result<(), Error> {
         match self.pods.create(&PostParams::default(), pod).await {
             Ok(_) => Ok(()),
             Err(error) if is_conflict(&error) => Ok(()),
@@ -167,7 +167,7 @@ impl MicApi {
     /// they are cleared. The patch carries `mic`'s resourceVersion: a status someone changed since (the console
     /// forgetting an image's state to have it checked again) answers 409 instead of being overwritten with what
     /// this pass computed from the older one.
-    pub async fn write_status(
+    pub(super) async fn write_status(
         &self,
         mic: &ModuleImagesConfig,
         status: &ModuleImagesConfigStatus,
@@ -201,7 +201,7 @@ impl MicApi {
     /// A new rebuild trigger: forget everything the checks proved. The MBSC (with its outcomes), its build and
     /// sign pods and the pull pods go first, then the status is cleared (guarded by `mic`'s resourceVersion) and
     /// records the trigger as acted upon. Returns the MIC as stored after that write.
-    pub async fn restart_checks(
+    pub(super) async fn restart_checks(
         &self,
         mic: &ModuleImagesConfig,
     ) -> Result<ModuleImagesConfig, Error> {
@@ -248,7 +248,7 @@ impl MicApi {
 
     /// Bring the MBSC to what the image states need: created (owned by the MIC) when an image first needs building
     /// or signing, patched when its entries, secret, push setting or tolerations differ.
-    pub async fn update_mbsc(
+    pub(super) async fn update_mbsc(
         &self,
         mic: &ModuleImagesConfig,
         current: Option<&ModuleBuildSignConfig>,

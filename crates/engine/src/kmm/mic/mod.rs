@@ -13,7 +13,7 @@ pub mod pods;
 mod progress;
 mod pull_pod;
 mod ready;
-pub mod stage;
+pub(crate) mod stage;
 mod wanted;
 
 pub use cluster::{put_mic, read_mic};
@@ -23,7 +23,6 @@ use kube::runtime::WatchStreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -66,7 +65,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
         0,
         (store.clone(), listed),
     );
-    let passes = controller
+    let wired = controller
         .owns(
             Api::<Pod>::all(client.clone()),
             watcher::Config::default().labels(labels::IMAGE_OWNER),
@@ -79,19 +78,17 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
             Api::<Pod>::all(client),
             watcher::Config::default().labels(labels::RESOURCE_TYPE),
             mic_of_build_pod,
-        )
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile),
-            meter.error_policy(retry_on_error),
-            context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "ModuleImagesConfig pass did not complete");
-            }
-        });
-    stopping::until_stopped(passes, &store, &stop).await;
+        );
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile,
+        retry_on_error,
+        context,
+        &stop,
+        "ModuleImagesConfig",
+    )
+    .await;
 }
 
 /// The MIC whose MBSC runs a build or sign pod (an MBSC is named after its MIC), so the Ready message follows the

@@ -13,7 +13,7 @@ use crate::kmm::mbsc::{action_verb, pod_name};
 use kmm_api::kmm::{BuildSignAction, BuildSignImageStatus, BuildSignOutcome, ImageState};
 
 /// What the reconciler knows about the images of one MIC.
-pub struct Known<'k> {
+pub(super) struct Known<'k> {
     /// The MIC's name (its MBSC's and its build pods' module name).
     pub mic: &'k str,
     /// The MBSC's recorded outcomes.
@@ -24,7 +24,7 @@ pub struct Known<'k> {
 
 impl Known<'_> {
     /// Where `wanted` stands, given its state and, while it has none, what its pull pod is doing.
-    pub fn progress(
+    pub(super) fn progress(
         &self,
         wanted: &Wanted,
         state: Option<ImageState>,

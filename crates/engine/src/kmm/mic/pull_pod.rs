@@ -33,7 +33,7 @@ pub fn pull_pod_name(mic: &str, image: &str, generation: i64) -> String {
 }
 
 /// The pod checking one image of the MIC.
-pub fn pull_pod(mic: &ModuleImagesConfig, wanted: &Wanted) -> Result<Pod, Error> {
+pub(super) fn pull_pod(mic: &ModuleImagesConfig, wanted: &Wanted) -> Result<Pod, Error> {
     let name = mic.name_any();
     let owner = mic.controller_owner_ref(&()).ok_or_else(|| {
         Error::Invalid(format!(
@@ -82,12 +82,12 @@ pub fn pull_pod(mic: &ModuleImagesConfig, wanted: &Wanted) -> Result<Pod, Error>
 }
 
 /// The image a pull pod pulls.
-pub fn pod_image(pod: &Pod) -> Option<&str> {
+pub(super) fn pod_image(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.containers.first()?.image.as_deref()
 }
 
 /// The pull pod type a pod was made as.
-pub fn pod_type(pod: &Pod) -> Option<&str> {
+pub(super) fn pod_type(pod: &Pod) -> Option<&str> {
     pod.labels().get(labels::PULL_POD_TYPE).map(String::as_str)
 }
 

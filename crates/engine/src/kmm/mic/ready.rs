@@ -3,21 +3,21 @@
 //! an explanation on the object.
 
 /// Reason: every image exists.
-pub const IMAGES_EXIST: &str = "ImagesExist";
+pub(super) const IMAGES_EXIST: &str = "ImagesExist";
 /// Reason: pull pods are still checking the registry.
-pub const CHECKING: &str = "Checking";
+pub(super) const CHECKING: &str = "Checking";
 /// Reason: an image is being built.
-pub const BUILDING: &str = "Building";
+pub(super) const BUILDING: &str = "Building";
 /// Reason: an image is being signed.
-pub const SIGNING: &str = "Signing";
+pub(super) const SIGNING: &str = "Signing";
 /// Reason: an image is not in the registry and nothing produces it (or the engine waits for it to appear).
 pub const IMAGE_MISSING: &str = "ImageMissing";
 /// Reason: a build or sign failed.
-pub const BUILD_FAILED: &str = "BuildFailed";
+pub(super) const BUILD_FAILED: &str = "BuildFailed";
 
 /// Where one image stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImageProgress {
+pub(super) enum ImageProgress {
     /// It exists.
     Exists,
     /// A pull pod is checking it; how far it got.
@@ -67,7 +67,7 @@ impl ImageProgress {
 
 /// The Ready condition's status, reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Readiness {
+pub(super) struct Readiness {
     /// Whether every image exists.
     pub ready: bool,
     /// The most pressing reason.
@@ -77,7 +77,7 @@ pub struct Readiness {
 }
 
 /// The Ready condition of images in spec order.
-pub fn readiness(images: &[(&str, ImageProgress)]) -> Readiness {
+pub(super) fn readiness(images: &[(&str, ImageProgress)]) -> Readiness {
     let reason = images
         .iter()
         .map(|(_, progress)| progress.reason())

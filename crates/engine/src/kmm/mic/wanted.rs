@@ -7,14 +7,14 @@ use kmm_api::kmm::{ImageState, ModuleImageState, ModuleImagesConfigImage, Module
 
 /// Pull pod type whose failed pull is an answer: the image is missing (something builds it, or the Module said
 /// not to wait).
-pub const ONE_TIME_PULL: &str = "one-time-pull";
+pub(super) const ONE_TIME_PULL: &str = "one-time-pull";
 
 /// Pull pod type that keeps pulling until the image appears.
-pub const UNTIL_SUCCESS: &str = "until-success";
+pub(super) const UNTIL_SUCCESS: &str = "until-success";
 
 /// One image of the spec at the generation it asks for.
 #[derive(Debug, Clone, Copy)]
-pub struct Wanted<'m> {
+pub(super) struct Wanted<'m> {
     /// The spec entry.
     pub spec: &'m ModuleImagesConfigImage,
     /// Its generation; unset means 1.
@@ -23,22 +23,22 @@ pub struct Wanted<'m> {
 
 impl Wanted<'_> {
     /// The image reference.
-    pub fn image(&self) -> &str {
+    pub(super) fn image(&self) -> &str {
         &self.spec.spec.image
     }
 
     /// Whether a missing image is built.
-    pub fn builds(&self) -> bool {
+    pub(super) fn builds(&self) -> bool {
         self.spec.spec.build.is_some()
     }
 
     /// Whether the image is signed.
-    pub fn signs(&self) -> bool {
+    pub(super) fn signs(&self) -> bool {
         self.spec.spec.sign.is_some()
     }
 
     /// The state of the image once a pull proved it missing.
-    pub fn missing_state(&self) -> ImageState {
+    pub(super) fn missing_state(&self) -> ImageState {
         if self.builds() {
             ImageState::NeedsBuilding
         } else if self.signs() {
@@ -50,7 +50,7 @@ impl Wanted<'_> {
 
     /// Whether a recorded state still fits the image's recipes: an image waiting for a build or sign whose recipe
     /// was removed must be checked again rather than wait for work nobody will do.
-    pub fn fits(&self, state: ImageState) -> bool {
+    pub(super) fn fits(&self, state: ImageState) -> bool {
         match state {
             ImageState::NeedsBuilding => self.builds(),
             ImageState::NeedsSigning => self.signs(),
@@ -59,7 +59,7 @@ impl Wanted<'_> {
     }
 
     /// The pull pod type checking this image.
-    pub fn pull_pod_type(&self) -> &'static str {
+    pub(super) fn pull_pod_type(&self) -> &'static str {
         if self.builds() || self.signs() || self.spec.spec.skip_wait_missing_image {
             ONE_TIME_PULL
         } else {
@@ -69,7 +69,7 @@ impl Wanted<'_> {
 }
 
 /// The spec's images, first occurrence of each image only, in spec order.
-pub fn wanted(spec: &ModuleImagesConfigSpec) -> Vec<Wanted<'_>> {
+pub(super) fn wanted(spec: &ModuleImagesConfigSpec) -> Vec<Wanted<'_>> {
     let mut seen = std::collections::BTreeSet::new();
     spec.images
         .iter()
@@ -82,7 +82,7 @@ pub fn wanted(spec: &ModuleImagesConfigSpec) -> Vec<Wanted<'_>> {
 }
 
 /// The recorded states that answer the images at their current generation and still fit their recipes, by image.
-pub fn current_states(
+pub(super) fn current_states(
     wanted: &[Wanted],
     recorded: &[ModuleImageState],
 ) -> BTreeMap<String, ImageState> {
@@ -100,7 +100,7 @@ pub fn current_states(
 }
 
 /// The states to record, in spec order, each stamped with the generation it answers.
-pub fn to_record(
+pub(super) fn to_record(
     wanted: &[Wanted],
     states: &BTreeMap<String, ImageState>,
 ) -> Vec<ModuleImageState> {

@@ -28,7 +28,7 @@ const CONCURRENT_WRITES: usize = 32;
 
 /// Counts for the Module status, and how the pass's writes went.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct EntryCounts {
+pub(super) struct EntryCounts {
     /// NMCs that carry an entry of the Module after this pass.
     pub desired: i32,
     /// Of those, NMCs whose loaded configuration equals the entry.
@@ -40,7 +40,11 @@ pub struct EntryCounts {
 }
 
 /// The NMC entry a target gets.
-pub fn entry_for(module: &Module, loader: &ModuleLoaderSpec, target: &Target) -> NodeModuleSpec {
+pub(super) fn entry_for(
+    module: &Module,
+    loader: &ModuleLoaderSpec,
+    target: &Target,
+) -> NodeModuleSpec {
     let container = &loader.container;
     let tls = target.mapping.registry_tls.clone().unwrap_or_default();
     NodeModuleSpec {
@@ -81,7 +85,7 @@ struct Write<'a> {
 /// targeted, and none for a node whose kernel changed before its new image exists (the old module cannot load on
 /// the new kernel anyway). Kept and held nodes are left as they are. `current` is the cache of NMCs; only NMCs whose cached state differs from what the
 /// plan wants are written, [`CONCURRENT_WRITES`] at a time.
-pub async fn sync(
+pub(super) async fn sync(
     context: &Context,
     module: &Module,
     loader: &ModuleLoaderSpec,
@@ -231,7 +235,7 @@ fn loaded_config_matches(nmc: &NodeModulesConfig, entry: &NodeModuleSpec) -> boo
 }
 
 /// Set (or, with `None`, remove) the Module's entry in the NMC of `node`, creating the NMC when needed.
-pub async fn write_entry(
+pub(super) async fn write_entry(
     context: &Context,
     nmc: Option<&NodeModulesConfig>,
     node: &str,

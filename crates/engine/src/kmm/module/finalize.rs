@@ -23,7 +23,7 @@ use kmm_api::kmm::{Module, NodeModulesConfig};
 const UNLOAD_POLL: Duration = Duration::from_secs(3);
 
 /// One pass over a deleting Module.
-pub async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action, Error> {
+pub(super) async fn finalize(module: &Module, context: &ModuleContext) -> Result<Action, Error> {
     let engine = &context.engine;
     let namespace = module.namespace().unwrap_or_default();
     let name = module.name_any();

@@ -16,7 +16,7 @@ use kmm_api::kmm::{
 };
 
 /// The MIC of `module` as stored, unchanged: what a pass reads image states from while the spec cannot be acted on.
-pub async fn current_mic(
+pub(super) async fn current_mic(
     context: &Context,
     module: &Module,
 ) -> Result<Option<ModuleImagesConfig>, Error> {
@@ -26,7 +26,7 @@ pub async fn current_mic(
 }
 
 /// Create or update the MIC of `module` so that it lists the plan's images; returns it as stored.
-pub async fn ensure_mic(
+pub(super) async fn ensure_mic(
     context: &Context,
     module: &Module,
     container: &ModuleLoaderContainerSpec,

@@ -21,7 +21,6 @@ use crate::runtime::metrics::Listed;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Resource;
 use kube::api::Api;
@@ -127,7 +126,7 @@ async fn reconcile_modules<N, C, W>(
         worker_pods: watched.worker_pods,
         plugin_pods,
     });
-    let passes = controller
+    let wired = controller
         .owns(
             Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
@@ -150,19 +149,17 @@ async fn reconcile_modules<N, C, W>(
         })
         .watches_stream(plugin_changes, |pod: Pod| {
             module_of_pod(&pod, labels::MODULE_NAME)
-        })
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile::paced),
-            meter.error_policy(reconcile::error_policy),
-            module_context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "module reconcile");
-            }
         });
-    stopping::until_stopped(passes, &own_store, &stop).await;
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile::paced,
+        reconcile::error_policy,
+        module_context,
+        &stop,
+        "Module",
+    )
+    .await;
 }
 
 /// Changes of the pods that check a MIC's images, mirrored into `writer` (without `managedFields`) before they

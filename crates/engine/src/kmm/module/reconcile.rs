@@ -38,7 +38,10 @@ const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 /// the cluster is, while on a small cluster a pass of a millisecond waits a couple more.
 ///
 /// A pass that fails for a reason a person must fix is told on the Module (see [`attention`]).
-pub async fn paced(module: Arc<Module>, context: Arc<ModuleContext>) -> Result<Action, Error> {
+pub(super) async fn paced(
+    module: Arc<Module>,
+    context: Arc<ModuleContext>,
+) -> Result<Action, Error> {
     let started = std::time::Instant::now();
     let result = reconcile(module.clone(), context.clone()).await;
     attention::conclude_with_condition(&context.engine, module.as_ref(), &result).await;
@@ -47,7 +50,10 @@ pub async fn paced(module: Arc<Module>, context: Arc<ModuleContext>) -> Result<A
 }
 
 /// Reconcile one Module.
-pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Result<Action, Error> {
+pub(super) async fn reconcile(
+    module: Arc<Module>,
+    context: Arc<ModuleContext>,
+) -> Result<Action, Error> {
     if module.metadata.deletion_timestamp.is_some() {
         return finalize::finalize(&module, &context).await;
     }
@@ -134,7 +140,11 @@ pub async fn reconcile(module: Arc<Module>, context: Arc<ModuleContext>) -> Resu
 }
 
 /// The engine's retry policy: the Module's next backoff step.
-pub fn error_policy(module: Arc<Module>, error: &Error, context: Arc<ModuleContext>) -> Action {
+pub(super) fn error_policy(
+    module: Arc<Module>,
+    error: &Error,
+    context: Arc<ModuleContext>,
+) -> Action {
     retry_on_error(module, error, context.engine.clone())
 }
 

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{LocalObjectReference, Toleration};
 use kmm_api::kmm::{ImagePullPolicy, ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus};
 
 /// A module config for kernel `5.14.0` loading from `image`.
-pub fn config(image: &str) -> ModuleConfig {
+pub(super) fn config(image: &str) -> ModuleConfig {
     ModuleConfig {
         kernel_version: "5.14.0".into(),
         container_image: image.into(),
@@ -21,7 +21,7 @@ pub fn config(image: &str) -> ModuleConfig {
 }
 
 /// A spec entry of `namespace/name` for [`config`]`(image)`.
-pub fn spec_entry(namespace: &str, name: &str, image: &str) -> NodeModuleSpec {
+pub(super) fn spec_entry(namespace: &str, name: &str, image: &str) -> NodeModuleSpec {
     NodeModuleSpec {
         name: name.into(),
         namespace: namespace.into(),
@@ -40,7 +40,12 @@ pub fn spec_entry(namespace: &str, name: &str, image: &str) -> NodeModuleSpec {
 }
 
 /// A status entry of `namespace/name` recording [`config`]`(image)` loaded in boot `boot_id`.
-pub fn status_entry(namespace: &str, name: &str, image: &str, boot_id: &str) -> NodeModuleStatus {
+pub(super) fn status_entry(
+    namespace: &str,
+    name: &str,
+    image: &str,
+    boot_id: &str,
+) -> NodeModuleStatus {
     NodeModuleStatus {
         name: name.into(),
         namespace: namespace.into(),

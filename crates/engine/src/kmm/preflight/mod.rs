@@ -19,7 +19,6 @@ pub mod verdict;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -76,7 +75,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
         engine: context,
         modules,
     });
-    let passes = controller
+    let wired = controller
         .watches(
             Api::<ModuleImagesConfig>::all(client),
             watcher::Config::default(),
@@ -88,19 +87,17 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
                 .iter()
                 .map(|p| ObjectRef::from_obj(p.as_ref()))
                 .collect::<Vec<_>>()
-        })
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile::reconcile),
-            meter.error_policy(error_policy),
-            preflight_context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "PreflightValidation pass did not complete");
-            }
         });
-    stopping::until_stopped(passes, &preflights, &stop).await;
+    stopping::drive(
+        wired,
+        &meter,
+        reconcile::reconcile,
+        error_policy,
+        preflight_context,
+        &stop,
+        "PreflightValidation",
+    )
+    .await;
 }
 
 fn error_policy(

@@ -24,7 +24,7 @@ use kmm_api::kmm::{
 };
 
 /// One pass; a failure a person must act on is told on the PreflightValidation.
-pub async fn reconcile(
+pub(super) async fn reconcile(
     preflight: Arc<PreflightValidation>,
     context: Arc<PreflightContext>,
 ) -> Result<Action, Error> {

@@ -13,12 +13,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// What a sampled listing of the reconciler's cache gives per object: its key and its generation.
-pub type Listing = Vec<(String, Option<i64>)>;
+pub(super) type Listing = Vec<(String, Option<i64>)>;
 
 /// One reconciler's objects: the generations its passes saw, the look-agains it asked for, the objects waiting and
 /// the passes running.
 #[derive(Debug, Default)]
-pub struct Queue {
+pub(super) struct Queue {
     /// The generation each object's last pass started with.
     seen: HashMap<String, Option<i64>>,
     /// When each object asked to be looked at again.
@@ -31,7 +31,7 @@ pub struct Queue {
 
 /// What starting a pass tells the metrics.
 #[derive(Debug, PartialEq)]
-pub struct Started {
+pub(super) struct Started {
     /// Whether the pass answers a wait not counted yet (an add).
     pub added: bool,
     /// How long the object waited, when the engine saw the wait begin.
@@ -41,7 +41,7 @@ pub struct Started {
 impl Queue {
     /// Compare the cache with what passes saw: objects whose generation no pass has seen, and look-agains that
     /// came due, begin waiting. Forgets objects no longer cached. Returns how many began waiting.
-    pub fn sample(&mut self, listing: Listing, now: Instant) -> u64 {
+    pub(super) fn sample(&mut self, listing: Listing, now: Instant) -> u64 {
         let mut added = 0;
         let running: std::collections::HashSet<&str> =
             self.running.values().map(|(key, _)| key.as_str()).collect();
@@ -71,7 +71,13 @@ impl Queue {
     }
 
     /// A pass over `key` (at `generation`) starts as reconcile `id`.
-    pub fn start(&mut self, id: &str, key: &str, generation: Option<i64>, now: Instant) -> Started {
+    pub(super) fn start(
+        &mut self,
+        id: &str,
+        key: &str,
+        generation: Option<i64>,
+        now: Instant,
+    ) -> Started {
         self.seen.insert(key.to_owned(), generation);
         let due = self.due.remove(key).filter(|at| *at <= now);
         self.running.insert(id.to_owned(), (key.to_owned(), now));
@@ -93,23 +99,23 @@ impl Queue {
     }
 
     /// Pass `id` ended; how long it ran.
-    pub fn finish(&mut self, id: &str, now: Instant) -> Option<Duration> {
+    pub(super) fn finish(&mut self, id: &str, now: Instant) -> Option<Duration> {
         let (_, started) = self.running.remove(id)?;
         Some(now.saturating_duration_since(started))
     }
 
     /// The object asked to be looked at again at `at`.
-    pub fn schedule(&mut self, key: &str, at: Instant) {
+    pub(super) fn schedule(&mut self, key: &str, at: Instant) {
         self.due.insert(key.to_owned(), at);
     }
 
     /// How many objects wait.
-    pub fn depth(&self) -> usize {
+    pub(super) fn depth(&self) -> usize {
         self.waiting.len()
     }
 
     /// How long the object waiting longest has waited.
-    pub fn oldest_waiting(&self, now: Instant) -> Duration {
+    pub(super) fn oldest_waiting(&self, now: Instant) -> Duration {
         self.waiting
             .values()
             .map(|since| now.saturating_duration_since(*since))
@@ -118,7 +124,7 @@ impl Queue {
     }
 
     /// How long the longest-running pass has run.
-    pub fn longest_running(&self, now: Instant) -> Duration {
+    pub(super) fn longest_running(&self, now: Instant) -> Duration {
         self.running
             .values()
             .map(|(_, started)| now.saturating_duration_since(*started))
@@ -127,7 +133,7 @@ impl Queue {
     }
 
     /// The time the running passes have run so far, summed.
-    pub fn unfinished(&self, now: Instant) -> Duration {
+    pub(super) fn unfinished(&self, now: Instant) -> Duration {
         self.running
             .values()
             .map(|(_, started)| now.saturating_duration_since(*started))
