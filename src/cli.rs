@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_engine::{Family, LeaseConfig};
-use kmm_tui::controller::{ControllerArgs, EngineArgs, ImageArgs, parse_duration};
+use kmm_tui::controller::{ControllerArgs, EngineArgs, ImageArgs, family_parser, parse_duration};
 use kmm_tui::tui::app::EngineMode;
 use kmm_tui::tui::console::{ClusterChoice, ConsoleOptions};
 use std::net::SocketAddr;
@@ -301,7 +301,7 @@ pub(crate) struct InstallArgs {
     pub(crate) image: String,
     /// The families the controller runs and is granted RBAC for (comma-separated): kmm, shims, caches, day0.
     /// All by default.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    #[arg(long, value_parser = family_parser(), value_delimiter = ',', value_name = "FAMILY,...")]
     pub(crate) families: Vec<Family>,
     /// Seconds a leader's Lease holds without renewal: how long the standby waits after the leader dies.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE_DURATION.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]

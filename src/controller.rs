@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use futures::FutureExt;
 use kmm_api::lease::{DEFAULT_LEASE_DURATION, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
@@ -108,7 +109,7 @@ impl ImageArgs {
 pub struct EngineArgs {
     /// The families of reconcilers to run (comma-separated): kmm (kernel modules), shims (containerd shims),
     /// caches (pre-pulled images), day0 (kernel modules in the OS image). All by default.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "FAMILY,...")]
+    #[arg(long, value_parser = family_parser(), value_delimiter = ',', value_name = "FAMILY,...")]
     pub families: Vec<Family>,
     /// Re-pull every cached image this often even when nothing changed (e.g. `30m`, `6h`), for registries whose
     /// tags move. Off by default: caches react at once to new nodes, removed images and spec changes.
@@ -153,6 +154,13 @@ pub fn parse_count(text: &str) -> Result<usize, String> {
         Ok(count) if count > 0 => Ok(count),
         _ => Err(format!("{text:?} is not a count of at least 1")),
     }
+}
+
+/// `--families`' values: each family by its engine name, with what it runs beside it in `--help`. The engine
+/// knows nothing of the command line, so its names and words are turned into clap's possible values here.
+pub fn family_parser() -> impl TypedValueParser<Value = Family> {
+    let names = Family::ALL.map(|family| PossibleValue::new(family.as_str()).help(family.runs()));
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Family>())
 }
 
 /// A positive duration in seconds (`90`) or with units (`90s`, `30m`, `6h`, `1h30m`).

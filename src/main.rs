@@ -11,10 +11,10 @@ use clap::Parser;
 use kmm_api::lease::DEFAULT_LEASE_DURATION;
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_engine::endpoint::{self, Reported};
-use kmm_engine::health::{self, Health};
-use kmm_engine::leader::Candidacy;
-use kmm_engine::rbac::EngineRbac;
+use kmm_engine::runtime::endpoint::{self, Reported};
+use kmm_engine::runtime::health::{self, Health};
+use kmm_engine::runtime::leader::Candidacy;
+use kmm_engine::runtime::rbac::EngineRbac;
 use kmm_engine::{EngineConfig, Family, LeaseConfig};
 use kmm_tui::tui::console::{self};
 #[cfg(feature = "screenshots")]

@@ -9,7 +9,7 @@ mod cluster;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use kmm_engine::rbac::{ENGINE_ACCOUNT, EngineRbac};
+use kmm_engine::runtime::rbac::{ENGINE_ACCOUNT, EngineRbac};
 use kmm_engine::{Family, LeaseConfig};
 
 pub use cluster::{FIELD_MANAGER, apply, crd_contents, delete, serves_service_monitors};

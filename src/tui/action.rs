@@ -10,7 +10,7 @@ use super::data::{FeedState, Kind, KindSnapshot};
 use super::target::Target;
 use super::writes::WriteOutcome;
 use kmm_engine::Family;
-use kmm_engine::operators::Upstream;
+use kmm_engine::runtime::operators::Upstream;
 
 /// One message to the UI task.
 #[derive(Debug)]

@@ -26,10 +26,10 @@ use super::worded::{self, Why};
 use super::{access, feed, live, logs, ui, writes};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_engine::endpoint::{self, Reported};
-use kmm_engine::health::{self, Health};
-use kmm_engine::leader::handoff::request_handoff;
-use kmm_engine::leader::{Candidacy, Participate, Participation};
+use kmm_engine::runtime::endpoint::{self, Reported};
+use kmm_engine::runtime::health::{self, Health};
+use kmm_engine::runtime::leader::handoff::request_handoff;
+use kmm_engine::runtime::leader::{Candidacy, Participate, Participation};
 use kmm_engine::{EngineConfig, LeaseConfig, PodImages};
 
 /// The context name the embedded cluster goes by.

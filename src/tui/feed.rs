@@ -225,7 +225,7 @@ fn spawn_counted_kinds(
 /// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine
 /// does, so the header and `:engine` say who acts.
 fn watch_upstream_operators(client: &Client, sink: &Sink) {
-    let mut upstream = kmm_engine::operators::follow(client.clone(), sink.cancel.clone());
+    let mut upstream = kmm_engine::runtime::operators::follow(client.clone(), sink.cancel.clone());
     let sender = sink.sender.clone();
     tokio::spawn(async move {
         while upstream.changed().await.is_ok() {

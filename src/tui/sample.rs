@@ -21,8 +21,8 @@ pub mod preflight;
 
 use crate::tui::data::{ClusterData, KindSnapshot};
 use kmm_api::kmm::labels;
-use kmm_engine::kernel;
-use kmm_engine::object_names;
+use kmm_engine::kmm::kernel;
+use kmm_engine::runtime::object_names;
 
 /// The kernels of the sample's nodes: two with a mapping in every Module, one with none.
 const KERNELS: [(&str, &str); 3] = [

@@ -8,6 +8,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
+use kmm_engine::runtime::causes::chain;
 use kube::core::Status;
 use kube::runtime::watcher;
 
@@ -189,8 +190,7 @@ fn mentions_credentials(text: &str) -> bool {
 /// (`ServiceError: …`).
 fn causes(error: &kube::Error) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
-    let mut next = error.source();
-    while let Some(cause) = next {
+    for cause in chain(error).skip(1) {
         let text = one_line(&cause.to_string());
         // Many causes repeat their own cause in their message: keep the more specific one.
         if let Some(last) = texts.last_mut()
@@ -200,7 +200,6 @@ fn causes(error: &kube::Error) -> Vec<String> {
         } else if !texts.contains(&text) {
             texts.push(text);
         }
-        next = cause.source();
     }
     if texts.is_empty() {
         texts.push(one_line(&error.to_string()));
@@ -210,14 +209,9 @@ fn causes(error: &kube::Error) -> Vec<String> {
 
 /// The kind of the first I/O error among the causes.
 fn io_kind(error: &(dyn StdError + 'static)) -> Option<std::io::ErrorKind> {
-    let mut cause = Some(error);
-    while let Some(error) = cause {
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        cause = error.source();
-    }
-    None
+    chain(error)
+        .find_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind)
 }
 
 /// `text` on one line, without runs of blanks.

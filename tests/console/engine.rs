@@ -9,7 +9,7 @@ use crate::support::{command, press, screen};
 use crossterm::event::{Event, KeyCode};
 use k8s_openapi::api::coordination::v1::Lease;
 use kmm_engine::Family;
-use kmm_engine::operators::{Installed, Upstream};
+use kmm_engine::runtime::operators::{Installed, Upstream};
 use kmm_tui::tui::action::{Action, EngineEvent};
 use kmm_tui::tui::app::{App, Availability, EngineMode, EngineMove, Mode, Request, Session, View};
 use kmm_tui::tui::keymap::{Command, Keymap};

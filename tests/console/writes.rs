@@ -16,7 +16,7 @@ use kmm_api::kmm::{
 };
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
-use kmm_engine::{self, Context, PodImages, mic};
+use kmm_engine::{self, Context, PodImages, kmm::mic};
 use kmm_tui::tui::access::{self, Capability};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, Availability, EngineMode, Mode, Request, Session, Severity};

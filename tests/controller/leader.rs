@@ -14,7 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::LeaseConfig;
-use kmm_engine::leader::run_as_leader;
+use kmm_engine::runtime::leader::run_as_leader;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

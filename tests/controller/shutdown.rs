@@ -13,7 +13,7 @@ use crate::serve_process::ServeProcess;
 use k8s_openapi::api::coordination::v1::Lease;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::LeaseConfig;
-use kmm_engine::leader::run_as_leader;
+use kmm_engine::runtime::leader::run_as_leader;
 use tokio_util::sync::CancellationToken;
 
 /// What an engine logs once its reconcilers run (from `engine::run_reconcilers`).

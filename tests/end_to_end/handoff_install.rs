@@ -13,7 +13,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_engine::rbac::ENGINE_ACCOUNT;
+use kmm_engine::runtime::rbac::ENGINE_ACCOUNT;
 use kmm_engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kmm_tui::install::{self, DEFAULT_NAMESPACE, DEPLOYMENT_NAME, InstallOptions};
 use kube::ResourceExt;

@@ -9,6 +9,7 @@ use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod max_update;
 pub mod names;
 pub mod reasons;
 

@@ -1,60 +1,39 @@
-//! The KMM engine: reconcilers that take a `Module` to every matching node.
+//! The engine of kmm-tui: the reconcilers of four families of software that lives on nodes, each in its folder.
 //!
-//! `Module` → [`module`] → one `ModuleImagesConfig` per Module and one `NodeModulesConfig` entry per node whose
-//! image exists → [`mic`] proves images exist with pull pods and hands missing ones to a `ModuleBuildSignConfig`
-//! → [`mbsc`] builds and signs them → [`nmc`] runs worker pods that load and unload the module and labels the node
-//! → [`deviceplugin`] runs the Module's device plugin DaemonSet on the nodes where the module is loaded.
+//! - **KMM** ([`kmm`]): `Module` → ModuleImagesConfig, ModuleBuildSignConfig and NodeModulesConfig → worker pods that
+//!   load the kernel module on every matching node, its device plugin, and `PreflightValidation` of a planned
+//!   kernel upgrade.
+//! - **Shim** ([`shim`]): `Shim` → installer pods that put a containerd shim on the selected nodes, batch by batch,
+//!   and its RuntimeClass.
+//! - **ImageCache** ([`imagecache`]): `ImageCache` → each cache's images kept on the nodes its lists select.
+//! - **Day-0** ([`day0`]): `ModuleDay0` → kernel modules baked into the OS image of a machine config pool, and the
+//!   kernels of the OS images the cluster names (`day0/os_image_kernels`).
 //!
-//! `PreflightValidation` → [`preflight`] checks every Module against the kernel of a planned upgrade, through a
-//! ModuleImagesConfig per Module on the same image pipeline.
-//!
-//! `Shim` → [`shim`] runs installer pods that put a containerd shim on the selected nodes, batch by batch, and keeps
-//! its RuntimeClass.
+//! What the families run on lives in [`runtime`]: the shared [`Context`] and its error policy, events, back-off,
+//! metrics, health, leader election ([`runtime::leader`] makes sure two engines never act at once), the watches the
+//! families share and the upstream operators the engine steps aside for.
 //!
 //! Every reconciler runs on `kube::runtime::Controller` and talks only through `kube::Client`, so the same code runs
 //! against the embedded cluster and a real one. Passes are level-triggered and idempotent: the engine may be killed
-//! at any point and restarted. [`leader`] makes sure two engines never act at once.
-//!
-//! `ImageCache` → [`imagecache`] keeps each cache's images on the nodes its lists select.
+//! at any point and restarted.
 
-pub mod attention;
-pub mod backoff;
-pub mod context;
 pub mod day0;
-pub mod deviceplugin;
-pub mod digest;
-pub mod endpoint;
-pub mod events;
-pub mod failures;
-pub mod finalizers;
-pub mod health;
 pub mod imagecache;
-pub mod kernel;
-pub mod leader;
-pub mod mbsc;
-pub mod metrics;
-pub mod mic;
-pub mod module;
-pub mod nmc;
-pub mod nodes;
-pub mod object_names;
-pub mod operators;
-pub mod os_image_kernels;
-pub mod preflight;
-pub mod rbac;
-pub mod resync;
-pub mod shared;
-pub mod shim;
-pub mod status;
-pub mod stopping;
+pub mod kmm;
+pub mod runtime;
+mod shim;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use context::{Context, Family, PodImages, Settings};
-pub use leader::LeaseConfig;
+use runtime::{events, leader, operators, shared};
+
+pub use runtime::context::{Context, PodImages};
+pub use runtime::family::Family;
+pub use runtime::leader::LeaseConfig;
+pub use runtime::settings::Settings;
 
 /// How to run the engine.
 #[derive(Clone, Debug)]
@@ -97,7 +76,7 @@ pub async fn run_steered(
         .with_settings(config.settings.clone())
         .with_metrics(candidacy.metrics.clone()),
     );
-    candidacy.metrics.count_fenced(&candidacy.fence);
+    candidacy.metrics.count_fenced(candidacy.fence.refused());
     leader::run_candidate(client, config.lease, candidacy, shutdown, move |leading| {
         run_reconcilers(context.clone(), leading)
     })
@@ -188,7 +167,7 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     let mut running: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
     for family in families {
         match family {
-            Family::Kmm => running.push(Box::pin(run_kmm(context.clone(), &shared, stop.clone()))),
+            Family::Kmm => running.push(Box::pin(kmm::run(context.clone(), &shared, stop.clone()))),
             Family::Shims => {
                 running.push(Box::pin(shim::run(context.clone(), &shared, stop.clone())))
             }
@@ -206,28 +185,4 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
     let sampling = context.metrics.clone().sample_until(stop.clone());
     tokio::join!(watches, sampling, futures::future::join_all(running));
     context.metrics.reconcilers_stopped();
-}
-
-/// The KMM family: Module, device plugin, ModuleImagesConfig, ModuleBuildSignConfig, NodeModulesConfig and
-/// PreflightValidation reconcilers, the Module, device plugin and NodeModulesConfig ones subscribed to the shared
-/// node watch now. Preflight belongs here as in upstream's operator: its checks run on the same image pipeline, and
-/// an upstream KMM operator found acting runs its own.
-fn run_kmm(
-    context: Arc<Context>,
-    shared: &shared::SharedWatches,
-    stop: CancellationToken,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
-    let modules = module::run(context.clone(), shared, stop.clone());
-    let nmcs = nmc::run(context.clone(), shared, stop.clone());
-    let plugins = deviceplugin::run(context.clone(), shared, stop.clone());
-    async move {
-        tokio::join!(
-            modules,
-            plugins,
-            mic::run(context.clone(), stop.clone()),
-            mbsc::run(context.clone(), stop.clone()),
-            preflight::run(context, stop),
-            nmcs,
-        );
-    }
 }

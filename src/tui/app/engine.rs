@@ -14,7 +14,7 @@ use crate::tui::action::EngineEvent;
 use crate::tui::keymap::{Command, Scope};
 use crate::tui::view::engine::{EngineFacts, EngineView, Place, engine_view, family_label};
 use kmm_engine::Family;
-use kmm_engine::operators::Upstream;
+use kmm_engine::runtime::operators::Upstream;
 
 /// A move of the engine the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,8 +28,8 @@ use crate::tui::action::{Action, EngineEvent};
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
 use crate::tui::worded;
-use kmm_engine::operators::{self, Upstream};
-use kmm_engine::{Family, nodes};
+use kmm_engine::runtime::operators::{self, Upstream};
+use kmm_engine::{Family, runtime::nodes};
 
 /// How long a new connection may take before the cluster counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -11,7 +11,7 @@ use crate::tui::data::{ClusterData, FeedState, Kind, KindSnapshot};
 use crate::tui::view::summary::{Summary, Tally};
 use crate::tui::view::{caches, day0, modules, shims};
 use kmm_engine::Family;
-use kmm_engine::operators::Upstream;
+use kmm_engine::runtime::operators::Upstream;
 
 /// One piece of news about one cluster of the fleet.
 #[derive(Clone, Debug)]

@@ -18,8 +18,8 @@ use crate::tui::data::{ClusterData, KindSnapshot};
 use kmm_api::day0::KMM_MANAGED_LABEL;
 use kmm_api::kmm::labels;
 use kmm_engine::day0::images::mic_name;
-use kmm_engine::kernel;
-use kmm_engine::object_names;
+use kmm_engine::kmm::kernel;
+use kmm_engine::runtime::object_names;
 
 /// Namespace of every sample ModuleDay0.
 const NAMESPACE: &str = "openshift-kmm";

@@ -9,7 +9,7 @@ use crate::tui::data::KindSnapshot;
 use crate::tui::fleet::reach::{Reach, Why};
 use crate::tui::fleet::state::FleetChange;
 use kmm_engine::Family;
-use kmm_engine::operators::{Installed, Upstream};
+use kmm_engine::runtime::operators::{Installed, Upstream};
 
 /// The counted kinds of a sample cluster, as the fleet's watches deliver them.
 fn counted(modules: usize, nodes: usize, with_day0: bool) -> Vec<FleetChange> {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kmm_api::imagecache::ImageCache;
 use kmm_api::imagecache::names::{CACHE_LABEL, IMAGE_ANNOTATION, NODE_ANNOTATION, OPERATION_LABEL};
 use kmm_engine::imagecache::canonical;
-use kmm_engine::nodes;
+use kmm_engine::runtime::nodes;
 
 /// The node label kube-fledged pins puller pods with.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";

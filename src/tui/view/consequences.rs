@@ -81,7 +81,7 @@ fn validation(data: &ClusterData, kernel: &str) -> Vec<String> {
     let moving = data
         .nodes
         .iter()
-        .filter(|n| kmm_engine::kernel::node_kernel(n).is_some_and(|k| k != kernel))
+        .filter(|n| kmm_engine::kmm::kernel::node_kernel(n).is_some_and(|k| k != kernel))
         .count();
     vec![
         "Each Module's image is checked with a pull pod; missing images with a build or sign section are built, \

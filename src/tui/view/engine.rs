@@ -1,7 +1,7 @@
 //! The `:engine` view model: who holds the engine Lease and where that engine runs, since when, the last renewal,
 //! the candidates seen, a hand-off in progress, who acts on each family (kmm-tui or an upstream operator), and what
 //! the acting engine did lately, read from the activity it publishes on the Lease (see
-//! [`kmm_engine::metrics::activity`]) — so it shows wherever that engine runs.
+//! [`kmm_engine::runtime::metrics::activity`]) — so it shows wherever that engine runs.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +9,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 
 use kmm_api::lease::{ANYONE, HANDOFF_ANNOTATION};
 use kmm_engine::Family;
-use kmm_engine::metrics::activity::Activity;
-use kmm_engine::operators::Upstream;
+use kmm_engine::runtime::metrics::activity::Activity;
+use kmm_engine::runtime::operators::Upstream;
 
 use super::age;
 

@@ -6,7 +6,7 @@ use k8s_openapi::api::events::v1::Event;
 
 use crate::tui::data::{ClusterData, event_time};
 use kmm_api::kmm::labels;
-use kmm_engine::object_names;
+use kmm_engine::runtime::object_names;
 
 use super::{Health, age, matches_filter};
 

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::tui::data::ClusterData;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleImagesConfig};
-use kmm_engine::kernel;
-use kmm_engine::mic::pods::{PullAnswer, pull_answer};
+use kmm_engine::kmm::kernel;
+use kmm_engine::kmm::mic::pods::{PullAnswer, pull_answer};
 
 use super::{Health, age, matches_filter};
 

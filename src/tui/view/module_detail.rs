@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::tui::data::ClusterData;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleConfig};
-use kmm_engine::module::plan::{self, Plan, SkipReason};
-use kmm_engine::{kernel, nodes};
+use kmm_engine::kmm::module::plan::{self, Plan, SkipReason};
+use kmm_engine::{kmm::kernel, runtime::nodes};
 
 use super::events::{EventRow, rows_about_module};
 use super::images::{ImageRow, PodIndex, rows_of};

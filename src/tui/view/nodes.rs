@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::tui::data::ClusterData;
 use kmm_api::kmm::{NodeModulesConfig, labels};
-use kmm_engine::{kernel, nodes};
+use kmm_engine::{kmm::kernel, runtime::nodes};
 
 use super::cache_images::CacheImages;
 use super::{Health, matches_filter};

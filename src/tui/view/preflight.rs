@@ -19,7 +19,7 @@ use crate::tui::data::ClusterData;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::os_image_kernels::{self, OsImageKernel};
 use kmm_api::kmm::{Module, PreflightValidation, VerificationStatus};
-use kmm_engine::kernel;
+use kmm_engine::kmm::kernel;
 
 use super::{Health, matches_filter};
 

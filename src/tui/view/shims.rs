@@ -4,10 +4,10 @@
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::tui::data::ClusterData;
 use kmm_api::conditions::{DEGRADED, PROGRESSING, READY};
+use kmm_api::shim::max_update::MaxUpdate;
 use kmm_api::shim::{Approval, RolloutType, Shim, ShimNodeState, reasons};
 
 use super::{Health, condition, matches_filter};
@@ -139,10 +139,11 @@ impl ShimRow {
         let strategy = match spec.rollout_strategy.type_ {
             RolloutType::Recreate => "recreate".to_owned(),
             RolloutType::Rolling => {
-                let step = rolling.map_or_else(String::new, |r| match &r.max_update {
-                    IntOrString::Int(n) => format!(" {n}"),
-                    IntOrString::String(s) => format!(" {s}"),
-                });
+                let step =
+                    rolling.map_or_else(String::new, |r| match MaxUpdate::parse(&r.max_update) {
+                        Ok(max_update) => format!(" {max_update}"),
+                        Err(_) => " invalid".to_owned(),
+                    });
                 format!("rolling{step}{}", if manual { " manual" } else { "" })
             }
         };

@@ -25,7 +25,7 @@ use super::retry::{Attempt, retrying};
 use crate::tui::target::Target;
 use kmm_api::errors::is_not_found;
 use kmm_api::shim::{RollingUpdate, RolloutType, Shim, ShimSpec, names};
-use kmm_engine::status::merge_patch;
+use kmm_engine::runtime::status::merge_patch;
 
 /// Approve batch `batch` of `shim`.
 pub async fn approve(client: &Client, shim: &Target, batch: i32) -> Result<String, WriteError> {

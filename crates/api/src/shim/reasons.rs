@@ -6,3 +6,6 @@ pub const PAUSED: &str = "Paused";
 /// Progressing and Ready: the shim is being removed from nodes (the Shim is deleted, or the selector no longer
 /// matches them).
 pub const UNINSTALLING: &str = "Uninstalling";
+/// Degraded and Ready: the spec holds a value the engine refuses to act on (a `maxUpdate` validation would have
+/// refused, on a cluster whose CRD does not validate it), so no installer starts until it is fixed.
+pub const INVALID_SPEC: &str = "InvalidSpec";

@@ -1,10 +1,9 @@
 //! Shim rules: the name coupling upstream relies on without checking, and the strategy and
 //! download settings the engine needs.
 
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
 use super::names::{is_dns_label, is_dns_subdomain};
 use super::{FieldPath, FieldViolation};
+use crate::shim::max_update::MaxUpdate;
 use crate::shim::{RolloutType, Shim};
 
 /// Violations of a Shim.
@@ -100,13 +99,7 @@ fn validate_rollout(shim: &Shim) -> Vec<FieldViolation> {
             RolloutType::Recreate => Vec::new(),
         };
     };
-    let valid = match &rolling.max_update {
-        IntOrString::Int(count) => *count >= 1,
-        IntOrString::String(text) => text
-            .strip_suffix('%')
-            .and_then(|number| number.parse::<u32>().ok())
-            .is_some_and(|percent| (1..=100).contains(&percent)),
-    };
+    let valid = MaxUpdate::parse(&rolling.max_update).is_ok();
     if valid {
         Vec::new()
     } else {

@@ -16,8 +16,9 @@ use kube::{Resource, ResourceExt};
 
 use super::pools;
 use super::reconcile::Day0Context;
-use crate::attention;
-use crate::context::{Error, KubeResultExt, post_params};
+use crate::runtime::attention;
+use crate::runtime::context::{Error, KubeResultExt};
+use crate::runtime::writes::post_params;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0, ModuleDay0Spec, OsMapping};
 use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::kmm::labels;
@@ -93,7 +94,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
         engine
             .event(config, true, "NoMachineConfigPool", note)
             .await;
-        return Ok(crate::metrics::requeue(RETRY));
+        return Ok(crate::runtime::metrics::requeue(RETRY));
     };
     let Some(selector) = pool
         .spec
@@ -119,7 +120,7 @@ async fn adopt(config: &MachineConfig, context: &Day0Context) -> Result<Action, 
             pool.name_any()
         );
         engine.event(config, true, "NoNodes", note).await;
-        return Ok(crate::metrics::requeue(RETRY));
+        return Ok(crate::runtime::metrics::requeue(RETRY));
     };
     let day0 = ModuleDay0 {
         metadata: ObjectMeta {

@@ -8,7 +8,7 @@
 //! Machine Config Operator roll the pool. With `clusterUpgradeTriggerNodeUpgrade`, a cluster upgrade to a new
 //! y-stream rebuilds the image on the new release's OS ([`release`], [`target`]).
 //!
-//! Beside them, [`os_image_kernels`](crate::os_image_kernels) reads the kernel of every OS image the cluster names, so
+//! Beside them, [`os_image_kernels`](crate::day0::os_image_kernels) reads the kernel of every OS image the cluster names, so
 //! an upgrade to one can be planned.
 //!
 //! The reconcilers run on `kube::runtime::Controller` and read all progress from the cluster; the engine's one
@@ -16,13 +16,14 @@
 
 pub mod handover;
 pub mod images;
+mod os_image_kernels;
 pub mod pools;
-pub mod reconcile;
-pub mod release;
-pub mod report;
-pub mod target;
+mod reconcile;
+mod release;
+mod report;
+mod target;
 
-use crate::metrics::Listed;
+use crate::runtime::metrics::Listed;
 use kube::runtime::WatchStreamExt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -37,10 +38,11 @@ use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use self::reconcile::Day0Context;
-use super::context::{Context, Family};
-use super::shared::SharedWatches;
-use super::stopping;
-use super::{mbsc, mic};
+use crate::runtime::context::Context;
+use crate::runtime::family::Family;
+use crate::runtime::shared::SharedWatches;
+use crate::runtime::stopping;
+use crate::{kmm::mbsc, kmm::mic};
 use kmm_api::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::kmm::ModuleImagesConfig;
 
@@ -102,19 +104,16 @@ pub fn run(
                 config(),
                 every(&day0s),
             )
-            .reconcile_all_on(day0_node_changes.map(drop))
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile::reconcile),
-                meter.error_policy(reconcile::error_policy),
-                shared_context.clone(),
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "ModuleDay0 pass did not complete");
-                }
-            });
-        let day0_controller = stopping::until_stopped(day0_passes, &day0s, &stop);
+            .reconcile_all_on(day0_node_changes.map(drop));
+        let day0_controller = stopping::drive(
+            day0_passes,
+            &meter,
+            reconcile::reconcile,
+            reconcile::error_policy,
+            shared_context.clone(),
+            &stop,
+            "ModuleDay0",
+        );
         let (configs, writer) = kube::runtime::reflector::store();
         let listed = Listed::default();
         let changes = listed
@@ -139,20 +138,17 @@ pub fn run(
                         .get(kmm_api::kmm::labels::MACHINE_CONFIG)
                         .map(|name| ObjectRef::<MachineConfig>::new(name))
                 },
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                handover_meter.reconciler(handover::reconcile),
-                handover_meter.error_policy(reconcile::error_policy),
-                shared_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "MachineConfig hand-over pass did not complete");
-                }
-            });
-        let handover_controller = stopping::until_stopped(handover_passes, &configs, &stop);
-        let kernels = super::os_image_kernels::run(context.clone(), stop.clone());
+            );
+        let handover_controller = stopping::drive(
+            handover_passes,
+            &handover_meter,
+            handover::reconcile,
+            reconcile::error_policy,
+            shared_context,
+            &stop,
+            "MachineConfig hand-over",
+        );
+        let kernels = os_image_kernels::run(context.clone(), stop.clone());
         let pipeline = async {
             if !context.runs(Family::Kmm) {
                 tokio::join!(

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::shared::SharedStore;
+use crate::runtime::shared::SharedStore;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch};
@@ -17,9 +17,10 @@ use super::pools;
 use super::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE, Release};
 use super::report::Report;
 use super::target::{self, Target};
-use crate::Context;
-use crate::attention;
-use crate::context::{Error, KubeResultExt, patch_params};
+use crate::runtime::attention;
+use crate::runtime::context::Context;
+use crate::runtime::context::{Error, KubeResultExt};
+use crate::runtime::writes::patch_params;
 use kmm_api::day0::{
     ClusterVersion, KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0,
     ModuleDay0Status,
@@ -37,16 +38,19 @@ pub struct Day0Context {
 }
 
 /// The error policy of the day-0 reconcilers: the engine's, on the day-0 context.
-pub fn error_policy<K: kube::Resource<DynamicType = ()>>(
+pub(super) fn error_policy<K: kube::Resource<DynamicType = ()>>(
     object: Arc<K>,
     error: &Error,
     context: Arc<Day0Context>,
 ) -> Action {
-    crate::context::retry_on_error(object, error, context.engine.clone())
+    crate::runtime::context::retry_on_error(object, error, context.engine.clone())
 }
 
 /// One pass over a ModuleDay0; a failure a person must act on is told on it (see [`attention`]).
-pub async fn reconcile(day0: Arc<ModuleDay0>, context: Arc<Day0Context>) -> Result<Action, Error> {
+pub(super) async fn reconcile(
+    day0: Arc<ModuleDay0>,
+    context: Arc<Day0Context>,
+) -> Result<Action, Error> {
     let outcome = reconcile_day0(&day0, &context).await;
     attention::conclude_with_condition(&context.engine, day0.as_ref(), &outcome).await;
     outcome

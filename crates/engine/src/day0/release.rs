@@ -14,22 +14,22 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kmm_api::day0::ClusterVersion;
 
 /// Namespace of the ConfigMap naming the release's OS image.
-pub const OS_IMAGE_CONFIG_MAP_NAMESPACE: &str = "openshift-machine-config-operator";
+pub(super) const OS_IMAGE_CONFIG_MAP_NAMESPACE: &str = "openshift-machine-config-operator";
 /// Name of the ConfigMap naming the release's OS image.
-pub const OS_IMAGE_CONFIG_MAP: &str = "machine-config-osimageurl";
+pub(super) const OS_IMAGE_CONFIG_MAP: &str = "machine-config-osimageurl";
 /// Its key holding the release version.
-pub const RELEASE_VERSION_KEY: &str = "releaseVersion";
+pub(super) const RELEASE_VERSION_KEY: &str = "releaseVersion";
 /// Its key holding the release's OS image.
-pub const BASE_OS_IMAGE_KEY: &str = "baseOSContainerImage";
+pub(super) const BASE_OS_IMAGE_KEY: &str = "baseOSContainerImage";
 
 /// Build argument naming the release's OS image.
-pub const OS_AUTO: &str = "OS_AUTO";
+pub(super) const OS_AUTO: &str = "OS_AUTO";
 /// Build argument naming the release's driver toolkit image.
-pub const DTK_AUTO: &str = "DTK_AUTO";
+pub(super) const DTK_AUTO: &str = "DTK_AUTO";
 
 /// What the engine knows of the release the cluster moves to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Release {
+pub(super) struct Release {
     /// `status.desired.version`, e.g. `4.15.3`.
     pub version: Option<String>,
     /// The OS image of that release, when the cluster publishes it for that very release.
@@ -38,7 +38,7 @@ pub struct Release {
 
 impl Release {
     /// The release `version` points at, with the OS image `config_map` names when it is for that release.
-    pub fn read(version: Option<&ClusterVersion>, config_map: Option<&ConfigMap>) -> Self {
+    pub(super) fn read(version: Option<&ClusterVersion>, config_map: Option<&ConfigMap>) -> Self {
         let version = version
             .and_then(|v| v.status.as_ref())
             .and_then(|s| s.desired.as_ref())
@@ -53,12 +53,12 @@ impl Release {
     }
 
     /// `OS_AUTO`: the release's OS image.
-    pub fn os_auto(&self) -> Option<&str> {
+    pub(super) fn os_auto(&self) -> Option<&str> {
         self.os_image.as_deref()
     }
 
     /// `DTK_AUTO`: the driver toolkit of the release (see the module documentation for the convention).
-    pub fn dtk_auto(&self) -> Option<String> {
+    pub(super) fn dtk_auto(&self) -> Option<String> {
         let (os, version) = (self.os_image.as_deref()?, self.version.as_deref()?);
         let repository = repository(os);
         let directory = repository.rsplit_once('/').map_or("", |(dir, _)| dir);
@@ -70,13 +70,13 @@ impl Release {
     }
 
     /// The release's y-stream (`4.15`).
-    pub fn y_stream(&self) -> Option<YStream> {
+    pub(super) fn y_stream(&self) -> Option<YStream> {
         YStream::of_release(self.version.as_deref()?)
     }
 }
 
 /// An image reference without its tag or digest.
-pub fn repository(image: &str) -> &str {
+pub(super) fn repository(image: &str) -> &str {
     let image = image.split_once('@').map_or(image, |(repo, _)| repo);
     match image.rsplit_once(':') {
         Some((repo, tag)) if !tag.contains('/') => repo,
@@ -129,7 +129,7 @@ impl YStream {
 
 /// The image a layered pool runs on `release`: the mapped image's repository tagged with the release version, so
 /// each release's build has its own name and the mapped image is never overwritten.
-pub fn image_for_release(container_image: &str, release: &str) -> String {
+pub(super) fn image_for_release(container_image: &str, release: &str) -> String {
     format!("{}:{release}", repository(container_image))
 }
 

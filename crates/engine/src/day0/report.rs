@@ -1,14 +1,14 @@
 //! The ModuleDay0's status: `Available` (and `Ready`, its mirror), `Progressing` and `Degraded` with reasons a person
 //! can act on, the MachineConfig it manages and the image it last wrote there.
 
-use crate::status::set_condition;
+use crate::runtime::status::set_condition;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING, READY};
 use kmm_api::day0::ModuleDay0Status;
 use kmm_api::day0::reasons::AS_EXPECTED;
 
 /// The outcome of a pass, as conditions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report {
+pub(super) struct Report {
     /// `Available`: (status, reason, message).
     pub available: (bool, &'static str, String),
     /// `Progressing`.
@@ -19,7 +19,7 @@ pub struct Report {
 
 impl Report {
     /// Work under way: not available yet, nothing wrong.
-    pub fn progressing(reason: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn progressing(reason: &'static str, message: impl Into<String>) -> Self {
         let message = message.into();
         Self {
             available: (false, reason, message.clone()),
@@ -29,7 +29,7 @@ impl Report {
     }
 
     /// Stuck until a person acts: not available, not progressing.
-    pub fn degraded(reason: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn degraded(reason: &'static str, message: impl Into<String>) -> Self {
         let message = message.into();
         Self {
             available: (false, reason, message.clone()),
@@ -39,7 +39,7 @@ impl Report {
     }
 
     /// Done.
-    pub fn available(reason: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn available(reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             available: (true, reason, message.into()),
             progressing: (false, AS_EXPECTED, String::new()),
@@ -48,7 +48,7 @@ impl Report {
     }
 
     /// The most telling reason, for events: the degraded one, else the progressing one, else the available one.
-    pub fn reason(&self) -> &'static str {
+    pub(super) fn reason(&self) -> &'static str {
         if self.degraded.0 {
             self.degraded.1
         } else if self.progressing.0 {
@@ -59,7 +59,7 @@ impl Report {
     }
 
     /// The message that goes with [`Report::reason`].
-    pub fn message(&self) -> &str {
+    pub(super) fn message(&self) -> &str {
         if self.degraded.0 {
             &self.degraded.2
         } else if self.progressing.0 {
@@ -70,7 +70,11 @@ impl Report {
     }
 
     /// `current` with this report's conditions and `generation` observed.
-    pub fn apply(&self, current: &ModuleDay0Status, generation: Option<i64>) -> ModuleDay0Status {
+    pub(super) fn apply(
+        &self,
+        current: &ModuleDay0Status,
+        generation: Option<i64>,
+    ) -> ModuleDay0Status {
         let mut status = current.clone();
         status.observed_generation = generation;
         // `Ready` mirrors `Available`, as on a Module, so `kubectl get` and `kubectl wait` read both kinds alike.

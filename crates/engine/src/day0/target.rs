@@ -59,7 +59,7 @@ impl Target {
 
 /// Why no target can be decided yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Undecided {
+pub(super) struct Undecided {
     /// Condition reason.
     pub reason: &'static str,
     /// What is missing.
@@ -67,10 +67,10 @@ pub struct Undecided {
 }
 
 /// Reason: the cluster moves to a release whose OS image is not published yet.
-pub const WAITING_FOR_RELEASE: &str = "WaitingForRelease";
+pub(super) const WAITING_FOR_RELEASE: &str = "WaitingForRelease";
 
 /// The target of `mapping` for a pool whose nodes run `nodes_os` while the cluster moves to `release`.
-pub fn decide(
+pub(super) fn decide(
     mapping: &OsMapping,
     release: &Release,
     nodes_os: Option<&str>,

@@ -8,12 +8,14 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
+use crate::runtime::context::{Context, Error, KubeResultExt};
+use crate::runtime::writes::patch_params;
+use crate::runtime::writes::post_params;
 use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::imagecache::{ImageCache, ImageCacheStatus, PURGE_REASON, REFRESH_ANNOTATION};
 
 /// The calls about one cache.
-pub struct CacheApi {
+pub(super) struct CacheApi {
     name: String,
     namespace: String,
     caches: Api<ImageCache>,
@@ -23,7 +25,7 @@ pub struct CacheApi {
 
 impl CacheApi {
     /// The calls about `cache`.
-    pub fn new(client: &Client, cache: &ImageCache) -> Result<Self, Error> {
+    pub(super) fn new(client: &Client, cache: &ImageCache) -> Result<Self, Error> {
         let name = cache.name_any();
         let namespace = cache
             .namespace()
@@ -42,7 +44,7 @@ impl CacheApi {
     }
 
     /// The cache as the API has it now.
-    pub async fn get(&self) -> Result<Option<ImageCache>, Error> {
+    pub(super) async fn get(&self) -> Result<Option<ImageCache>, Error> {
         self.caches
             .get_opt(&self.name)
             .await
@@ -50,7 +52,7 @@ impl CacheApi {
     }
 
     /// Every image cache pod in the cluster (this engine's and kube-fledged's), for the in-flight bounds.
-    pub async fn every_cache_pod(&self) -> Result<Vec<Pod>, Error> {
+    pub(super) async fn every_cache_pod(&self) -> Result<Vec<Pod>, Error> {
         Ok(self
             .every_pod
             .list(&ListParams::default().labels(kmm_api::imagecache::names::SELECTOR))
@@ -60,7 +62,7 @@ impl CacheApi {
     }
 
     /// Create a pod; one that already exists under its name is fine (its name says what it does).
-    pub async fn create_pod(&self, pod: &Pod) -> Result<(), Error> {
+    pub(super) async fn create_pod(&self, pod: &Pod) -> Result<(), Error> {
         match self.pods.create(&post_params(), pod).await {
             Ok(_) => Ok(()),
             Err(error) if is_conflict(&error) => Ok(()),
@@ -73,7 +75,7 @@ impl CacheApi {
 
     /// Delete a pod at once (no grace period: a pull or `crictl rmi` has nothing to finish that a retry would not
     /// redo); one already gone is fine. Returns whether it has left the API (a finalizer can keep it).
-    pub async fn delete_pod(&self, name: &str) -> Result<bool, Error> {
+    pub(super) async fn delete_pod(&self, name: &str) -> Result<bool, Error> {
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             ..DeleteParams::background()
@@ -90,7 +92,7 @@ impl CacheApi {
     }
 
     /// Delete, in one request, the succeeded pods that `selector` picks (see [`super::sweep`]).
-    pub async fn delete_succeeded(&self, selector: &str) -> Result<(), Error> {
+    pub(super) async fn delete_succeeded(&self, selector: &str) -> Result<(), Error> {
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             ..DeleteParams::background()
@@ -107,7 +109,7 @@ impl CacheApi {
 
     /// Replace the status of the cache as read at the start of the pass: a concurrent change makes it a 409 and
     /// the pass is retried from fresh state. Returns the cache as written.
-    pub async fn write_status(
+    pub(super) async fn write_status(
         &self,
         read: &ImageCache,
         status: ImageCacheStatus,
@@ -126,7 +128,11 @@ impl CacheApi {
 
     /// Remove annotations whose work is done, only if the cache is still as `read` (a new request written
     /// meanwhile must not be lost).
-    pub async fn remove_annotations(&self, read: &ImageCache, keys: &[&str]) -> Result<(), Error> {
+    pub(super) async fn remove_annotations(
+        &self,
+        read: &ImageCache,
+        keys: &[&str],
+    ) -> Result<(), Error> {
         let removed: serde_json::Map<String, serde_json::Value> = keys
             .iter()
             .map(|k| ((*k).to_owned(), serde_json::Value::Null))
@@ -143,7 +149,7 @@ impl CacheApi {
 }
 
 /// Every `period`, annotate each cache that is not purged for a refresh, so moved tags are pulled again.
-pub async fn refresh_periodically(
+pub(super) async fn refresh_periodically(
     context: std::sync::Arc<Context>,
     period: Duration,
     stop: CancellationToken,

@@ -17,8 +17,8 @@
 //!   cache puts it on (a JSON merge patch of the annotation is all it takes:
 //!   `kubectl annotate imagecache NAME kmm-tui.io/repull=nginx:1.27@worker-3`).
 //!
-//! A failed pull is retried [`Settings::cache_retry`](super::Settings) after it failed (30 s by default), doubling
-//! per attempt. With [`Settings::cache_refresh`](super::Settings) set, every cache that is not purged is annotated for a refresh
+//! A failed pull is retried [`Settings::cache_retry`](crate::runtime::settings::Settings) after it failed (30 s by default), doubling
+//! per attempt. With [`Settings::cache_refresh`](crate::runtime::settings::Settings) set, every cache that is not purged is annotated for a refresh
 //! at that period.
 
 mod cluster;
@@ -29,13 +29,12 @@ mod report;
 mod sweep;
 mod wanted;
 
-use crate::metrics::Listed;
+use crate::runtime::metrics::Listed;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
@@ -50,15 +49,16 @@ use self::cluster::CacheApi;
 use self::plan::{Busy, Limits, Observed};
 use self::pods::PodView;
 use self::reference::NodeImagesMemo;
-use super::attention;
-use super::context::{Context, Error, retry_on_error};
-use super::shared::{SharedStore, SharedWatches};
-use super::stopping;
+use crate::runtime::attention;
+use crate::runtime::context::{Context, Error, retry_on_error};
+use crate::runtime::shared::{SharedStore, SharedWatches};
+use crate::runtime::stopping;
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
-pub use self::plan::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY, backoff};
+pub use self::plan::backoff;
 pub use self::pods::image_hash;
 pub use self::reference::canonical;
+pub use crate::runtime::settings::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY};
 
 /// What the cache reconciler reads besides the cache.
 struct CacheContext {
@@ -108,7 +108,7 @@ pub fn run(
         let own_store = store.clone();
         let meter = context.meter(
             "imagecache",
-            crate::Family::Caches,
+            crate::runtime::family::Family::Caches,
             1,
             (own_store.clone(), listed),
         );
@@ -123,7 +123,7 @@ pub fn run(
             },
             last_pass: Default::default(),
         });
-        let passes = controller
+        let wired = controller
             .owns(
                 Api::<Pod>::all(client),
                 watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR),
@@ -136,19 +136,16 @@ pub fn run(
                     .collect::<Vec<_>>()
             })
             // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
-            .with_config(controller::Config::default().concurrency(1))
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile),
-                meter.error_policy(error_policy),
-                cache_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "ImageCache pass did not complete");
-                }
-            });
-        let reconciler = stopping::until_stopped(passes, &own_store, &stop);
+            .with_config(controller::Config::default().concurrency(1));
+        let reconciler = stopping::drive(
+            wired,
+            &meter,
+            reconcile,
+            error_policy,
+            cache_context,
+            &stop,
+            "ImageCache",
+        );
         match refresh {
             Some(period) => {
                 tokio::join!(
@@ -353,7 +350,9 @@ async fn announce(
             (false, status.reason.as_str(), status.message.clone())
         }
         ImageCacheActionStatus::Failed => {
-            context.metrics.pull_failed(crate::Family::Caches);
+            context
+                .metrics
+                .pull_failed(crate::runtime::family::Family::Caches);
             (
                 true,
                 degraded.map_or("PullFailed", |c| c.reason.as_str()),

@@ -2,6 +2,7 @@
 //! nodes (labels, `status.images`) and the cache's pods. Nothing is remembered between passes, so a pass after a
 //! restart decides what the pass before the crash would have.
 
+use crate::runtime::settings::{DEFAULT_CLUSTER_PULLS, DEFAULT_FIRST_RETRY};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +21,11 @@ use kmm_api::imagecache::{
 
 mod outcome;
 
-pub use outcome::{Finished, Mode, NewPod, PairState, Plan, RemovalState};
+pub(super) use outcome::{Finished, Mode, NewPod, PairState, Plan, RemovalState};
 
 /// Bounds on the work in flight and on each pull.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(super) struct Limits {
     /// Pods working on one node at once (all caches together): a node pulls a few images at a time, as a kubelet
     /// pulling serially would anyway.
     pub per_node: usize,
@@ -48,21 +49,12 @@ impl Default for Limits {
     }
 }
 
-/// Pods working at once in the whole cluster by default. A slot is freed when a pass sees its pod finished, and
-/// passes over a cache are at least `PACE` (750 ms) apart, so a rollout pulls about this many images per
-/// pass: on 5,000 nodes with 5 images each, 256 took 97 s in-process and 512 took 71 s (1024 took 57 s but peaked
-/// 34 MiB higher, with more pods and their Events in flight at once).
-pub const DEFAULT_CLUSTER_PULLS: usize = 512;
-
 /// How long after a pull pod succeeded its image may still be missing from the node's `status.images` (the kubelet
 /// reports node status every few seconds) before the image counts as removed since.
-pub const CONFIRM_GRACE: Duration = Duration::from_secs(30);
+pub(super) const CONFIRM_GRACE: Duration = Duration::from_secs(30);
 
 /// How often a cache with work waiting for a slot looks again.
 const SLOT_POLL: Duration = Duration::from_secs(5);
-
-/// How long after a failed pull the first retry starts by default.
-pub const DEFAULT_FIRST_RETRY: Duration = Duration::from_secs(30);
 
 /// How long after failed attempt `attempt` the next one starts: `first` (30 s by default), doubling per attempt, at
 /// most twenty times `first` (10 minutes by default), so a registry down for hours is asked a few times an hour.
@@ -73,7 +65,7 @@ pub fn backoff(attempt: u32, first: Duration) -> Duration {
 
 /// Pods working now, across every cache.
 #[derive(Clone, Debug, Default)]
-pub struct Busy {
+pub(super) struct Busy {
     /// In the whole cluster.
     pub total: usize,
     /// Per node name.
@@ -81,7 +73,7 @@ pub struct Busy {
 }
 
 /// What a pass reads.
-pub struct Observed<'a> {
+pub(super) struct Observed<'a> {
     /// The cache, read afresh.
     pub cache: &'a ImageCache,
     /// Every node.
@@ -104,7 +96,7 @@ pub struct Observed<'a> {
 type NodeImage = (String, String);
 
 /// Decide one pass.
-pub fn plan(observed: Observed) -> Plan {
+pub(super) fn plan(observed: Observed) -> Plan {
     Planner::new(observed).run()
 }
 

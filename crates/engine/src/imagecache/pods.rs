@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use crate::context::Error;
-use crate::digest::sha256_hex;
+use crate::runtime::context::Error;
+use crate::runtime::digest::sha256_hex;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::imagecache::names::{
     APP_LABEL, ATTEMPT_ANNOTATION, CACHE_LABEL, CONTROLLER_LABEL, IMAGE_ANNOTATION,
@@ -33,7 +33,7 @@ const DELETE_CONTAINER: &str = "docker-cri-client";
 
 /// What a pod does for its (node, image).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Operation {
+pub(super) enum Operation {
     /// Pull when absent (`IfNotPresent`).
     Pull,
     /// Pull again even when present (`Always`), for a refresh or a re-pull.
@@ -44,7 +44,7 @@ pub enum Operation {
 
 impl Operation {
     /// The value of [`OPERATION_LABEL`].
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Operation::Pull => "pull",
             Operation::Refresh => "refresh",
@@ -76,7 +76,7 @@ pub fn image_hash(image: &str) -> String {
 /// The pod name of `operation`'s `attempt` on (`node`, `image`) for `cache`: the cache name (cut to 40 characters),
 /// ten hexadecimal digits of the SHA-256 of `"<node>\n<image>"`, the operation's letter and the attempt, at most
 /// 63 characters.
-pub fn pod_name(
+pub(super) fn pod_name(
     cache: &str,
     node: &str,
     image: &str,
@@ -90,7 +90,7 @@ pub fn pod_name(
 }
 
 /// What a new pod is for.
-pub struct Work<'a> {
+pub(super) struct Work<'a> {
     /// The node it runs on.
     pub node: &'a Node,
     /// The image it pulls or deletes.
@@ -104,7 +104,11 @@ pub struct Work<'a> {
 }
 
 /// The pod doing `work` for `cache`, owned by the cache so that deleting the cache deletes its pods.
-pub fn pod(cache: &ImageCache, work: &Work, images: &crate::PodImages) -> Result<Pod, Error> {
+pub(super) fn pod(
+    cache: &ImageCache,
+    work: &Work,
+    images: &crate::runtime::context::PodImages,
+) -> Result<Pod, Error> {
     let cache_name = cache.name_any();
     let node_name = work.node.name_any();
     let owner = cache.controller_owner_ref(&()).ok_or_else(|| {
@@ -288,7 +292,7 @@ fn delete_spec_with(cri_client: &str, socket: &str, command: Vec<String>) -> Pod
 
 /// Where a pod's work stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Still working.
     Working,
     /// Done; when its last container finished, if the pod says.
@@ -314,7 +318,7 @@ const STUCK_REASONS: &[&str] = &[
 
 /// One image cache pod, read.
 #[derive(Clone, Debug)]
-pub struct PodView {
+pub(super) struct PodView {
     /// Pod name.
     pub name: String,
     /// The node it works on.
@@ -336,7 +340,7 @@ pub struct PodView {
 impl PodView {
     /// Read `pod`, judging a pod still pending after `deadline` as failed; `None` for a pod this engine did not
     /// make (no node or image annotation).
-    pub fn read(pod: &Pod, now: Timestamp, deadline: Duration) -> Option<Self> {
+    pub(super) fn read(pod: &Pod, now: Timestamp, deadline: Duration) -> Option<Self> {
         let annotations = pod.annotations();
         let image = annotations.get(IMAGE_ANNOTATION)?.clone();
         let node = annotations.get(NODE_ANNOTATION)?.clone();
@@ -367,7 +371,7 @@ impl PodView {
 }
 
 /// Whether a pod (of any image cache engine) is still working, for the in-flight bounds.
-pub fn in_flight(pod: &Pod, now: Timestamp, deadline: Duration) -> bool {
+pub(super) fn in_flight(pod: &Pod, now: Timestamp, deadline: Duration) -> bool {
     let created = pod
         .metadata
         .creation_timestamp
@@ -378,7 +382,7 @@ pub fn in_flight(pod: &Pod, now: Timestamp, deadline: Duration) -> bool {
 }
 
 /// The node a pod works on: the engine's annotation, else where it was bound.
-pub fn pod_node(pod: &Pod) -> Option<&str> {
+pub(super) fn pod_node(pod: &Pod) -> Option<&str> {
     pod.annotations()
         .get(NODE_ANNOTATION)
         .map(String::as_str)
@@ -455,7 +459,7 @@ fn verdict(pod: &Pod, now: Timestamp, created: Timestamp, deadline: Duration) ->
 }
 
 /// `5m`, `90s`: a duration as a person reads it.
-pub fn humantime(duration: Duration) -> String {
+pub(super) fn humantime(duration: Duration) -> String {
     let seconds = duration.as_secs();
     if seconds >= 60 && seconds.is_multiple_of(60) {
         format!("{}m", seconds / 60)
@@ -467,7 +471,7 @@ pub fn humantime(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PodImages;
+    use crate::runtime::context::PodImages;
 
     fn cache() -> ImageCache {
         serde_json::from_value(serde_json::json!({

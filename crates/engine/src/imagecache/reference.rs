@@ -9,7 +9,7 @@ use kmm_api::image_ref::comparison_key;
 
 /// Most images a kubelet lists in `status.images` by default (`nodeStatusMaxImages`): a node listing this many may
 /// hold more than it shows.
-pub const NODE_STATUS_MAX_IMAGES: usize = 50;
+pub(super) const NODE_STATUS_MAX_IMAGES: usize = 50;
 
 /// `reference` in the runtime's canonical form ([`comparison_key`]): a registry host (`docker.io` when there is
 /// none), `library/` for Docker Hub's official images, `:latest` when it has neither tag nor digest, and the digest
@@ -21,7 +21,7 @@ pub fn canonical(reference: &str) -> String {
 
 /// What a node's `status.images` says it holds, in canonical form.
 #[derive(Debug, Default)]
-pub struct NodeImages {
+pub(super) struct NodeImages {
     names: HashSet<String>,
     /// The node lists as many images as a kubelet reports: an image it does not list may still be there.
     pub truncated: bool,
@@ -31,7 +31,7 @@ pub struct NodeImages {
 
 impl NodeImages {
     /// The images `node` reports.
-    pub fn of(node: &Node) -> Self {
+    pub(super) fn of(node: &Node) -> Self {
         let images = node
             .status
             .as_ref()
@@ -50,12 +50,12 @@ impl NodeImages {
     }
 
     /// Whether the node lists `image` (tag or digest form, exactly).
-    pub fn holds(&self, image: &str) -> bool {
+    pub(super) fn holds(&self, image: &str) -> bool {
         self.holds_canonical(&canonical(image))
     }
 
     /// Whether the node lists the image whose [`canonical`] form is `reference`.
-    pub fn holds_canonical(&self, reference: &str) -> bool {
+    pub(super) fn holds_canonical(&self, reference: &str) -> bool {
         self.names.contains(reference)
     }
 }
@@ -63,13 +63,13 @@ impl NodeImages {
 /// What every node holds, kept from pass to pass and read again only from the nodes whose resourceVersion moved:
 /// reading the image lists of thousands of nodes anew took a third of every pass.
 #[derive(Debug, Default)]
-pub struct NodeImagesMemo {
+pub(super) struct NodeImagesMemo {
     by_node: HashMap<String, Arc<NodeImages>>,
 }
 
 impl NodeImagesMemo {
     /// Bring the memo up to `nodes` (nodes that left are forgotten) and return it.
-    pub fn refresh(&mut self, nodes: &[Arc<Node>]) -> &HashMap<String, Arc<NodeImages>> {
+    pub(super) fn refresh(&mut self, nodes: &[Arc<Node>]) -> &HashMap<String, Arc<NodeImages>> {
         let mut previous = std::mem::take(&mut self.by_node);
         for node in nodes {
             let Some(name) = node.metadata.name.as_deref() else {

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::plan::{Mode, PairState, Plan, RemovalState};
-use crate::status::set_condition;
+use crate::runtime::status::set_condition;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
 use kmm_api::imagecache::PURGE_REASON;
 use kmm_api::imagecache::{
@@ -23,7 +23,7 @@ const MAX_MESSAGE: usize = 300;
 
 /// A failure in a few words a person can act on: `not found in registry`, `registry refused the credentials
 /// (check imagePullSecrets)`, ...
-pub fn summarise(reason: &str, message: &str) -> String {
+pub(super) fn summarise(reason: &str, message: &str) -> String {
     let lower = message.to_ascii_lowercase();
     if reason == "DeadlineExceeded" {
         message.to_owned()
@@ -159,7 +159,7 @@ fn failures(plan: &Plan) -> Vec<Failure<'_>> {
 }
 
 /// The status after the pass planned in `plan`, at `now`.
-pub fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStatus {
+pub(super) fn status(cache: &ImageCache, plan: &Plan, now: Timestamp) -> ImageCacheStatus {
     let previous = cache.status.as_ref();
     let processing = plan.processing();
     let failed = failures(plan);

@@ -19,11 +19,11 @@ const NODES_PER_REQUEST: usize = 100;
 const LABEL_VALUE_MAX: usize = 63;
 
 /// The field selector of every sweep: a pod that is not done is never taken.
-pub const SUCCEEDED: &str = "status.phase=Succeeded";
+pub(super) const SUCCEEDED: &str = "status.phase=Succeeded";
 
 /// What removes the finished pods of one pass of `cache`.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Sweep {
+pub(super) struct Sweep {
     /// Label selectors of delete-collection requests (each used with [`SUCCEEDED`]).
     pub selectors: Vec<String>,
     /// Pods deleted one by one.
@@ -31,7 +31,7 @@ pub struct Sweep {
 }
 
 /// The requests that remove `finished` pods of `cache`.
-pub fn sweep(cache: &str, finished: &BTreeSet<Finished>) -> Sweep {
+pub(super) fn sweep(cache: &str, finished: &BTreeSet<Finished>) -> Sweep {
     let mut out = Sweep::default();
     let mut groups: BTreeMap<(&str, Operation), Vec<&str>> = BTreeMap::new();
     for pod in finished {

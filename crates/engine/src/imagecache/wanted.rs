@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Node;
 use kmm_api::imagecache::CacheSpecImages;
 
 /// Images per node name, each image once, in the order the spec lists them.
-pub type NodeImages = BTreeMap<String, Vec<String>>;
+pub(super) type NodeImages = BTreeMap<String, Vec<String>>;
 
 /// Whether `selector` (every node when unset) selects `node`.
 fn selects(selector: Option<&BTreeMap<String, String>>, node: &Node) -> bool {
@@ -23,7 +23,7 @@ fn selects(selector: Option<&BTreeMap<String, String>>, node: &Node) -> bool {
 }
 
 /// The images every live node should hold under `spec`; nodes no list selects are absent.
-pub fn targets(spec: &[CacheSpecImages], nodes: &[Arc<Node>]) -> NodeImages {
+pub(super) fn targets(spec: &[CacheSpecImages], nodes: &[Arc<Node>]) -> NodeImages {
     let mut wanted = NodeImages::new();
     for node in nodes
         .iter()
@@ -48,7 +48,7 @@ pub fn targets(spec: &[CacheSpecImages], nodes: &[Arc<Node>]) -> NodeImages {
 }
 
 /// The images `applied` puts on nodes that `wanted` no longer does: they are deleted from those nodes.
-pub fn removed(
+pub(super) fn removed(
     applied: &[CacheSpecImages],
     wanted: &NodeImages,
     nodes: &[Arc<Node>],
@@ -65,7 +65,7 @@ pub fn removed(
 /// The (node, image) pairs a re-pull annotation value names among `wanted`: `<image>@<node>` entries and `<image>`
 /// entries (that image on every node the cache puts it on), comma-separated. Entries naming an image or node the
 /// cache does not pair are ignored.
-pub fn repull_pairs(value: &str, wanted: &NodeImages) -> BTreeSet<(String, String)> {
+pub(super) fn repull_pairs(value: &str, wanted: &NodeImages) -> BTreeSet<(String, String)> {
     let mut pairs = BTreeSet::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (image, node) = match entry.rsplit_once('@') {

@@ -8,7 +8,7 @@ use kmm_api::shim::{FetchStrategy, PlatformArch, PlatformOs};
 
 /// The archive one node downloads.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Artifact {
+pub(super) struct Artifact {
     /// URL of the archive.
     pub location: String,
     /// Hex SHA-256 the download checks, when the spec pins it.
@@ -17,7 +17,7 @@ pub struct Artifact {
 
 /// Why a node has no archive.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NoArtifact {
+pub(super) enum NoArtifact {
     /// The spec names neither `platforms` nor `anonHttp`.
     NoStrategy,
     /// `platforms` lists no archive for the node's OS and architecture.
@@ -44,7 +44,7 @@ impl std::fmt::Display for NoArtifact {
 }
 
 /// The archive `node` downloads under `fetch`.
-pub fn resolve(fetch: &FetchStrategy, node: &Node) -> Result<Artifact, NoArtifact> {
+pub(super) fn resolve(fetch: &FetchStrategy, node: &Node) -> Result<Artifact, NoArtifact> {
     if !fetch.platforms.is_empty() {
         let info = node.status.as_ref().and_then(|s| s.node_info.as_ref());
         let os = info.map(|i| i.operating_system.as_str()).unwrap_or("");

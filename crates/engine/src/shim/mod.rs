@@ -45,7 +45,7 @@ mod reconcile;
 mod report;
 mod runtime_class;
 
-use crate::metrics::Listed;
+use crate::runtime::metrics::Listed;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -60,15 +60,15 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{Context, retry_on_error};
-use super::digest::sha256_hex;
-use super::nodes;
-use super::shared::{SharedStore, SharedWatches};
-use super::stopping;
+use crate::runtime::context::{Context, retry_on_error};
+use crate::runtime::digest::sha256_hex;
+use crate::runtime::nodes;
+use crate::runtime::shared::{SharedStore, SharedWatches};
+use crate::runtime::stopping;
 use kmm_api::shim::{Shim, names};
 
 /// What a Shim pass reads besides the API: the shared node cache.
-pub struct ShimContext {
+pub(crate) struct ShimContext {
     /// Client, images, events.
     pub engine: Arc<Context>,
     /// Every node.
@@ -77,7 +77,7 @@ pub struct ShimContext {
 
 /// The Shim reconciler, subscribed to the shared node watch now (before it starts); the future runs it until
 /// `stop` is cancelled.
-pub fn run(
+pub(crate) fn run(
     context: Arc<Context>,
     shared: &SharedWatches,
     stop: CancellationToken,
@@ -106,12 +106,17 @@ pub fn run(
         let controller = Controller::for_stream(shim_changes, shims);
         let all_shims = controller.store();
         let own_store = all_shims.clone();
-        let meter = context.meter("shim", crate::Family::Shims, 0, (own_store.clone(), listed));
+        let meter = context.meter(
+            "shim",
+            crate::runtime::family::Family::Shims,
+            0,
+            (own_store.clone(), listed),
+        );
         let shim_context = Arc::new(ShimContext {
             engine: context.clone(),
             nodes,
         });
-        let passes = controller
+        let wired = controller
             .owns(
                 Api::<RuntimeClass>::all(client),
                 watcher::Config::default().labels(names::RUNTIME_CLASS_SHIM),
@@ -128,26 +133,24 @@ pub fn run(
                         .map(|s| ObjectRef::from_obj(s.as_ref()))
                         .collect::<Vec<_>>()
                 },
-            )
-            .graceful_shutdown_on(stop.clone().cancelled_owned())
-            .run(
-                meter.reconciler(reconcile::reconcile),
-                meter.error_policy(error_policy),
-                shim_context,
-            )
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "shim reconcile");
-                }
-            });
-        stopping::until_stopped(passes, &own_store, &stop).await;
+            );
+        stopping::drive(
+            wired,
+            &meter,
+            reconcile::reconcile,
+            error_policy,
+            shim_context,
+            &stop,
+            "Shim",
+        )
+        .await;
     }
 }
 
 /// The engine-wide retry policy.
 fn error_policy(
     shim: Arc<Shim>,
-    error: &super::context::Error,
+    error: &crate::runtime::context::Error,
     context: Arc<ShimContext>,
 ) -> kube::runtime::controller::Action {
     retry_on_error(shim, error, context.engine.clone())
@@ -155,7 +158,7 @@ fn error_policy(
 
 /// Hash of what a node installs: the archives and the runtime options. Stable across engine restarts and releases
 /// (SHA-256 of canonical JSON, whose maps are ordered), short enough for an annotation.
-pub fn spec_hash(shim: &Shim) -> String {
+pub(crate) fn spec_hash(shim: &Shim) -> String {
     let fetch = &shim.spec.fetch_strategy;
     let subject = json!({
         "anonHttp": fetch.anon_http,

@@ -5,23 +5,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::artifact::{self, Artifact};
 use super::names::{self, Operation};
 use super::pods::{self, Phase};
-use crate::nodes;
+use crate::runtime::nodes;
 use kmm_api::shim::{RollingUpdate, RolloutType, Shim, ShimNodeState};
 
 mod approvals;
 mod outcome;
 mod starts;
 
-pub use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
+pub(super) use outcome::{NewPod, NodeView, NodeWrite, Notice, Plan, Rollout};
 
 /// What a pass plans from.
-pub struct Inputs<'a> {
+pub(super) struct Inputs<'a> {
     /// The Shim, read fresh.
     pub shim: &'a Shim,
     /// Hash of the spec parts nodes install.
@@ -32,25 +31,8 @@ pub struct Inputs<'a> {
     pub pods: &'a [Pod],
 }
 
-/// `maxUpdate` resolved against `targets` nodes, rounded down like Kubernetes rounds `maxUnavailable`, and at
-/// least 1 so that a rollout always moves.
-pub fn batch_size(max_update: &IntOrString, targets: usize) -> usize {
-    let size = match max_update {
-        IntOrString::Int(n) => usize::try_from(*n).unwrap_or(0),
-        IntOrString::String(text) => match text.trim().strip_suffix('%') {
-            Some(percent) => percent
-                .trim()
-                .parse::<usize>()
-                .map(|p| targets * p / 100)
-                .unwrap_or(0),
-            None => text.trim().parse().unwrap_or(0),
-        },
-    };
-    size.max(1)
-}
-
 /// Plan one pass.
-pub fn plan(inputs: &Inputs<'_>) -> Plan {
+pub(super) fn plan(inputs: &Inputs<'_>) -> Plan {
     Planner::new(inputs).run()
 }
 

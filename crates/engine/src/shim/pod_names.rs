@@ -1,7 +1,7 @@
 //! Names of the installer pods the shim engine creates: one per node, Shim and operation, so two passes never start
 //! two installers for one node.
 
-use crate::digest::sha256_hex;
+use crate::runtime::digest::sha256_hex;
 use kmm_api::shim::names::Operation;
 
 /// The longest object name that is also a valid label value.
@@ -10,7 +10,7 @@ const NAME_MAX: usize = 63;
 /// Name of the pod doing `operation` for `shim` on `node`: `<node>-<shim>-<operation>`, as upstream names its Jobs.
 /// A name longer than 63 characters is cut and ends in a digest of the full name, so that two long node names
 /// sharing a prefix never share a pod.
-pub fn pod_name(node: &str, shim: &str, operation: Operation) -> String {
+pub(super) fn pod_name(node: &str, shim: &str, operation: Operation) -> String {
     let full = format!("{node}-{shim}-{}", operation.as_str());
     if full.len() <= NAME_MAX {
         return full;

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::artifact::Artifact;
 use super::pod_names::pod_name;
-use crate::PodImages;
+use crate::runtime::context::PodImages;
 use kmm_api::shim::Shim;
 use kmm_api::shim::names::{self, Operation};
 
@@ -20,7 +20,7 @@ use kmm_api::shim::names::{self, Operation};
 const HOST_ROOT: &str = "/mnt/node-root";
 
 /// What an install pod carries besides its node.
-pub struct InstallSpec<'a> {
+pub(super) struct InstallSpec<'a> {
     /// The archive to download.
     pub artifact: &'a Artifact,
     /// The spec hash the pod installs.
@@ -30,7 +30,7 @@ pub struct InstallSpec<'a> {
 }
 
 /// The pod doing `operation` for `shim` on `node`; `install` is set for installs.
-pub fn pod(
+pub(super) fn pod(
     shim: &Shim,
     node: &str,
     operation: Operation,
@@ -120,7 +120,7 @@ pub fn pod(
 }
 
 /// The node an installer pod works on.
-pub fn node_of(pod: &Pod) -> Option<&str> {
+pub(super) fn node_of(pod: &Pod) -> Option<&str> {
     pod.annotations()
         .get(names::NODE_NAME)
         .map(String::as_str)
@@ -128,25 +128,25 @@ pub fn node_of(pod: &Pod) -> Option<&str> {
 }
 
 /// The operation of an installer pod.
-pub fn operation_of(pod: &Pod) -> Option<Operation> {
+pub(super) fn operation_of(pod: &Pod) -> Option<Operation> {
     Operation::parse(pod.labels().get(names::OPERATION)?)
 }
 
 /// The spec hash an install pod installs.
-pub fn hash_of(pod: &Pod) -> Option<&str> {
+pub(super) fn hash_of(pod: &Pod) -> Option<&str> {
     pod.annotations()
         .get(names::POD_SPEC_HASH)
         .map(String::as_str)
 }
 
 /// The batch of an install pod.
-pub fn batch_of(pod: &Pod) -> Option<i32> {
+pub(super) fn batch_of(pod: &Pod) -> Option<i32> {
     pod.annotations().get(names::POD_BATCH)?.parse().ok()
 }
 
 /// How far an installer pod got.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(super) enum Phase {
     /// Not finished: it counts against `maxUpdate`.
     Running,
     /// Finished with success.
@@ -156,7 +156,7 @@ pub enum Phase {
 }
 
 /// The phase of an installer pod.
-pub fn phase(pod: &Pod) -> Phase {
+pub(super) fn phase(pod: &Pod) -> Phase {
     let status = pod.status.as_ref();
     match status.and_then(|s| s.phase.as_deref()) {
         Some("Succeeded") => Phase::Succeeded,

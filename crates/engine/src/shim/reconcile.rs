@@ -14,15 +14,20 @@ use serde_json::json;
 use super::plan::{self, Inputs, NewPod, NodeWrite, Plan};
 use super::pods::{self, InstallSpec};
 use super::{ShimContext, report, runtime_class, spec_hash};
-use crate::context::{Error, KubeResultExt, patch_params, post_params};
-use crate::finalizers::{self, Guard};
-use crate::{attention, status};
+use crate::runtime::context::{Error, KubeResultExt};
+use crate::runtime::finalizers::{self, Guard};
+use crate::runtime::writes::patch_params;
+use crate::runtime::writes::post_params;
+use crate::{runtime::attention, runtime::status};
 use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::shim::names::{self, Operation};
 use kmm_api::shim::{Shim, ShimStatus};
 
 /// One pass over the Shim; a failure a person must act on is told on it (see [`attention`]).
-pub async fn reconcile(object: Arc<Shim>, context: Arc<ShimContext>) -> Result<Action, Error> {
+pub(super) async fn reconcile(
+    object: Arc<Shim>,
+    context: Arc<ShimContext>,
+) -> Result<Action, Error> {
     let outcome = reconcile_shim(&object, &context).await;
     attention::conclude_with_condition(&context.engine, object.as_ref(), &outcome).await;
     outcome
@@ -85,7 +90,9 @@ async fn reconcile_shim(object: &Shim, context: &ShimContext) -> Result<Action, 
     }
     for notice in &plan.notices {
         if notice.reason == "BatchStarted" {
-            engine.metrics.rollout_batch_started(crate::Family::Shims);
+            engine
+                .metrics
+                .rollout_batch_started(crate::runtime::family::Family::Shims);
         }
         engine
             .event(&shim, notice.warning, notice.reason, notice.note.clone())

@@ -3,10 +3,10 @@
 //!
 //! | condition | True when | reasons |
 //! |---|---|---|
-//! | `Ready` | every selected node runs the current spec | `Complete`; else why not: `InstallFailed`, `AwaitingApproval`, `Paused`, `Rolling`, `Uninstalling`, `NoArtifact`, `NoFetchStrategy`, `NoTargets` |
+//! | `Ready` | every selected node runs the current spec | `Complete`; else why not: `InstallFailed`, `AwaitingApproval`, `Paused`, `Rolling`, `Uninstalling`, `InvalidSpec`, `NoArtifact`, `NoFetchStrategy`, `NoTargets` |
 //! | `Available` | at least one node runs the shim, so its RuntimeClass can place pods | `Provisioned`, `NotProvisioned` |
 //! | `Progressing` | installers run or are about to start | `Rolling`, `Uninstalling`; else `Complete`, `AwaitingApproval`, `Paused`, `InstallFailed`, `NoTargets` |
-//! | `Degraded` | a node failed or has no archive | `InstallFailed`, `UninstallFailed`, `NoArtifact`, `NoFetchStrategy`; else `NoFailures` |
+//! | `Degraded` | the spec is refused, a node failed or has no archive | `InvalidSpec`, `InstallFailed`, `UninstallFailed`, `NoArtifact`, `NoFetchStrategy`; else `NoFailures` |
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -22,10 +22,10 @@ use kmm_api::shim::{
 };
 
 use super::plan::Rollout;
-use crate::status::set_condition;
+use crate::runtime::status::set_condition;
 
 /// The status a pass writes for `shim`.
-pub fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
+pub(super) fn status(shim: &Shim, plan: &Plan, hash: &str) -> ShimStatus {
     let previous = shim.status.clone().unwrap_or_default();
     let generation = shim.metadata.generation;
     let deleting = shim.metadata.deletion_timestamp.is_some();
@@ -193,7 +193,9 @@ impl<'a> Facts<'a> {
             .no_artifact
             .iter()
             .any(|(_, reason)| *reason == NoArtifact::NoStrategy);
-        if no_strategy {
+        if let Some(message) = &plan.invalid_spec {
+            (Some(reasons::INVALID_SPEC), message.clone())
+        } else if no_strategy {
             (
                 Some("NoFetchStrategy"),
                 "spec.fetchStrategy names neither platforms nor anonHttp: nothing to install"

@@ -9,7 +9,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::context::{Context, Error, KubeResultExt, patch_params, post_params};
+use crate::runtime::context::{Context, Error, KubeResultExt};
+use crate::runtime::writes::patch_params;
+use crate::runtime::writes::post_params;
 use kmm_api::shim::Shim;
 use kmm_api::shim::names;
 
@@ -36,7 +38,7 @@ fn selector(shim: &str) -> BTreeMap<String, String> {
 }
 
 /// Create or correct the Shim's RuntimeClass and remove classes it named before.
-pub async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
+pub(super) async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
     let api = Api::<RuntimeClass>::all(context.client.clone());
     let want = desired(shim);
     let name = want.name_any();
@@ -95,7 +97,11 @@ pub async fn ensure(context: &Context, shim: &Shim) -> Result<(), Error> {
 }
 
 /// Delete the RuntimeClasses the Shim keeps, except `keep`.
-pub async fn remove_owned(context: &Context, shim: &Shim, keep: Option<&str>) -> Result<(), Error> {
+pub(super) async fn remove_owned(
+    context: &Context,
+    shim: &Shim,
+    keep: Option<&str>,
+) -> Result<(), Error> {
     let api = Api::<RuntimeClass>::all(context.client.clone());
     let shim_name = shim.name_any();
     let owned = api

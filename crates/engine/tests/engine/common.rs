@@ -11,18 +11,18 @@ use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::{Context, PodImages};
 use tokio::task::JoinHandle;
 
-pub use kmm_testing::{eventually, wait_for};
+pub(crate) use kmm_testing::{eventually, wait_for};
 use tokio_util::sync::CancellationToken;
 
 /// Path of a scenario file of these tests.
-pub fn scenario_path(file: &str) -> PathBuf {
+pub(crate) fn scenario_path(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/engine/scenarios")
         .join(file)
 }
 
 /// An embedded cluster simulating a scenario, and the engine acting on it.
-pub struct Harness {
+pub(crate) struct Harness {
     /// The cluster; its client is what tests and engine use.
     pub cluster: EmbeddedCluster,
     engine: Option<(CancellationToken, JoinHandle<()>)>,
@@ -30,7 +30,7 @@ pub struct Harness {
 
 impl Harness {
     /// Start the cluster for `tests/engine/scenarios/<file>` (or a built-in scenario name), without an engine.
-    pub async fn start(scenario: &str) -> Self {
+    pub(crate) async fn start(scenario: &str) -> Self {
         let path = scenario_path(scenario);
         let source = if path.exists() {
             path.to_string_lossy().into_owned()
@@ -52,7 +52,7 @@ impl Harness {
 
     /// Start the cluster for `tests/engine/scenarios/<file>`, also served over HTTPS on a free loopback port with
     /// its kubeconfig written to `kubeconfig`, for kubectl.
-    pub async fn start_serving(scenario: &str, kubeconfig: &std::path::Path) -> Self {
+    pub(crate) async fn start_serving(scenario: &str, kubeconfig: &std::path::Path) -> Self {
         let scenario =
             Scenario::load(&scenario_path(scenario).to_string_lossy()).expect("the scenario loads");
         let cluster = EmbeddedCluster::start(EmbeddedOptions {
@@ -70,12 +70,12 @@ impl Harness {
     }
 
     /// The cluster's client.
-    pub fn client(&self) -> kube::Client {
+    pub(crate) fn client(&self) -> kube::Client {
         self.cluster.client()
     }
 
     /// A fresh engine context on this cluster, with the default pod images.
-    pub fn context(&self) -> Arc<Context> {
+    pub(crate) fn context(&self) -> Arc<Context> {
         Arc::new(Context::new(
             self.client(),
             PodImages::default(),
@@ -84,7 +84,7 @@ impl Harness {
     }
 
     /// Start every reconciler (no leader election: the test is the only engine).
-    pub fn start_engine(&mut self) {
+    pub(crate) fn start_engine(&mut self) {
         assert!(self.engine.is_none(), "the engine is already running");
         let stop = CancellationToken::new();
         let task = tokio::spawn(kmm_engine::run_reconcilers(self.context(), stop.clone()));
@@ -93,7 +93,7 @@ impl Harness {
 
     /// Start every reconciler `context` runs, with its client and settings (a client presenting another identity, a
     /// shorter resync).
-    pub fn start_context(&mut self, context: Context) {
+    pub(crate) fn start_context(&mut self, context: Context) {
         assert!(self.engine.is_none(), "the engine is already running");
         let stop = CancellationToken::new();
         let task = tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
@@ -101,10 +101,10 @@ impl Harness {
     }
 
     /// Start only the reconcilers `start` spawns (for tests of one reconciler).
-    pub fn start_with<F, Fut>(&mut self, start: F)
+    pub(crate) fn start_with<F, Fut>(&mut self, start: F)
     where
         F: FnOnce(Arc<Context>, CancellationToken) -> Fut,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
     {
         assert!(self.engine.is_none(), "the engine is already running");
         let stop = CancellationToken::new();
@@ -113,7 +113,7 @@ impl Harness {
     }
 
     /// Stop the engine gracefully and wait for it.
-    pub async fn stop_engine(&mut self) {
+    pub(crate) async fn stop_engine(&mut self) {
         if let Some((stop, task)) = self.engine.take() {
             stop.cancel();
             let _ = task.await;
@@ -121,7 +121,7 @@ impl Harness {
     }
 
     /// Kill the engine wherever it is: its task is aborted mid-pass, as a crash would.
-    pub async fn kill_engine(&mut self) {
+    pub(crate) async fn kill_engine(&mut self) {
         if let Some((_, task)) = self.engine.take() {
             task.abort();
             let _ = task.await;
@@ -129,7 +129,7 @@ impl Harness {
     }
 
     /// Stop the engine and the cluster.
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         self.kill_engine().await;
         self.cluster.shutdown().await;
     }
@@ -137,14 +137,14 @@ impl Harness {
 
 /// Every pod a label selector matched while it ran, and the most that were alive at once per key — for
 /// assertions like "never two pull pods for one image".
-pub struct PodRecorder {
+pub(crate) struct PodRecorder {
     seen: Arc<std::sync::Mutex<PodRecord>>,
     task: JoinHandle<()>,
 }
 
 /// What a [`PodRecorder`] saw.
 #[derive(Default, Clone, Debug)]
-pub struct PodRecord {
+pub(crate) struct PodRecord {
     /// Names of every pod created, in order (a name used twice appears twice).
     pub created: Vec<String>,
     /// UIDs of every pod seen.
@@ -157,7 +157,7 @@ pub struct PodRecord {
 
 impl PodRecorder {
     /// Watch pods in every namespace matching `selector`, keyed by `key(pod)`.
-    pub fn start(
+    pub(crate) fn start(
         client: kube::Client,
         selector: &str,
         key: impl Fn(&k8s_openapi::api::core::v1::Pod) -> String + Send + 'static,
@@ -204,7 +204,7 @@ impl PodRecorder {
     }
 
     /// What was seen so far.
-    pub fn record(&self) -> PodRecord {
+    pub(crate) fn record(&self) -> PodRecord {
         self.seen.lock().expect("pod record").clone()
     }
 }

@@ -494,8 +494,8 @@ async fn a_rebuild_builds_a_failed_image_again_and_the_pool_rolls_onto_it() {
     images[0].generation = Some(images[0].generation.unwrap_or(1) + 1);
     mics.patch(
         &mic_name(MACHINE_CONFIG),
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(serde_json::json!({"spec": {"images": images}})),
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"images": images}})),
     )
     .await
     .expect("the rebuild is written");

@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kmm_api::lease::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
-use kmm_engine::leader::fence::field_manager;
-use kmm_engine::leader::handoff::request_handoff;
-use kmm_engine::leader::{Candidacy, Fence, Participation};
+use kmm_engine::runtime::leader::fence::field_manager;
+use kmm_engine::runtime::leader::handoff::request_handoff;
+use kmm_engine::runtime::leader::{Candidacy, Fence, Participation};
 use kmm_engine::{self, EngineConfig, Family, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -478,7 +478,7 @@ async fn a_fenced_client_writes_only_while_its_engine_holds_the_lease() {
     };
     let api = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(fenced.clone(), "acme");
     let params = PostParams {
-        field_manager: Some(kmm_engine::context::MANAGER.to_owned()),
+        field_manager: Some(kmm_engine::runtime::writes::MANAGER.to_owned()),
         ..PostParams::default()
     };
     let written = api

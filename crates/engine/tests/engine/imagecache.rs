@@ -484,9 +484,9 @@ async fn refresh_repull_and_purge_do_their_work_once() {
     assert_eq!(created_with(&record.record(), "delete"), 3);
     let before = record.record().created.len();
     // Purged stays purged: later passes pull nothing back.
-    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     annotate(&client, "warm", "unrelated", "x").await;
-    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     assert_eq!(record.record().created.len(), before);
     assert!(!node_holds(&client, "backend-0", NGINX).await);
     harness.shutdown().await;
@@ -495,7 +495,7 @@ async fn refresh_repull_and_purge_do_their_work_once() {
 #[tokio::test(start_paused = true)]
 async fn a_periodic_refresh_pulls_everything_again_when_asked_to() {
     let mut harness = Harness::start("imagecache.yaml").await;
-    start_caches_refreshing(&mut harness, Some(std::time::Duration::from_secs(600)));
+    start_caches_refreshing(&mut harness, Some(Duration::from_secs(600)));
     let client = harness.client();
     let record = recorder(&client);
     create(&client, "warm", json!([{"images": [NGINX]}])).await;
@@ -593,7 +593,7 @@ async fn spec_edits_pull_added_images_and_delete_removed_ones_and_deletion_leave
         pods_of("absent").await == 0
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     for node in BACKEND {
         assert!(node_holds(&client, node, NGINX).await && node_holds(&client, node, etcd).await);
     }

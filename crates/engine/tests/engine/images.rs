@@ -12,7 +12,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{BuildSignAction, ImageState, ModuleBuildSignConfig, ModuleImagesConfig};
-use kmm_engine::{mbsc, mic, nodes};
+use kmm_engine::{kmm::mbsc, kmm::mic, runtime::nodes};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};

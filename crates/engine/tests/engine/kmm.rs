@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::common::Harness;
 
 /// Create the Module `spec` describes in namespace `acme`.
-pub async fn create_module(harness: &Harness, name: &str, spec: Value) -> Module {
+pub(crate) async fn create_module(harness: &Harness, name: &str, spec: Value) -> Module {
     let module: Module = serde_json::from_value(serde_json::json!({
         "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
         "metadata": {"name": name, "namespace": "acme"},
@@ -26,7 +26,7 @@ pub async fn create_module(harness: &Harness, name: &str, spec: Value) -> Module
 }
 
 /// The Module `acme/<name>`.
-pub async fn module(harness: &Harness, name: &str) -> Option<Module> {
+pub(crate) async fn module(harness: &Harness, name: &str) -> Option<Module> {
     Api::<Module>::namespaced(harness.client(), "acme")
         .get_opt(name)
         .await
@@ -34,7 +34,7 @@ pub async fn module(harness: &Harness, name: &str) -> Option<Module> {
 }
 
 /// The notes of the Events with `reason` about Module `acme/<name>`.
-pub async fn module_events(harness: &Harness, name: &str, reason: &str) -> Vec<String> {
+pub(crate) async fn module_events(harness: &Harness, name: &str, reason: &str) -> Vec<String> {
     Api::<Event>::namespaced(harness.client(), "acme")
         .list(&ListParams::default())
         .await
@@ -52,7 +52,7 @@ pub async fn module_events(harness: &Harness, name: &str, reason: &str) -> Vec<S
 }
 
 /// The MIC `acme/<name>`.
-pub async fn mic(harness: &Harness, name: &str) -> Option<ModuleImagesConfig> {
+pub(crate) async fn mic(harness: &Harness, name: &str) -> Option<ModuleImagesConfig> {
     Api::<ModuleImagesConfig>::namespaced(harness.client(), "acme")
         .get_opt(name)
         .await
@@ -60,7 +60,11 @@ pub async fn mic(harness: &Harness, name: &str) -> Option<ModuleImagesConfig> {
 }
 
 /// The state the MIC reports for `image`.
-pub async fn image_state(harness: &Harness, module: &str, image: &str) -> Option<ImageState> {
+pub(crate) async fn image_state(
+    harness: &Harness,
+    module: &str,
+    image: &str,
+) -> Option<ImageState> {
     mic(harness, module)
         .await?
         .status?
@@ -71,7 +75,7 @@ pub async fn image_state(harness: &Harness, module: &str, image: &str) -> Option
 }
 
 /// The NMC of `node`.
-pub async fn nmc(harness: &Harness, node: &str) -> Option<NodeModulesConfig> {
+pub(crate) async fn nmc(harness: &Harness, node: &str) -> Option<NodeModulesConfig> {
     Api::<NodeModulesConfig>::all(harness.client())
         .get_opt(node)
         .await
@@ -79,7 +83,7 @@ pub async fn nmc(harness: &Harness, node: &str) -> Option<NodeModulesConfig> {
 }
 
 /// The image of the Module's entry in the NMC of `node`.
-pub async fn entry_image(harness: &Harness, node: &str, module: &str) -> Option<String> {
+pub(crate) async fn entry_image(harness: &Harness, node: &str, module: &str) -> Option<String> {
     nmc(harness, node)
         .await?
         .spec
@@ -90,7 +94,7 @@ pub async fn entry_image(harness: &Harness, node: &str, module: &str) -> Option<
 }
 
 /// The node `name`.
-pub async fn node(harness: &Harness, name: &str) -> Node {
+pub(crate) async fn node(harness: &Harness, name: &str) -> Node {
     Api::<Node>::all(harness.client())
         .get(name)
         .await
@@ -98,7 +102,7 @@ pub async fn node(harness: &Harness, name: &str) -> Node {
 }
 
 /// Whether `node` carries the module's `ready` label.
-pub async fn node_ready(harness: &Harness, node_name: &str, module: &str) -> bool {
+pub(crate) async fn node_ready(harness: &Harness, node_name: &str, module: &str) -> bool {
     node(harness, node_name)
         .await
         .metadata
@@ -108,7 +112,7 @@ pub async fn node_ready(harness: &Harness, node_name: &str, module: &str) -> boo
 }
 
 /// The modules the machine behind `node` has loaded (`lsmod` names).
-pub fn loaded_modules(harness: &Harness, node: &str) -> Vec<String> {
+pub(crate) fn loaded_modules(harness: &Harness, node: &str) -> Vec<String> {
     harness
         .cluster
         .simulation()
@@ -118,7 +122,7 @@ pub fn loaded_modules(harness: &Harness, node: &str) -> Vec<String> {
 }
 
 /// Condition `type_` of the Module: (status, reason, message).
-pub async fn condition(
+pub(crate) async fn condition(
     harness: &Harness,
     name: &str,
     type_: &str,
@@ -133,7 +137,7 @@ pub async fn condition(
 }
 
 /// Power-cycle the machine behind `node` on its current kernel: new boot ID, no modules loaded.
-pub fn power_cycle(harness: &Harness, node: &str) -> String {
+pub(crate) fn power_cycle(harness: &Harness, node: &str) -> String {
     let world = harness
         .cluster
         .simulation()

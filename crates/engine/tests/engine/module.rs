@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{ImageState, ModuleImagesConfig};
-use kmm_engine::object_names;
+use kmm_engine::runtime::object_names;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::ApiResource;
@@ -569,7 +569,7 @@ async fn a_deleting_module_says_what_it_waits_for() {
     wait_loaded_everywhere(&harness, "kmod", &["kmm-a-0", "kmm-b-0"], 300).await;
     hold_not_ready(&harness, "kmm-a-0").await;
     eventually(120, "kmm-a-0 NotReady", || async {
-        !kmm_engine::nodes::is_ready(&node(&harness, "kmm-a-0").await)
+        !kmm_engine::runtime::nodes::is_ready(&node(&harness, "kmm-a-0").await)
     })
     .await;
     Api::<kmm_api::kmm::Module>::namespaced(harness.client(), "acme")

@@ -14,8 +14,8 @@ use kmm_api::kmm::{
     ModprobeSpec, ModuleConfig, NodeModuleSpec, NodeModuleStatus, NodeModulesConfig,
     NodeModulesConfigSpec,
 };
-use kmm_engine::shared::SharedWatches;
-use kmm_engine::{Context, nmc};
+use kmm_engine::runtime::shared::SharedWatches;
+use kmm_engine::{Context, kmm::nmc};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -743,7 +743,7 @@ async fn an_entry_for_another_kernel_waits_for_one_for_the_nodes_kernel() {
     let mut wrong_kernel = kmod_a();
     wrong_kernel.config.kernel_version = "6.0.0".into();
     create_nmc(&client, "worker-0", vec![wrong_kernel]).await;
-    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
     assert!(
         worker_pods(&client, "worker-0").await.is_empty(),
         "no loader for a kernel the node does not run"

@@ -9,7 +9,7 @@ use kmm_api::day0::MachineConfig;
 use kmm_api::kmm::os_image_kernels::{
     self, CONFIG_MAP, IMAGE_ANNOTATION, NAMESPACE, OsImageKernel, POD_LABEL,
 };
-use kmm_engine::rbac::EngineRbac;
+use kmm_engine::runtime::rbac::EngineRbac;
 use kmm_engine::{Context, Family, PodImages, Settings};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};

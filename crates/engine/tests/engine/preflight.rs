@@ -11,7 +11,7 @@ use kmm_api::kmm::{
     Module, ModuleImagesConfig, PreflightModuleStatus, PreflightValidation, VerificationStage,
     VerificationStatus,
 };
-use kmm_engine::{mbsc, mic, preflight};
+use kmm_engine::{kmm::mbsc, kmm::mic, kmm::preflight};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};

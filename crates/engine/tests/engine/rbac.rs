@@ -10,7 +10,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kmm_api::lease::DEFAULT_LEASE_NAMESPACE;
-use kmm_engine::rbac::EngineRbac;
+use kmm_engine::runtime::rbac::EngineRbac;
 use kmm_engine::{EngineConfig, LeaseConfig, PodImages, Settings};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde::Serialize;
@@ -70,7 +70,8 @@ where
 pub(super) async fn install(harness: &Harness, rbac: &EngineRbac) -> String {
     let admin = harness.client();
     let namespace = DEFAULT_LEASE_NAMESPACE;
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a namespace");
     apply(Api::<Namespace>::all(admin.clone()), &ns).await;
     apply(
         Api::<ServiceAccount>::namespaced(admin.clone(), namespace),
@@ -216,7 +217,7 @@ async fn the_printed_rbac_is_enough_and_a_missing_rule_is_a_clear_403() {
     create_module(&harness, "acme-kmod-2", module_spec()).await;
     let refusal = format!(
         "is forbidden: User \"system:serviceaccount:{DEFAULT_LEASE_NAMESPACE}:{}\" cannot patch resource \"modules/status\" in API group \"kmm.sigs.x-k8s.io\" in the namespace \"acme\"",
-        kmm_engine::rbac::ENGINE_ACCOUNT
+        kmm_engine::runtime::rbac::ENGINE_ACCOUNT
     );
     // Where a person looks: an Event on the Module (its status is what the engine may not write).
     eventually(60, "the engine reports the 403 on the Module", || async {

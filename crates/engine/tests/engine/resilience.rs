@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kmm_api::kmm::labels;
 use kmm_api::shim::Shim;
 use kmm_cluster::apiserver::Authenticated;
-use kmm_engine::rbac::EngineRbac;
+use kmm_engine::runtime::rbac::EngineRbac;
 use kmm_engine::{Context, Family, PodImages, Settings};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kmm_api::kmm::labels;
-use kmm_engine::shared::SharedWatches;
+use kmm_engine::runtime::shared::SharedWatches;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use tokio_util::sync::CancellationToken;

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus};
-use kmm_engine::operators;
+use kmm_engine::runtime::operators;
 use kmm_engine::{Family, Settings};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Violations;
 
-/// The field manager prefix of engine writes (see `kmm_engine::leader::fence::field_manager`).
+/// The field manager prefix of engine writes (see `kmm_engine::runtime::leader::fence::field_manager`).
 const MANAGER_PREFIX: &str = "kmm-tui-engine@";
 
 /// The reporting controller of the engine's Events.

@@ -11,7 +11,7 @@ use crate::imagecache::pods::Operation;
 
 /// Where one image stands on one node that should hold it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PairState {
+pub(crate) enum PairState {
     /// On the node.
     Cached,
     /// A pod is pulling it (or its pull just finished and the node has not reported it yet).
@@ -29,7 +29,7 @@ pub enum PairState {
 
 /// Where one image stands on a node it must leave.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RemovalState {
+pub(crate) enum RemovalState {
     /// Gone from the node.
     Done,
     /// A delete pod works on it, or waits for a slot.
@@ -45,7 +45,7 @@ pub enum RemovalState {
 
 /// What the cache is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Keeping its images on its nodes.
     Caching,
     /// Deleting its images from its nodes (purge annotation).
@@ -56,7 +56,7 @@ pub enum Mode {
 
 /// A pod to create.
 #[derive(Clone, Debug)]
-pub struct NewPod {
+pub(crate) struct NewPod {
     /// The node it works on.
     pub node: Arc<Node>,
     /// The image.
@@ -74,7 +74,7 @@ pub struct NewPod {
 
 /// A pod whose work is done and shows on its node: one of many swept away together (see [`Plan::sweep`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// The image it pulled.
     pub image: String,
     /// Pull or refresh.
@@ -87,7 +87,7 @@ pub struct Finished {
 
 /// The decisions of one pass.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// What the cache is doing.
     pub mode: Mode,
     /// Per targeted node, its images and where each stands.
@@ -114,7 +114,7 @@ pub struct Plan {
 
 impl Plan {
     /// Whether work is under way: pulls or deletes running or waiting for a slot.
-    pub fn processing(&self) -> bool {
+    pub(crate) fn processing(&self) -> bool {
         let pulling = self.mode != Mode::Purged
             && self.pairs.values().flatten().any(|(_, s)| {
                 matches!(s, PairState::Pulling)

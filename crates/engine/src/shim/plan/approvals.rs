@@ -11,7 +11,7 @@ use kmm_api::shim::{BatchApproval, Shim};
 const UNKNOWN: &str = "an unrecorded writer";
 
 /// The approval of `batch` as the Shim records it now.
-pub fn approval(shim: &Shim, batch: usize) -> BatchApproval {
+pub(super) fn approval(shim: &Shim, batch: usize) -> BatchApproval {
     let owner = shim
         .metadata
         .managed_fields

@@ -7,7 +7,7 @@ use kmm_api::shim::{BatchApproval, ShimNodeState};
 
 /// Where the shim stands on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeView {
+pub(crate) struct NodeView {
     /// Node name.
     pub node: String,
     /// Install state.
@@ -20,7 +20,7 @@ pub struct NodeView {
 
 /// A pod to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NewPod {
+pub(crate) struct NewPod {
     /// The node it runs on.
     pub node: String,
     /// Install or uninstall.
@@ -33,7 +33,7 @@ pub struct NewPod {
 
 /// A label and annotation write on one node: `Some(None)` removes, `None` leaves alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeWrite {
+pub(crate) struct NodeWrite {
     /// Node name.
     pub node: String,
     /// New value of the `<shim>` label.
@@ -49,7 +49,7 @@ pub struct NodeWrite {
 
 /// Something worth an event on the Shim.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notice {
+pub(crate) struct Notice {
     /// Warning (else normal).
     pub warning: bool,
     /// Event reason.
@@ -60,7 +60,7 @@ pub struct Notice {
 
 /// Where a rolling rollout stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Rollout {
+pub(crate) struct Rollout {
     /// Nodes per batch.
     pub batch_size: usize,
     /// The batch in progress, or the next one while it waits.
@@ -75,7 +75,7 @@ pub struct Rollout {
 
 /// Everything one pass decided and saw.
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Pods to create.
     pub create: Vec<NewPod>,
     /// Finished pods whose outcome is recorded (or no longer matters), to delete.
@@ -112,4 +112,6 @@ pub struct Plan {
     pub paused: bool,
     /// The approval of the batch this pass starts, for the status's approval history.
     pub approved: Option<BatchApproval>,
+    /// Why nothing starts: the spec holds a value the engine refuses to act on (reason `InvalidSpec`).
+    pub invalid_spec: Option<String>,
 }

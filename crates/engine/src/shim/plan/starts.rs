@@ -2,12 +2,12 @@
 //! then installs, all at once under `recreate` and batch by batch under `rolling`. Every installer pod still running
 //! holds a slot, so a restart never starts more than the limit allows.
 
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-use super::{NewPod, NodeView, Notice, Planner, Rollout, approvals, batch_size, install, list};
+use super::{NewPod, NodeView, Notice, Planner, Rollout, approvals, install, list};
 use crate::shim::artifact::Artifact;
 use crate::shim::names::Operation;
 use kmm_api::plural::count;
+use kmm_api::shim::max_update::{InvalidMaxUpdate, batch_size};
+use kmm_api::shim::reasons;
 use kmm_api::shim::{Approval, RolloutType, ShimNodeState};
 
 /// Where a rolling rollout stands when the pass decides what starts.
@@ -47,9 +47,13 @@ fn next_batch(started: usize, size: usize) -> (usize, usize) {
 }
 
 impl Planner<'_> {
-    /// Start what the limits allow: uninstalls first, then installs by the rollout type.
+    /// Start what the limits allow: uninstalls first, then installs by the rollout type. A `maxUpdate` the API's
+    /// rule refuses starts nothing (see [`refuse`](Self::refuse)).
     pub(super) fn start(&mut self) {
-        let limit = self.limit();
+        let limit = match self.limit() {
+            Ok(limit) => limit,
+            Err(invalid) => return self.refuse(&invalid),
+        };
         let slots = self.start_uninstalls(self.free_slots(limit));
         let slots = self.start_retries(limit, slots);
         match self.shim.spec.rollout_strategy.type_ {
@@ -59,18 +63,34 @@ impl Planner<'_> {
     }
 
     /// How many installer pods may run at once: all under `recreate` or while the Shim is deleted (nothing is there
-    /// to protect), `maxUpdate` of the nodes the rollout covers under `rolling`, which is also the batch size.
-    fn limit(&self) -> usize {
+    /// to protect), `maxUpdate` of the nodes the rollout covers under `rolling`, which is also the batch size (one
+    /// node when the spec gives no rolling settings).
+    fn limit(&self) -> Result<usize, InvalidMaxUpdate> {
         match (self.deleting, self.shim.spec.rollout_strategy.type_) {
-            (true, _) | (false, RolloutType::Recreate) => usize::MAX,
-            (false, RolloutType::Rolling) => batch_size(
-                &self
-                    .rolling()
-                    .map(|r| r.max_update.clone())
-                    .unwrap_or(IntOrString::Int(1)),
-                self.plan.installable,
-            ),
+            (true, _) | (false, RolloutType::Recreate) => Ok(usize::MAX),
+            (false, RolloutType::Rolling) => match self.rolling() {
+                Some(rolling) => batch_size(&rolling.max_update, self.plan.installable),
+                None => Ok(1),
+            },
         }
+    }
+
+    /// A `maxUpdate` validation would have refused (a cluster serving a CRD without it lets one through): guessing a
+    /// batch size could roll more nodes at once than the person meant, so nothing starts, the nodes say why they
+    /// wait, and a warning tells what to fix. Pods already running finish as they would.
+    fn refuse(&mut self, invalid: &InvalidMaxUpdate) {
+        let message = format!(
+            "spec.rolloutStrategy.rolling.{invalid}; no installer starts until it is fixed"
+        );
+        self.plan
+            .views
+            .extend(waiting_views(&self.install_candidates, &message, None));
+        self.plan.notices.push(Notice {
+            warning: true,
+            reason: reasons::INVALID_SPEC,
+            note: message.clone(),
+        });
+        self.plan.invalid_spec = Some(message);
     }
 
     /// The pods that may start now: the limit less every installer pod still running, none while paused.

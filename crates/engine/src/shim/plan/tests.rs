@@ -75,12 +75,38 @@ fn created(plan: &Plan) -> Vec<(&str, Option<i32>)> {
 }
 
 #[test]
-fn max_update_rounds_down_and_never_below_one() {
-    assert_eq!(batch_size(&IntOrString::Int(2), 10), 2);
-    assert_eq!(batch_size(&IntOrString::String("25%".into()), 10), 2);
-    assert_eq!(batch_size(&IntOrString::String("10%".into()), 5), 1);
-    assert_eq!(batch_size(&IntOrString::Int(0), 5), 1);
-    assert_eq!(batch_size(&IntOrString::String("10%".into()), 5000), 500);
+fn max_update_sizes_the_batches_by_the_api_rule() {
+    let percent = run(&shim(json!({"maxUpdate": "40%"})), &five(0), &[]);
+    assert_eq!(created(&percent), [("n0", Some(1)), ("n1", Some(1))]);
+    let few = run(&shim(json!({"maxUpdate": "10%"})), &five(0), &[]);
+    assert_eq!(created(&few), [("n0", Some(1))]);
+    assert!(few.invalid_spec.is_none());
+}
+
+#[test]
+fn an_invalid_max_update_starts_nothing_and_says_why() {
+    for invalid in [
+        json!("3"),
+        json!(0),
+        json!("0%"),
+        json!("150%"),
+        json!(" 25%"),
+    ] {
+        let plan = run(&shim(json!({"maxUpdate": invalid})), &five(0), &[]);
+        assert!(plan.create.is_empty(), "maxUpdate {invalid} started pods");
+        let why = plan
+            .invalid_spec
+            .as_deref()
+            .expect("the refusal is reported");
+        assert!(why.contains("maxUpdate"), "{why}");
+        let warning = plan
+            .notices
+            .iter()
+            .find(|n| n.reason == kmm_api::shim::reasons::INVALID_SPEC)
+            .expect("a warning event");
+        assert!(warning.warning);
+        assert_eq!(plan.views.len(), 5, "every node says why it waits");
+    }
 }
 
 #[test]
