@@ -133,7 +133,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stop_after_the_first_list_waits_for_the_passes() {
         let (store, mut writer) = reflector::store::<Node>();
-        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
         let stop = CancellationToken::new();
         stop.cancel();
         let waited = tokio::time::timeout(
