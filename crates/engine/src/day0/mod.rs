@@ -23,8 +23,6 @@ mod release;
 mod report;
 mod target;
 
-use crate::runtime::metrics::Listed;
-use kube::runtime::WatchStreamExt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -32,7 +30,6 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +38,7 @@ use self::reconcile::Day0Context;
 use crate::runtime::context::Context;
 use crate::runtime::family::Family;
 use crate::runtime::shared::SharedWatches;
-use crate::runtime::stopping;
+use crate::runtime::wiring::{Metered, Wiring};
 use crate::{kmm::mbsc, kmm::mic};
 use kmm_api::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::kmm::ModuleImagesConfig;
@@ -58,96 +55,90 @@ pub fn run(
     let day0_node_changes = shared.node_changes(node_fingerprint);
     async move {
         let client = context.client.clone();
-        let (day0s, writer) = kube::runtime::reflector::store();
-        let listed = Listed::default();
-        let changes = listed
-            .watching(watcher(
-                Api::<ModuleDay0>::all(client.clone()),
-                watcher::Config::default(),
-            ))
-            .reflect(writer)
-            .applied_objects();
-        let controller = Controller::for_stream(changes, day0s.clone());
-        let meter = context.meter("moduleday0", Family::Day0, 0, (day0s.clone(), listed));
+        let config = watcher::Config::default;
+        let day0_wiring = Wiring::new(
+            &context,
+            Metered::new("moduleday0", Family::Day0),
+            watcher(Api::<ModuleDay0>::all(client.clone()), config()),
+        );
+        let day0s = day0_wiring.store();
         let shared_context = Arc::new(Day0Context {
             engine: context.clone(),
             nodes,
         });
-        let config = watcher::Config::default;
-        let day0_passes = controller
-            .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
-            .watches(
-                Api::<MachineConfig>::all(client.clone()),
-                config(),
-                every(&day0s),
-            )
-            .watches(
-                Api::<MachineConfigPool>::all(client.clone()),
-                config(),
-                every(&day0s),
-            )
-            .watches(
-                Api::<ClusterVersion>::all(client.clone()),
-                config(),
-                every(&day0s),
-            )
-            .watches(
-                Api::<ConfigMap>::namespaced(
-                    client.clone(),
-                    release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
-                ),
-                config(),
-                every(&day0s),
-            )
-            .watches(
-                Api::<ModuleDay0>::all(client.clone()),
-                config(),
-                every(&day0s),
-            )
-            .reconcile_all_on(day0_node_changes.map(drop));
-        let day0_controller = stopping::drive(
-            day0_passes,
-            &meter,
-            reconcile::reconcile,
-            reconcile::error_policy,
-            shared_context.clone(),
-            &stop,
-            "ModuleDay0",
-        );
-        let (configs, writer) = kube::runtime::reflector::store();
-        let listed = Listed::default();
-        let changes = listed
-            .watching(watcher(Api::<MachineConfig>::all(client.clone()), config()))
-            .reflect(writer)
-            .applied_objects();
-        let handover = Controller::for_stream(changes, configs.clone());
-        let handover_meter =
-            context.meter("machineconfig", Family::Day0, 0, (configs.clone(), listed));
-        let handover_passes = handover
-            .watches(
-                Api::<MachineConfigPool>::all(client.clone()),
-                config(),
-                every(&configs),
-            )
-            .watches(
-                Api::<ModuleDay0>::all(client.clone()),
-                config().labels(kmm_api::kmm::labels::MACHINE_CONFIG),
-                |day0: ModuleDay0| {
-                    use kube::ResourceExt;
-                    day0.labels()
-                        .get(kmm_api::kmm::labels::MACHINE_CONFIG)
-                        .map(|name| ObjectRef::<MachineConfig>::new(name))
-                },
+        let day0_controller = day0_wiring
+            .with(|controller| {
+                controller
+                    .owns(Api::<ModuleImagesConfig>::all(client.clone()), config())
+                    .watches(
+                        Api::<MachineConfig>::all(client.clone()),
+                        config(),
+                        every(&day0s),
+                    )
+                    .watches(
+                        Api::<MachineConfigPool>::all(client.clone()),
+                        config(),
+                        every(&day0s),
+                    )
+                    .watches(
+                        Api::<ClusterVersion>::all(client.clone()),
+                        config(),
+                        every(&day0s),
+                    )
+                    .watches(
+                        Api::<ConfigMap>::namespaced(
+                            client.clone(),
+                            release::OS_IMAGE_CONFIG_MAP_NAMESPACE,
+                        ),
+                        config(),
+                        every(&day0s),
+                    )
+                    .watches(
+                        Api::<ModuleDay0>::all(client.clone()),
+                        config(),
+                        every(&day0s),
+                    )
+                    .reconcile_all_on(day0_node_changes.map(drop))
+            })
+            .drive(
+                reconcile::reconcile,
+                reconcile::error_policy,
+                shared_context.clone(),
+                &stop,
+                "ModuleDay0",
             );
-        let handover_controller = stopping::drive(
-            handover_passes,
-            &handover_meter,
-            handover::reconcile,
-            reconcile::error_policy,
-            shared_context,
-            &stop,
-            "MachineConfig hand-over",
+        let handover_wiring = Wiring::new(
+            &context,
+            Metered::new("machineconfig", Family::Day0),
+            watcher(Api::<MachineConfig>::all(client.clone()), config()),
         );
+        let configs = handover_wiring.store();
+        let handover_controller = handover_wiring
+            .with(|controller| {
+                controller
+                    .watches(
+                        Api::<MachineConfigPool>::all(client.clone()),
+                        config(),
+                        every(&configs),
+                    )
+                    .watches(
+                        Api::<ModuleDay0>::all(client.clone()),
+                        config().labels(kmm_api::kmm::labels::MACHINE_CONFIG),
+                        |day0: ModuleDay0| {
+                            use kube::ResourceExt;
+                            day0.labels()
+                                .get(kmm_api::kmm::labels::MACHINE_CONFIG)
+                                .map(|name| ObjectRef::<MachineConfig>::new(name))
+                        },
+                    )
+            })
+            .drive(
+                handover::reconcile,
+                reconcile::error_policy,
+                shared_context,
+                &stop,
+                "MachineConfig hand-over",
+            );
         let kernels = os_image_kernels::run(context.clone(), stop.clone());
         let pipeline = async {
             if !context.runs(Family::Kmm) {

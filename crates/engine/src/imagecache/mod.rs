@@ -29,7 +29,6 @@ mod report;
 mod sweep;
 mod wanted;
 
-use crate::runtime::metrics::Listed;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -39,9 +38,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use kube::runtime::{WatchStreamExt, predicates, watcher};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -51,8 +50,9 @@ use self::pods::PodView;
 use self::reference::NodeImagesMemo;
 use crate::runtime::attention;
 use crate::runtime::context::{Context, Error, retry_on_error};
+use crate::runtime::family::Family;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::stopping;
+use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, PURGE_REASON};
 
 pub use self::plan::backoff;
@@ -90,28 +90,18 @@ pub fn run(
     let refresh = context.settings.cache_refresh;
     async move {
         let client = context.client.clone();
-        let (caches, cache_writer) = reflector::store();
-        let listed = Listed::default();
-        let cache_changes = listed
-            .watching(
-                watcher(
-                    Api::<ImageCache>::all(client.clone()),
-                    watcher::Config::default(),
-                )
-                .default_backoff(),
+        let wiring = Wiring::filtered(
+            &context,
+            // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
+            Metered::new("imagecache", Family::Caches).at_most(1),
+            watcher(
+                Api::<ImageCache>::all(client.clone()),
+                watcher::Config::default(),
             )
-            .reflect(cache_writer)
-            .applied_objects()
-            .predicate_filter(cache_fingerprint, Default::default());
-        let controller = Controller::for_stream(cache_changes, caches);
-        let store = controller.store();
-        let own_store = store.clone();
-        let meter = context.meter(
-            "imagecache",
-            crate::runtime::family::Family::Caches,
-            1,
-            (own_store.clone(), listed),
+            .default_backoff(),
+            cache_fingerprint,
         );
+        let store = wiring.store();
         let cache_context = Arc::new(CacheContext {
             engine: context.clone(),
             nodes,
@@ -123,29 +113,22 @@ pub fn run(
             },
             last_pass: Default::default(),
         });
-        let wired = controller
-            .owns(
-                Api::<Pod>::all(client),
-                watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR),
-            )
-            .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
-                store
-                    .state()
-                    .iter()
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
+        let reconciler = wiring
+            .with(|controller| {
+                controller
+                    .owns(
+                        Api::<Pod>::all(client),
+                        watcher::Config::default().labels(kmm_api::imagecache::names::SELECTOR),
+                    )
+                    .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
+                        store
+                            .state()
+                            .iter()
+                            .map(|c| ObjectRef::from_obj(c.as_ref()))
+                            .collect::<Vec<_>>()
+                    })
             })
-            // One pass at a time: the in-flight bounds are counted across caches from the pods a pass lists.
-            .with_config(controller::Config::default().concurrency(1));
-        let reconciler = stopping::drive(
-            wired,
-            &meter,
-            reconcile,
-            error_policy,
-            cache_context,
-            &stop,
-            "ImageCache",
-        );
+            .drive(reconcile, error_policy, cache_context, &stop, "ImageCache");
         match refresh {
             Some(period) => {
                 tokio::join!(
@@ -350,9 +333,7 @@ async fn announce(
             (false, status.reason.as_str(), status.message.clone())
         }
         ImageCacheActionStatus::Failed => {
-            context
-                .metrics
-                .pull_failed(crate::runtime::family::Family::Caches);
+            context.metrics.pull_failed(Family::Caches);
             (
                 true,
                 degraded.map_or("PullFailed", |c| c.reason.as_str()),

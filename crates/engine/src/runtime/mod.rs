@@ -24,4 +24,5 @@ pub(crate) mod settings;
 pub mod shared;
 pub mod status;
 pub(crate) mod stopping;
+pub(crate) mod wiring;
 pub mod writes;

@@ -13,12 +13,17 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use kube::Resource;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{Lookup, Store};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use kube::runtime::watcher;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::metrics::Meter;
+
+/// What a controller's run stream yields for each pass it ran or could not run.
+pub(crate) type PassOutcome<K, E> =
+    Result<(ObjectRef<K>, Action), controller::Error<E, watcher::Error>>;
 
 /// Run `controller` until `stop`, its passes and their retries metered by `meter`, and end it as
 /// [`until_stopped`] does; a pass that did not complete is logged under `what`. Every reconciler ends its
@@ -39,6 +44,34 @@ pub(crate) async fn drive<K, C, E, R, Fut, P>(
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     P: Fn(Arc<K>, &E, Arc<C>) -> Action + Send + Sync + 'static,
 {
+    let log = move |outcome: PassOutcome<K, E>| async move {
+        if let Err(error) = outcome {
+            tracing::debug!(%error, "{what} pass did not complete");
+        }
+    };
+    drive_answering(controller, meter, reconcile, policy, context, stop, log).await;
+}
+
+/// As [`drive`], but each pass's outcome goes to `answer`: for a reconciler that must act on a pass the controller
+/// could not run (its object gone), not only log it.
+pub(crate) async fn drive_answering<K, C, E, R, Fut, P, A, AFut>(
+    controller: Controller<K>,
+    meter: &Meter,
+    reconcile: R,
+    policy: P,
+    context: Arc<C>,
+    stop: &CancellationToken,
+    answer: A,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Send + Sync + 'static,
+    E: std::error::Error + Send + 'static,
+    R: FnMut(Arc<K>, Arc<C>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    P: Fn(Arc<K>, &E, Arc<C>) -> Action + Send + Sync + 'static,
+    A: FnMut(PassOutcome<K, E>) -> AFut,
+    AFut: Future<Output = ()>,
+{
     let store = controller.store();
     let passes = controller
         .graceful_shutdown_on(stop.clone().cancelled_owned())
@@ -47,11 +80,7 @@ pub(crate) async fn drive<K, C, E, R, Fut, P>(
             meter.error_policy(policy),
             context,
         )
-        .for_each(move |result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "{what} pass did not complete");
-            }
-        });
+        .for_each(answer);
     until_stopped(passes, &store, stop).await;
 }
 
@@ -104,7 +133,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stop_after_the_first_list_waits_for_the_passes() {
         let (store, mut writer) = reflector::store::<Node>();
-        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
         let stop = CancellationToken::new();
         stop.cancel();
         let waited = tokio::time::timeout(

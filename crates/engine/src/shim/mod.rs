@@ -45,7 +45,6 @@ mod reconcile;
 mod report;
 mod runtime_class;
 
-use crate::runtime::metrics::Listed;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -54,17 +53,17 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::context::{Context, retry_on_error};
 use crate::runtime::digest::sha256_hex;
+use crate::runtime::family::Family;
 use crate::runtime::nodes;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::stopping;
+use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::shim::{Shim, names};
 
 /// What a Shim pass reads besides the API: the shared node cache.
@@ -86,16 +85,6 @@ pub(crate) fn run(
     let nodes = shared.nodes();
     async move {
         let client = context.client.clone();
-        let (shims, shim_writer) = reflector::store();
-        let listed = Listed::default();
-        let shim_changes = listed
-            .watching(
-                watcher(Api::<Shim>::all(client.clone()), watcher::Config::default())
-                    .default_backoff(),
-            )
-            .reflect(shim_writer)
-            .applied_objects()
-            .predicate_filter(shim_fingerprint, Default::default());
         let pod_changes = watcher(
             Api::<Pod>::namespaced(client.clone(), names::INSTALLER_NAMESPACE),
             watcher::Config::default().labels(names::SHIM_NAME),
@@ -103,47 +92,47 @@ pub(crate) fn run(
         .default_backoff()
         // Deletions too: deleting a failed installer pod is how a person retries its node.
         .touched_objects();
-        let controller = Controller::for_stream(shim_changes, shims);
-        let all_shims = controller.store();
-        let own_store = all_shims.clone();
-        let meter = context.meter(
-            "shim",
-            crate::runtime::family::Family::Shims,
-            0,
-            (own_store.clone(), listed),
+        let wiring = Wiring::filtered(
+            &context,
+            Metered::new("shim", Family::Shims),
+            watcher(Api::<Shim>::all(client.clone()), watcher::Config::default()).default_backoff(),
+            shim_fingerprint,
         );
+        let all_shims = wiring.store();
         let shim_context = Arc::new(ShimContext {
             engine: context.clone(),
             nodes,
         });
-        let wired = controller
-            .owns(
-                Api::<RuntimeClass>::all(client),
-                watcher::Config::default().labels(names::RUNTIME_CLASS_SHIM),
-            )
-            .watches_stream(pod_changes, |pod: Pod| {
-                Some(ObjectRef::<Shim>::new(pod.labels().get(names::SHIM_NAME)?))
+        wiring
+            .with(|controller| {
+                controller
+                    .owns(
+                        Api::<RuntimeClass>::all(client),
+                        watcher::Config::default().labels(names::RUNTIME_CLASS_SHIM),
+                    )
+                    .watches_stream(pod_changes, |pod: Pod| {
+                        Some(ObjectRef::<Shim>::new(pod.labels().get(names::SHIM_NAME)?))
+                    })
+                    .watches_stream(
+                        node_changes
+                            .map(|node| Ok::<_, watcher::Error>(Arc::unwrap_or_clone(node))),
+                        move |_node: Node| {
+                            all_shims
+                                .state()
+                                .iter()
+                                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                                .collect::<Vec<_>>()
+                        },
+                    )
             })
-            .watches_stream(
-                node_changes.map(|node| Ok::<_, watcher::Error>(Arc::unwrap_or_clone(node))),
-                move |_node: Node| {
-                    all_shims
-                        .state()
-                        .iter()
-                        .map(|s| ObjectRef::from_obj(s.as_ref()))
-                        .collect::<Vec<_>>()
-                },
-            );
-        stopping::drive(
-            wired,
-            &meter,
-            reconcile::reconcile,
-            error_policy,
-            shim_context,
-            &stop,
-            "Shim",
-        )
-        .await;
+            .drive(
+                reconcile::reconcile,
+                error_policy,
+                shim_context,
+                &stop,
+                "Shim",
+            )
+            .await;
     }
 }
 

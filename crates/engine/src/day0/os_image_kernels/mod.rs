@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
@@ -33,8 +32,7 @@ use crate::day0::every;
 use crate::day0::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE};
 use crate::runtime::context::Context;
 use crate::runtime::family::Family;
-use crate::runtime::metrics::Listed;
-use crate::runtime::stopping;
+use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::day0::{ClusterVersion, MachineConfig};
 use kmm_api::kmm::os_image_kernels::{CONFIG_MAP, NAMESPACE, POD_LABEL};
 
@@ -52,16 +50,6 @@ pub(super) struct KernelsContext {
 pub(super) async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
     let config = watcher::Config::default;
-    let (versions, writer) = reflector::store();
-    let listed = Listed::default();
-    let version_changes = listed
-        .watching(watcher(
-            Api::<ClusterVersion>::all(client.clone()),
-            config(),
-        ))
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects();
     let (machine_configs, writer) = reflector::store();
     // Deleted ones too: an image no longer named leaves the record.
     let machine_config_changes = watcher(Api::<MachineConfig>::all(client.clone()), config())
@@ -76,39 +64,39 @@ pub(super) async fn run(context: Arc<Context>, stop: CancellationToken) {
     .default_backoff()
     .reflect(writer)
     .touched_objects();
-    let controller = Controller::for_stream(version_changes, versions.clone());
-    let meter = context.meter(
-        "clusterversion",
-        Family::Day0,
-        0,
-        (versions.clone(), listed),
+    let wiring = Wiring::new(
+        &context,
+        Metered::new("clusterversion", Family::Day0),
+        watcher(Api::<ClusterVersion>::all(client.clone()), config()).default_backoff(),
     );
+    let versions = wiring.store();
     let kernels_context = Arc::new(KernelsContext {
         engine: context,
         machine_configs,
         release_os_image,
     });
-    let wired = controller
-        .watches_stream(machine_config_changes, every(&versions))
-        .watches_stream(release_changes, every(&versions))
-        .watches(
-            Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
-            config().fields(&format!("metadata.name={CONFIG_MAP}")),
-            every(&versions),
+    wiring
+        .with(|controller| {
+            controller
+                .watches_stream(machine_config_changes, every(&versions))
+                .watches_stream(release_changes, every(&versions))
+                .watches(
+                    Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
+                    config().fields(&format!("metadata.name={CONFIG_MAP}")),
+                    every(&versions),
+                )
+                .watches(
+                    Api::<Pod>::namespaced(client, NAMESPACE),
+                    config().labels(POD_LABEL),
+                    every(&versions),
+                )
+        })
+        .drive(
+            reconcile::reconcile,
+            reconcile::error_policy,
+            kernels_context,
+            &stop,
+            "OS image kernel",
         )
-        .watches(
-            Api::<Pod>::namespaced(client, NAMESPACE),
-            config().labels(POD_LABEL),
-            every(&versions),
-        );
-    stopping::drive(
-        wired,
-        &meter,
-        reconcile::reconcile,
-        reconcile::error_policy,
-        kernels_context,
-        &stop,
-        "OS image kernel",
-    )
-    .await;
+        .await;
 }

@@ -31,16 +31,16 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use crate::kmm::fingerprint::module_fingerprint;
 use crate::runtime::context::Context;
-use crate::runtime::metrics::Listed;
+use crate::runtime::family::Family;
+use crate::runtime::nodes;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::{nodes, stopping};
+use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::kmm::Module;
 use kmm_api::kmm::labels;
 
@@ -78,18 +78,6 @@ async fn reconcile_plugins<N>(
 {
     let client = context.client.clone();
     let role = format!("{}={}", labels::DAEMONSET_ROLE, labels::DEVICE_PLUGIN_ROLE);
-    let (modules, module_writer) = reflector::store();
-    let listed = Listed::default();
-    let module_changes = listed
-        .watching(watcher(
-            Api::<Module>::all(client.clone()),
-            watcher::Config::default(),
-        ))
-        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-        .default_backoff()
-        .reflect(module_writer)
-        .applied_objects()
-        .predicate_filter(module_fingerprint, Default::default());
     let (daemon_sets, daemon_set_writer) = reflector::store();
     let daemon_set_changes = watcher(
         Api::<DaemonSet>::all(client.clone()),
@@ -108,42 +96,48 @@ async fn reconcile_plugins<N>(
     .default_backoff()
     .reflect(pod_writer)
     .touched_objects();
-    let controller = Controller::for_stream(module_changes, modules.clone());
-    let meter = context.meter(
-        "deviceplugin",
-        crate::runtime::family::Family::Kmm,
-        0,
-        (modules.clone(), listed),
+    let wiring = Wiring::filtered(
+        &context,
+        Metered::new("deviceplugin", Family::Kmm),
+        watcher(
+            Api::<Module>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
+        .default_backoff(),
+        module_fingerprint,
     );
+    let modules = wiring.store();
     let plugin_context = Arc::new(DevicePluginContext {
         engine: context,
         nodes,
         daemon_sets,
         pods,
     });
-    let wired = controller
-        .watches_stream(daemon_set_changes, |ds: DaemonSet| {
-            reconcile::controlling_module(&ds)
+    wiring
+        .with(|controller| {
+            controller
+                .watches_stream(daemon_set_changes, |ds: DaemonSet| {
+                    reconcile::controlling_module(&ds)
+                })
+                .watches_stream(pod_changes, |pod: Pod| module_of_pod(&pod))
+                .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
+                    modules
+                        .state()
+                        .iter()
+                        .filter(|m| m.spec.device_plugin.is_some())
+                        .map(|m| ObjectRef::from_obj(m.as_ref()))
+                        .collect::<Vec<_>>()
+                })
         })
-        .watches_stream(pod_changes, |pod: Pod| module_of_pod(&pod))
-        .watches_shared_stream(node_changes, move |_node: Arc<Node>| {
-            modules
-                .state()
-                .iter()
-                .filter(|m| m.spec.device_plugin.is_some())
-                .map(|m| ObjectRef::from_obj(m.as_ref()))
-                .collect::<Vec<_>>()
-        });
-    stopping::drive(
-        wired,
-        &meter,
-        reconcile::reconcile,
-        reconcile::error_policy,
-        plugin_context,
-        &stop,
-        "device plugin",
-    )
-    .await;
+        .drive(
+            reconcile::reconcile,
+            reconcile::error_policy,
+            plugin_context,
+            &stop,
+            "device plugin",
+        )
+        .await;
 }
 
 /// What about a node decides where plugins run: labels, taints, cordon and readiness.

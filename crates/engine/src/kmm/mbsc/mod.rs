@@ -11,15 +11,13 @@ pub(crate) mod outcomes;
 pub mod recipe;
 mod sign_pod;
 
-use crate::runtime::metrics::Listed;
-use kube::runtime::WatchStreamExt;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, Patch, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Map, Value};
@@ -28,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 use self::kaniko::action_name;
 use self::recipe::{Blocked, Template};
 use crate::runtime::context::{Context, Error, KubeResultExt, retry_on_error};
-use crate::runtime::stopping;
+use crate::runtime::family::Family;
+use crate::runtime::wiring::{Metered, Wiring};
 use crate::runtime::writes::patch_params;
 use crate::{kmm::kernel, runtime::attention};
 use kmm_api::errors::{is_conflict, is_not_found};
@@ -51,29 +50,21 @@ pub(crate) fn entry_generation(entry: &ModuleBuildSignImage) -> i64 {
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    let (store, writer) = kube::runtime::reflector::store();
-    let listed = Listed::default();
-    let changes = listed
-        .watching(watcher(
+    Wiring::new(
+        &context,
+        Metered::new("modulebuildsignconfig", Family::Kmm),
+        watcher(
             Api::<ModuleBuildSignConfig>::all(client.clone()),
             watcher::Config::default(),
-        ))
-        .reflect(writer)
-        .applied_objects();
-    let controller = Controller::for_stream(changes, store.clone());
-    let meter = context.meter(
-        "modulebuildsignconfig",
-        crate::runtime::family::Family::Kmm,
-        0,
-        (store.clone(), listed),
-    );
-    let wired = controller.owns(
-        Api::<Pod>::all(client),
-        watcher::Config::default().labels(labels::RESOURCE_TYPE),
-    );
-    stopping::drive(
-        wired,
-        &meter,
+        ),
+    )
+    .with(|controller| {
+        controller.owns(
+            Api::<Pod>::all(client),
+            watcher::Config::default().labels(labels::RESOURCE_TYPE),
+        )
+    })
+    .drive(
         reconcile,
         retry_on_error,
         context,

@@ -18,13 +18,11 @@ mod wanted;
 
 pub use cluster::{put_mic, read_mic};
 
-use crate::runtime::metrics::Listed;
-use kube::runtime::WatchStreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -35,7 +33,8 @@ use self::progress::Known;
 use self::ready::ImageProgress;
 use self::wanted::Wanted;
 use crate::runtime::context::{Context, Error, retry_on_error};
-use crate::runtime::stopping;
+use crate::runtime::family::Family;
+use crate::runtime::wiring::{Metered, Wiring};
 use crate::{runtime::attention, runtime::status};
 use kmm_api::conditions::READY;
 use kmm_api::kmm::labels;
@@ -49,39 +48,31 @@ pub use self::ready::IMAGE_MISSING;
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
-    let (store, writer) = kube::runtime::reflector::store();
-    let listed = Listed::default();
-    let changes = listed
-        .watching(watcher(
+    Wiring::new(
+        &context,
+        Metered::new("moduleimagesconfig", Family::Kmm),
+        watcher(
             Api::<ModuleImagesConfig>::all(client.clone()),
             watcher::Config::default(),
-        ))
-        .reflect(writer)
-        .applied_objects();
-    let controller = Controller::for_stream(changes, store.clone());
-    let meter = context.meter(
-        "moduleimagesconfig",
-        crate::runtime::family::Family::Kmm,
-        0,
-        (store.clone(), listed),
-    );
-    let wired = controller
-        .owns(
-            Api::<Pod>::all(client.clone()),
-            watcher::Config::default().labels(labels::IMAGE_OWNER),
-        )
-        .owns(
-            Api::<ModuleBuildSignConfig>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .watches(
-            Api::<Pod>::all(client),
-            watcher::Config::default().labels(labels::RESOURCE_TYPE),
-            mic_of_build_pod,
-        );
-    stopping::drive(
-        wired,
-        &meter,
+        ),
+    )
+    .with(|controller| {
+        controller
+            .owns(
+                Api::<Pod>::all(client.clone()),
+                watcher::Config::default().labels(labels::IMAGE_OWNER),
+            )
+            .owns(
+                Api::<ModuleBuildSignConfig>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .watches(
+                Api::<Pod>::all(client),
+                watcher::Config::default().labels(labels::RESOURCE_TYPE),
+                mic_of_build_pod,
+            )
+    })
+    .drive(
         reconcile,
         retry_on_error,
         context,
@@ -297,9 +288,7 @@ async fn announce(
         ),
     };
     if state == ImageState::DoesNotExist {
-        context
-            .metrics
-            .pull_failed(crate::runtime::family::Family::Kmm);
+        context.metrics.pull_failed(Family::Kmm);
     }
     context.event(mic, warning, reason, note).await;
 }

@@ -17,21 +17,20 @@ pub mod plan;
 mod reconcile;
 pub mod report;
 
-use crate::runtime::metrics::Listed;
 use std::future::Future;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 use crate::kmm::fingerprint::module_fingerprint;
+use crate::runtime::family::Family;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::stopping;
+use crate::runtime::wiring::{Metered, Wiring};
 use crate::{kmm::kernel, runtime::context::Context, runtime::nodes};
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
@@ -91,33 +90,22 @@ async fn reconcile_modules<N, C, W>(
     W: futures::Stream<Item = Arc<Pod>> + Send + 'static,
 {
     let client = context.client.clone();
-    let (modules, module_writer) = reflector::store();
-    let listed = Listed::default();
-    let module_changes = listed
-        .watching(
-            watcher(
-                Api::<Module>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-            .default_backoff(),
-        )
-        .reflect(module_writer)
-        .applied_objects()
-        .predicate_filter(module_fingerprint, Default::default());
     let (pull_pods, pull_writer) = reflector::store();
     let pull_changes = pull_pod_changes(&client, pull_writer);
     let (plugin_pods, plugin_writer) = reflector::store();
     let plugin_changes = plugin_pod_changes(&client, plugin_writer);
-    let controller = Controller::for_stream(module_changes, modules);
-    let modules = controller.store();
-    let own_store = modules.clone();
-    let meter = context.meter(
-        "module",
-        crate::runtime::family::Family::Kmm,
-        0,
-        (own_store.clone(), listed),
+    let wiring = Wiring::filtered(
+        &context,
+        Metered::new("module", Family::Kmm),
+        watcher(
+            Api::<Module>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
+        .default_backoff(),
+        module_fingerprint,
     );
+    let modules = wiring.store();
     let module_context = Arc::new(ModuleContext {
         engine: context,
         nodes: watched.nodes,
@@ -126,40 +114,41 @@ async fn reconcile_modules<N, C, W>(
         worker_pods: watched.worker_pods,
         plugin_pods,
     });
-    let wired = controller
-        .owns(
-            Api::<ModuleImagesConfig>::all(client),
-            watcher::Config::default(),
+    wiring
+        .with(|controller| {
+            controller
+                .owns(
+                    Api::<ModuleImagesConfig>::all(client),
+                    watcher::Config::default(),
+                )
+                .watches_shared_stream(watched.node_changes, move |_node: Arc<Node>| {
+                    modules
+                        .state()
+                        .iter()
+                        .map(|m| ObjectRef::from_obj(m.as_ref()))
+                        .collect::<Vec<_>>()
+                })
+                .watches_shared_stream(watched.nmc_changes, |nmc: Arc<NodeModulesConfig>| {
+                    modules_of_nmc(&nmc)
+                })
+                .watches_stream(pull_changes, |pod: Pod| {
+                    module_of_pod(&pod, labels::IMAGE_OWNER)
+                })
+                .watches_shared_stream(watched.worker_changes, |pod: Arc<Pod>| {
+                    module_of_pod(&pod, labels::MODULE_NAME)
+                })
+                .watches_stream(plugin_changes, |pod: Pod| {
+                    module_of_pod(&pod, labels::MODULE_NAME)
+                })
+        })
+        .drive(
+            reconcile::paced,
+            reconcile::error_policy,
+            module_context,
+            &stop,
+            "Module",
         )
-        .watches_shared_stream(watched.node_changes, move |_node: Arc<Node>| {
-            modules
-                .state()
-                .iter()
-                .map(|m| ObjectRef::from_obj(m.as_ref()))
-                .collect::<Vec<_>>()
-        })
-        .watches_shared_stream(watched.nmc_changes, |nmc: Arc<NodeModulesConfig>| {
-            modules_of_nmc(&nmc)
-        })
-        .watches_stream(pull_changes, |pod: Pod| {
-            module_of_pod(&pod, labels::IMAGE_OWNER)
-        })
-        .watches_shared_stream(watched.worker_changes, |pod: Arc<Pod>| {
-            module_of_pod(&pod, labels::MODULE_NAME)
-        })
-        .watches_stream(plugin_changes, |pod: Pod| {
-            module_of_pod(&pod, labels::MODULE_NAME)
-        });
-    stopping::drive(
-        wired,
-        &meter,
-        reconcile::paced,
-        reconcile::error_policy,
-        module_context,
-        &stop,
-        "Module",
-    )
-    .await;
+        .await;
 }
 
 /// Changes of the pods that check a MIC's images, mirrored into `writer` (without `managedFields`) before they

@@ -17,13 +17,14 @@ mod template;
 mod testing;
 mod workers;
 
+use crate::runtime::family::Family;
 use crate::runtime::metrics::Listed;
+use crate::runtime::wiring::{Metered, Wiring};
 use std::fmt;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -31,7 +32,6 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::stopping;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::context::{Context, Error, KubeResultExt, retry_on_error};
@@ -64,46 +64,33 @@ pub fn run(
         .watches_shared_stream(node_changes, move |node: Arc<Node>| {
             nmc_of_node(&nmcs, &node)
         });
-    reconcile_nmcs(context, controller, listed, stop)
-}
-
-async fn reconcile_nmcs(
-    context: Arc<Context>,
-    controller: Controller<NodeModulesConfig>,
-    listed: Listed,
-    stop: CancellationToken,
-) {
-    let own_store = controller.store();
-    let meter = context.meter(
-        "nodemodulesconfig",
-        crate::runtime::family::Family::Kmm,
-        CONCURRENT_PASSES,
-        (own_store.clone(), listed),
-    );
-    let passes = controller
-        .with_config(controller::Config::default().concurrency(CONCURRENT_PASSES))
-        .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(
-            meter.reconciler(reconcile),
-            meter.error_policy(retry_on_error),
-            context.clone(),
+    async move {
+        let answer_context = context.clone();
+        Wiring::shared(
+            &context,
+            Metered::new("nodemodulesconfig", Family::Kmm).at_most(CONCURRENT_PASSES),
+            controller,
+            listed,
         )
-        .for_each(|result| {
-            let context = context.clone();
-            async move {
-                match result {
-                    Ok(_) => {}
-                    // A worker pod or a deletion woke an NMC that is gone: its pods wait for their finalizer.
-                    Err(controller::Error::ObjectNotFound(object)) => {
-                        if let Err(error) = workers::release_orphans(&context, &object.name).await {
-                            tracing::warn!(%error, "releasing worker pods of a deleted NodeModulesConfig");
+            .drive_answering(reconcile, retry_on_error, context, &stop, |outcome| {
+                let context = answer_context.clone();
+                async move {
+                    match outcome {
+                        Ok(_) => {}
+                        // A worker pod or a deletion woke an NMC that is gone: its pods wait for their finalizer.
+                        Err(controller::Error::ObjectNotFound(object)) => {
+                            if let Err(error) =
+                                workers::release_orphans(&context, &object.name).await
+                            {
+                                tracing::warn!(%error, "releasing worker pods of a deleted NodeModulesConfig");
+                            }
                         }
+                        Err(error) => tracing::debug!(%error, "NodeModulesConfig reconciler"),
                     }
-                    Err(error) => tracing::debug!(%error, "NodeModulesConfig reconciler"),
                 }
-            }
-        });
-    stopping::until_stopped(passes, &own_store, &stop).await;
+            })
+            .await;
+    }
 }
 
 /// One pass over the NMC; a failure a person must act on is told on it (see [`attention`]).

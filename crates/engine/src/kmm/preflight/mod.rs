@@ -20,15 +20,14 @@ pub mod verdict;
 use std::sync::Arc;
 
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::context::{Context, retry_on_error};
-use crate::runtime::metrics::Listed;
-use crate::runtime::stopping;
+use crate::runtime::family::Family;
+use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::kmm::{Module, ModuleImagesConfig, PreflightValidation};
 
 /// What a pass reads besides the API: every Module, kept by a watch.
@@ -52,52 +51,44 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     .reflect(module_writer)
     .applied_objects()
     .predicate_filter(module_fingerprint, Default::default());
-    let (preflight_store, preflight_writer) = reflector::store();
-    let listed = Listed::default();
-    let preflight_changes = listed
-        .watching(watcher(
+    let wiring = Wiring::new(
+        &context,
+        Metered::new("preflightvalidation", Family::Kmm),
+        watcher(
             Api::<PreflightValidation>::all(client.clone()),
             watcher::Config::default(),
-        ))
-        .default_backoff()
-        .reflect(preflight_writer)
-        .applied_objects();
-    let controller = Controller::for_stream(preflight_changes, preflight_store.clone());
-    let meter = context.meter(
-        "preflightvalidation",
-        crate::runtime::family::Family::Kmm,
-        0,
-        (preflight_store, listed),
+        )
+        .default_backoff(),
     );
-    let preflights = controller.store();
-    let every_preflight = preflights.clone();
+    let every_preflight = wiring.store();
     let preflight_context = Arc::new(PreflightContext {
         engine: context,
         modules,
     });
-    let wired = controller
-        .watches(
-            Api::<ModuleImagesConfig>::all(client),
-            watcher::Config::default(),
-            |mic| preflight_of_mic(&mic),
+    wiring
+        .with(|controller| {
+            controller
+                .watches(
+                    Api::<ModuleImagesConfig>::all(client),
+                    watcher::Config::default(),
+                    |mic| preflight_of_mic(&mic),
+                )
+                .watches_stream(module_changes, move |_module: Module| {
+                    every_preflight
+                        .state()
+                        .iter()
+                        .map(|p| ObjectRef::from_obj(p.as_ref()))
+                        .collect::<Vec<_>>()
+                })
+        })
+        .drive(
+            reconcile::reconcile,
+            error_policy,
+            preflight_context,
+            &stop,
+            "PreflightValidation",
         )
-        .watches_stream(module_changes, move |_module: Module| {
-            every_preflight
-                .state()
-                .iter()
-                .map(|p| ObjectRef::from_obj(p.as_ref()))
-                .collect::<Vec<_>>()
-        });
-    stopping::drive(
-        wired,
-        &meter,
-        reconcile::reconcile,
-        error_policy,
-        preflight_context,
-        &stop,
-        "PreflightValidation",
-    )
-    .await;
+        .await;
 }
 
 fn error_policy(
