@@ -7,6 +7,7 @@
 pub mod apiserver;
 pub mod bootstrap;
 pub mod https;
+pub mod identity;
 pub mod kubeconfig;
 pub mod private_files;
 pub mod room;

@@ -13,21 +13,21 @@ use tokio::sync::Notify;
 
 /// The requests in flight on one connection.
 #[derive(Clone, Default)]
-pub struct Activity {
+pub(crate) struct Activity {
     in_flight: Arc<AtomicUsize>,
     changed: Arc<Notify>,
 }
 
 impl Activity {
     /// Count a request in flight until its response body (given to [`InFlight::new`]) is done or dropped.
-    pub fn start(&self) -> Guard {
+    pub(crate) fn start(&self) -> Guard {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_one();
         Guard(self.clone())
     }
 
     /// Resolve once the connection has had no request in flight for `idle` in a row.
-    pub async fn idle_for(&self, idle: Duration) {
+    pub(crate) async fn idle_for(&self, idle: Duration) {
         loop {
             let changed = self.changed.notified();
             if self.in_flight.load(Ordering::SeqCst) == 0 {

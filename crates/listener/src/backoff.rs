@@ -15,7 +15,7 @@ const LOG_EVERY: Duration = Duration::from_secs(5);
 
 /// The state of the back-off between accepts.
 #[derive(Debug, Default)]
-pub struct AcceptBackoff {
+pub(crate) struct AcceptBackoff {
     next_wait: Option<Duration>,
     last_logged: Option<Instant>,
     unlogged: u64,
@@ -23,12 +23,12 @@ pub struct AcceptBackoff {
 
 impl AcceptBackoff {
     /// A connection was accepted: the next failure waits briefly again.
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         self.next_wait = None;
     }
 
     /// Accepting failed with `error`: log it unless one was logged lately, and say how long to wait.
-    pub fn failed(&mut self, error: &std::io::Error) -> Duration {
+    pub(crate) fn failed(&mut self, error: &std::io::Error) -> Duration {
         let wait = self.next_wait.unwrap_or(FIRST);
         self.next_wait = Some((wait * 2).min(LONGEST));
         self.unlogged += 1;

@@ -11,7 +11,7 @@ use crate::limits::UnauthenticatedBudget;
 
 /// The unauthenticated connections of one listener.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     sizes: UnauthenticatedBudget,
     next: u64,
     /// By order of acceptance: the first is the oldest.
@@ -34,7 +34,7 @@ struct Member {
 
 impl Budget {
     /// An empty budget of `sizes` (at least one connection each), asking `heard` whether a socket has spoken.
-    pub fn new(sizes: UnauthenticatedBudget, heard: fn(RawFd) -> bool) -> Self {
+    pub(crate) fn new(sizes: UnauthenticatedBudget, heard: fn(RawFd) -> bool) -> Self {
         Self {
             sizes: UnauthenticatedBudget {
                 total: sizes.total.max(1),
@@ -50,7 +50,7 @@ impl Budget {
     /// Take in the connection on `socket` from `peer`, which `evict` closes: when its peer has used its share,
     /// that peer's victim makes room, else when the budget is full, the victim of all. Returns its number in the
     /// budget.
-    pub fn admit(&mut self, peer: IpAddr, socket: RawFd, evict: CancellationToken) -> u64 {
+    pub(crate) fn admit(&mut self, peer: IpAddr, socket: RawFd, evict: CancellationToken) -> u64 {
         let of_peer = self.members.values().filter(|m| m.peer == peer).count();
         let victim = if of_peer >= self.sizes.per_peer {
             self.victim(|m| m.peer == peer)
@@ -79,24 +79,24 @@ impl Budget {
     }
 
     /// The connection `id` has received its first bytes: evicted only once no silent connection is left to evict.
-    pub fn spoke(&mut self, id: u64) {
+    pub(crate) fn spoke(&mut self, id: u64) {
         if let Some(member) = self.members.get_mut(&id) {
             member.spoke = true;
         }
     }
 
     /// The connection `id` has left the budget: closed or authenticated.
-    pub fn leave(&mut self, id: u64) {
+    pub(crate) fn leave(&mut self, id: u64) {
         self.members.remove(&id);
     }
 
     /// Connections in the budget now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.members.len()
     }
 
     /// Connections evicted so far.
-    pub fn evicted(&self) -> u64 {
+    pub(crate) fn evicted(&self) -> u64 {
         self.evicted
     }
 

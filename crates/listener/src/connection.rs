@@ -17,7 +17,7 @@ use crate::limits::Limits;
 use crate::peek::bytes_waiting;
 
 /// What one listener has admitted: its authenticated slots and its unauthenticated budget.
-pub struct Registry {
+pub(crate) struct Registry {
     authenticated: Arc<Semaphore>,
     max_connections: usize,
     budget: Mutex<Budget>,
@@ -25,7 +25,7 @@ pub struct Registry {
 
 impl Registry {
     /// Nothing admitted yet, within `limits`.
-    pub fn new(limits: &Limits) -> Self {
+    pub(crate) fn new(limits: &Limits) -> Self {
         let max_connections = limits.max_connections.max(1);
         Self {
             authenticated: Arc::new(Semaphore::new(max_connections)),
@@ -36,13 +36,13 @@ impl Registry {
 
     /// Resolve once fewer than the cap of connections are authenticated: at the cap the loop stops accepting,
     /// and new clients wait in the kernel's queue, holding no descriptor here.
-    pub async fn room_for_authenticated(&self) {
+    pub(crate) async fn room_for_authenticated(&self) {
         // A closed semaphore never happens: the registry never closes it.
         let _ = self.authenticated.acquire().await;
     }
 
     /// Take in the connection on `socket` from `peer`, unauthenticated.
-    pub fn admit(self: &Arc<Self>, peer: SocketAddr, socket: RawFd) -> Connection {
+    pub(crate) fn admit(self: &Arc<Self>, peer: SocketAddr, socket: RawFd) -> Connection {
         let evicted = CancellationToken::new();
         let id = self.budget().admit(peer.ip(), socket, evicted.clone());
         Connection(Arc::new(Entry {
@@ -56,7 +56,7 @@ impl Registry {
     }
 
     /// How many connections are admitted now, and how many were evicted so far.
-    pub fn census(&self) -> Census {
+    pub(crate) fn census(&self) -> Census {
         let budget = self.budget();
         Census {
             authenticated: self.max_connections - self.authenticated.available_permits(),

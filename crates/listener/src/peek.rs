@@ -5,7 +5,7 @@
 use std::os::fd::RawFd;
 
 /// Whether bytes from the client wait on `socket` (false for a socket that is closed or not a socket).
-pub fn bytes_waiting(socket: RawFd) -> bool {
+pub(crate) fn bytes_waiting(socket: RawFd) -> bool {
     let mut byte = 0u8;
     // SAFETY: `recv` writes at most one byte into `byte`, which outlives the call; on a descriptor that is not an
     // open socket it fails without touching memory. MSG_PEEK leaves the byte for the protocol to read, and

@@ -1,6 +1,9 @@
 //! The accept loop over real sockets, serving a line protocol: a client says `auth` to be promoted, `hand-over` to
 //! leave its connection to a session that outlives the socket, and anything else is echoed.
 
+// Test helpers outside `#[test]` functions unwrap too: a failure there is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -7,12 +7,12 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, header};
 use serde_json::Value;
 
-use super::auth::identity::UserInfo;
 use super::errors::ApiError;
 use super::registry::ResourceType;
 use super::request::{Query, ResourcePath, Verb};
 use super::{ApiServer, objects, protobuf};
 use super::{conversion, events};
+use crate::identity::UserInfo;
 use crate::store::ResourceKey;
 use crate::store::StoredObject;
 

@@ -7,7 +7,6 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
-use super::auth::identity::UserInfo;
 use super::errors::ApiError;
 use super::metrics::{self, RequestSample};
 use super::registry::Registry;
@@ -17,6 +16,7 @@ use super::{
     ApiServer, KUBERNETES_VERSION, aggregated_discovery, auth, context, discovery, handlers,
     openapi, protobuf,
 };
+use crate::identity::UserInfo;
 
 impl ApiServer {
     /// Answer one request as `user` (or whom it may impersonate).

@@ -21,10 +21,10 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
 use super::ResponseBody;
-use super::auth::identity::{MASTERS, UserInfo};
 use super::context::RequestContext;
 use super::errors::ApiError;
 use super::request::Verb;
+use crate::identity::{MASTERS, UserInfo};
 
 /// Long-running requests one user may hold at once. A controller watches one resource type per watch (the
 /// engine, run as a ServiceAccount in a cluster, holds about 45) and kubectl or a console a few more each, so

@@ -50,9 +50,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 use tokio_util::sync::CancellationToken;
 
+use crate::identity::{PresentedCertificate, UserInfo};
 use crate::store::Store;
 use auth::Auth;
-use auth::identity::UserInfo;
 use errors::ApiError;
 use logs::PodLogs;
 use metrics::ApiMetrics;
@@ -250,7 +250,7 @@ impl ApiServer {
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
-        certificate: Option<&auth::identity::PresentedCertificate>,
+        certificate: Option<&PresentedCertificate>,
     ) -> Result<UserInfo, ApiError> {
         self.inner
             .auth

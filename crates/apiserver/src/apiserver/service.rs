@@ -11,13 +11,13 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Limited};
 
-use super::auth::identity::{PresentedCertificate, UserInfo};
 use super::errors::ApiError;
 use super::responses::{ResponseBody, error_response};
 use super::{ApiServer, MAX_BODY_BYTES};
+use crate::identity::{PresentedCertificate, UserInfo};
 
 /// The API server for requests that must authenticate, with a client certificate (its connection's
-/// [`auth::identity::PresentedCertificate`], in the request's extensions) or a bearer token: the HTTPS listener and
+/// [`PresentedCertificate`], in the request's extensions) or a bearer token: the HTTPS listener and
 /// in-process clients acting as a ServiceAccount or the viewer.
 #[derive(Clone)]
 pub struct Authenticated(pub ApiServer);

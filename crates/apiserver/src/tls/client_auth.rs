@@ -14,7 +14,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::apiserver::auth::identity::{PresentedCertificate, UserInfo};
+use crate::identity::{PresentedCertificate, UserInfo};
 
 /// Asks for a client certificate and accepts any during the handshake (the holder still has to prove it holds
 /// the key); whom it authenticates is decided by [`RequestedCertificate::judge`].

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast::error::TryRecvError;
 
-use super::identity::{UserInfo, service_account_user};
 use super::rules::{Attributes, Rule, Target};
 use crate::apiserver::errors::ApiError;
+use crate::identity::{UserInfo, service_account_user};
 use crate::store::ResourceKey;
 use crate::store::{FeedReceiver, Store};
 

@@ -19,9 +19,9 @@ use serde_json::Value;
 
 use super::authorizer::{Authorizer, RBAC_GROUP};
 use super::coverage;
-use super::identity::UserInfo;
 use super::rules::{Attributes, ResourceAttributes};
 use crate::apiserver::errors::ApiError;
+use crate::identity::UserInfo;
 use crate::store::ResourceKey;
 use crate::store::Store;
 

@@ -6,7 +6,9 @@ pub mod authorizer;
 pub mod coverage;
 pub mod credentials;
 pub mod escalation;
-pub mod identity;
+/// Kept here as well as at the crate root, where it lives so the TLS layer can name users without depending on the
+/// API server.
+pub use crate::identity;
 pub mod roles;
 pub mod rules;
 pub mod tokens;
@@ -16,11 +18,13 @@ use subtle::ConstantTimeEq;
 
 use super::errors::ApiError;
 use super::request::{Endpoint, Query, Verb};
+use crate::identity::{
+    PresentedCertificate, UserInfo, parse_service_account, service_account_user,
+};
 use crate::store::ResourceKey;
 use crate::store::Store;
 use authorizer::Authorizer;
 use credentials::Credentials;
-use identity::{PresentedCertificate, UserInfo, parse_service_account, service_account_user};
 use rules::{Attributes, ResourceAttributes};
 use tokens::{Binding, Claims, Reference, TokenSigner};
 

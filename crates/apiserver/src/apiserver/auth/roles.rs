@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::authorizer::RBAC_GROUP;
-use super::identity::{AUTHENTICATED, MASTERS, VIEWER_USER};
+use crate::identity::{AUTHENTICATED, MASTERS, VIEWER_USER};
 
 /// Reading and following (kube-apiserver's `Read`).
 const READ: &[&str] = &["get", "list", "watch"];

@@ -7,12 +7,12 @@ pub mod signer;
 
 use serde_json::{Value, json};
 
-use super::auth::identity::UserInfo;
 use super::auth::rules::{Attributes, ResourceAttributes};
 use super::context::RequestContext;
 use super::errors::ApiError;
 use super::validation::certificates::conditions;
 use super::{ApiServer, objects};
+use crate::identity::UserInfo;
 
 /// The API group of CertificateSigningRequests.
 pub const GROUP: &str = "certificates.k8s.io";

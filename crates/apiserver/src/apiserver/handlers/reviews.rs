@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 
 use super::RequestContext;
 use crate::apiserver::auth::authorizer::Decision;
-use crate::apiserver::auth::identity::UserInfo;
 use crate::apiserver::auth::rules::{Attributes, ResourceAttributes};
 use crate::apiserver::auth::tokens;
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::registry::ResourceType;
 use crate::apiserver::{ApiServer, ResponseBody, json_response};
+use crate::identity::UserInfo;
 
 /// Whether `rt` is a review: created to ask a question, never stored.
 pub fn is_review(rt: &ResourceType) -> bool {

@@ -14,9 +14,7 @@ use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use super::list_semantics;
-
-/// Where OpenAPI v3 documents keep their schemas, as `$ref`s name them.
-pub const V3_PREFIX: &str = "#/components/schemas/";
+use super::schema_refs::V3_PREFIX;
 
 /// Adds a kind's schema (and everything it refers to) to the generator's definitions; returns its `$ref`.
 type Describe = fn(&mut SchemaGenerator) -> Schema;

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::builtin_schemas::V3_PREFIX;
+use super::schema_refs::V3_PREFIX;
 use crate::apiserver::patch::{ListKind, ListTypes};
 
 /// Mark the lists reachable from the definition `kind` (a kind's schema) as `lists` says they merge. Definitions

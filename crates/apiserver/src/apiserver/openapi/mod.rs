@@ -10,6 +10,7 @@
 
 mod builtin_schemas;
 mod list_semantics;
+mod schema_refs;
 mod v2;
 
 use serde_json::{Map, Value, json};

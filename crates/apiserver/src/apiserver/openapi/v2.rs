@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::builtin_schemas::{BUILTIN_SCHEMAS, V3_PREFIX};
+use super::builtin_schemas::BUILTIN_SCHEMAS;
+use super::schema_refs::V3_PREFIX;
 use super::{custom_schema, custom_schema_name, info, object_path};
 use crate::apiserver::errors::ApiError;
 use crate::apiserver::negotiation;

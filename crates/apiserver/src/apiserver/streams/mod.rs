@@ -8,10 +8,12 @@
 //! and the v5 protocol's close of the stdin channel is the end of that input. Only WebSocket is spoken (`v5.channel.k8s.io` and `v4.channel.k8s.io`), what kubectl
 //! 1.30 and later and kube-rs use; a SPDY request is refused with that reason.
 
+mod forwarding;
 mod idle;
 mod mounts;
 mod portforward;
 mod session;
+mod socket;
 mod status;
 mod websocket;
 

@@ -5,16 +5,11 @@
 //! gets the kubelet's "connection refused" on its error channel. The session ends when every port's connection
 //! has ended, or when the client leaves.
 
-use futures::StreamExt;
 use http::{HeaderMap, Response};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, WriteHalf};
-use tokio::sync::mpsc;
-use tokio::task::JoinSet;
-use tokio_tungstenite::tungstenite::{Error, Message};
-use tokio_util::sync::CancellationToken;
 
-use super::session::{self, Socket, send};
+use super::forwarding::{Forward, Port};
+use super::session;
 use super::{ApiServer, ResponseBody, upgrade_required, websocket, websocket_key};
 use crate::apiserver::context::RequestContext;
 use crate::apiserver::errors::ApiError;
@@ -22,21 +17,7 @@ use crate::apiserver::long_running::Permit;
 use crate::apiserver::request::Query;
 
 /// The most ports one session forwards: two channels each must fit the one channel byte, with room to spare.
-const MAX_PORTS: usize = 64;
-
-/// The most bytes read from a port's connection into one message.
-const READ_CHUNK: usize = 32 * 1024;
-
-/// One forwarded port: a connection to its listener, or the kubelet's words for why there is none.
-struct Port {
-    number: u16,
-    connection: Result<DuplexStream, String>,
-}
-
-/// The ports of one session, in the order the client named them.
-pub struct Forward {
-    ports: Vec<Port>,
-}
+pub(super) const MAX_PORTS: usize = 64;
 
 /// Serve `pods/portforward` of `pod`, which the request `ctx` names; the session holds `permit` until it ends.
 pub fn serve(
@@ -156,98 +137,10 @@ fn refused(port: u16, uid: &str, namespace: &str, pod: &str) -> String {
     )
 }
 
-/// Stream `forward`'s ports on the session's socket until every connection has ended, the client leaves or the
-/// server stops.
-pub async fn stream(
-    socket: &mut Socket,
-    forward: Forward,
-    stop: CancellationToken,
-) -> Result<(), Error> {
-    let (from_ports, mut read) = mpsc::channel::<(usize, Option<Vec<u8>>)>(forward.ports.len());
-    // The readers stop with the session: dropping the set aborts them, which closes the connections.
-    let mut readers = JoinSet::new();
-    let mut writers: Vec<Option<WriteHalf<DuplexStream>>> = Vec::new();
-    let mut open = 0;
-    for (index, port) in forward.ports.into_iter().enumerate() {
-        let (data, errors) = channels(index);
-        let number = port.number.to_le_bytes();
-        send(socket, data, &number).await?;
-        send(socket, errors, &number).await?;
-        match port.connection {
-            Ok(connection) => {
-                let (reader, writer) = tokio::io::split(connection);
-                readers.spawn(read_port(index, reader, from_ports.clone()));
-                writers.push(Some(writer));
-                open += 1;
-            }
-            Err(message) => {
-                send(socket, errors, message.as_bytes()).await?;
-                writers.push(None);
-            }
-        }
-    }
-    while open > 0 {
-        tokio::select! {
-            Some((index, chunk)) = read.recv() => match chunk {
-                Some(bytes) => send(socket, channels(index).0, &bytes).await?,
-                // What listens closed the connection: nothing more goes to it either.
-                None => {
-                    writers[index] = None;
-                    open -= 1;
-                }
-            },
-            message = socket.next() => {
-                let data = match message {
-                    None | Some(Ok(Message::Close(_))) => return Ok(()),
-                    Some(Err(e)) => return Err(e),
-                    Some(Ok(Message::Binary(data))) => data.to_vec(),
-                    Some(Ok(Message::Text(text))) => text.as_bytes().to_vec(),
-                    Some(Ok(_)) => continue,
-                };
-                if let Some((&channel, bytes)) = data.split_first()
-                    && channel % 2 == 0
-                    && let Some(Some(writer)) = writers.get_mut(usize::from(channel / 2))
-                    && writer.write_all(bytes).await.is_err()
-                {
-                    // The connection is closing: its reader reports the end.
-                    writers[usize::from(channel / 2)] = None;
-                }
-            }
-            () = stop.cancelled() => return Ok(()),
-        }
-    }
-    Ok(())
-}
-
-/// The data and error channels of the `index`-th port.
-fn channels(index: usize) -> (u8, u8) {
-    // MAX_PORTS keeps both within a byte.
-    let data = u8::try_from(index * 2).unwrap_or(u8::MAX - 1);
-    (data, data + 1)
-}
-
-/// Send what the `index`-th port's connection writes, then None at its end.
-async fn read_port(
-    index: usize,
-    mut reader: tokio::io::ReadHalf<DuplexStream>,
-    to_session: mpsc::Sender<(usize, Option<Vec<u8>>)>,
-) {
-    let mut buffer = vec![0u8; READ_CHUNK];
-    loop {
-        let chunk = match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => None,
-            Ok(n) => Some(buffer[..n].to_vec()),
-        };
-        let ended = chunk.is_none();
-        if to_session.send((index, chunk)).await.is_err() || ended {
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apiserver::streams::forwarding::channels;
 
     fn query(text: &str) -> Query {
         Query::parse(Some(text))

@@ -13,8 +13,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role};
 use tokio_util::sync::CancellationToken;
 
+use super::forwarding::{self, Forward};
 use super::idle::{LastTraffic, Watched};
-use super::portforward::{self, Forward};
+use super::socket::{Socket, send};
 use super::status::exit_status;
 use super::websocket;
 use super::{AttachedStdin, ExecProcess};
@@ -70,8 +71,6 @@ pub enum Work {
     PortForward(Forward),
 }
 
-pub(super) type Socket = WebSocketStream<Watched<TokioIo<hyper::upgrade::Upgraded>>>;
-
 /// Take over the connection once it is upgraded and stream `work` on it, holding `permit` until the session ends.
 /// The session ends early when the server stops, when the client sends more than [`websocket::config`] allows, or
 /// after `idle` with no traffic either way.
@@ -101,7 +100,7 @@ pub async fn run(
             Work::Attach { lines, stdin } => {
                 attach(&mut socket, channels, lines, stdin, stop).await
             }
-            Work::PortForward(forward) => portforward::stream(&mut socket, forward, stop).await,
+            Work::PortForward(forward) => forwarding::stream(&mut socket, forward, stop).await,
         }
     };
     let ending = tokio::select! {
@@ -291,17 +290,6 @@ async fn attach(
             _ = stop.cancelled() => return Ok(()),
         }
     }
-}
-
-/// Write `data` on `channel`; nothing is written for no data, as a stream that wrote nothing sends nothing.
-pub(super) async fn send(socket: &mut Socket, channel: u8, data: &[u8]) -> Result<(), Error> {
-    if data.is_empty() {
-        return Ok(());
-    }
-    let mut message = Vec::with_capacity(data.len() + 1);
-    message.push(channel);
-    message.extend_from_slice(data);
-    socket.send(Message::Binary(message.into())).await
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod lease;
 mod meta;
 mod networking;
 mod pod;
+mod port;
 mod probe;
 mod quantity;
 mod rbac;

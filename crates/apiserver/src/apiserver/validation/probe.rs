@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::container::number_or_name;
 use super::field::{Errors, child, items};
+use super::port::{number_or_name, port_number};
 
 /// The handlers a probe may use.
 const PROBE_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "grpc"];
@@ -81,7 +81,7 @@ pub fn handler(errors: &mut Errors, handler: &Value, at: &str, allowed: &[&str])
     }
     if let Some(grpc) = handler.get("grpc") {
         let port = grpc.get("port").and_then(Value::as_i64).unwrap_or(0);
-        super::container::port_number(errors, port, &child(&child(at, "grpc"), "port"));
+        port_number(errors, port, &child(&child(at, "grpc"), "port"));
     }
     if let Some(sleep) = handler.get("sleep") {
         errors.non_negative(sleep, "seconds", &child(at, "sleep"));

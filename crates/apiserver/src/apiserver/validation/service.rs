@@ -6,9 +6,9 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use super::container::{number_or_name, port_number, protocol};
 use super::field::{Errors, child, index, items, text};
 use super::meta;
+use super::port::{number_or_name, port_number, protocol};
 use kmm_api::validation::names;
 
 const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
