@@ -524,7 +524,7 @@ impl App {
 
     /// Lines of the help view, as it draws them.
     pub fn help_lines(&self) -> usize {
-        super::ui::help::line_count(self)
+        super::help::help_lines(&self.keymap).len()
     }
 }
 

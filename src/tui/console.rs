@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, EngineEvent};
 use super::app::{App, EngineMode, EngineMove, Request, Session};
-use super::fleet::follow::{self, Member, Source};
+use super::fleet_feed::{self, Member, Source};
 use super::keymap::Keymap;
 use super::reconnect::Backoff;
 use super::theme::Theme;
@@ -339,7 +339,7 @@ fn start_fleet(
 ) {
     let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
     app.fleet_contexts(&contexts);
-    follow::start(members, sender, cancel);
+    fleet_feed::start(members, sender, cancel);
 }
 
 /// The identity the console's engine holds the engine Lease under.
@@ -576,7 +576,7 @@ impl Connections<'_> {
             )?;
             let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
             app.start_in_fleet(&contexts);
-            follow::start(members, &self.sender, &self.fleet);
+            fleet_feed::start(members, &self.sender, &self.fleet);
             self.fleet_started = true;
         } else {
             self.session = Some(start_session(

@@ -4,7 +4,8 @@
 //! - [`view`] turns them into the rows each pane shows; [`ui`] draws them.
 //! - [`app`] owns the state and turns every [`action::Action`] into state changes and [`app::Request`]s.
 //! - [`writes`] and [`access`] talk to the API server for the user; [`console`] runs the loop that ties them.
-//! - [`fleet`] follows every cluster of the kubeconfig at little cost, for the fleet view.
+//! - [`fleet`] keeps what the console knows of every cluster of the kubeconfig, for the fleet view; [`fleet_feed`]
+//!   follows each at little cost.
 //! - [`worded`] words every failure the console shows for a person.
 //! - `sample` is a fixed cluster for the snapshot tests, the benchmarks and the screenshots (the `samples`
 //!   feature, which the tests turn on); `screenshot` turns a rendered frame into a PNG and `gallery` takes the
@@ -17,8 +18,10 @@ pub mod data;
 mod editor;
 pub mod feed;
 pub mod fleet;
+pub mod fleet_feed;
 #[cfg(feature = "screenshots")]
 pub mod gallery;
+mod help;
 mod kept;
 pub mod keymap;
 pub mod live;

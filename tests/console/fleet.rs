@@ -15,10 +15,10 @@ use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::app::{App, EngineMode, Request, Session, View};
-use kmm_tui::tui::fleet::follow::{self, Member, Source, Timing};
+use kmm_tui::tui::fleet::rows::{Attention, FleetRow};
+use kmm_tui::tui::fleet_feed::{self, Member, Source, Timing};
 use kmm_tui::tui::keymap::Keymap;
 use kmm_tui::tui::theme::Theme;
-use kmm_tui::tui::view::fleet::{Attention, FleetRow};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
@@ -254,7 +254,7 @@ async fn the_fleet_follows_several_clusters_and_one_that_stops_and_comes_back() 
     app.start_in_fleet(&contexts);
     assert_eq!(app.view(), &View::Fleet);
     assert_eq!(app.rows.fleet.len(), 7, "every context has a row at once");
-    follow::start_with(members, QUICK, &sender, &cancel);
+    fleet_feed::start_with(members, QUICK, &sender, &cancel);
 
     until(
         &mut app,

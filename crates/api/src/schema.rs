@@ -8,7 +8,7 @@
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// Schema of a reference to an object in the same namespace, as upstream CRDs render it.
-pub fn local_object_reference(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn local_object_reference(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "description": "A reference to an object in the same namespace.",
         "type": "object",
@@ -24,7 +24,7 @@ pub fn local_object_reference(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// Schema of a list of same-namespace references (pull secrets, build secrets).
-pub fn local_object_reference_list(generator: &mut SchemaGenerator) -> Schema {
+pub(crate) fn local_object_reference_list(generator: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "items": local_object_reference(generator)
@@ -32,7 +32,7 @@ pub fn local_object_reference_list(generator: &mut SchemaGenerator) -> Schema {
 }
 
 /// Schema of `status.conditions`: standard `metav1.Condition` entries keyed by `type`.
-pub fn conditions(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "description": "Conditions say why the object is, or is not, in its desired state.",
         "type": "array",
@@ -64,7 +64,7 @@ pub fn conditions(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// Schema of an opaque JSON object whose fields the API server must keep as they are.
-pub fn preserved_object(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn preserved_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true

@@ -2,8 +2,8 @@
 //! cluster (the context switch `:ctx` does) and coming back with `esc`.
 
 use super::{App, ListId, Request, Severity, View};
+use crate::tui::fleet::rows::{self as fleet_rows, FleetRow};
 use crate::tui::fleet::state::{Fleet, FleetChange};
-use crate::tui::view::fleet::{self as fleet_rows, FleetRow};
 
 impl App {
     /// Open the fleet view on these contexts at start-up, before any cluster's panes: their watches wait until

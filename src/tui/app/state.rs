@@ -1,12 +1,12 @@
 //! The vocabulary of the console's state: views, sections, lists, selections, modes and the
 //! requests the event loop carries out.
 
+use crate::tui::fleet::rows::FleetRow;
 use crate::tui::keymap::Pane;
 use crate::tui::target::Target;
 use crate::tui::view::caches::CacheRow;
 use crate::tui::view::day0::Day0Row;
 use crate::tui::view::events::EventRow;
-use crate::tui::view::fleet::FleetRow;
 use crate::tui::view::images::ImageRow;
 use crate::tui::view::modules::ModuleRow;
 use crate::tui::view::nodes::NodeRow;

@@ -9,9 +9,9 @@ use ratatui::text::Span;
 use super::table::{Column, ListTable, TableRow};
 use super::theme_health_style;
 use crate::tui::app::{App, ListId};
+use crate::tui::fleet::rows::{Attention, FleetRow};
 use crate::tui::theme::Theme;
 use crate::tui::view::Health;
-use crate::tui::view::fleet::{Attention, FleetRow};
 use crate::tui::view::summary::Tally;
 
 /// Draw every cluster. Cells are short, so the selected cluster's full detail (who acts, or why it cannot be

@@ -7,44 +7,27 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use crate::tui::app::{App, ListId};
-use crate::tui::prompt::PROMPT_COMMANDS;
+use crate::tui::help::{HelpLine, help_lines};
 
-/// The heading of the `:` commands' section.
-const PROMPT_TITLE: &str = "Commands (type : then one of these; tab completes)";
-
-/// The line under the bindings that says how to remap them.
-const KEYMAP_NOTE: &str =
-    "A keymap file binds keys by the names in the middle column: [keys] approve = [\"A\"]";
-
-/// Every line of help: each scope's bindings, the note on keymap files, then the `:` commands.
+/// Every line of help, styled with the console's theme.
 fn lines(app: &App) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    for section in app.keymap.help_sections() {
-        lines.push(Line::from(Span::styled(section.title, app.theme.title())));
-        for hint in &section.hints {
-            lines.push(Line::from(vec![
+    help_lines(&app.keymap)
+        .into_iter()
+        .map(|line| match line {
+            HelpLine::Heading(title) => Line::from(Span::styled(title, app.theme.title())),
+            HelpLine::Binding(hint) => Line::from(vec![
                 Span::styled(format!("  {:<16}", hint.keys), app.theme.key()),
                 Span::styled(format!("{:<14}", hint.command.as_str()), app.theme.muted()),
                 Span::styled(hint.description, app.theme.text()),
-            ]));
-        }
-        lines.push(Line::default());
-    }
-    lines.push(Line::from(Span::styled(KEYMAP_NOTE, app.theme.muted())));
-    lines.push(Line::default());
-    lines.push(Line::from(Span::styled(PROMPT_TITLE, app.theme.title())));
-    for command in &PROMPT_COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {:<30}", command.usage()), app.theme.key()),
-            Span::styled(command.description, app.theme.text()),
-        ]));
-    }
-    lines
-}
-
-/// How many lines help has, for scrolling.
-pub(crate) fn line_count(app: &App) -> usize {
-    lines(app).len()
+            ]),
+            HelpLine::Note(note) => Line::from(Span::styled(note, app.theme.muted())),
+            HelpLine::Prompt { usage, description } => Line::from(vec![
+                Span::styled(format!("  {usage:<30}"), app.theme.key()),
+                Span::styled(description, app.theme.text()),
+            ]),
+            HelpLine::Blank => Line::default(),
+        })
+        .collect()
 }
 
 /// Draw every binding, by scope, and every `:` command.

@@ -9,7 +9,6 @@ pub mod day0;
 pub mod day0_detail;
 pub mod engine;
 pub mod events;
-pub mod fleet;
 pub mod images;
 pub mod module_detail;
 pub mod modules;

@@ -16,10 +16,10 @@ use crate::kmm::{
 /// Longest `name` + `namespace`: node labels such as
 /// `beta.kmm.node.kubernetes.io/version-schedule-pod.<namespace>.<name>` must fit in 63
 /// characters after the prefix.
-pub const MAX_NAME_AND_NAMESPACE: usize = 41;
+pub(crate) const MAX_NAME_AND_NAMESPACE: usize = 41;
 
 /// Host paths a device plugin may mount.
-pub const ALLOWED_HOST_PATHS: [&str; 5] = ["/dev", "/sys", "/var", "/opt", "/run"];
+pub(crate) const ALLOWED_HOST_PATHS: [&str; 5] = ["/dev", "/sys", "/var", "/opt", "/run"];
 
 const CONTAINER: &str = "spec.moduleLoader.container";
 

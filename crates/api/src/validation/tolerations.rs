@@ -9,7 +9,7 @@ use super::{FieldPath, FieldViolation};
 const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 /// Violations of the tolerations listed at `field`.
-pub fn validate_tolerations(field: &str, tolerations: &[Toleration]) -> Vec<FieldViolation> {
+pub(crate) fn validate_tolerations(field: &str, tolerations: &[Toleration]) -> Vec<FieldViolation> {
     let mut violations = Vec::new();
     for (index, toleration) in tolerations.iter().enumerate() {
         let at = field.index(index);

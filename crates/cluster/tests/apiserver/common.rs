@@ -3,15 +3,15 @@
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 
 /// Start an in-memory embedded cluster.
-pub async fn cluster() -> EmbeddedCluster {
+pub(crate) async fn cluster() -> EmbeddedCluster {
     cluster_with(EmbeddedOptions::default()).await
 }
 
 /// Start an embedded cluster with options.
-pub async fn cluster_with(options: EmbeddedOptions) -> EmbeddedCluster {
+pub(crate) async fn cluster_with(options: EmbeddedOptions) -> EmbeddedCluster {
     EmbeddedCluster::start(options)
         .await
         .expect("the embedded cluster starts")
 }
 
-pub use kmm_testing::eventually;
+pub(crate) use kmm_testing::eventually;

@@ -1,6 +1,8 @@
 //! Integration tests of the embedded API server, driven through a real `kube::Client` (typed and dynamic), as
 //! the engine, the console and any kube-rs program use it.
 
+#![allow(clippy::unwrap_used)]
+
 mod aggregated_discovery;
 mod client_certs;
 mod common;

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 
 /// An embedded cluster served on a free loopback port, with the kubeconfig kubectl uses.
-pub struct Served {
+pub(crate) struct Served {
     /// The cluster.
     pub cluster: EmbeddedCluster,
     kubeconfig: PathBuf,
@@ -15,7 +15,7 @@ pub struct Served {
 }
 
 /// Whether kubectl is on the PATH and runs.
-pub fn kubectl_installed() -> bool {
+pub(crate) fn kubectl_installed() -> bool {
     Command::new("kubectl")
         .args(["version", "--client"])
         .stdout(Stdio::null())
@@ -25,7 +25,7 @@ pub fn kubectl_installed() -> bool {
 }
 
 /// Start a cluster kubectl can reach, with `options` (a scenario, say) otherwise.
-pub async fn serve(options: EmbeddedOptions) -> Served {
+pub(crate) async fn serve(options: EmbeddedOptions) -> Served {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = dir.path().join("kubeconfig");
     let cluster = EmbeddedCluster::start(EmbeddedOptions {
@@ -44,7 +44,11 @@ pub async fn serve(options: EmbeddedOptions) -> Served {
 
 impl Served {
     /// Run kubectl with `args` (and `stdin`, if any); its exit success, stdout and stderr.
-    pub async fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    pub(crate) async fn kubectl(
+        &self,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (bool, String, String) {
         let kubeconfig = self.kubeconfig.clone();
         let cache = self._dir.path().join("kube-cache");
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();

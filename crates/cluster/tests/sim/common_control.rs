@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 /// A running cluster and the world of a scenario on it.
-pub struct Sim {
+pub(crate) struct Sim {
     /// Keeps the API server alive.
     pub cluster: EmbeddedCluster,
     /// The simulation's shared state.
@@ -24,7 +24,7 @@ pub struct Sim {
 
 impl Sim {
     /// Start a cluster and a world for the scenario text.
-    pub async fn start(scenario: &str) -> Self {
+    pub(crate) async fn start(scenario: &str) -> Self {
         let cluster = EmbeddedCluster::start(EmbeddedOptions::default())
             .await
             .expect("the embedded cluster starts");
@@ -34,12 +34,18 @@ impl Sim {
     }
 
     /// The client of the cluster.
-    pub fn client(&self) -> kube::Client {
+    pub(crate) fn client(&self) -> kube::Client {
         self.cluster.client()
     }
 
     /// Create a Ready node with labels and taints, backed by a machine running `os` (kernel, OS image, URL).
-    pub async fn add_node(&self, name: &str, labels: Value, taints: Value, os: (&str, &str, &str)) {
+    pub(crate) async fn add_node(
+        &self,
+        name: &str,
+        labels: Value,
+        taints: Value,
+        os: (&str, &str, &str),
+    ) {
         let (kernel, os_image, url) = os;
         self.world.machines.lock().insert(
             name.to_string(),
@@ -59,13 +65,13 @@ impl Sim {
     }
 
     /// Set a node's Ready condition by hand (a node that stopped reporting, or came back).
-    pub async fn set_ready(&self, name: &str, ready: bool) {
+    pub(crate) async fn set_ready(&self, name: &str, ready: bool) {
         self.world.machines.with(name, |m| m.ready = ready);
         publish_node_status(&self.client(), &self.world, name).await;
     }
 
     /// Republish the status of every node whose machine changed, as the kubelet does.
-    pub fn spawn_node_status(&self) -> JoinHandle<()> {
+    pub(crate) fn spawn_node_status(&self) -> JoinHandle<()> {
         let world = self.world.clone();
         let client = self.client();
         let mut changed = world.machine_changed.subscribe();
@@ -78,7 +84,7 @@ impl Sim {
 }
 
 /// A machine as the kubelet would register it.
-pub fn machine(name: &str, kernel: &str, os_image: &str, url: Option<&str>) -> Machine {
+pub(crate) fn machine(name: &str, kernel: &str, os_image: &str, url: Option<&str>) -> Machine {
     Machine {
         name: name.to_string(),
         kernel_version: kernel.to_string(),
@@ -129,4 +135,4 @@ async fn publish_node_status(client: &kube::Client, world: &World, name: &str) {
         .expect("the node status is published");
 }
 
-pub use kmm_testing::{eventually, wait_for};
+pub(crate) use kmm_testing::{eventually, wait_for};

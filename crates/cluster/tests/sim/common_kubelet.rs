@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 /// One worker and one small image `quay.io/org/app:1`: the smallest world a container runs in, for the tests of
 /// what a client does with a running container (exec, attach, logs, ephemeral containers).
-pub const ONE_WORKER: &str = r#"
+pub(crate) const ONE_WORKER: &str = r#"
 timeScale: 10
 nodes:
   - namePrefix: worker-
@@ -27,18 +27,18 @@ registry:
 "#;
 
 /// A running simulation with only kubelets.
-pub struct Sim {
+pub(crate) struct Sim {
     pub cluster: EmbeddedCluster,
     pub world: Arc<World>,
 }
 
 /// Start an in-memory cluster with the kubelets of `scenario` (YAML).
-pub async fn start(scenario: &str) -> Sim {
+pub(crate) async fn start(scenario: &str) -> Sim {
     start_with(scenario, EmbeddedOptions::default()).await
 }
 
 /// Start a cluster with `options` and the kubelets of `scenario` (YAML).
-pub async fn start_with(scenario: &str, options: EmbeddedOptions) -> Sim {
+pub(crate) async fn start_with(scenario: &str, options: EmbeddedOptions) -> Sim {
     let cluster = EmbeddedCluster::start(options)
         .await
         .expect("the embedded cluster starts");
@@ -50,21 +50,21 @@ pub async fn start_with(scenario: &str, options: EmbeddedOptions) -> Sim {
 }
 
 impl Sim {
-    pub fn client(&self) -> kube::Client {
+    pub(crate) fn client(&self) -> kube::Client {
         self.cluster.client()
     }
 
-    pub fn pods(&self) -> Api<Pod> {
+    pub(crate) fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client(), "default")
     }
 
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.world.stop.cancel();
         self.cluster.shutdown().await;
     }
 
     /// Create a pod from a JSON manifest in `default`.
-    pub async fn create_pod(&self, manifest: Value) -> Pod {
+    pub(crate) async fn create_pod(&self, manifest: Value) -> Pod {
         let pod: Pod = serde_json::from_value(manifest).expect("a pod manifest");
         self.pods()
             .create(&PostParams::default(), &pod)
@@ -73,7 +73,12 @@ impl Sim {
     }
 
     /// Wait (in simulated-time-friendly steps) until the pod satisfies `check`; fail with `what` otherwise.
-    pub async fn pod_until(&self, name: &str, what: &str, check: impl Fn(&Pod) -> bool) -> Pod {
+    pub(crate) async fn pod_until(
+        &self,
+        name: &str,
+        what: &str,
+        check: impl Fn(&Pod) -> bool,
+    ) -> Pod {
         let mut last = None;
         for _ in 0..20_000 {
             if let Ok(pod) = self.pods().get(name).await {
@@ -91,7 +96,12 @@ impl Sim {
     }
 
     /// Wait until `check` holds for the Node.
-    pub async fn node_until(&self, name: &str, what: &str, check: impl Fn(&Node) -> bool) -> Node {
+    pub(crate) async fn node_until(
+        &self,
+        name: &str,
+        what: &str,
+        check: impl Fn(&Node) -> bool,
+    ) -> Node {
         let api: Api<Node> = Api::all(self.client());
         for _ in 0..20_000 {
             if let Ok(node) = api.get(name).await
@@ -105,7 +115,7 @@ impl Sim {
     }
 
     /// `(reason, message, count)` of the events about a pod, oldest first.
-    pub async fn events_of(&self, pod: &str) -> Vec<(String, String, i32)> {
+    pub(crate) async fn events_of(&self, pod: &str) -> Vec<(String, String, i32)> {
         let api: Api<Event> = Api::namespaced(self.client(), "default");
         let mut events: Vec<Event> = api
             .list(&ListParams::default())
@@ -129,7 +139,7 @@ impl Sim {
     }
 
     /// The machine ConfigMap the kubelet publishes for `node`.
-    pub async fn machine_record(&self, node: &str) -> ConfigMap {
+    pub(crate) async fn machine_record(&self, node: &str) -> ConfigMap {
         Api::<ConfigMap>::namespaced(self.client(), SIM_NAMESPACE)
             .get(&format!("machine-{node}"))
             .await
@@ -137,7 +147,7 @@ impl Sim {
     }
 
     /// Image names in a node's published machine record.
-    pub async fn recorded_images(&self, node: &str) -> Vec<String> {
+    pub(crate) async fn recorded_images(&self, node: &str) -> Vec<String> {
         let cm = self.machine_record(node).await;
         let images = cm
             .data
@@ -152,7 +162,7 @@ impl Sim {
 }
 
 /// A pod bound to `node` with one container.
-pub fn pod(name: &str, node: &str, container: Value) -> Value {
+pub(crate) fn pod(name: &str, node: &str, container: Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -162,7 +172,7 @@ pub fn pod(name: &str, node: &str, container: Value) -> Value {
 }
 
 /// The status of the pod's container called `name`.
-pub fn container<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
+pub(crate) fn container<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
     pod.status
         .as_ref()?
         .container_statuses
@@ -172,7 +182,7 @@ pub fn container<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
 }
 
 /// The waiting reason of the pod's first container.
-pub fn waiting_reason(pod: &Pod) -> Option<String> {
+pub(crate) fn waiting_reason(pod: &Pod) -> Option<String> {
     pod.status
         .as_ref()?
         .container_statuses
@@ -187,7 +197,7 @@ pub fn waiting_reason(pod: &Pod) -> Option<String> {
 }
 
 /// The pod's phase.
-pub fn phase(pod: &Pod) -> &str {
+pub(crate) fn phase(pod: &Pod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -195,7 +205,7 @@ pub fn phase(pod: &Pod) -> &str {
 }
 
 /// Status of the condition `type_` of a Node.
-pub fn node_condition(node: &Node, type_: &str) -> Option<String> {
+pub(crate) fn node_condition(node: &Node, type_: &str) -> Option<String> {
     node.status
         .as_ref()?
         .conditions

@@ -14,7 +14,7 @@ use crate::common_kubelet::{ONE_WORKER as SCENARIO, Sim, container, pod, start_w
 const KERNEL: &str = "5.14.0-284.el9.x86_64";
 
 /// A client of the HTTPS endpoint: exec needs a connection to upgrade, which the in-process client has not.
-pub async fn https_client(sim: &Sim) -> kube::Client {
+pub(crate) async fn https_client(sim: &Sim) -> kube::Client {
     let kubeconfig = Kubeconfig::from_yaml(sim.cluster.kubeconfig().expect("served over HTTPS"))
         .expect("a valid kubeconfig");
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())

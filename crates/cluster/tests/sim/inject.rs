@@ -73,7 +73,7 @@ async fn inject(client: &kube::Client, key: &str, fault: Option<&str>) {
 async fn until<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
+    Fut: Future<Output = bool>,
 {
     for _ in 0..6000 {
         if check().await {

@@ -1,5 +1,7 @@
 //! Integration tests of the node simulation, through kube::Client against the embedded cluster.
 
+#![allow(clippy::unwrap_used)]
+
 mod common_control;
 mod common_kubelet;
 mod control;

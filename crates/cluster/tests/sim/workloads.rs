@@ -9,14 +9,14 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-pub const SCENARIO: &str = r#"
+pub(crate) const SCENARIO: &str = r#"
 seed: 3
 timeScale: 10
 nodes:
   - {namePrefix: node-, count: 2, kernelVersion: 5.14.0-284.30.1.el9_2.x86_64, osImage: RHCOS}
 "#;
 
-pub use kmm_testing::eventually;
+pub(crate) use kmm_testing::eventually;
 
 /// The Deployment's active pods (not terminating), by name.
 async fn running_pods(client: &kube::Client) -> Vec<Pod> {
@@ -166,7 +166,7 @@ async fn a_deployment_keeps_its_pods_through_deletion_scaling_and_a_new_template
 }
 
 /// The running, not terminating pods labelled `app=<app>`.
-pub async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<Pod> {
+pub(crate) async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<Pod> {
     Api::<Pod>::namespaced(client.clone(), "default")
         .list(&ListParams::default().labels(&format!("app={app}")))
         .await

@@ -17,7 +17,7 @@ use kube::{Client, Error};
 use serde_json::Value;
 
 /// One row of a table: an object and the causes it must be refused with (none: it must be admitted).
-pub struct Case {
+pub(crate) struct Case {
     /// What the row shows, for the failure message.
     pub what: &'static str,
     /// The object, as a client would send it.
@@ -27,7 +27,7 @@ pub struct Case {
 }
 
 /// A row that must be admitted.
-pub fn admitted(what: &'static str, object: Value) -> Case {
+pub(crate) fn admitted(what: &'static str, object: Value) -> Case {
     Case {
         what,
         object,
@@ -36,7 +36,7 @@ pub fn admitted(what: &'static str, object: Value) -> Case {
 }
 
 /// A row that must be refused with `causes`.
-pub fn refused(
+pub(crate) fn refused(
     what: &'static str,
     object: Value,
     causes: &'static [(&'static str, &'static str)],
@@ -64,7 +64,7 @@ fn api_for(client: &Client, object: &Value) -> Api<DynamicObject> {
 }
 
 /// Create every row's object and check the answer; admitted objects are deleted again so rows can share names.
-pub async fn check(client: &Client, cases: Vec<Case>) {
+pub(crate) async fn check(client: &Client, cases: Vec<Case>) {
     for case in cases {
         let api = api_for(client, &case.object);
         let object: DynamicObject = serde_json::from_value(case.object.clone()).expect("object");
@@ -81,7 +81,7 @@ pub async fn check(client: &Client, cases: Vec<Case>) {
 
 /// Create `object`, then merge-patch it with `change`, expecting the patch refused with `causes` (or admitted
 /// when there are none).
-pub async fn check_update(
+pub(crate) async fn check_update(
     client: &Client,
     what: &str,
     object: Value,

@@ -2,12 +2,11 @@
 //! header's counts of Modules, Shims, ImageCaches and ModuleDay0s, the rollouts awaiting approval, the degraded
 //! objects and who acts. Sorted so the clusters that need a person come first, then by name.
 
-use crate::tui::fleet::reach::Reach;
-use crate::tui::fleet::state::{Cluster, Fleet};
-
-use super::engine::{Place, family_label};
-use super::summary::Summary;
-use super::{age, matches_filter};
+use super::reach::Reach;
+use super::state::{Cluster, Fleet};
+use crate::tui::view::engine::{Place, family_label};
+use crate::tui::view::summary::Summary;
+use crate::tui::view::{age, matches_filter};
 
 /// How much a cluster needs a person, most first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

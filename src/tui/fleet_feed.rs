@@ -22,11 +22,11 @@ use kube::{Api, Client};
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
-use super::reach::{Reach, Why};
-use super::state::FleetChange;
 use crate::tui::action::{Action, EngineEvent};
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
+use crate::tui::fleet::reach::{Reach, Why};
+use crate::tui::fleet::state::FleetChange;
 use crate::tui::worded;
 use kmm_engine::runtime::operators::{self, Upstream};
 use kmm_engine::{Family, runtime::nodes};
