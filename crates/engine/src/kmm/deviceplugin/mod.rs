@@ -35,12 +35,10 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
-use crate::kmm::fingerprint::module_fingerprint;
+use crate::kmm::fingerprint::module_wiring;
 use crate::runtime::context::Context;
-use crate::runtime::family::Family;
 use crate::runtime::nodes;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::kmm::Module;
 use kmm_api::kmm::labels;
 
@@ -96,17 +94,7 @@ async fn reconcile_plugins<N>(
     .default_backoff()
     .reflect(pod_writer)
     .touched_objects();
-    let wiring = Wiring::filtered(
-        &context,
-        Metered::new("deviceplugin", Family::Kmm),
-        watcher(
-            Api::<Module>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-        .default_backoff(),
-        module_fingerprint,
-    );
+    let wiring = module_wiring(&context, "deviceplugin");
     let modules = wiring.store();
     let plugin_context = Arc::new(DevicePluginContext {
         engine: context,

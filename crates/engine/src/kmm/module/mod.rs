@@ -8,7 +8,7 @@
 //!
 //! A pass reads nodes, NMCs and pods from caches the watches keep, never by listing them: one pass covers every
 //! node, and passes follow each other closely while a rollout runs. The Module's own status writes start no pass
-//! (see [`module_fingerprint`](crate::kmm::fingerprint::module_fingerprint)), so a Module with nothing to do costs nothing.
+//! (see [`module_wiring`](crate::kmm::fingerprint::module_wiring)), so a Module with nothing to do costs nothing.
 
 mod entries;
 mod finalize;
@@ -27,10 +27,8 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
-use crate::kmm::fingerprint::module_fingerprint;
-use crate::runtime::family::Family;
+use crate::kmm::fingerprint::module_wiring;
 use crate::runtime::shared::{SharedStore, SharedWatches};
-use crate::runtime::wiring::{Metered, Wiring};
 use crate::{kmm::kernel, runtime::context::Context, runtime::nodes};
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig};
@@ -94,17 +92,7 @@ async fn reconcile_modules<N, C, W>(
     let pull_changes = pull_pod_changes(&client, pull_writer);
     let (plugin_pods, plugin_writer) = reflector::store();
     let plugin_changes = plugin_pod_changes(&client, plugin_writer);
-    let wiring = Wiring::filtered(
-        &context,
-        Metered::new("module", Family::Kmm),
-        watcher(
-            Api::<Module>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-        .default_backoff(),
-        module_fingerprint,
-    );
+    let wiring = module_wiring(&context, "module");
     let modules = wiring.store();
     let module_context = Arc::new(ModuleContext {
         engine: context,
@@ -241,46 +229,4 @@ fn module_of_pod(pod: &Pod, label: &str) -> Option<ObjectRef<Module>> {
     let name = pod.metadata.labels.as_ref()?.get(label)?;
     let namespace = pod.metadata.namespace.as_deref()?;
     Some(ObjectRef::new(name).within(namespace))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn module() -> Module {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "Module",
-            "metadata": {"name": "m", "namespace": "ns", "generation": 1, "resourceVersion": "10"},
-            "spec": {"selector": {}},
-        }))
-        .expect("a Module")
-    }
-
-    #[test]
-    fn a_status_write_does_not_change_the_fingerprint() {
-        let before = module();
-        let mut after = module();
-        after.metadata.resource_version = Some("11".into());
-        after.status = Some(serde_json::from_value(serde_json::json!({
-            "moduleLoader": {"nodesMatchingSelectorNumber": 3, "desiredNumber": 3, "availableNumber": 2},
-        }))
-        .expect("a status"));
-        assert_eq!(module_fingerprint(&before), module_fingerprint(&after));
-    }
-
-    #[test]
-    fn spec_finalizer_and_deletion_changes_change_the_fingerprint() {
-        let base = module_fingerprint(&module());
-        let mut spec = module();
-        spec.metadata.generation = Some(2);
-        let mut finalized = module();
-        finalized.metadata.finalizers = Some(vec![labels::MODULE_FINALIZER.to_owned()]);
-        let mut deleting = module();
-        deleting.metadata.deletion_timestamp = Some(
-            serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).expect("a time"),
-        );
-        for changed in [spec, finalized, deleting] {
-            assert_ne!(base, module_fingerprint(&changed));
-        }
-    }
 }
