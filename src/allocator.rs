@@ -11,7 +11,7 @@
 //! [`ALLOCATOR`] as its `#[global_allocator]` itself. `src/main.rs` (the `kmm-tui` binary) and every benchmark in
 //! `benches/` do, so what they measure is what the binary does. The test binaries (this crate's, the other
 //! crates', the integration tests) run on the system allocator, except a test that measures memory and sets one of
-//! its own, and this module's own test of the live-heap count under the `heap-count` feature.
+//! its own, and this crate's unit tests, which run on the counting allocator so that its own test checks the count.
 
 /// The allocator a binary sets: mimalloc, counting live bytes too when the `heap-count` feature is on.
 #[cfg(not(feature = "heap-count"))]
@@ -29,11 +29,11 @@ pub const ALLOCATOR: Allocator = mimalloc::MiMalloc;
 #[cfg(feature = "heap-count")]
 pub const ALLOCATOR: Allocator = heap::Counted(mimalloc::MiMalloc);
 
-/// The bytes the program holds in live allocations, counted as they are made and freed (the `heap-count`
-/// feature): resident memory also holds what the allocator keeps of freed pages, so only this count tells a leak
-/// (it grows) from fragmentation after a burst (resident memory stays up, the count falls back). Off by default:
-/// counting costs an atomic add per allocation and free.
-#[cfg(feature = "heap-count")]
+/// The bytes the program holds in live allocations, counted as they are made and freed: resident memory also
+/// holds what the allocator keeps of freed pages, so only this count tells a leak (it grows) from fragmentation
+/// after a burst (resident memory stays up, the count falls back). Always compiled, so one `cargo test` checks it;
+/// an executable counts only with the `heap-count` feature, which makes [`Allocator`] the counting one: counting
+/// costs an atomic add per allocation and free.
 pub mod heap {
     use std::alloc::{GlobalAlloc, Layout};
     use std::cell::Cell;
@@ -149,11 +149,9 @@ mod tests {
     use super::*;
 
     /// The live-heap count below counts only what passes through the counting allocator.
-    #[cfg(feature = "heap-count")]
     #[global_allocator]
-    static COUNTED: Allocator = ALLOCATOR;
+    static COUNTED: heap::Counted<mimalloc::MiMalloc> = heap::Counted(mimalloc::MiMalloc);
 
-    #[cfg(feature = "heap-count")]
     #[test]
     fn the_live_heap_counts_what_is_held_until_it_is_freed() {
         // Other tests allocate beside this one: a block of 64 MiB stands out of their noise.

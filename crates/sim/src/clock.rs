@@ -40,7 +40,7 @@ impl SimClock {
     }
 
     /// The real (tokio) duration that `simulated` takes.
-    pub fn to_real(&self, simulated: Duration) -> Duration {
+    pub fn to_real(self, simulated: Duration) -> Duration {
         simulated.div_f64(self.scale)
     }
 }

@@ -36,7 +36,7 @@ const DISRUPTION_TIMEOUT: jiff::SignedDuration = jiff::SignedDuration::from_secs
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Start the controller; it runs until the world stops.
-pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
+pub(crate) fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let client = world.client.clone();
         let (budgets, budget_writer) = reflector::store::<PodDisruptionBudget>();

@@ -35,7 +35,7 @@ use super::workloads::replicas::is_ready;
 use super::{MANAGER, World, forget_managed_fields};
 
 /// The label naming the Service a slice belongs to.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub(crate) const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The label naming the controller that manages a slice, and this controller's value for it.
 const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
@@ -45,7 +45,7 @@ const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Start the controller; it runs until the world stops.
-pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
+pub(crate) fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let client = world.client.clone();
         let (services, service_writer) = reflector::store::<Service>();

@@ -18,11 +18,11 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 /// The label marking Endpoints the controller manages, and the controller's value for it.
-pub const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "endpoint-controller";
+pub(crate) const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY: &str = "endpoint-controller";
 
 /// The Endpoints that say what `slice`, the EndpointSlice of `service`, says.
-pub fn mirror(service: &Service, slice: &EndpointSlice) -> Endpoints {
+pub(crate) fn mirror(service: &Service, slice: &EndpointSlice) -> Endpoints {
     let mut labels: BTreeMap<String, String> = service.labels().clone();
     labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned());
     let address = |endpoint: &Endpoint| {
@@ -77,9 +77,4 @@ pub fn mirror(service: &Service, slice: &EndpointSlice) -> Endpoints {
         },
         subsets,
     }
-}
-
-/// Whether the controller manages `endpoints`.
-pub fn is_managed(endpoints: &Endpoints) -> bool {
-    endpoints.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY)
 }

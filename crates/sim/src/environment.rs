@@ -11,28 +11,31 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// What the environment is built from besides the container's spec.
-pub struct PodFacts<'a> {
+pub(crate) struct PodFacts<'a> {
     /// The pod.
     pub pod: &'a Pod,
     /// The node it runs on.
     pub node: &'a str,
-    /// Its IP and its node's, once the sandbox has them.
+    /// Its IP, once the sandbox has one.
     pub pod_ip: Option<&'a str>,
+    /// Its node's IP, once the sandbox has the pod's.
     pub host_ip: Option<&'a str>,
 }
 
 /// Where a variable's value comes from when it is another object's: a key of a ConfigMap or a Secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Source {
+pub(crate) enum Source {
+    /// A key of a ConfigMap.
     ConfigMap,
+    /// A key of a Secret.
     Secret,
 }
 
 /// The ConfigMaps' and Secrets' data the environment reads, by (source, name), fetched beforehand.
-pub type Objects = BTreeMap<(Source, String), BTreeMap<String, String>>;
+pub(crate) type Objects = BTreeMap<(Source, String), BTreeMap<String, String>>;
 
 /// The ConfigMaps and Secrets `container` reads its environment from.
-pub fn referenced(container: &Container) -> Vec<(Source, String)> {
+pub(crate) fn referenced(container: &Container) -> Vec<(Source, String)> {
     let from = container.env_from.iter().flatten().filter_map(|from| {
         if let Some(map) = &from.config_map_ref {
             return Some((Source::ConfigMap, map.name.clone()));
@@ -61,7 +64,7 @@ pub fn referenced(container: &Container) -> Vec<(Source, String)> {
 }
 
 /// The environment of `container`, in the order a process sees it.
-pub fn environment(
+pub(crate) fn environment(
     facts: &PodFacts<'_>,
     container: &Container,
     objects: &Objects,
@@ -135,7 +138,7 @@ impl Environment {
 }
 
 /// A downward API field of the pod.
-pub fn pod_field(facts: &PodFacts<'_>, path: &str) -> Option<String> {
+pub(crate) fn pod_field(facts: &PodFacts<'_>, path: &str) -> Option<String> {
     let pod = facts.pod;
     let spec = pod.spec.as_ref();
     let in_map = |map: Option<&BTreeMap<String, String>>, prefix: &str| {
@@ -164,7 +167,7 @@ pub fn pod_field(facts: &PodFacts<'_>, path: &str) -> Option<String> {
 }
 
 /// Expand `$(NAME)` from `env` as the kubelet does; `$$` is a literal `$` and unknown references stay as written.
-pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
+pub(crate) fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -190,7 +193,7 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
 }
 
 /// `argv` with `$(NAME)` references to `env` expanded, as the kubelet expands a container's command and args.
-pub fn expand_argv(argv: &[String], env: &[(String, String)]) -> Vec<String> {
+pub(crate) fn expand_argv(argv: &[String], env: &[(String, String)]) -> Vec<String> {
     let env: BTreeMap<String, String> = env.iter().cloned().collect();
     argv.iter().map(|arg| expand(arg, &env)).collect()
 }

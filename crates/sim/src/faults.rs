@@ -79,7 +79,7 @@ fn shifted(fault: Fault, by: Duration) -> Fault {
 }
 
 /// When an instant fault happens; `None` for the others.
-pub fn instant(fault: &Fault) -> Option<Duration> {
+pub(crate) fn instant(fault: &Fault) -> Option<Duration> {
     match fault {
         Fault::RemoveImage { at, .. } | Fault::Reboot { at, .. } | Fault::CloseWatches { at } => {
             Some(*at)

@@ -11,27 +11,27 @@
 //! Time is simulated ([`clock::SimClock`]) and every random choice comes from the scenario's seed, so a run is
 //! reproducible and tests go through minutes of simulated time in milliseconds.
 
-pub mod clock;
-pub mod containers;
-pub mod disruption;
+mod clock;
+mod containers;
+mod disruption;
 pub mod effects;
-pub mod endpoint_slices;
-pub mod endpoints;
-pub mod environment;
-pub mod faults;
+mod endpoint_slices;
+mod endpoints;
+mod environment;
+mod faults;
 pub mod inject;
 pub mod kubelet;
 pub mod machine;
 pub mod mco;
-pub mod network;
+mod network;
 mod objects;
-pub mod registry;
+mod registry;
 pub mod registry_record;
 pub mod run;
 pub mod scenario;
 pub mod scheduler;
 pub mod shared;
-pub mod shell;
+mod shell;
 pub mod workloads;
 
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{MANAGER, World};
 
 /// Dry-run every object (creating the namespaces they live in), failing on the first the server refuses.
-pub async fn check(world: &World) -> anyhow::Result<()> {
+pub(crate) async fn check(world: &World) -> anyhow::Result<()> {
     for (index, manifest) in world.scenario.manifests.iter().enumerate() {
         apply_one(world, index, manifest, true).await?;
     }
@@ -18,7 +18,7 @@ pub async fn check(world: &World) -> anyhow::Result<()> {
 }
 
 /// Apply every object.
-pub async fn apply(world: &World) -> anyhow::Result<()> {
+pub(crate) async fn apply(world: &World) -> anyhow::Result<()> {
     for (index, manifest) in world.scenario.manifests.iter().enumerate() {
         apply_one(world, index, manifest, false).await?;
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use kmm_api::image_ref::{ImageRef, comparison_key};
 
-pub use self::image_config::{ImageConfig, container_argv};
+pub(crate) use self::image_config::{ImageConfig, container_argv};
 use super::scenario::{ImageSpec, OsImage, RegistrySpec, ShimArtifact};
 
 /// Why a pull failed, worded as a container runtime reports it.
@@ -37,7 +37,7 @@ pub enum PullError {
 /// Images every simulated registry holds (unless a fault removes them): the pause image and the images the
 /// operators' own pods use by default — KMM's worker, build (kaniko) and sign images, runtime-class-manager's
 /// downloader and node installer, kube-fledged's busybox and CRI client — so their pods run on the simulation.
-pub const SYSTEM_IMAGES: &[(&str, u64)] = &[
+pub(crate) const SYSTEM_IMAGES: &[(&str, u64)] = &[
     ("registry.k8s.io/pause:3.10", 1),
     (
         "gcr.io/k8s-staging-kmm/kernel-module-management-worker:latest",

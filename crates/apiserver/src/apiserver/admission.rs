@@ -24,7 +24,7 @@ use kmm_api::validation;
 
 /// Admit `obj` (in the client's form), mutating it into what will be stored; returns warnings for the client.
 /// `old` is the stored object on updates, for the rules that compare the two.
-pub fn admit(
+pub(crate) fn admit(
     server: &ApiServer,
     ctx: &RequestContext,
     obj: &mut Value,
@@ -187,7 +187,7 @@ fn admit_crd(ctx: &RequestContext, obj: &mut Value) -> Result<(), ApiError> {
             }],
         ));
     }
-    let now = super::objects::now_rfc3339();
+    let now = objects::now_rfc3339();
     let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
     let condition = |kind: &str, reason: &str, message: &str| json!({"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now});
     obj["status"] = json!({
@@ -202,7 +202,7 @@ fn admit_crd(ctx: &RequestContext, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// List semantics of a resource, for strategic merge patch and server-side apply.
-pub fn list_types(rt: &ResourceType, version: &str) -> Arc<dyn ListTypes> {
+pub(crate) fn list_types(rt: &ResourceType, version: &str) -> Arc<dyn ListTypes> {
     match rt.schema(version) {
         Some(schema) => Arc::new(SchemaListTypes(schema.clone())),
         None => Arc::new(BuiltinListTypes(patch::builtin_list_types(

@@ -23,7 +23,7 @@ const OFFERED: &str = "application/json, application/json;g=apidiscovery.k8s.io;
 
 /// Which discovery document `/api` or `/apis` answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiscoveryForm {
+pub(crate) enum DiscoveryForm {
     /// The classic `APIVersions` / `APIGroupList`.
     Classic,
     /// `APIGroupDiscoveryList` in this version of `apidiscovery.k8s.io` (`v2` or `v2beta1`, which are alike).
@@ -32,7 +32,7 @@ pub enum DiscoveryForm {
 
 impl DiscoveryForm {
     /// The form the client's `Accept` header prefers among those served; 406 when it accepts none of them.
-    pub fn negotiate(accept: Option<&str>) -> Result<Self, ApiError> {
+    pub(crate) fn negotiate(accept: Option<&str>) -> Result<Self, ApiError> {
         negotiation::negotiate(accept, Self::Classic, OFFERED, Self::of_range)
     }
 
@@ -49,7 +49,7 @@ impl DiscoveryForm {
     }
 
     /// The `Content-Type` of the answer, which names the aggregated kind as the request did.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Self::Classic => "application/json",
             Self::Aggregated("v2beta1") => {
@@ -63,7 +63,7 @@ impl DiscoveryForm {
 }
 
 /// `/api` aggregated: the core group alone, with no name.
-pub fn core(registry: &Registry, version: &str) -> Value {
+pub(crate) fn core(registry: &Registry, version: &str) -> Value {
     let versions: Vec<String> = discovery::core_versions()["versions"]
         .as_array()
         .into_iter()
@@ -75,7 +75,7 @@ pub fn core(registry: &Registry, version: &str) -> Value {
 }
 
 /// `/apis` aggregated: every other group, in the order of the classic group list, versions preferred first.
-pub fn groups(registry: &Registry, version: &str) -> Value {
+pub(crate) fn groups(registry: &Registry, version: &str) -> Value {
     let classic = discovery::groups(registry);
     let items = classic["groups"]
         .as_array()

@@ -17,13 +17,13 @@ const RANGE_SIZE: u32 = 1 << 20;
 
 /// The first address of the range, which is the `kubernetes` Service's on every cluster: allocation for other
 /// Services starts after it.
-pub const KUBERNETES_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
+pub(crate) const KUBERNETES_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
 
 /// The offset in the range of the first address given to Services that do not ask for one.
 const FIRST_FREE_OFFSET: u32 = 2;
 
 /// Give `service` its cluster IP: the one it had (`old`), the one it asks for, or a free one of the range.
-pub fn assign(
+pub(crate) fn assign(
     server: &ApiServer,
     service: &mut Value,
     old: Option<&Value>,

@@ -222,7 +222,7 @@ impl RequestContext {
 
 /// Parse a request body (JSON, YAML as kubectl's apply-patch+yaml sends, or the protobuf envelope kubectl's typed
 /// clients send) into a JSON object.
-pub fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
     if protobuf::is_protobuf(body) {
         return protobuf::decode_body(body);
     }

@@ -11,7 +11,7 @@ use super::registry::{Registry, ResourceType};
 use super::scale::{SCALE_GROUP, SCALE_KIND, SCALE_VERSION};
 
 /// `/api`.
-pub fn core_versions() -> Value {
+pub(crate) fn core_versions() -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -20,7 +20,7 @@ pub fn core_versions() -> Value {
 }
 
 /// `/apis`: every non-core group with its versions, preferred version first.
-pub fn groups(registry: &Registry) -> Value {
+pub(crate) fn groups(registry: &Registry) -> Value {
     let mut names: Vec<String> = registry
         .all()
         .iter()
@@ -36,7 +36,7 @@ pub fn groups(registry: &Registry) -> Value {
 }
 
 /// `/apis/{group}`.
-pub fn group(registry: &Registry, group: &str) -> Result<Value, ApiError> {
+pub(crate) fn group(registry: &Registry, group: &str) -> Result<Value, ApiError> {
     let mut entry = group_entry(registry, group)
         .ok_or_else(|| ApiError::no_route(&format!("/apis/{group}")))?;
     entry["kind"] = json!("APIGroup");
@@ -93,7 +93,11 @@ fn version_priority(version: &str) -> (u8, u32, u32) {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`: the resources, one entry per subresource too.
-pub fn resources(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
+pub(crate) fn resources(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Result<Value, ApiError> {
     let served: Vec<_> = registry
         .all()
         .into_iter()

@@ -31,7 +31,9 @@ const MAX_LINES: usize = 10_000;
 /// each on its own channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 

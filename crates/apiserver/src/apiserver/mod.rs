@@ -8,41 +8,41 @@
 //! Semantics follow kube-apiserver closely enough that kube-rs watchers, controllers and kubectl cannot tell the
 //! difference for the resources served: see the README for what is and is not implemented.
 
-pub mod admission;
-pub mod aggregated_discovery;
+pub(crate) mod admission;
+pub(crate) mod aggregated_discovery;
 pub mod auth;
-pub mod builtin;
+pub(crate) mod builtin;
 pub mod certificates;
-pub mod cluster_ip;
-pub mod context;
+pub(crate) mod cluster_ip;
+pub(crate) mod context;
 pub mod controllers;
 pub mod conversion;
-pub mod defaults;
-pub mod discovery;
+pub(crate) mod defaults;
+pub(crate) mod discovery;
 mod dispatch;
 pub mod errors;
 pub mod events;
-pub mod handlers;
-pub mod jsonpath;
+pub(crate) mod handlers;
+pub(crate) mod jsonpath;
 pub mod logs;
 pub mod long_running;
 pub mod metrics;
-pub mod negotiation;
-pub mod node_port;
-pub mod objects;
-pub mod openapi;
-pub mod patch;
+pub(crate) mod negotiation;
+pub(crate) mod node_port;
+pub(crate) mod objects;
+pub(crate) mod openapi;
+pub(crate) mod patch;
 pub mod protobuf;
 pub mod registry;
-pub mod request;
+pub(crate) mod request;
 mod responses;
-pub mod scale;
-pub mod schema;
+pub(crate) mod scale;
+pub(crate) mod schema;
 pub mod selector;
 mod service;
 pub mod streams;
-pub mod table;
-pub mod validation;
+pub(crate) mod table;
+pub(crate) mod validation;
 
 use std::sync::Arc;
 

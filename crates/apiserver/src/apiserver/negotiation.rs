@@ -9,7 +9,7 @@ use super::errors::ApiError;
 
 /// One media range of an `Accept` header, e.g. `application/json;as=Table;v=v1;g=meta.k8s.io`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MediaRange {
+pub(crate) struct MediaRange {
     media_type: String,
     parameters: Vec<(String, String)>,
 }
@@ -37,13 +37,8 @@ impl MediaRange {
         })
     }
 
-    /// The media type without parameters, lower-cased.
-    pub fn media_type(&self) -> &str {
-        &self.media_type
-    }
-
     /// A parameter's value.
-    pub fn parameter(&self, name: &str) -> Option<&str> {
+    pub(crate) fn parameter(&self, name: &str) -> Option<&str> {
         self.parameters
             .iter()
             .find(|(n, _)| n == name)
@@ -52,7 +47,7 @@ impl MediaRange {
 
     /// Whether the server can answer this range with JSON: `application/json` itself, YAML (which a JSON
     /// document is), or a wildcard.
-    pub fn takes_json(&self) -> bool {
+    pub(crate) fn takes_json(&self) -> bool {
         matches!(
             self.media_type.as_str(),
             "application/json" | "application/yaml" | "application/*" | "*/*"
@@ -60,7 +55,7 @@ impl MediaRange {
     }
 
     /// The form asked for with `as=` together with its group and version, if any: `(kind, group, version)`.
-    pub fn conversion(&self) -> Option<(&str, &str, &str)> {
+    pub(crate) fn conversion(&self) -> Option<(&str, &str, &str)> {
         Some((
             self.parameter("as")?,
             self.parameter("g").unwrap_or(""),
@@ -78,7 +73,7 @@ impl MediaRange {
 
 /// The ranges of an `Accept` header in the order the client prefers them: by `q`, then as written. Ranges with
 /// `q=0` are refused by the client and left out.
-pub fn media_ranges(accept: &str) -> Vec<MediaRange> {
+pub(crate) fn media_ranges(accept: &str) -> Vec<MediaRange> {
     let mut ranges: Vec<MediaRange> = accept
         .split(',')
         .filter_map(MediaRange::parse)
@@ -91,7 +86,7 @@ pub fn media_ranges(accept: &str) -> Vec<MediaRange> {
 /// What the client's most preferred range that `choose` accepts asks for. Without an `Accept` header (or an empty
 /// one) the answer is `default`; when no range is acceptable, 406 naming `offered`, the media types the endpoint
 /// writes.
-pub fn negotiate<T>(
+pub(crate) fn negotiate<T>(
     accept: Option<&str>,
     default: T,
     offered: &str,
@@ -120,14 +115,14 @@ mod tests {
             ranges[0].conversion(),
             Some(("APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2"))
         );
-        assert_eq!(ranges[1].media_type(), "application/json");
+        assert_eq!(ranges[1].media_type, "application/json");
         assert_eq!(ranges[1].conversion(), None);
     }
 
     #[test]
     fn quality_reorders_and_zero_refuses() {
         let ranges = media_ranges("text/plain;q=0.5, application/yaml, application/json;q=0");
-        let types: Vec<&str> = ranges.iter().map(MediaRange::media_type).collect();
+        let types: Vec<&str> = ranges.iter().map(|r| r.media_type.as_str()).collect();
         assert_eq!(types, ["application/yaml", "text/plain"]);
     }
 

@@ -21,7 +21,7 @@ type Held = (i64, String, i64);
 /// Give each port of `service` its node port where its type asks for them: the one it asks for, the one it had
 /// (`old`, same port and protocol), or the lowest free one of the range. A type that needs none drops the node ports
 /// it carried over from a type that had them, as kube-apiserver does when the type changes.
-pub fn assign(
+pub(crate) fn assign(
     server: &ApiServer,
     service: &mut Value,
     old: Option<&Value>,

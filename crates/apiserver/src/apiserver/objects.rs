@@ -9,7 +9,7 @@ use super::registry::ResourceType;
 use kmm_api::validation::names;
 
 /// Current time in the RFC 3339 second-precision form Kubernetes uses for `metav1.Time`.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let now = jiff::Timestamp::now();
     jiff::Timestamp::from_second(now.as_second())
         .unwrap_or(now)
@@ -18,7 +18,7 @@ pub fn now_rfc3339() -> String {
 
 /// `metadata` of an object as a map, created if missing or not an object. Writes refuse bodies that are not
 /// objects before they get here; should one still arrive, it becomes an empty object rather than a panic.
-pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     let metadata = object_mut(obj)
         .entry("metadata")
         .or_insert_with(|| json!({}));
@@ -37,12 +37,12 @@ fn object_mut(value: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A string field of `metadata`.
-pub fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(key)?.as_str()
 }
 
 /// Append the random suffix kube-apiserver uses for `generateName` (5 characters without vowels or look-alikes).
-pub fn generate_name(prefix: &str) -> String {
+pub(crate) fn generate_name(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
     let suffix: String = (0..5)
@@ -53,12 +53,12 @@ pub fn generate_name(prefix: &str) -> String {
 }
 
 /// DNS-1123 subdomain check (most object names): why the name is invalid, or None.
-pub fn check_subdomain(name: &str) -> Option<String> {
+pub(crate) fn check_subdomain(name: &str) -> Option<String> {
     first_problem(names::dns1123_subdomain_errors(name))
 }
 
 /// DNS-1123 label check (namespace names): why the name is invalid, or None.
-pub fn check_label(name: &str) -> Option<String> {
+pub(crate) fn check_label(name: &str) -> Option<String> {
     first_problem(names::dns1123_label_errors(name))
 }
 
@@ -70,7 +70,7 @@ fn first_problem(mut problems: Vec<String>) -> Option<String> {
 
 /// Path-segment check (RBAC object names, which may hold `:` as in `system:discovery`): why the name is invalid,
 /// or None.
-pub fn check_path_segment(name: &str) -> Option<String> {
+pub(crate) fn check_path_segment(name: &str) -> Option<String> {
     match name {
         "" => Some("name or generateName is required".into()),
         "." | ".." => Some(format!("may not be '{name}'")),
@@ -81,7 +81,7 @@ pub fn check_path_segment(name: &str) -> Option<String> {
 }
 
 /// Validate the name of a new object of `rt`; a cause for a 422 when it is invalid.
-pub fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
+pub(crate) fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
     let problem = if rt.group.is_empty() && rt.plural == "namespaces" {
         check_label(name)
     } else if rt.group.is_empty() && rt.plural == "services" {
@@ -110,7 +110,7 @@ const SERVER_OWNED: &[&str] = &[
 ];
 
 /// Fill in server-owned metadata for a new object.
-pub fn init_metadata(rt: &ResourceType, obj: &mut Value) {
+pub(crate) fn init_metadata(rt: &ResourceType, obj: &mut Value) {
     let meta = meta_mut(obj);
     for key in SERVER_OWNED {
         meta.remove(*key);
@@ -131,7 +131,7 @@ pub fn init_metadata(rt: &ResourceType, obj: &mut Value) {
 
 /// Carry server-owned metadata from the stored object into an update, so a client cannot change it, and bump
 /// `generation` when anything other than metadata and status changed.
-pub fn carry_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
+pub(crate) fn carry_metadata(rt: &ResourceType, old: &Value, new: &mut Value) {
     let no_metadata = Map::new();
     let old_meta = old
         .get("metadata")
@@ -183,7 +183,7 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
 }
 
 /// Keep `status` as it was (main endpoint of a resource with a status subresource).
-pub fn keep_status(old: &Value, new: &mut Value) {
+pub(crate) fn keep_status(old: &Value, new: &mut Value) {
     let Some(obj) = new.as_object_mut() else {
         return;
     };
@@ -197,7 +197,7 @@ pub fn keep_status(old: &Value, new: &mut Value) {
 /// Build the object a `/status` write produces: the stored object with only its status (and nothing else) taken
 /// from the request. The request's other fields are reused where they equal the stored ones (a patch of the
 /// status leaves them so), which spares copying the stored object.
-pub fn with_status_from(old: &Value, request: Value) -> Value {
+pub(crate) fn with_status_from(old: &Value, request: Value) -> Value {
     let Value::Object(old_fields) = old else {
         return old.clone();
     };
@@ -247,7 +247,7 @@ fn drop_empty(meta: &mut Map<String, Value>, keys: &[&str]) {
 }
 
 /// The finalizers of an object.
-pub fn finalizers(obj: &Value) -> Vec<String> {
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| {
@@ -260,18 +260,18 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 /// Whether deletion has been requested (the object waits for finalizers).
-pub fn is_terminating(obj: &Value) -> bool {
+pub(crate) fn is_terminating(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
 }
 
 /// The labels of an object.
-pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn labels(obj: &Value) -> Option<&Map<String, Value>> {
     obj.pointer("/metadata/labels").and_then(Value::as_object)
 }
 
 /// The field manager of a request: `?fieldManager=` or, as kube-apiserver does, the user agent up to its first `/`.
-pub fn field_manager(param: Option<&str>, user_agent: Option<&str>) -> String {
+pub(crate) fn field_manager(param: Option<&str>, user_agent: Option<&str>) -> String {
     param
         .map(str::to_string)
         .or_else(|| {

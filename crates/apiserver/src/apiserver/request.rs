@@ -50,7 +50,7 @@ pub struct ResourcePath {
 
 /// Parse a URL path. `is_namespaced` tells whether a plural names a namespaced resource in the group, which
 /// resolves `/api/v1/namespaces/{x}/{y}` (a namespaced list, or a namespace subresource).
-pub fn parse_path(
+pub(crate) fn parse_path(
     path: &str,
     is_namespaced: impl Fn(&str, &str) -> bool,
 ) -> Result<Endpoint, ApiError> {
@@ -244,7 +244,7 @@ impl Verb {
 }
 
 /// Whether the client asked for a `meta.k8s.io` Table (kubectl get) instead of plain objects.
-pub fn wants_table(accept: Option<&str>) -> bool {
+pub(crate) fn wants_table(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| {
         a.split(',')
             .any(|part| part.contains("as=Table") && part.contains("g=meta.k8s.io"))

@@ -32,11 +32,11 @@ enum SelectorSource {
 }
 
 /// The group, version and kind of every Scale, whatever it scales.
-pub const SCALE_GROUP: &str = "autoscaling";
+pub(crate) const SCALE_GROUP: &str = "autoscaling";
 /// See [`SCALE_GROUP`].
-pub const SCALE_VERSION: &str = "v1";
+pub(crate) const SCALE_VERSION: &str = "v1";
 /// See [`SCALE_GROUP`].
-pub const SCALE_KIND: &str = "Scale";
+pub(crate) const SCALE_KIND: &str = "Scale";
 
 impl ScalePaths {
     /// The Scale of a built-in resource, for the workloads that have one.

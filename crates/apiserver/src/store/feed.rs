@@ -33,7 +33,7 @@ struct Window {
 }
 
 /// Where the store publishes committed events; dropping it closes every reader.
-pub struct Feed {
+pub(crate) struct Feed {
     window: Arc<Mutex<Window>>,
     newest: watch::Sender<u64>,
     limits: (usize, usize),

@@ -9,12 +9,12 @@ use std::path::Path;
 use crate::private_files;
 
 /// The files of a store in a directory: the database and what SQLite keeps beside it.
-pub const STORE_FILES: &[&str] = &["store.db", "store.db-wal", "store.db-shm"];
+pub(super) const STORE_FILES: &[&str] = &["store.db", "store.db-wal", "store.db-shm"];
 
 /// Make `dir` and the store's files in it private to their owner, creating the database file (empty, 0600) when
 /// it does not exist yet so SQLite never creates it with the process's default mode. A directory or file of
 /// someone else's, or one others may write to, is refused.
-pub fn make_private(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn make_private(dir: &Path) -> anyhow::Result<()> {
     private_files::private_dir(dir)?;
     for (index, file) in STORE_FILES.iter().enumerate() {
         let path = dir.join(file);

@@ -16,7 +16,7 @@ const DEFAULT_SIZE_BYTES: u64 = 120 * 1024 * 1024;
 
 /// Build or sign.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// Build the kernel module image from its Dockerfile.
     Build,
     /// Sign the modules of an unsigned image.
@@ -34,7 +34,7 @@ impl Kind {
 }
 
 /// Whether the container is kaniko in a build or sign pod.
-pub fn kind(run: &ContainerRun) -> Option<Kind> {
+pub(super) fn kind(run: &ContainerRun) -> Option<Kind> {
     let kind = match label(run.pod, RESOURCE_TYPE_LABEL)? {
         "BuildImage" => Kind::Build,
         "SignImage" => Kind::Sign,
@@ -109,7 +109,7 @@ fn job(world: &World, run: &ContainerRun, kind: Kind) -> Job {
 }
 
 /// Build time plus the time to push the image at the registry's bandwidth.
-pub fn run_time(world: &World, run: &ContainerRun, kind: Kind) -> Duration {
+pub(super) fn run_time(world: &World, run: &ContainerRun, kind: Kind) -> Duration {
     let job = job(world, run, kind);
     match job.destination {
         Some(_) => job.work + world.registry.pull_duration(job.size_bytes),
@@ -123,7 +123,7 @@ fn info(at: Duration, text: &str) -> String {
 }
 
 /// Build or sign, then push.
-pub fn finish(world: &World, run: &ContainerRun, kind: Kind) -> Outcome {
+pub(super) fn finish(world: &World, run: &ContainerRun, kind: Kind) -> Outcome {
     let job = job(world, run, kind);
     let now = world.clock.now();
     let mut logs = Vec::new();

@@ -5,7 +5,7 @@ use toml_edit::{DocumentMut, Item, Table, Value};
 
 /// Why a configuration cannot be edited.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
+pub(super) enum ConfigError {
     /// The file is not TOML.
     #[error("failed to parse the containerd config: {0}")]
     Parse(String),
@@ -38,7 +38,7 @@ fn parse(config: &str) -> Result<DocumentMut, ConfigError> {
 
 /// Runtime options from the installer's `RUNTIME_OPTIONS` env (a JSON object), in the order written. A string
 /// value that spells a TOML value (`true`, `3`, `"quoted"`) becomes that value; any other string stays a string.
-pub fn parse_options(json: &str) -> Result<Vec<(String, Value)>, ConfigError> {
+pub(super) fn parse_options(json: &str) -> Result<Vec<(String, Value)>, ConfigError> {
     let object: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).map_err(|e| ConfigError::Options(e.to_string()))?;
     Ok(object
@@ -115,7 +115,7 @@ fn up_to_date(runtime: &Table, runtime_type: &str, options: &[(String, Value)]) 
 /// Make `runtimes.<name>` say `runtime_type` with exactly these options. A new table goes at the end of the file
 /// behind a marker comment; an existing one is changed in place and keeps its other keys. Returns the new file, or
 /// None when it already said so.
-pub fn add_runtime(
+pub(super) fn add_runtime(
     config: &str,
     name: &str,
     runtime_type: &str,
@@ -187,7 +187,7 @@ fn set_options(
 }
 
 /// Remove `runtimes.<name>` (with its options). Returns the new file, or None when there was no such runtime.
-pub fn remove_runtime(config: &str, name: &str) -> Result<Option<String>, ConfigError> {
+pub(super) fn remove_runtime(config: &str, name: &str) -> Result<Option<String>, ConfigError> {
     let mut doc = parse(config)?;
     let path = runtimes_path(&doc);
     let mut table = doc.as_table_mut();

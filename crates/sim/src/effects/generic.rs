@@ -7,34 +7,34 @@ use super::podspec::{annotation, command_line, parse_duration};
 use super::{ContainerRun, Outcome};
 
 /// Pod annotation overriding how long generic containers run.
-pub const RUN_FOR_ANNOTATION: &str = "sim.kmm-tui.io/run-for";
+pub(super) const RUN_FOR_ANNOTATION: &str = "sim.kmm-tui.io/run-for";
 
 /// Pod annotation overriding the exit code of generic containers.
-pub const EXIT_CODE_ANNOTATION: &str = "sim.kmm-tui.io/exit-code";
+pub(super) const EXIT_CODE_ANNOTATION: &str = "sim.kmm-tui.io/exit-code";
 
 /// How long a command runs when nothing says otherwise.
 const COMMAND_TIME: Duration = Duration::from_secs(1);
 
 /// The run time: the annotation's, else a second for a command, else until deleted (a server). An annotation that
 /// is not a duration is ignored.
-pub fn run_time(run: &ContainerRun) -> Option<Duration> {
+pub(super) fn run_time(run: &ContainerRun) -> Option<Duration> {
     requested_run_time(run)
         .or_else(|| (!command_line(run.container).is_empty()).then_some(COMMAND_TIME))
 }
 
 /// Whether the pod's annotations steer its generic containers' run time or exit code.
-pub fn steered(run: &ContainerRun) -> bool {
+pub(super) fn steered(run: &ContainerRun) -> bool {
     annotation(run.pod, RUN_FOR_ANNOTATION).is_some()
         || annotation(run.pod, EXIT_CODE_ANNOTATION).is_some()
 }
 
 /// The run time the pod's annotation asks for, if any (a server runs until deleted without one).
-pub fn requested_run_time(run: &ContainerRun) -> Option<Duration> {
+pub(super) fn requested_run_time(run: &ContainerRun) -> Option<Duration> {
     annotation(run.pod, RUN_FOR_ANNOTATION).and_then(parse_duration)
 }
 
 /// The exit: the annotation's code (0 when absent or not an integer); an `echo` prints its words.
-pub fn finish(run: &ContainerRun) -> Outcome {
+pub(super) fn finish(run: &ContainerRun) -> Outcome {
     let exit_code = annotation(run.pod, EXIT_CODE_ANNOTATION)
         .and_then(|c| c.trim().parse::<i32>().ok())
         .unwrap_or(0);

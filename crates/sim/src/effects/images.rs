@@ -9,10 +9,10 @@ use super::podspec::command_line;
 use super::{ContainerRun, Outcome, World, announce, no_machine};
 
 /// How long a `crictl rmi` runs.
-pub const RUN_TIME: Duration = Duration::from_secs(1);
+pub(super) const RUN_TIME: Duration = Duration::from_secs(1);
 
 /// The images a container's `crictl … rmi <image>…` names, when it runs one (directly or in a `sh -c` script).
-pub fn rmi_targets(container: &Container) -> Option<Vec<String>> {
+pub(super) fn rmi_targets(container: &Container) -> Option<Vec<String>> {
     let words: Vec<&str> = command_line(container)
         .into_iter()
         .flat_map(str::split_whitespace)
@@ -32,7 +32,7 @@ pub fn rmi_targets(container: &Container) -> Option<Vec<String>> {
 
 /// Remove the images from the node's store; one that is in use or absent fails the run, as crictl does, after the
 /// others are removed.
-pub fn remove(world: &World, run: &ContainerRun, images: &[String]) -> Outcome {
+pub(super) fn remove(world: &World, run: &ContainerRun, images: &[String]) -> Outcome {
     if images.is_empty() {
         return Outcome::failure(
             1,

@@ -10,10 +10,10 @@ use super::{ContainerRun, Outcome, World, announce, no_machine};
 use kmm_api::kmm::labels::{WORKER_ACTION as ACTION_LABEL, WORKER_CONFIG as CONFIG_ANNOTATION};
 
 /// How long a worker runs.
-pub const RUN_TIME: Duration = Duration::from_secs(2);
+pub(super) const RUN_TIME: Duration = Duration::from_secs(2);
 
 /// Whether the container is the `worker` container of a worker pod.
-pub fn is_worker(run: &ContainerRun) -> bool {
+pub(super) fn is_worker(run: &ContainerRun) -> bool {
     is_worker_pod(run)
         && run.container.name == "worker"
         && args(run.container).first().map(String::as_str) == Some("kmod")
@@ -21,7 +21,7 @@ pub fn is_worker(run: &ContainerRun) -> bool {
 
 /// Whether the container is the init container of a worker pod that extracts the modules from their image: it
 /// copies what the image holds, which the simulation does not model file by file, so it succeeds as a copy does.
-pub fn is_image_extractor(run: &ContainerRun) -> bool {
+pub(super) fn is_image_extractor(run: &ContainerRun) -> bool {
     run.init && is_worker_pod(run)
 }
 
@@ -138,7 +138,7 @@ impl WorkerConfig {
 }
 
 /// Load or unload, as the container's args say.
-pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
+pub(super) fn finish(world: &World, run: &ContainerRun) -> Outcome {
     let argv = args(run.container);
     let action = argv.get(1).map(String::as_str).unwrap_or_default();
     let path = argv

@@ -14,7 +14,7 @@ const MODULE_DIRECTORIES: [&str; 2] = ["/usr/lib/modules", "/lib/modules"];
 
 /// The kernel the container's image boots, when it is an OS image of the scenario and the container lists its
 /// module directory.
-pub fn listed_kernel<'w>(world: &'w World, run: &ContainerRun) -> Option<&'w str> {
+pub(super) fn listed_kernel<'w>(world: &'w World, run: &ContainerRun) -> Option<&'w str> {
     let image = comparison_key(run.container.image.as_deref()?);
     let os_image = world
         .scenario
@@ -40,7 +40,7 @@ fn lists_modules(line: &[&str]) -> bool {
 }
 
 /// The listing: the one kernel directory of the image.
-pub fn finish(kernel: &str) -> Outcome {
+pub(super) fn finish(kernel: &str) -> Outcome {
     Outcome::success(vec![kernel.to_owned()])
 }
 

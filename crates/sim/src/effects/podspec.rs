@@ -6,12 +6,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 /// A pod label.
-pub fn label<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
+pub(super) fn label<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
     pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
 }
 
 /// A pod annotation.
-pub fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
+pub(super) fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
     pod.metadata
         .annotations
         .as_ref()?
@@ -20,7 +20,7 @@ pub fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
 }
 
 /// A literal env value of a container (values from references are not resolved: the simulation has no secrets).
-pub fn env<'c>(container: &'c Container, name: &str) -> Option<&'c str> {
+pub(super) fn env<'c>(container: &'c Container, name: &str) -> Option<&'c str> {
     container
         .env
         .as_ref()?
@@ -31,12 +31,12 @@ pub fn env<'c>(container: &'c Container, name: &str) -> Option<&'c str> {
 }
 
 /// The container's args.
-pub fn args(container: &Container) -> &[String] {
+pub(super) fn args(container: &Container) -> &[String] {
     container.args.as_deref().unwrap_or_default()
 }
 
 /// Command and args as one command line.
-pub fn command_line(container: &Container) -> Vec<&str> {
+pub(super) fn command_line(container: &Container) -> Vec<&str> {
     container
         .command
         .iter()
@@ -47,7 +47,7 @@ pub fn command_line(container: &Container) -> Vec<&str> {
 }
 
 /// The value of a flag, written `--flag value` or `--flag=value`, under any of its names.
-pub fn flag_value<'a>(args: &[&'a str], names: &[&str]) -> Option<&'a str> {
+pub(super) fn flag_value<'a>(args: &[&'a str], names: &[&str]) -> Option<&'a str> {
     args.iter().enumerate().find_map(|(i, arg)| {
         names.iter().find_map(|name| {
             if arg == name {
@@ -60,7 +60,7 @@ pub fn flag_value<'a>(args: &[&'a str], names: &[&str]) -> Option<&'a str> {
 }
 
 /// Whether the container runs privileged.
-pub fn privileged(container: &Container) -> bool {
+pub(super) fn privileged(container: &Container) -> bool {
     container
         .security_context
         .as_ref()
@@ -70,7 +70,7 @@ pub fn privileged(container: &Container) -> bool {
 
 /// Whether the container has a Linux capability (by its name with or without `CAP_`, or through `ALL`), or runs
 /// privileged.
-pub fn has_capability(container: &Container, capability: &str) -> bool {
+pub(super) fn has_capability(container: &Container, capability: &str) -> bool {
     let added = container
         .security_context
         .as_ref()
@@ -84,7 +84,7 @@ pub fn has_capability(container: &Container, capability: &str) -> bool {
 }
 
 /// Init containers of the pod.
-pub fn init_containers(pod: &Pod) -> &[Container] {
+pub(super) fn init_containers(pod: &Pod) -> &[Container] {
     pod.spec
         .as_ref()
         .and_then(|s| s.init_containers.as_deref())
@@ -92,7 +92,7 @@ pub fn init_containers(pod: &Pod) -> &[Container] {
 }
 
 /// A duration written as seconds (`90`, `1.5`) or with units (`90s`, `2m`, `1h30m`).
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(super) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
         return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds));

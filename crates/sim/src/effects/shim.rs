@@ -29,7 +29,7 @@ const RESTART_ERROR: &str =
 
 /// What the node installer is asked to do.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Operation {
+pub(super) struct Operation {
     /// Install (else uninstall).
     install: bool,
     /// The `-r` shim name.
@@ -39,12 +39,12 @@ pub struct Operation {
 }
 
 /// Whether the container is a shim download (it names an artifact to fetch).
-pub fn is_download(container: &Container) -> bool {
+pub(super) fn is_download(container: &Container) -> bool {
     env(container, "SHIM_LOCATION").is_some()
 }
 
 /// The node installer's operation, when the container's args are `install|uninstall -H <root> [-r <shim>]`.
-pub fn operation(container: &Container) -> Option<Operation> {
+pub(super) fn operation(container: &Container) -> Option<Operation> {
     let argv: Vec<&str> = args(container).iter().map(String::as_str).collect();
     let install = match argv.first() {
         Some(&"install") => true,
@@ -60,7 +60,7 @@ pub fn operation(container: &Container) -> Option<Operation> {
 }
 
 /// The download time of an archive from the registry.
-pub fn download_time(world: &World) -> Duration {
+pub(super) fn download_time(world: &World) -> Duration {
     world.registry.pull_duration(ARCHIVE_BYTES)
 }
 
@@ -70,7 +70,7 @@ fn binary_of(shim: &str) -> String {
 }
 
 /// Fetch the archive like the downloader script: curl, unpack, check the sha256, copy the binary to `/assets`.
-pub fn download(world: &World, run: &ContainerRun) -> Outcome {
+pub(super) fn download(world: &World, run: &ContainerRun) -> Outcome {
     let location = env(run.container, "SHIM_LOCATION").unwrap_or_default();
     let Some(name) = env(run.container, "SHIM_NAME").filter(|n| !n.is_empty()) else {
         return Outcome::failure(1, Vec::new(), "SHIM_NAME is not set");
@@ -189,7 +189,7 @@ fn change(machine: &Machine, run: &ContainerRun, op: &Operation) -> Result<Optio
 }
 
 /// The installer's run time: longer when it will restart containerd.
-pub fn installer_time(world: &World, run: &ContainerRun, op: &Operation) -> Duration {
+pub(super) fn installer_time(world: &World, run: &ContainerRun, op: &Operation) -> Duration {
     let restarts = world
         .machines
         .with(run.node, |m| change(m, run, op))
@@ -204,7 +204,7 @@ pub fn installer_time(world: &World, run: &ContainerRun, op: &Operation) -> Dura
 }
 
 /// Install or uninstall on the node, restarting containerd when something changed.
-pub fn run_installer(world: &World, run: &ContainerRun, op: &Operation) -> Outcome {
+pub(super) fn run_installer(world: &World, run: &ContainerRun, op: &Operation) -> Outcome {
     let config_file = world
         .machines
         .with(run.node, |m| {

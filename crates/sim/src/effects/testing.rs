@@ -13,7 +13,7 @@ use kmm_apiserver::apiserver::ApiServer;
 use kmm_apiserver::store::Store;
 
 /// The scenario of the unit tests: a registry with a few images and shim artifacts.
-pub const SCENARIO: &str = r#"
+pub(super) const SCENARIO: &str = r#"
 seed: 3
 nodes:
   - {namePrefix: worker-, count: 2, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414}
@@ -33,7 +33,7 @@ faults:
 
 /// A world on an API server without controllers (the effects never call the API), with a machine per node whose
 /// containerd configuration is `config`.
-pub fn world_with_config(config: &str) -> Arc<World> {
+pub(super) fn world_with_config(config: &str) -> Arc<World> {
     let scenario = match Scenario::parse(SCENARIO, "effects-test", None) {
         Ok(scenario) => scenario,
         Err(e) => panic!("{e}"),
@@ -51,7 +51,7 @@ pub fn world_with_config(config: &str) -> Arc<World> {
 }
 
 /// A world whose machines have a containerd 1.7 configuration with no runtime but runc.
-pub fn world() -> Arc<World> {
+pub(super) fn world() -> Arc<World> {
     world_with_config("version = 2\n")
 }
 
@@ -80,7 +80,7 @@ fn machine(name: &str, config: &str) -> Machine {
 }
 
 /// A pod from YAML, as a client would send it.
-pub fn pod_from_yaml(yaml: &str) -> Pod {
+pub(super) fn pod_from_yaml(yaml: &str) -> Pod {
     match serde_saphyr::from_str(yaml) {
         Ok(pod) => pod,
         Err(e) => panic!("{e}\n{yaml}"),
@@ -121,12 +121,12 @@ fn with_run<R>(
 }
 
 /// Finish the named container, with no image in use on the node.
-pub fn run_container(world: &World, pod: &Pod, name: &str) -> Outcome {
+pub(super) fn run_container(world: &World, pod: &Pod, name: &str) -> Outcome {
     finish_with_images_in_use(world, pod, name, &BTreeSet::new())
 }
 
 /// Finish the named container, with these images in use on the node.
-pub fn finish_with_images_in_use(
+pub(super) fn finish_with_images_in_use(
     world: &World,
     pod: &Pod,
     name: &str,
@@ -136,12 +136,12 @@ pub fn finish_with_images_in_use(
 }
 
 /// Plan the named container.
-pub fn plan_container(world: &World, pod: &Pod, name: &str) -> Plan {
+pub(super) fn plan_container(world: &World, pod: &Pod, name: &str) -> Plan {
     with_run(pod, name, &BTreeSet::new(), |run| plan(world, run))
 }
 
 /// The machine's loaded modules.
-pub fn machine_modules(world: &World, node: &str) -> Vec<String> {
+pub(super) fn machine_modules(world: &World, node: &str) -> Vec<String> {
     world
         .machines
         .get(node)

@@ -4,19 +4,19 @@
 use std::time::Duration;
 
 /// First delay after a failure.
-pub const INITIAL: Duration = Duration::from_secs(10);
+pub(super) const INITIAL: Duration = Duration::from_secs(10);
 /// Longest delay.
-pub const MAX: Duration = Duration::from_secs(300);
+pub(super) const MAX: Duration = Duration::from_secs(300);
 
 /// Delays before successive attempts of one thing (one image of one pod, one container).
 #[derive(Debug, Default)]
-pub struct Backoff {
+pub(super) struct Backoff {
     failures: u32,
 }
 
 impl Backoff {
     /// The delay before retrying after one more failure: 10 s, 20 s, 40 s … 300 s.
-    pub fn after_failure(&mut self) -> Duration {
+    pub(super) fn after_failure(&mut self) -> Duration {
         let delay = INITIAL
             .checked_mul(1 << self.failures.min(16))
             .map_or(MAX, |d| d.min(MAX));
@@ -27,7 +27,7 @@ impl Backoff {
     /// The delay before restarting a container that exited: none the first time, then the back-off sequence.
     /// A container that ran for twice the longest delay without trouble starts over without delay, as the kubelet
     /// forgets back-offs that old.
-    pub fn before_restart(&mut self, ran_for: Duration) -> Duration {
+    pub(super) fn before_restart(&mut self, ran_for: Duration) -> Duration {
         if ran_for >= MAX * 2 {
             self.failures = 0;
         }
@@ -43,7 +43,7 @@ impl Backoff {
 }
 
 /// A duration written the way Go prints one (`10s`, `1m20s`, `5m0s`, `1.5s`, `300ms`), as kubelet messages do.
-pub fn go_duration(d: Duration) -> String {
+pub(super) fn go_duration(d: Duration) -> String {
     let millis = d.as_millis();
     if millis == 0 {
         return "0s".into();

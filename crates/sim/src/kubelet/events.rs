@@ -18,7 +18,7 @@ const COMPONENT: &str = "kubelet";
 
 /// Normal or Warning.
 #[derive(Debug, Clone, Copy)]
-pub enum Kind {
+pub(super) enum Kind {
     /// Something expected happened.
     Normal,
     /// Something went wrong.
@@ -35,7 +35,7 @@ impl Kind {
 }
 
 /// The field path that names a container in events (`spec.containers{name}`).
-pub fn container_field(init: bool, name: &str) -> String {
+pub(super) fn container_field(init: bool, name: &str) -> String {
     if init {
         format!("spec.initContainers{{{name}}}")
     } else {
@@ -94,7 +94,7 @@ fn new_event(
 type EventKey = (String, String, String);
 
 /// The events of one pod.
-pub struct PodEvents {
+pub(super) struct PodEvents {
     client: kube::Client,
     node: String,
     pod: ObjectReference,
@@ -104,7 +104,7 @@ pub struct PodEvents {
 
 impl PodEvents {
     /// Events about `pod` on `node`.
-    pub fn new(client: kube::Client, node: &str, pod: &Pod) -> Self {
+    pub(super) fn new(client: kube::Client, node: &str, pod: &Pod) -> Self {
         Self {
             client,
             node: node.into(),
@@ -122,7 +122,13 @@ impl PodEvents {
     }
 
     /// Record an event about a container of the pod (or the pod itself when `field` is None).
-    pub async fn record(&self, kind: Kind, reason: &str, message: &str, field: Option<&str>) {
+    pub(super) async fn record(
+        &self,
+        kind: Kind,
+        reason: &str,
+        message: &str,
+        field: Option<&str>,
+    ) {
         let namespace = self.pod.namespace.as_deref().unwrap_or("default");
         let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
         let key = (
@@ -156,7 +162,7 @@ impl PodEvents {
 }
 
 /// Record what a change of a node's readiness or boot means, as the kubelet does when it (re)starts.
-pub fn node_changed(world: &World, node: &str, before: &NodeLife, after: &NodeLife) {
+pub(super) fn node_changed(world: &World, node: &str, before: &NodeLife, after: &NodeLife) {
     let mut events = Vec::new();
     if before.boot_id != after.boot_id {
         events.push((

@@ -8,7 +8,7 @@ use crate::machine::Machine;
 
 /// What a collection did.
 #[derive(Debug, Default, PartialEq)]
-pub struct Collected {
+pub(super) struct Collected {
     /// Images removed, in the order they were removed.
     pub removed: Vec<String>,
     /// Bytes still needed to reach the low threshold when nothing more could be removed (0 when it was reached).
@@ -17,7 +17,7 @@ pub struct Collected {
 
 /// The images to remove from `machine` (none when usage is at or below `high` percent), in order, and how far
 /// usage would remain above `low` percent.
-pub fn plan(machine: &Machine, high: u8, low: u8, in_use: &BTreeSet<String>) -> Collected {
+pub(super) fn plan(machine: &Machine, high: u8, low: u8, in_use: &BTreeSet<String>) -> Collected {
     let disk = u128::from(machine.disk_bytes);
     let mut used = u128::from(machine.images.used_bytes());
     if used * 100 <= disk * u128::from(high) {
@@ -46,7 +46,12 @@ pub fn plan(machine: &Machine, high: u8, low: u8, in_use: &BTreeSet<String>) -> 
 }
 
 /// Collect garbage on `machine`: plan, then remove.
-pub fn collect(machine: &mut Machine, high: u8, low: u8, in_use: &BTreeSet<String>) -> Collected {
+pub(super) fn collect(
+    machine: &mut Machine,
+    high: u8,
+    low: u8,
+    in_use: &BTreeSet<String>,
+) -> Collected {
     let collected = plan(machine, high, low, in_use);
     for image in &collected.removed {
         machine.images.remove(image);

@@ -4,7 +4,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// `len` lowercase hex digits determined by `parts`.
-pub fn hex(parts: &[&str], len: usize) -> String {
+pub(super) fn hex(parts: &[&str], len: usize) -> String {
     let mut out = String::with_capacity(len + 16);
     let mut round: u64 = 0;
     while out.len() < len {
@@ -19,7 +19,7 @@ pub fn hex(parts: &[&str], len: usize) -> String {
 }
 
 /// A UUID (8-4-4-4-12 hex) determined by `parts`.
-pub fn uuid(parts: &[&str]) -> String {
+pub(super) fn uuid(parts: &[&str]) -> String {
     let h = hex(parts, 32);
     format!(
         "{}-{}-{}-{}-{}",
@@ -32,7 +32,7 @@ pub fn uuid(parts: &[&str]) -> String {
 }
 
 /// The digest reference (`repository@sha256:…`) a runtime reports as a container's imageID.
-pub fn image_digest(image: &str) -> String {
+pub(super) fn image_digest(image: &str) -> String {
     let repository = match image.rsplit_once('@') {
         Some((repository, _)) => repository,
         None => {

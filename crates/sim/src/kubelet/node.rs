@@ -19,7 +19,7 @@ use crate::machine::Machine;
 use crate::scenario::NodeGroup;
 
 /// The kubelet version every simulated node reports.
-pub const KUBELET_VERSION: &str = "v1.33.2";
+pub(super) const KUBELET_VERSION: &str = "v1.33.2";
 
 /// Cores per node.
 const CPUS: u32 = 8;
@@ -32,7 +32,7 @@ const MAX_PODS: u32 = 110;
 const DISK_PRESSURE_PERCENT: u64 = 90;
 
 /// The node's InternalIP.
-pub fn internal_ip(index: usize) -> String {
+pub(super) fn internal_ip(index: usize) -> String {
     format!("10.0.{}.{}", index / 250, index % 250 + 2)
 }
 
@@ -42,12 +42,17 @@ fn pod_cidr(index: usize) -> String {
 }
 
 /// A pod IP of the node's pod CIDR; `host` is the last octet.
-pub fn pod_ip(index: usize, host: u8) -> String {
+pub(super) fn pod_ip(index: usize, host: u8) -> String {
     format!("10.{}.{}.{host}", 128 + index / 256, index % 256)
 }
 
 /// The Node object a kubelet registers for a machine of `group`.
-pub fn new_object(world: &World, group: &NodeGroup, machine: &Machine, index: usize) -> Node {
+pub(super) fn new_object(
+    world: &World,
+    group: &NodeGroup,
+    machine: &Machine,
+    index: usize,
+) -> Node {
     let mut labels = group.labels.clone();
     // A scenario may set the hostname label, as kubelet's --hostname-override does.
     labels
@@ -98,7 +103,7 @@ pub fn new_object(world: &World, group: &NodeGroup, machine: &Machine, index: us
 /// resources it offered, so that one that went is written as null. The status itself (image list, nodeInfo,
 /// addresses, quantities) cost about 4 KB a node to keep: 19 MiB on 5,000 nodes, beside the API server's copy.
 #[derive(Clone, Debug, Default)]
-pub struct WrittenStatus {
+pub(super) struct WrittenStatus {
     fingerprint: u64,
     conditions: Vec<NodeCondition>,
     capacity: Vec<String>,
@@ -107,7 +112,7 @@ pub struct WrittenStatus {
 
 impl WrittenStatus {
     /// What is kept of `status`, as written.
-    pub fn of(status: &NodeStatus) -> Self {
+    pub(super) fn of(status: &NodeStatus) -> Self {
         let names = |resources: &Option<BTreeMap<String, Quantity>>| {
             resources
                 .iter()
@@ -124,13 +129,13 @@ impl WrittenStatus {
     }
 
     /// Whether `status` says exactly what the written one did.
-    pub fn says_the_same(&self, status: &NodeStatus) -> bool {
+    pub(super) fn says_the_same(&self, status: &NodeStatus) -> bool {
         self.fingerprint == fingerprint(status)
     }
 
     /// The resources the written status offered that `status` does not, each with its field (`capacity` or
     /// `allocatable`): a device plugin that went.
-    pub fn gone<'a>(
+    pub(super) fn gone<'a>(
         &'a self,
         status: &'a NodeStatus,
     ) -> impl Iterator<Item = (&'static str, &'a str)> {
@@ -169,7 +174,7 @@ fn fingerprint(status: &NodeStatus) -> u64 {
 
 /// The status of a machine's node. Condition times carry over from `previous` where the condition did not change,
 /// so a status that says nothing new matches `previous` and need not be written.
-pub fn status(
+pub(super) fn status(
     world: &World,
     machine: &Machine,
     index: usize,
@@ -374,7 +379,7 @@ fn node_info(machine: &Machine) -> NodeSystemInfo {
 }
 
 /// The images a kubelet reports: largest first, at most `max` of them.
-pub fn reported_images(machine: &Machine, max: usize) -> Vec<ContainerImage> {
+pub(super) fn reported_images(machine: &Machine, max: usize) -> Vec<ContainerImage> {
     let mut images: Vec<(&String, u64)> = machine
         .images
         .iter()

@@ -12,7 +12,7 @@ use super::status::{PodState, Which};
 use super::{Kubelet, locked};
 
 /// A pod the kubelet runs.
-pub struct PodRun {
+pub(super) struct PodRun {
     /// The kubelet running it.
     pub(super) kubelet: Arc<Kubelet>,
     /// The pod as it was bound (its spec does not change).

@@ -17,7 +17,7 @@ use crate::scenario::NodeGroup;
 use crate::{SIM_NAMESPACE, World};
 
 /// The sandbox ("pause") image every pod's sandbox runs; containerd pins it so image GC never removes it.
-pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+pub(super) const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 
 /// Size of the pause image in a node's store.
 const PAUSE_IMAGE_BYTES: u64 = 320_368;
@@ -197,7 +197,7 @@ fn new_machine(world: &World, group: &NodeGroup, name: &str, rng: &mut impl RngC
 /// the pause image as sandbox image. containerd 2 reads configuration version 3, with the CRI plugin split into
 /// `io.containerd.cri.v1.images` and `io.containerd.cri.v1.runtime`; earlier releases read version 2 with the
 /// single `io.containerd.grpc.v1.cri` plugin.
-pub fn default_containerd_config(version: &str) -> String {
+pub(super) fn default_containerd_config(version: &str) -> String {
     let major: u32 = version
         .trim_start_matches('v')
         .split('.')

@@ -26,14 +26,14 @@ const PARALLEL_WRITES: usize = 32;
 
 /// The nodes whose machines changed since they were last published.
 #[derive(Default)]
-pub struct Dirty {
+pub(super) struct Dirty {
     nodes: Mutex<BTreeSet<String>>,
     wake: Notify,
 }
 
 impl Dirty {
     /// Have `node` republished.
-    pub fn mark(&self, node: &str) {
+    pub(super) fn mark(&self, node: &str) {
         locked(&self.nodes).insert(node.to_string());
         self.wake.notify_one();
     }
@@ -59,7 +59,7 @@ fn data_fingerprint(data: &BTreeMap<String, String>) -> u64 {
 }
 
 /// Publish dirty nodes until the simulation stops.
-pub async fn run(kubelet: Arc<Kubelet>) {
+pub(super) async fn run(kubelet: Arc<Kubelet>) {
     let published = Arc::new(Published::default());
     loop {
         tokio::select! {

@@ -46,7 +46,7 @@ fn pull_policy(container: &Container, image: &ImageRef) -> String {
 /// Wait until the container's image is on the node, pulling it as its pull policy says. The container's status
 /// then names the image as the runtime does (its normalised reference). An image that is no reference is never
 /// pulled: the container waits for good, as the kubelet's every sync finds it the same.
-pub async fn ensure_image(run: &PodRun, which: Which, container: &Container, field: &str) {
+pub(super) async fn ensure_image(run: &PodRun, which: Which, container: &Container, field: &str) {
     let world = &run.kubelet.world;
     let image = container.image.clone().unwrap_or_default();
     let reference = match ImageRef::parse(&image) {

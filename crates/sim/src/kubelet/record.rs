@@ -13,7 +13,7 @@ use crate::machine::{Containerd, ImageStore, Machine};
 use crate::{MANAGER, SIM_NAMESPACE};
 
 /// Name of the ConfigMap of `node`.
-pub fn name(node: &str) -> String {
+pub(super) fn name(node: &str) -> String {
     format!("machine-{node}")
 }
 
@@ -40,7 +40,7 @@ struct ImageRecord {
 }
 
 /// The ConfigMap's data for a machine.
-pub fn data(machine: &Machine) -> BTreeMap<String, String> {
+pub(super) fn data(machine: &Machine) -> BTreeMap<String, String> {
     let containerd = ContainerdRecord {
         version: machine.containerd.version.clone(),
         config_path: machine.containerd.config_path.clone(),
@@ -84,7 +84,7 @@ fn pretty<T: Serialize>(value: &T) -> String {
 }
 
 /// The ConfigMap for a machine.
-pub fn config_map(machine: &Machine) -> ConfigMap {
+pub(super) fn config_map(machine: &Machine) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name(&machine.name)),
@@ -104,7 +104,7 @@ pub fn config_map(machine: &Machine) -> ConfigMap {
 ///
 /// The simulated clock starts again at zero in a new run, so recorded use times cannot be carried over as they
 /// are; images keep their order of last use, all before anything used in the new run.
-pub fn machine_of(cm: &ConfigMap) -> Option<Machine> {
+pub(super) fn machine_of(cm: &ConfigMap) -> Option<Machine> {
     let data = cm.data.as_ref()?;
     let get = |key: &str| data.get(key).cloned();
     let containerd: ContainerdRecord = serde_json::from_str(data.get("containerd")?).ok()?;

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Which container of the pod.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Which {
+pub(super) struct Which {
     /// An init container.
     pub init: bool,
     /// Its position in the pod's list.
@@ -18,7 +18,7 @@ pub struct Which {
 
 /// How a pod restarts its containers.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RestartPolicy {
+pub(super) enum RestartPolicy {
     /// Every exit is followed by a restart.
     Always,
     /// Failures are restarted, successes are final.
@@ -29,7 +29,7 @@ pub enum RestartPolicy {
 
 impl RestartPolicy {
     /// The pod's policy (Always when unset, as the API server defaults it).
-    pub fn of(pod: &Pod) -> Self {
+    pub(super) fn of(pod: &Pod) -> Self {
         match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
             Some("OnFailure") => Self::OnFailure,
             Some("Never") => Self::Never,
@@ -38,7 +38,7 @@ impl RestartPolicy {
     }
 
     /// Whether a container that exited with `exit_code` is started again.
-    pub fn restarts(self, exit_code: i32) -> bool {
+    pub(super) fn restarts(self, exit_code: i32) -> bool {
         match self {
             Self::Always => true,
             Self::OnFailure => exit_code != 0,
@@ -53,7 +53,7 @@ fn now() -> Time {
 
 /// What the kubelet knows about one pod.
 #[derive(Debug)]
-pub struct PodState {
+pub(super) struct PodState {
     init: Vec<ContainerStatus>,
     main: Vec<ContainerStatus>,
     /// Every init container has succeeded in the current sandbox.
@@ -83,7 +83,7 @@ fn waiting(reason: &str, message: Option<String>) -> ContainerState {
 impl PodState {
     /// The state of `pod` as it stands in the API: a new pod starts with every container waiting; a pod the
     /// kubelet ran before a restart keeps its containers' statuses, restart counts and initialization.
-    pub fn new(pod: &Pod, host_ip: &str) -> Self {
+    pub(super) fn new(pod: &Pod, host_ip: &str) -> Self {
         let existing = pod.status.clone().unwrap_or_default();
         let spec = pod.spec.clone().unwrap_or_default();
         let has_init = spec.init_containers.as_ref().is_some_and(|c| !c.is_empty());
@@ -141,12 +141,12 @@ impl PodState {
     }
 
     /// The pod's restart policy.
-    pub fn restart_policy(&self) -> RestartPolicy {
+    pub(super) fn restart_policy(&self) -> RestartPolicy {
         self.restart_policy
     }
 
     /// The status of one container.
-    pub fn container(&mut self, which: Which) -> Option<&mut ContainerStatus> {
+    pub(super) fn container(&mut self, which: Which) -> Option<&mut ContainerStatus> {
         if which.init {
             self.init.get_mut(which.index)
         } else {
@@ -155,7 +155,7 @@ impl PodState {
     }
 
     /// Whether a container was running when the kubelet took the pod over (it goes on running).
-    pub fn is_running(&self, which: Which) -> bool {
+    pub(super) fn is_running(&self, which: Which) -> bool {
         let list = if which.init { &self.init } else { &self.main };
         list.get(which.index)
             .and_then(|s| s.state.as_ref())
@@ -163,12 +163,12 @@ impl PodState {
     }
 
     /// The pod's IP, once a sandbox has one.
-    pub fn pod_ip(&self) -> Option<String> {
+    pub(super) fn pod_ip(&self) -> Option<String> {
         self.pod_ip.clone()
     }
 
     /// A new sandbox was created with `pod_ip`: containers can start. The first sandbox sets the start time.
-    pub fn sandbox_created(&mut self, pod_ip: String) {
+    pub(super) fn sandbox_created(&mut self, pod_ip: String) {
         self.sandbox = true;
         self.pod_ip = Some(pod_ip);
         self.start_time.get_or_insert_with(now);
@@ -176,7 +176,7 @@ impl PodState {
 
     /// The machine went down: the sandbox and every running container are gone, init containers run again in the
     /// next sandbox.
-    pub fn lost_sandbox(&mut self) {
+    pub(super) fn lost_sandbox(&mut self) {
         self.sandbox = false;
         self.initialized = false;
         for status in self.init.iter_mut().chain(self.main.iter_mut()) {
@@ -187,7 +187,7 @@ impl PodState {
     }
 
     /// Stop every running container (the pod is being deleted); returns their names.
-    pub fn kill_running(&mut self) -> Vec<(bool, String)> {
+    pub(super) fn kill_running(&mut self) -> Vec<(bool, String)> {
         let mut killed = Vec::new();
         for (init, status) in self
             .init
@@ -204,13 +204,13 @@ impl PodState {
     }
 
     /// The pod is finished for good with `phase`.
-    pub fn finish(&mut self, phase: &'static str) {
+    pub(super) fn finish(&mut self, phase: &'static str) {
         self.final_phase = Some(phase);
     }
 
     /// The phase the kubelet reports: Pending until initialized and every container has started once, Running
     /// while a container runs or will be restarted, then Succeeded or Failed as the restart policy decides.
-    pub fn phase(&self) -> &'static str {
+    pub(super) fn phase(&self) -> &'static str {
         if let Some(phase) = self.final_phase {
             return phase;
         }
@@ -280,7 +280,7 @@ impl PodState {
     }
 
     /// The pod status to write.
-    pub fn status(&mut self) -> PodStatus {
+    pub(super) fn status(&mut self) -> PodStatus {
         let phase = self.phase();
         let sandbox = self.sandbox && !matches!(phase, "Succeeded" | "Failed");
         self.set_condition("PodReadyToStartContainers", sandbox, None, None);
@@ -357,7 +357,7 @@ fn not_done(list: &[ContainerStatus], done: impl Fn(&ContainerStatus) -> bool) -
 
 /// The container waits (to be created, for its image, for a back-off). A termination it had moves to its last
 /// state.
-pub fn wait(status: &mut ContainerStatus, reason: &str, message: Option<String>) {
+pub(super) fn wait(status: &mut ContainerStatus, reason: &str, message: Option<String>) {
     if status
         .state
         .as_ref()
@@ -371,7 +371,7 @@ pub fn wait(status: &mut ContainerStatus, reason: &str, message: Option<String>)
 }
 
 /// The container started as `container_id` from `image_id`. Every start after the first is a restart.
-pub fn start(status: &mut ContainerStatus, container_id: &str, image_id: &str) {
+pub(super) fn start(status: &mut ContainerStatus, container_id: &str, image_id: &str) {
     if status
         .state
         .as_ref()
@@ -395,7 +395,7 @@ pub fn start(status: &mut ContainerStatus, container_id: &str, image_id: &str) {
 }
 
 /// The container exited.
-pub fn terminate(
+pub(super) fn terminate(
     status: &mut ContainerStatus,
     exit_code: i32,
     reason: &str,

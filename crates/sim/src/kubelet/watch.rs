@@ -20,7 +20,7 @@ use crate::{inject, registry_record};
 
 /// Follow every pod (the simulation's shared pod watch); start a worker for each pod bound to a simulated node,
 /// stop it when the pod goes.
-pub async fn pods(kubelet: Arc<Kubelet>) {
+pub(super) async fn pods(kubelet: Arc<Kubelet>) {
     let mut changes = kubelet.world.watches.pods.subscribe();
     let mut relisted: Option<HashSet<String>> = None;
     loop {
@@ -108,7 +108,7 @@ fn forget_all_but(kubelet: &Kubelet, listed: &HashSet<String>) {
 /// Follow machine changes announced by the other components, and wake when a fault window opens or closes or an
 /// instant fault is due to apply it: nodes held NotReady, images lost, reboots, watches closed. Faults injected at
 /// run time wake it when they change.
-pub async fn machines(kubelet: Arc<Kubelet>, mut changes: broadcast::Receiver<String>) {
+pub(super) async fn machines(kubelet: Arc<Kubelet>, mut changes: broadcast::Receiver<String>) {
     let world = kubelet.world.clone();
     let boundaries = world.faults.boundaries();
     let mut next = boundaries.partition_point(|t| *t < world.clock.now());

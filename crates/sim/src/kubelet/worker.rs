@@ -308,7 +308,7 @@ enum Interrupt {
 }
 
 /// Run `pod` on its node until it finishes, is deleted (`killed`) or the simulation stops.
-pub async fn run(kubelet: Arc<Kubelet>, pod: Pod, node: String, killed: CancellationToken) {
+pub(super) async fn run(kubelet: Arc<Kubelet>, pod: Pod, node: String, killed: CancellationToken) {
     let Some(handle) = kubelet.nodes.get(&node) else {
         return;
     };

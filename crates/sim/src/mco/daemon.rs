@@ -29,7 +29,7 @@ use kmm_api::day0::node_update::{
 };
 
 /// How long a machine takes to reboot, in simulated time.
-pub const REBOOT_TIME: Duration = Duration::from_secs(90);
+pub(crate) const REBOOT_TIME: Duration = Duration::from_secs(90);
 /// How long a drain may take before the update gives up.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a rebooted node may take to report Ready before the update gives up.
@@ -51,7 +51,7 @@ impl From<kube::Error> for Failure {
 }
 
 /// Move `node` to its desired configuration; returns the node name when done (or given up).
-pub async fn update(world: Arc<World>, node: String) -> String {
+pub(crate) async fn update(world: Arc<World>, node: String) -> String {
     let update = Update {
         nodes: Api::all(world.client.clone()),
         recorder: Recorder::new(world.client.clone(), COMPONENT),

@@ -11,10 +11,10 @@
 //! `ClusterVersion/version` when it is missing. All progress is kept in the API (node annotations), so a
 //! restarted simulation continues a rollout where it stopped.
 
-pub mod daemon;
-pub mod pool;
-pub mod render;
-pub mod version;
+pub(crate) mod daemon;
+pub(crate) mod pool;
+pub(crate) mod render;
+pub(crate) mod version;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

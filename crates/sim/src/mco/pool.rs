@@ -31,7 +31,7 @@ const MASTER: &str = "master";
 const WORKER: &str = "worker";
 
 /// Create the `master` and `worker` pools when the cluster has no pool at all.
-pub async fn ensure_default_pools(client: &kube::Client) -> kube::Result<()> {
+pub(crate) async fn ensure_default_pools(client: &kube::Client) -> kube::Result<()> {
     let api: Api<MachineConfigPool> = Api::all(client.clone());
     if !api.list(&Default::default()).await?.items.is_empty() {
         return Ok(());
@@ -72,7 +72,7 @@ pub async fn ensure_default_pools(client: &kube::Client) -> kube::Result<()> {
 
 /// The pool a node belongs to: `master` first, then its one custom pool, then `worker`; none when it matches
 /// several custom pools (the Machine Config Operator refuses to pick).
-pub fn pool_of(node: &Node, pools: &[Arc<MachineConfigPool>]) -> Option<String> {
+pub(crate) fn pool_of(node: &Node, pools: &[Arc<MachineConfigPool>]) -> Option<String> {
     let matching: Vec<String> = pools
         .iter()
         .filter(|p| render::selects(p.spec.node_selector.as_ref(), node.labels()))
@@ -91,7 +91,7 @@ pub fn pool_of(node: &Node, pools: &[Arc<MachineConfigPool>]) -> Option<String> 
 
 /// What the pool controller knows of one node.
 #[derive(Debug, Clone)]
-pub struct Member {
+pub(crate) struct Member {
     /// Node name.
     pub name: String,
     current: Option<String>,
@@ -107,7 +107,7 @@ pub struct Member {
 
 impl Member {
     /// What the pool controller sees of `node`.
-    pub fn read(world: &World, node: &Node) -> Self {
+    pub(crate) fn read(world: &World, node: &Node) -> Self {
         let annotation = |key: &str| node.annotations().get(key).cloned();
         let ready = node
             .status
@@ -137,7 +137,7 @@ impl Member {
 
     /// Whether `other` shows the same node in the same state, whichever write of it (resourceVersion) it was
     /// read from.
-    pub fn sees_same(&self, other: &Member) -> bool {
+    pub(crate) fn sees_same(&self, other: &Member) -> bool {
         self.name == other.name
             && self.current == other.current
             && self.desired == other.desired
@@ -166,13 +166,13 @@ impl Member {
     }
 
     /// Whether the node update has work to do on this node.
-    pub fn needs_update(&self) -> bool {
+    pub(crate) fn needs_update(&self) -> bool {
         !self.is(DEGRADED) && (self.current != self.desired || self.is(WORKING))
     }
 }
 
 /// What one pass over a pool found.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Nodes the node update must work on.
     pub to_update: Vec<String>,
     /// Whether every node runs the rendered configuration.
@@ -183,10 +183,10 @@ pub struct Outcome {
 /// while, during which the watch cache is not read; the next pass must not act again on a view of a node that
 /// predates what the operator itself already wrote (the "expectations" controllers keep), or it repeats its writes
 /// forever on thousands of nodes.
-pub type OwnWrites = HashMap<String, u64>;
+pub(crate) type OwnWrites = HashMap<String, u64>;
 
 /// Bring a pool's nodes towards its rendered configuration and publish its status.
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     world: &World,
     pool: &MachineConfigPool,
     nodes: &[Arc<Node>],

@@ -20,7 +20,7 @@ use kmm_apiserver::apiserver::selector;
 
 /// What a pool's nodes must run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// Name of the rendered MachineConfig.
     pub name: String,
     /// The OS image the nodes must boot; None when nothing asks for one (nodes keep what they run).
@@ -30,7 +30,7 @@ pub struct Rendered {
 }
 
 /// Render `pool` from every MachineConfig, falling back to the release's OS image.
-pub fn render(
+pub(crate) fn render(
     pool: &MachineConfigPool,
     configs: &[Arc<MachineConfig>],
     release_os_image_url: Option<&str>,
@@ -55,7 +55,7 @@ pub fn render(
 }
 
 /// The name of the rendered configuration of `pool` that boots `os_image_url`.
-pub fn config_name(pool: &str, os_image_url: Option<&str>) -> String {
+pub(crate) fn config_name(pool: &str, os_image_url: Option<&str>) -> String {
     format!(
         "rendered-{pool}-{:016x}",
         fnv1a(os_image_url.unwrap_or_default())
@@ -63,7 +63,7 @@ pub fn config_name(pool: &str, os_image_url: Option<&str>) -> String {
 }
 
 /// Whether a label selector (absent: selects nothing) selects an object with `labels`.
-pub fn selects(
+pub(crate) fn selects(
     selector: Option<&LabelSelector>,
     labels: &std::collections::BTreeMap<String, String>,
 ) -> bool {
@@ -82,7 +82,7 @@ pub fn selects(
 
 /// The OS image URL a machine runs: the one it booted, or, for a machine that never booted one through the
 /// Machine Config Operator, the scenario's URL of the OS it reports.
-pub fn running_os_image_url(world: &World, machine: &Machine) -> Option<String> {
+pub(crate) fn running_os_image_url(world: &World, machine: &Machine) -> Option<String> {
     machine.os_image_url.clone().or_else(|| {
         world
             .scenario
@@ -94,7 +94,7 @@ pub fn running_os_image_url(world: &World, machine: &Machine) -> Option<String> 
 }
 
 /// Publish the rendered configuration as a MachineConfig owned by the pool, if it is not there yet.
-pub async fn publish(
+pub(crate) async fn publish(
     client: &kube::Client,
     pool: &MachineConfigPool,
     rendered: &Rendered,

@@ -12,13 +12,13 @@ use crate::{MANAGER, World};
 use kmm_api::day0::{ClusterVersion, ClusterVersionSpec};
 
 /// The name of the one ClusterVersion.
-pub const NAME: &str = "version";
+pub(crate) const NAME: &str = "version";
 
 /// The release a cluster reports when its scenario names none.
 const DEFAULT_RELEASE: &str = "4.14.0";
 
 /// Create `ClusterVersion/version` when it is missing, at the release of the nodes' OS image.
-pub async fn ensure(world: &World) -> kube::Result<()> {
+pub(crate) async fn ensure(world: &World) -> kube::Result<()> {
     let api: Api<ClusterVersion> = Api::all(world.client.clone());
     if api.get_opt(NAME).await?.is_some() {
         return Ok(());
@@ -59,12 +59,12 @@ pub async fn ensure(world: &World) -> kube::Result<()> {
 }
 
 /// The release the cluster is at (or moving to).
-pub fn desired_release(version: Option<&ClusterVersion>) -> Option<String> {
+pub(crate) fn desired_release(version: Option<&ClusterVersion>) -> Option<String> {
     version?.status.as_ref()?.desired.as_ref()?.version.clone()
 }
 
 /// The OS image URL of a release, when the scenario knows it.
-pub fn release_os_image_url(world: &World, release: &str) -> Option<String> {
+pub(crate) fn release_os_image_url(world: &World, release: &str) -> Option<String> {
     world
         .scenario
         .os_images
@@ -74,14 +74,14 @@ pub fn release_os_image_url(world: &World, release: &str) -> Option<String> {
 }
 
 /// Namespace of the ConfigMap naming the release's OS image.
-pub const OS_IMAGE_NAMESPACE: &str = "openshift-machine-config-operator";
+pub(crate) const OS_IMAGE_NAMESPACE: &str = "openshift-machine-config-operator";
 /// The ConfigMap naming the release's OS image, as OpenShift publishes it from the release payload.
-pub const OS_IMAGE_CONFIG_MAP: &str = "machine-config-osimageurl";
+pub(crate) const OS_IMAGE_CONFIG_MAP: &str = "machine-config-osimageurl";
 
 /// Publish the OS image of `release` (the one the cluster moves to) in
 /// `openshift-machine-config-operator/machine-config-osimageurl` (`releaseVersion`, `baseOSContainerImage`,
 /// `osImageURL`), as the release payload does on OpenShift, so that builds can resolve `OS_AUTO`.
-pub async fn publish_os_image(world: &World, release: &str, url: &str) -> kube::Result<()> {
+pub(crate) async fn publish_os_image(world: &World, release: &str, url: &str) -> kube::Result<()> {
     let namespaces: Api<Namespace> = Api::all(world.client.clone());
     if namespaces.get_opt(OS_IMAGE_NAMESPACE).await?.is_none() {
         let namespace = Namespace {
@@ -110,7 +110,7 @@ pub async fn publish_os_image(world: &World, release: &str, url: &str) -> kube::
 }
 
 /// Accept a new `spec.desiredUpdate`, and complete the current update once every pool is updated.
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     world: &World,
     version: &ClusterVersion,
     pools_updated: bool,

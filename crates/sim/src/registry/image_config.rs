@@ -31,7 +31,7 @@ const PAUSE: &str = "pause";
 
 /// The config a well-known image ships with: the official images of [`OFFICIAL_CMDS`], and the pause image of
 /// any registry (entrypoint `/pause`). Empty for any other image, and for a reference that does not parse.
-pub fn built_in(image: &str) -> ImageConfig {
+pub(super) fn built_in(image: &str) -> ImageConfig {
     let Ok(reference) = ImageRef::parse(image) else {
         return ImageConfig::default();
     };
@@ -56,7 +56,11 @@ pub fn built_in(image: &str) -> ImageConfig {
 /// The argv a container runs, by Kubernetes' rule: a `command` replaces the image's ENTRYPOINT and drops its CMD
 /// (the container's `args`, even none, are the arguments); `args` alone replace the CMD after the image's
 /// ENTRYPOINT; neither runs the image's ENTRYPOINT with its CMD.
-pub fn container_argv(command: &[String], args: &[String], config: &ImageConfig) -> Vec<String> {
+pub(crate) fn container_argv(
+    command: &[String],
+    args: &[String],
+    config: &ImageConfig,
+) -> Vec<String> {
     let (program, arguments) = match (command.is_empty(), args.is_empty()) {
         (false, _) => (command, args),
         (true, false) => (config.entrypoint.as_slice(), args),

@@ -28,7 +28,7 @@ const NAME_FIELD: &str = "metadata.name";
 
 /// Why a node cannot run a pod (the first filter that rejects it, as kube-scheduler reports).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Unfit {
+pub(crate) enum Unfit {
     /// The node is cordoned and the pod does not tolerate it.
     Unschedulable,
     /// A NoSchedule or NoExecute taint the pod does not tolerate.
@@ -58,7 +58,7 @@ impl fmt::Display for Unfit {
 }
 
 /// Whether `node` can run `pod`, or the reason it cannot.
-pub fn check(pod: &Pod, node: &Node) -> Result<(), Unfit> {
+pub(crate) fn check(pod: &Pod, node: &Node) -> Result<(), Unfit> {
     let tolerations = pod
         .spec
         .as_ref()
@@ -92,7 +92,7 @@ pub fn check(pod: &Pod, node: &Node) -> Result<(), Unfit> {
 
 /// The node a pod's required node affinity pins it to: a single term whose only requirement is
 /// `metadata.name In [<node>]`, as the DaemonSet controller writes.
-pub fn pinned_node(pod: &Pod) -> Option<&str> {
+pub(crate) fn pinned_node(pod: &Pod) -> Option<&str> {
     let terms = &pod
         .spec
         .as_ref()?
@@ -125,11 +125,11 @@ pub fn pinned_node(pod: &Pod) -> Option<&str> {
 }
 
 /// Extended resources (devices of device plugins) by name, with counts.
-pub type Devices = BTreeMap<String, u64>;
+pub(crate) type Devices = BTreeMap<String, u64>;
 
 /// The devices a pod asks for: per extended resource, the sum over its containers (a request, or the limit when
 /// there is no request, as the API server defaults it), or the largest init container's if that is more.
-pub fn requested_devices(pod: &Pod) -> Devices {
+pub(crate) fn requested_devices(pod: &Pod) -> Devices {
     let Some(spec) = pod.spec.as_ref() else {
         return Devices::new();
     };
@@ -165,7 +165,11 @@ pub fn requested_devices(pod: &Pod) -> Devices {
 
 /// Whether the node has the devices `wanted` free, given what its pods already use (`used`), or the first resource
 /// it lacks (kube-scheduler's NodeResourcesFit, for the extended resources the simulation accounts).
-pub fn check_devices(wanted: &Devices, node: &Node, used: Option<&Devices>) -> Result<(), Unfit> {
+pub(crate) fn check_devices(
+    wanted: &Devices,
+    node: &Node,
+    used: Option<&Devices>,
+) -> Result<(), Unfit> {
     let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
     for (resource, count) in wanted.iter().filter(|(_, count)| **count > 0) {
         let offered: u64 = allocatable
@@ -183,7 +187,7 @@ pub fn check_devices(wanted: &Devices, node: &Node, used: Option<&Devices>) -> R
 /// Where a DaemonSet wants its pod, judged as the DaemonSet controller judges a node with the pod its template
 /// makes (the node's readiness is left to the scheduler, as the controller leaves it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DaemonPlacement {
+pub(crate) enum DaemonPlacement {
     /// The node should run a pod.
     Run,
     /// No new pod, but one already there may stay: a NoSchedule taint it does not tolerate.
@@ -193,7 +197,7 @@ pub enum DaemonPlacement {
 }
 
 /// Where a DaemonSet's pod `pod` (its template, with the DaemonSet tolerations) belongs relative to `node`.
-pub fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
+pub(crate) fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
     if !matches_affinity(pod, node) {
         return DaemonPlacement::None;
     }
@@ -227,7 +231,7 @@ pub fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
 }
 
 /// The message of a pod no node can run, from the number of nodes and why each was rejected.
-pub fn unschedulable_message(total: usize, reasons: &BTreeMap<Unfit, usize>) -> String {
+pub(crate) fn unschedulable_message(total: usize, reasons: &BTreeMap<Unfit, usize>) -> String {
     if total == 0 {
         return "no nodes available to schedule pods".to_string();
     }

@@ -9,7 +9,7 @@
 //! and kube-scheduler's message, plus a `FailedScheduling` event whenever that message changes; it is tried again
 //! whenever nodes or pods change. Everything it decides from is in the API, so a restart loses nothing.
 
-pub mod events;
+pub(crate) mod events;
 pub(crate) mod filter;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -31,7 +31,7 @@ use super::{MANAGER, World};
 use events::{Recorder, Severity};
 
 /// The scheduler name pods ask for (an empty name means this one too).
-pub const SCHEDULER_NAME: &str = "default-scheduler";
+pub(crate) const SCHEDULER_NAME: &str = "default-scheduler";
 
 /// Start the scheduler; it runs until the world stops.
 pub fn spawn(world: Arc<World>) -> JoinHandle<()> {

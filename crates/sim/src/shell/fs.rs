@@ -89,12 +89,12 @@ const BASE_DIRS: &[&str] = &[
 
 /// What a simulated program's file holds: an executable's magic, then the name of the command it runs. A copy of
 /// `/bin/echo` made with `cp` runs `echo`, whatever it is called.
-pub fn program_image(command: &str) -> Vec<u8> {
+pub(super) fn program_image(command: &str) -> Vec<u8> {
     format!("{PROGRAM_MAGIC}{command}\n").into_bytes()
 }
 
 /// The command a file runs when it is a simulated program's (see [`program_image`]).
-pub fn program_of(contents: &[u8]) -> Option<&str> {
+pub(super) fn program_of(contents: &[u8]) -> Option<&str> {
     let name = contents
         .strip_prefix(PROGRAM_MAGIC.as_bytes())?
         .strip_suffix(b"\n")?;
@@ -104,7 +104,7 @@ pub fn program_of(contents: &[u8]) -> Option<&str> {
 const PROGRAM_MAGIC: &str = "\x7fELF simulated program: ";
 
 /// `path` made absolute against `cwd`, with `.`, `..` and repeated slashes resolved.
-pub fn resolve(cwd: &str, path: &str) -> String {
+pub(super) fn resolve(cwd: &str, path: &str) -> String {
     let joined = if path.starts_with('/') {
         path.to_owned()
     } else {

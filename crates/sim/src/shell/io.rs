@@ -9,13 +9,13 @@ use tokio::sync::mpsc;
 
 /// Which of a process's output streams bytes were written on: the container log's own notion, so a line keeps
 /// its stream from the process to an attached client.
-pub use kmm_apiserver::apiserver::logs::Stream;
+pub(crate) use kmm_apiserver::apiserver::logs::Stream;
 
 /// Where a process's output goes as it is written: the container's log, or an exec's connection.
-pub type Sink = Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;
+pub(crate) type Sink = Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;
 
 /// A command's standard input.
-pub struct Input {
+pub(super) struct Input {
     source: Source,
     /// Bytes read from the source and not yet consumed.
     pending: VecDeque<u8>,
@@ -32,7 +32,7 @@ enum Source {
 
 impl Input {
     /// Input that is at its end at once: `/dev/null`.
-    pub fn null() -> Self {
+    pub(super) fn null() -> Self {
         Self {
             source: Source::Ended,
             pending: VecDeque::new(),
@@ -41,7 +41,7 @@ impl Input {
     }
 
     /// Input of known bytes: a pipe's, a here-document's, a redirected file's.
-    pub fn bytes(bytes: Vec<u8>) -> Self {
+    pub(super) fn bytes(bytes: Vec<u8>) -> Self {
         Self {
             source: Source::Ended,
             pending: bytes.into(),
@@ -50,7 +50,7 @@ impl Input {
     }
 
     /// Input that arrives while the process runs.
-    pub fn live(receiver: mpsc::Receiver<Vec<u8>>) -> Self {
+    pub(super) fn live(receiver: mpsc::Receiver<Vec<u8>>) -> Self {
         Self {
             source: Source::Live(receiver),
             pending: VecDeque::new(),
@@ -81,12 +81,12 @@ impl Input {
 
     /// Whether a read waited for live input since the last call: waiting is what keeps a script from counting as
     /// busy (see [`Limits::steps_without_wait`](super::Limits::steps_without_wait)).
-    pub fn take_waited(&mut self) -> bool {
+    pub(super) fn take_waited(&mut self) -> bool {
         std::mem::take(&mut self.waited)
     }
 
     /// The next bytes available, waiting for some; None at the end of input.
-    pub async fn chunk(&mut self) -> Option<Vec<u8>> {
+    pub(super) async fn chunk(&mut self) -> Option<Vec<u8>> {
         if self.pending.is_empty() && !self.fill().await {
             return None;
         }
@@ -94,7 +94,7 @@ impl Input {
     }
 
     /// The next line, with its `\n` (the last line of the input may have none); None at the end of input.
-    pub async fn line(&mut self) -> Option<Vec<u8>> {
+    pub(super) async fn line(&mut self) -> Option<Vec<u8>> {
         loop {
             if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
                 return Some(self.pending.drain(..=end).collect());
@@ -106,7 +106,7 @@ impl Input {
     }
 
     /// Everything up to the end of input, or None once it would pass `limit` bytes (what was read is dropped).
-    pub async fn read_to_end(&mut self, limit: usize) -> Option<Vec<u8>> {
+    pub(super) async fn read_to_end(&mut self, limit: usize) -> Option<Vec<u8>> {
         let mut all = Vec::new();
         while let Some(chunk) = self.chunk().await {
             if all.len() + chunk.len() > limit {
@@ -120,21 +120,21 @@ impl Input {
 
 /// A write refused because the process has written all it may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputLimit {
+pub(super) struct OutputLimit {
     /// The limit that was reached, in bytes.
     pub bytes: u64,
 }
 
 /// The bytes a process has written on its standard output and error, against its limit.
 #[derive(Debug)]
-pub struct Budget {
+pub(super) struct Budget {
     written: AtomicU64,
     limit: u64,
 }
 
 impl Budget {
     /// A budget of `limit` bytes, shared by every output of one process.
-    pub fn new(limit: u64) -> Arc<Self> {
+    pub(super) fn new(limit: u64) -> Arc<Self> {
         Arc::new(Self {
             written: AtomicU64::new(0),
             limit,
@@ -150,18 +150,18 @@ impl Budget {
     }
 
     /// Whether a write was refused: the shell stops a process whose commands reached the limit.
-    pub fn exhausted(&self) -> bool {
+    pub(super) fn exhausted(&self) -> bool {
         self.written.load(Ordering::Relaxed) > self.limit
     }
 
     /// The limit, in bytes.
-    pub fn limit(&self) -> u64 {
+    pub(super) fn limit(&self) -> u64 {
         self.limit
     }
 }
 
 /// A command's standard output or error.
-pub struct Output {
+pub(super) struct Output {
     target: Target,
     budget: Arc<Budget>,
 }
@@ -178,7 +178,7 @@ enum Target {
 
 impl Output {
     /// One of the process's own streams.
-    pub fn stdio(stream: Stream, sink: Sink, budget: Arc<Budget>) -> Self {
+    pub(super) fn stdio(stream: Stream, sink: Sink, budget: Arc<Budget>) -> Self {
         Self {
             target: Target::Stdio(stream, sink),
             budget,
@@ -186,7 +186,7 @@ impl Output {
     }
 
     /// Output kept for [`Output::into_captured`].
-    pub fn capture(budget: Arc<Budget>) -> Self {
+    pub(super) fn capture(budget: Arc<Budget>) -> Self {
         Self {
             target: Target::Capture(Arc::default()),
             budget,
@@ -194,7 +194,7 @@ impl Output {
     }
 
     /// Output thrown away.
-    pub fn null(budget: Arc<Budget>) -> Self {
+    pub(super) fn null(budget: Arc<Budget>) -> Self {
         Self {
             target: Target::Null,
             budget,
@@ -202,7 +202,7 @@ impl Output {
     }
 
     /// Write `bytes`; refused once the process's budget is spent.
-    pub fn write(&mut self, bytes: &[u8]) -> Result<(), OutputLimit> {
+    pub(super) fn write(&mut self, bytes: &[u8]) -> Result<(), OutputLimit> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -221,12 +221,12 @@ impl Output {
     }
 
     /// Write `text`; see [`Output::write`].
-    pub fn print(&mut self, text: &str) -> Result<(), OutputLimit> {
+    pub(super) fn print(&mut self, text: &str) -> Result<(), OutputLimit> {
         self.write(text.as_bytes())
     }
 
     /// What a captured output kept (nothing for the other kinds), taken from every output sharing it.
-    pub fn into_captured(self) -> Vec<u8> {
+    pub(super) fn into_captured(self) -> Vec<u8> {
         match self.target {
             Target::Capture(kept) => {
                 std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner()))
@@ -236,7 +236,7 @@ impl Output {
     }
 
     /// Another output writing where this one does: what `2>&1` makes of standard error.
-    pub fn share(&self) -> Output {
+    pub(super) fn share(&self) -> Output {
         let target = match &self.target {
             Target::Stdio(stream, sink) => Target::Stdio(*stream, sink.clone()),
             Target::Capture(kept) => Target::Capture(kept.clone()),
@@ -250,7 +250,7 @@ impl Output {
 }
 
 /// What a command sees of the process running it.
-pub struct Cx<'a> {
+pub(super) struct Cx<'a> {
     /// The container.
     pub container: &'a super::ContainerEnv,
     pub stdin: &'a mut Input,
@@ -267,7 +267,7 @@ pub struct Cx<'a> {
 impl Cx<'_> {
     /// Wait `time` of simulated time. The only way a command waits on the clock: the shell counts a process that
     /// slept as idle, not busy (see [`Limits::steps_without_wait`](super::Limits::steps_without_wait)).
-    pub async fn sleep(&mut self, time: std::time::Duration) {
+    pub(super) async fn sleep(&mut self, time: std::time::Duration) {
         self.slept.store(true, Ordering::Relaxed);
         self.container.clock.sleep(time).await;
     }

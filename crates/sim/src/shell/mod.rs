@@ -25,8 +25,8 @@ use super::machine::Machines;
 use super::network::PodPorts;
 use kmm_apiserver::apiserver::streams::HostMounts;
 
-pub use fs::Files;
-pub use io::{Sink, Stream};
+pub(crate) use fs::Files;
+pub(crate) use io::{Sink, Stream};
 
 /// The bounds every process of a simulated container is held to, so that no script, however hostile, costs the
 /// simulation more than a known amount of memory or time.
@@ -83,7 +83,7 @@ pub struct ContainerEnv {
 }
 
 /// A process's standard streams.
-pub struct Stdio {
+pub(crate) struct Stdio {
     /// Standard input, chunk by chunk as it arrives; the channel closing is the end of input. None reads as
     /// `/dev/null`.
     pub stdin: Option<mpsc::Receiver<Vec<u8>>>,
@@ -93,6 +93,6 @@ pub struct Stdio {
 
 /// Run `argv` (as a container's command or an exec passes it) as a process of `container` until it exits; returns
 /// its exit status. Dropping the future kills the process.
-pub async fn run(container: &ContainerEnv, argv: &[String], stdio: Stdio) -> i32 {
+pub(crate) async fn run(container: &ContainerEnv, argv: &[String], stdio: Stdio) -> i32 {
     interp::run_process(container, argv, stdio).await
 }

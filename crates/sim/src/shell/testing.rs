@@ -13,14 +13,14 @@ use kmm_apiserver::apiserver::streams::HostMounts;
 
 /// What a process wrote, and its exit status.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ran {
+pub(super) struct Ran {
     pub stdout: String,
     pub stderr: String,
     pub status: i32,
 }
 
 /// A container of the pod `test-pod` on a node no machine backs, with `limits`.
-pub fn container_with(limits: Limits) -> ContainerEnv {
+pub(super) fn container_with(limits: Limits) -> ContainerEnv {
     ContainerEnv {
         node: "worker-0".into(),
         machines: Machines::default(),
@@ -39,12 +39,16 @@ pub fn container_with(limits: Limits) -> ContainerEnv {
 }
 
 /// A container with the default limits.
-pub fn container() -> ContainerEnv {
+pub(super) fn container() -> ContainerEnv {
     container_with(Limits::default())
 }
 
 /// Run `argv` in `container` with `stdin` (None: `/dev/null`; the chunks are all sent, then input ends).
-pub async fn run_in(container: &ContainerEnv, argv: &[&str], stdin: Option<Vec<&[u8]>>) -> Ran {
+pub(super) async fn run_in(
+    container: &ContainerEnv,
+    argv: &[&str],
+    stdin: Option<Vec<&[u8]>>,
+) -> Ran {
     let written: Arc<Mutex<(Vec<u8>, Vec<u8>)>> = Arc::default();
     let kept = written.clone();
     let sink: Sink = Arc::new(move |stream, bytes| {
@@ -72,18 +76,18 @@ pub async fn run_in(container: &ContainerEnv, argv: &[&str], stdin: Option<Vec<&
 }
 
 /// Run the script `script` with `sh -c` in a fresh container.
-pub async fn sh(script: &str) -> Ran {
+pub(super) async fn sh(script: &str) -> Ran {
     run_in(&container(), &["sh", "-c", script], None).await
 }
 
 /// One case of a command table: argv, stdout, stderr, exit status.
-pub type Case<'a> = (&'a [&'a str], &'a str, &'a str, i32);
+pub(super) type Case<'a> = (&'a [&'a str], &'a str, &'a str, i32);
 
 /// One case of a command table that reads input: argv, stdin, stdout, stderr, exit status.
-pub type CaseWithInput<'a> = (&'a [&'a str], &'a str, &'a str, &'a str, i32);
+pub(super) type CaseWithInput<'a> = (&'a [&'a str], &'a str, &'a str, &'a str, i32);
 
 /// Run each case in `container` (no input) and check what it wrote and how it ended.
-pub async fn expect(container: &ContainerEnv, cases: &[Case<'_>]) {
+pub(super) async fn expect(container: &ContainerEnv, cases: &[Case<'_>]) {
     for (argv, stdout, stderr, status) in cases {
         let ran = run_in(container, argv, None).await;
         assert_eq!(
@@ -95,7 +99,7 @@ pub async fn expect(container: &ContainerEnv, cases: &[Case<'_>]) {
 }
 
 /// Run each case in `container` with its input and check what it wrote and how it ended.
-pub async fn expect_with_input(container: &ContainerEnv, cases: &[CaseWithInput<'_>]) {
+pub(super) async fn expect_with_input(container: &ContainerEnv, cases: &[CaseWithInput<'_>]) {
     for (argv, stdin, stdout, stderr, status) in cases {
         let ran = run_in(container, argv, Some(vec![stdin.as_bytes()])).await;
         assert_eq!(

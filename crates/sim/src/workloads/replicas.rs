@@ -16,7 +16,7 @@ use super::{controlled_by, controller_ref, params, record};
 use crate::scheduler::events::Recorder;
 
 /// A kind that keeps `replicas` pods of a template, and reports on them in its status.
-pub trait Replicated:
+pub(crate) trait Replicated:
     Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
     + Clone
     + DeserializeOwned
@@ -56,7 +56,7 @@ macro_rules! replicated {
 replicated!(ReplicaSet, ReplicationController);
 
 /// Whether a ReplicaSet or a ReplicationController controls the pod (only those pods are counted or replaced here).
-pub fn has_replicating_controller(pod: &Pod) -> bool {
+pub(crate) fn has_replicating_controller(pod: &Pod) -> bool {
     pod.owner_references().iter().any(|r| {
         r.controller == Some(true)
             && matches!(r.kind.as_str(), "ReplicaSet" | "ReplicationController")
@@ -64,13 +64,13 @@ pub fn has_replicating_controller(pod: &Pod) -> bool {
 }
 
 /// Whether the pod counts toward its controller's replicas: not terminating, not finished.
-pub fn is_active(pod: &Pod) -> bool {
+pub(crate) fn is_active(pod: &Pod) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 /// Whether the pod's `Ready` condition is true.
-pub fn is_ready(pod: &Pod) -> bool {
+pub(crate) fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -82,7 +82,7 @@ pub fn is_ready(pod: &Pod) -> bool {
 }
 
 /// Keep the owner's active pods at its desired count, and report.
-pub async fn sync<K: Replicated>(
+pub(crate) async fn sync<K: Replicated>(
     client: &kube::Client,
     recorder: &Recorder,
     owner: &K,

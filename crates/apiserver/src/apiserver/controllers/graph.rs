@@ -13,11 +13,11 @@ use crate::store::ResourceKey;
 use crate::store::{Store, StoredObject};
 
 /// An object's uid, shared between the maps that mention it.
-pub type Uid = Arc<str>;
+pub(super) type Uid = Arc<str>;
 
 /// Where an object is stored, so its current state can be read back from the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
+pub(super) struct Location {
     /// The resource it belongs to.
     pub resource: ResourceKey,
     /// Its namespace (empty for cluster-scoped objects).
@@ -39,7 +39,7 @@ struct Node {
 /// Objects by uid and dependents by owner uid. An owner uid stays in `dependents` while something still names it,
 /// whether or not the owner exists: an entry without a node is a dangling reference the collector must resolve.
 #[derive(Debug, Default)]
-pub struct Graph {
+pub(super) struct Graph {
     nodes: HashMap<Uid, Node>,
     dependents: HashMap<Uid, HashSet<Uid>>,
     /// Objects marked for deletion (deletionTimestamp set), which the collector may have to finish.
@@ -51,7 +51,7 @@ pub struct Graph {
 }
 
 /// The uids an object's ownerReferences name.
-pub fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+pub(super) fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .into_iter()
@@ -66,7 +66,7 @@ fn is_namespace(resource: &ResourceKey) -> bool {
 impl Graph {
     /// The graph of everything the store holds now: the one full walk, done at start and whenever the event
     /// stream lost events.
-    pub fn build(store: &Store) -> Self {
+    pub(super) fn build(store: &Store) -> Self {
         let mut graph = Self::default();
         for resource in store.resources() {
             for obj in store.list(&resource, None).0 {
@@ -78,7 +78,7 @@ impl Graph {
 
     /// Record an object as created or changed: its place, its owners (which an update may add or remove) and
     /// whether it is terminating. An event older than what the graph already holds for the uid is ignored.
-    pub fn observe(&mut self, resource: &ResourceKey, obj: &StoredObject) {
+    pub(super) fn observe(&mut self, resource: &ResourceKey, obj: &StoredObject) {
         let value = obj.value();
         let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
@@ -147,7 +147,7 @@ impl Graph {
     }
 
     /// Forget a deleted object. Whatever still names it as an owner keeps its entry under that uid, now dangling.
-    pub fn forget(&mut self, resource: &ResourceKey, obj: &StoredObject) {
+    pub(super) fn forget(&mut self, resource: &ResourceKey, obj: &StoredObject) {
         let value = obj.value();
         let Some(uid) = objects::meta_str(&value, "uid") else {
             return;
@@ -190,17 +190,17 @@ impl Graph {
     }
 
     /// Whether an object with this uid exists (as far as the events received so far tell).
-    pub fn contains(&self, uid: &str) -> bool {
+    pub(super) fn contains(&self, uid: &str) -> bool {
         self.nodes.contains_key(uid)
     }
 
     /// Where the object with this uid lives.
-    pub fn location(&self, uid: &str) -> Option<&Location> {
+    pub(super) fn location(&self, uid: &str) -> Option<&Location> {
         self.nodes.get(uid).map(|n| &n.location)
     }
 
     /// The objects naming `owner` in their ownerReferences.
-    pub fn dependents_of(&self, owner: &str) -> Vec<(Uid, Location)> {
+    pub(super) fn dependents_of(&self, owner: &str) -> Vec<(Uid, Location)> {
         self.dependents
             .get(owner)
             .into_iter()
@@ -210,7 +210,7 @@ impl Graph {
     }
 
     /// Objects naming at least one owner the graph does not hold.
-    pub fn with_dangling_owners(&self) -> Vec<(Uid, Location)> {
+    pub(super) fn with_dangling_owners(&self) -> Vec<(Uid, Location)> {
         let mut out: Vec<(Uid, Location)> = self
             .dependents
             .iter()
@@ -224,7 +224,7 @@ impl Graph {
     }
 
     /// Objects marked for deletion.
-    pub fn terminating(&self) -> Vec<(Uid, Location)> {
+    pub(super) fn terminating(&self) -> Vec<(Uid, Location)> {
         self.terminating
             .iter()
             .filter_map(|uid| Some((uid.clone(), self.location(uid)?.clone())))
@@ -232,17 +232,17 @@ impl Graph {
     }
 
     /// Whether the namespace is marked for deletion.
-    pub fn namespace_is_terminating(&self, namespace: &str) -> bool {
+    pub(super) fn namespace_is_terminating(&self, namespace: &str) -> bool {
         self.terminating_namespaces.contains(namespace)
     }
 
     /// How many objects the namespace holds.
-    pub fn objects_in(&self, namespace: &str) -> usize {
+    pub(super) fn objects_in(&self, namespace: &str) -> usize {
         self.per_namespace.get(namespace).copied().unwrap_or(0)
     }
 
     /// How many objects the graph holds.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.nodes.len()
     }
 }

@@ -19,7 +19,7 @@ fn is_cpu_utilization(metric: &Value) -> bool {
 }
 
 /// The stored v2 `obj` as v1 serves it.
-pub fn to_v1(obj: &mut Value) {
+pub(super) fn to_v1(obj: &mut Value) {
     let mut kept = Map::new();
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         let metrics = match spec.remove("metrics") {
@@ -82,7 +82,7 @@ pub fn to_v1(obj: &mut Value) {
 }
 
 /// A v1 `obj` in the v2 form it is stored in, with what the annotations kept put back.
-pub fn to_v2(obj: &mut Value) {
+pub(super) fn to_v2(obj: &mut Value) {
     let mut kept = Map::new();
     if let Some(annotations) = obj
         .pointer_mut("/metadata/annotations")

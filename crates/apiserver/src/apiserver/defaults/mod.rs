@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 
 use super::registry::ResourceType;
 
-pub use pod::pod_spec;
+pub(crate) use pod::pod_spec;
 
 /// Apply the defaults of `rt`'s kind to `obj`.
-pub fn apply(rt: &ResourceType, obj: &mut Value) {
+pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => pod::pod(obj),
         ("", "namespaces") => {
@@ -68,7 +68,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
 
 /// Apply what kube-apiserver fills in only when an object of `rt` is created, from the name and uid it has just
 /// been given: a Job's generated selector and labels.
-pub fn apply_on_create(rt: &ResourceType, obj: &mut Value) {
+pub(crate) fn apply_on_create(rt: &ResourceType, obj: &mut Value) {
     if (rt.group.as_str(), rt.plural.as_str()) == ("batch", "jobs") {
         workloads::job_selector(obj);
     }

@@ -11,7 +11,7 @@ const DEFAULT_MODE: i64 = 0o644;
 
 /// A Pod: its spec's defaults, requests taken from limits where only limits are given, and the service account,
 /// priority and preemption policy admission fills in.
-pub fn pod(obj: &mut Value) {
+pub(super) fn pod(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec") else {
         return;
     };
@@ -35,7 +35,7 @@ pub fn pod(obj: &mut Value) {
 }
 
 /// The defaults of a pod spec.
-pub fn pod_spec(spec: &mut Value) {
+pub(crate) fn pod_spec(spec: &mut Value) {
     set_default(spec, &["restartPolicy"], json!("Always"));
     set_default(spec, &["dnsPolicy"], json!("ClusterFirst"));
     set_default(spec, &["schedulerName"], json!("default-scheduler"));

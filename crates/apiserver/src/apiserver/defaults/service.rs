@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{each_item, set_default};
 
 /// A Service.
-pub fn service(obj: &mut Value) {
+pub(super) fn service(obj: &mut Value) {
     set_default(obj, &["spec", "type"], json!("ClusterIP"));
     set_default(obj, &["spec", "sessionAffinity"], json!("None"));
     let kind = obj
@@ -31,14 +31,14 @@ pub fn service(obj: &mut Value) {
 }
 
 /// An EndpointSlice: its ports speak TCP unless told otherwise.
-pub fn endpoint_slice(obj: &mut Value) {
+pub(super) fn endpoint_slice(obj: &mut Value) {
     for port in each_item(obj, "/ports") {
         set_default(port, &["protocol"], json!("TCP"));
     }
 }
 
 /// Endpoints: the ports of every subset speak TCP unless told otherwise.
-pub fn endpoints(obj: &mut Value) {
+pub(super) fn endpoints(obj: &mut Value) {
     for subset in each_item(obj, "/subsets") {
         for port in each_item(subset, "/ports") {
             set_default(port, &["protocol"], json!("TCP"));

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{drop_if_empty, pod_spec, set_default};
 
 /// A Deployment: one replica, rolled 25% at a time, ten old ReplicaSets kept, ten minutes to progress.
-pub fn deployment(obj: &mut Value) {
+pub(super) fn deployment(obj: &mut Value) {
     drop_if_empty(obj, "/spec/strategy");
     set_default(obj, &["spec", "replicas"], json!(1));
     set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
@@ -22,13 +22,13 @@ pub fn deployment(obj: &mut Value) {
 }
 
 /// A ReplicaSet: one replica.
-pub fn replica_set(obj: &mut Value) {
+pub(super) fn replica_set(obj: &mut Value) {
     set_default(obj, &["spec", "replicas"], json!(1));
     template(obj, "/spec/template/spec");
 }
 
 /// A ReplicationController: one replica, and a selector and labels taken from its template's labels.
-pub fn replication_controller(obj: &mut Value) {
+pub(super) fn replication_controller(obj: &mut Value) {
     set_default(obj, &["spec", "replicas"], json!(1));
     let labels = obj.pointer("/spec/template/metadata/labels").cloned();
     if let Some(labels) = labels.filter(|l| l.as_object().is_some_and(|l| !l.is_empty())) {
@@ -42,7 +42,7 @@ pub fn replication_controller(obj: &mut Value) {
 
 /// A StatefulSet: one replica, its pods started one at a time in order, rolled from the highest ordinal down, ten
 /// old revisions kept, its volume claims retained.
-pub fn stateful_set(obj: &mut Value) {
+pub(super) fn stateful_set(obj: &mut Value) {
     drop_if_empty(obj, "/spec/updateStrategy");
     set_default(obj, &["spec", "replicas"], json!(1));
     set_default(obj, &["spec", "podManagementPolicy"], json!("OrderedReady"));
@@ -68,7 +68,7 @@ pub fn stateful_set(obj: &mut Value) {
 }
 
 /// A DaemonSet: rolled one node at a time, ten old revisions kept.
-pub fn daemon_set(obj: &mut Value) {
+pub(super) fn daemon_set(obj: &mut Value) {
     drop_if_empty(obj, "/spec/updateStrategy");
     set_default(obj, &["spec", "revisionHistoryLimit"], json!(10));
     set_default(
@@ -86,7 +86,7 @@ pub fn daemon_set(obj: &mut Value) {
 }
 
 /// A Job: one pod to completion, six retries, not suspended, pods replaced once they are terminal.
-pub fn job(obj: &mut Value) {
+pub(super) fn job(obj: &mut Value) {
     set_default(obj, &["spec", "backoffLimit"], json!(6));
     set_default(obj, &["spec", "completions"], json!(1));
     set_default(obj, &["spec", "parallelism"], json!(1));
@@ -105,7 +105,7 @@ pub fn job(obj: &mut Value) {
 /// A new Job's pods carry its name and uid, and its selector is the uid, so it selects its own pods and never
 /// another Job's (`kubectl logs job/NAME` follows the selector): unless the Job asks to choose its selector itself
 /// (`manualSelector`). A label or selector key the client set is kept; only its absence is filled in.
-pub fn job_selector(obj: &mut Value) {
+pub(super) fn job_selector(obj: &mut Value) {
     if obj.pointer("/spec/manualSelector") == Some(&json!(true)) {
         return;
     }
@@ -138,7 +138,7 @@ pub fn job_selector(obj: &mut Value) {
 }
 
 /// A CronJob: concurrent runs allowed, not suspended, three successful and one failed Job kept.
-pub fn cron_job(obj: &mut Value) {
+pub(super) fn cron_job(obj: &mut Value) {
     set_default(obj, &["spec", "concurrencyPolicy"], json!("Allow"));
     set_default(obj, &["spec", "suspend"], json!(false));
     set_default(obj, &["spec", "successfulJobsHistoryLimit"], json!(3));

@@ -19,12 +19,12 @@ const COMPONENTS: &[&str] = &["controller-manager", "etcd-0", "scheduler"];
 const DEPRECATED: &str = "299 - \"v1 ComponentStatus is deprecated in v1.19+\"";
 
 /// Whether `rt` is the ComponentStatus resource.
-pub fn is_component_status(rt: &ResourceType) -> bool {
+pub(super) fn is_component_status(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.plural == "componentstatuses"
 }
 
 /// GET one component's status or LIST them all (the only verbs served).
-pub fn serve(ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub(super) fn serve(ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
     let statuses: Vec<Value> = match ctx.path.name.as_deref() {
         Some(name) => match COMPONENTS.iter().find(|c| **c == name) {
             Some(component) => vec![status(component)],

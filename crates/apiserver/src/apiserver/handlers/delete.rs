@@ -20,13 +20,13 @@ use crate::store::ResourceKey;
 use crate::store::{CommitError, StoredObject};
 
 /// The finalizer that makes an owner wait for its dependents.
-pub const FOREGROUND: &str = "foregroundDeletion";
+pub(super) const FOREGROUND: &str = "foregroundDeletion";
 /// The finalizer that makes the collector orphan an owner's dependents.
-pub const ORPHAN: &str = "orphan";
+pub(super) const ORPHAN: &str = "orphan";
 
 /// What happens to an object's dependents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeletePolicy {
+pub(crate) enum DeletePolicy {
     /// Delete the object now; the collector deletes dependents afterwards.
     Background,
     /// Delete dependents first; the object waits.
@@ -84,7 +84,7 @@ fn options(ctx: &RequestContext) -> Result<Options, ApiError> {
 }
 
 /// DELETE one object.
-pub fn delete(
+pub(super) fn delete(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -181,7 +181,7 @@ fn deleted_response(
 }
 
 /// DELETE a collection: every selected object, each as a single delete would.
-pub fn delete_collection(
+pub(super) fn delete_collection(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -221,7 +221,7 @@ pub fn delete_collection(
 
 /// Delete (or mark for deletion) one stored object: what both the API and the cluster's own controllers use.
 /// Returns the object's state after the call (terminating, or its last state when removed).
-pub fn delete_object(
+pub(crate) fn delete_object(
     server: &ApiServer,
     rt: &ResourceType,
     storage: &ResourceKey,

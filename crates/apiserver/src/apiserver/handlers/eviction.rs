@@ -31,7 +31,10 @@ const EVICTION_ATTEMPTS: usize = 5;
 const MAX_DISRUPTED_PODS: usize = 2000;
 
 /// Evict the pod the request names.
-pub fn evict(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub(super) fn evict(
+    server: &ApiServer,
+    ctx: &RequestContext,
+) -> Result<Response<ResponseBody>, ApiError> {
     let budgets_key = ResourceKey::new("policy", "poddisruptionbudgets");
     for attempt in 1..=EVICTION_ATTEMPTS {
         let pod = server

@@ -10,7 +10,7 @@ use crate::apiserver::selector::{FieldSelector, LabelSelector};
 use crate::store::StoredObject;
 
 /// The selection a list or watch request makes.
-pub struct Filter {
+pub(super) struct Filter {
     namespace: Option<String>,
     labels: Option<LabelSelector>,
     fields: Option<(FieldSelector, Vec<(String, String)>)>,
@@ -18,7 +18,7 @@ pub struct Filter {
 
 impl Filter {
     /// Parse the request's selectors, rejecting field selectors the resource does not support with 400.
-    pub fn from_request(ctx: &RequestContext) -> Result<Self, ApiError> {
+    pub(super) fn from_request(ctx: &RequestContext) -> Result<Self, ApiError> {
         let labels = match ctx.query.get("labelSelector") {
             Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
                 ApiError::bad_request(format!("unable to parse labelSelector {s:?}: {e}"))
@@ -49,13 +49,13 @@ impl Filter {
     }
 
     /// The namespace restriction, if any.
-    pub fn namespace(&self) -> Option<&str> {
+    pub(super) fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }
 
     /// The `field=value` terms of the field selector, by the stored field they read: candidates for a store
     /// index lookup before [`Filter::matches`] checks the rest.
-    pub fn field_equalities(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(super) fn field_equalities(&self) -> impl Iterator<Item = (&str, &str)> {
         self.fields.iter().flat_map(|(selector, mapping)| {
             selector.equalities().filter_map(|(field, value)| {
                 let stored = mapping.iter().find(|(f, _)| f == field)?;
@@ -66,7 +66,7 @@ impl Filter {
 
     /// Whether the stored object is selected, reading its parsed value only when a selector needs it (objects held
     /// only serialised are parsed for that).
-    pub fn selects(&self, obj: &StoredObject) -> bool {
+    pub(super) fn selects(&self, obj: &StoredObject) -> bool {
         if let Some(ns) = &self.namespace
             && obj.namespace() != ns
         {
@@ -105,7 +105,7 @@ impl Filter {
     }
 
     /// Whether the stored object's value is selected.
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(super) fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
             && objects::meta_str(obj, "namespace").unwrap_or("") != ns
         {

@@ -29,7 +29,7 @@ fn is_pods(ctx: &RequestContext) -> bool {
 }
 
 /// Route a resource request to its handler.
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     server: &ApiServer,
     ctx: RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {

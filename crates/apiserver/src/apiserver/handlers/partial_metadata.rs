@@ -22,7 +22,7 @@ const OFFERED: &str = "application/json, application/yaml, application/json;as=T
 
 /// A metadata-only answer a client asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PartialMetadata {
+pub(super) struct PartialMetadata {
     /// `PartialObjectMetadataList` rather than `PartialObjectMetadata`.
     list: bool,
     /// The `meta.k8s.io` version (`v1` or `v1beta1`).
@@ -32,7 +32,7 @@ pub struct PartialMetadata {
 /// Which form a request's `Accept` header prefers among those a resource is served in: Some for metadata only,
 /// None for whole objects or a Table (which the handlers recognise themselves). 406 when the client accepts none
 /// of them, for instance an `as=` kind the server does not convert to.
-pub fn requested(ctx: &RequestContext) -> Result<Option<PartialMetadata>, ApiError> {
+pub(super) fn requested(ctx: &RequestContext) -> Result<Option<PartialMetadata>, ApiError> {
     let applies = matches!(
         (ctx.path.subresource.as_deref(), ctx.verb),
         (None, Verb::Get | Verb::List | Verb::Watch | Verb::Patch) | (Some("status"), Verb::Watch)
@@ -76,7 +76,7 @@ impl PartialMetadata {
     }
 
     /// An object reduced to its type and metadata.
-    pub fn object(self, object: &Value) -> Value {
+    pub(super) fn object(self, object: &Value) -> Value {
         json!({
             "kind": "PartialObjectMetadata",
             "apiVersion": self.api_version(),
@@ -128,7 +128,7 @@ impl PartialMetadata {
 
 /// GET, LIST or PATCH answered with metadata only: the request is served as usual and its answer reduced. Errors
 /// are answered unchanged, as `Status`.
-pub async fn serve(
+pub(super) async fn serve(
     server: &ApiServer,
     ctx: &RequestContext,
     form: PartialMetadata,

@@ -20,7 +20,10 @@ use crate::store::{Store, StoredObject};
 const FUTURE_VERSION_PATIENCE: Duration = Duration::from_secs(3);
 
 /// GET one object (also `/status`, which returns the whole object as on a real server).
-pub fn get(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub(super) fn get(
+    server: &ApiServer,
+    ctx: &RequestContext,
+) -> Result<Response<ResponseBody>, ApiError> {
     let obj = server
         .store()
         .get(&ctx.storage, ctx.namespace(), ctx.name())
@@ -78,7 +81,7 @@ impl ContinueToken {
 }
 
 /// LIST a collection.
-pub async fn list(
+pub(super) async fn list(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -171,7 +174,7 @@ fn snapshot_at(
 /// Wait briefly until the store has reached `rv`, which a list or watch from a resourceVersion not yet written asks
 /// for; `504 Timeout` (`ResourceVersionTooLarge`) when it does not, as kube-apiserver answers, rather than serving
 /// an older state or a watch that would skip what comes before `rv`.
-pub async fn caught_up(store: &Store, rv: u64) -> Result<(), ApiError> {
+pub(super) async fn caught_up(store: &Store, rv: u64) -> Result<(), ApiError> {
     if rv <= store.current_rv() {
         return Ok(());
     }
@@ -182,7 +185,7 @@ pub async fn caught_up(store: &Store, rv: u64) -> Result<(), ApiError> {
 }
 
 /// Parse a resourceVersion parameter.
-pub fn parse_rv(rv: &str) -> Result<u64, ApiError> {
+pub(super) fn parse_rv(rv: &str) -> Result<u64, ApiError> {
     rv.parse()
         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
 }
@@ -207,7 +210,7 @@ fn list_body(ctx: &RequestContext, items: &[Arc<StoredObject>], meta: &Value) ->
 }
 
 /// A `meta.k8s.io/v1` Table of objects, for kubectl's human-readable output.
-pub fn table_response(
+pub(super) fn table_response(
     ctx: &RequestContext,
     objects: &[&Value],
     meta: Value,

@@ -20,7 +20,7 @@ use crate::apiserver::{ApiServer, ResponseBody, json_response};
 use crate::identity::UserInfo;
 
 /// Whether `rt` is a review: created to ask a question, never stored.
-pub fn is_review(rt: &ResourceType) -> bool {
+pub(super) fn is_review(rt: &ResourceType) -> bool {
     matches!(
         (rt.group.as_str(), rt.plural.as_str()),
         (
@@ -37,7 +37,7 @@ pub fn is_review(rt: &ResourceType) -> bool {
 }
 
 /// Answer a review: the request body with its `status` filled in.
-pub fn create(
+pub(super) fn create(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {

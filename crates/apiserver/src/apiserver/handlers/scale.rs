@@ -22,7 +22,7 @@ const WRITE_ATTEMPTS: usize = 16;
 const SCALE_PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json";
 
 /// Serve a `/scale` request of a resource that has one.
-pub async fn serve(
+pub(super) async fn serve(
     server: &ApiServer,
     ctx: &RequestContext,
     paths: &ScalePaths,

@@ -13,7 +13,7 @@ use crate::apiserver::{ApiServer, ResponseBody, json_response, logs, objects};
 use crate::store::CommitError;
 
 /// Route a subresource request.
-pub async fn handle(
+pub(super) async fn handle(
     server: &ApiServer,
     ctx: &RequestContext,
     sub: &str,

@@ -26,7 +26,7 @@ const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+
 const PATCH_RETRIES: usize = 16;
 
 /// POST: create an object.
-pub fn create(
+pub(super) fn create(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -144,7 +144,7 @@ fn create_object(
 }
 
 /// PUT: replace an object (or its status, or a namespace's finalizers).
-pub fn update(
+pub(super) fn update(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -179,7 +179,10 @@ pub fn update(
 }
 
 /// PATCH: JSON merge, JSON patch, strategic merge (built-ins) or server-side apply.
-pub fn patch(server: &ApiServer, ctx: &RequestContext) -> Result<Response<ResponseBody>, ApiError> {
+pub(super) fn patch(
+    server: &ApiServer,
+    ctx: &RequestContext,
+) -> Result<Response<ResponseBody>, ApiError> {
     let content_type = ctx
         .headers
         .get(header::CONTENT_TYPE)

@@ -26,7 +26,7 @@ pub(super) struct LogOptions {
 
 impl LogOptions {
     /// The lines of `lines` the options select.
-    pub fn selected<'l>(&self, lines: &'l [LogLine]) -> impl Iterator<Item = &'l LogLine> {
+    pub(super) fn selected<'l>(&self, lines: &'l [LogLine]) -> impl Iterator<Item = &'l LogLine> {
         let since = self.since;
         let recent: Vec<&LogLine> = lines
             .iter()
@@ -45,7 +45,7 @@ impl LogOptions {
     }
 
     /// One line as the client receives it.
-    pub fn format(&self, line: &LogLine) -> String {
+    pub(super) fn format(&self, line: &LogLine) -> String {
         if self.timestamps {
             format!("{} {}\n", line.timestamp, line.text)
         } else {

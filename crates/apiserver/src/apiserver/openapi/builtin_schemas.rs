@@ -230,13 +230,14 @@ const KINDS: &[(&str, &str, &str, Describe)] = &[
 
 /// Every built-in schema, by its Kubernetes definition name (`io.k8s.api.core.v1.Pod`), and which definition is
 /// the schema of each kind.
-pub struct BuiltinSchemas {
+pub(super) struct BuiltinSchemas {
     definitions: Map<String, Value>,
     kinds: Vec<((&'static str, &'static str, &'static str), String)>,
 }
 
 /// Generated on first use: a few hundred definitions, the same for every document.
-pub static BUILTIN_SCHEMAS: LazyLock<BuiltinSchemas> = LazyLock::new(BuiltinSchemas::generate);
+pub(super) static BUILTIN_SCHEMAS: LazyLock<BuiltinSchemas> =
+    LazyLock::new(BuiltinSchemas::generate);
 
 impl BuiltinSchemas {
     fn generate() -> Self {
@@ -270,7 +271,7 @@ impl BuiltinSchemas {
     }
 
     /// The definition name of a built-in kind's schema, if it has one.
-    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+    pub(super) fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
         self.kinds
             .iter()
             .find(|((g, v, k), _)| (*g, *v, *k) == (group, version, kind))
@@ -278,7 +279,10 @@ impl BuiltinSchemas {
     }
 
     /// The named definitions and every definition they refer to, directly or not.
-    pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
+    pub(super) fn closure<'a>(
+        &self,
+        roots: impl IntoIterator<Item = &'a str>,
+    ) -> Map<String, Value> {
         let mut seen: BTreeSet<String> = BTreeSet::new();
         let mut pending: Vec<String> = roots.into_iter().map(str::to_string).collect();
         while let Some(name) = pending.pop() {

@@ -13,7 +13,7 @@ use crate::apiserver::patch::{ListKind, ListTypes};
 /// Mark the lists reachable from the definition `kind` (a kind's schema) as `lists` says they merge. Definitions
 /// shared by several kinds (`PodSpec`, `ObjectMeta`) gather the marks of each; a definition is walked once per
 /// kind, which also ends recursive schemas.
-pub fn annotate(definitions: &mut Map<String, Value>, kind: &str, lists: &dyn ListTypes) {
+pub(super) fn annotate(definitions: &mut Map<String, Value>, kind: &str, lists: &dyn ListTypes) {
     let mut walk = Walk {
         lists,
         path: Vec::new(),

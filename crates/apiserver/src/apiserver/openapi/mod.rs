@@ -19,10 +19,10 @@ use super::errors::ApiError;
 use super::registry::{Origin, Registry, ResourceType};
 use builtin_schemas::BUILTIN_SCHEMAS;
 
-pub use v2::{document as v2_document, negotiate as negotiate_v2};
+pub(crate) use v2::{document as v2_document, negotiate as negotiate_v2};
 
 /// `/openapi/v3`: the group-versions there are documents for.
-pub fn index(registry: &Registry) -> Value {
+pub(crate) fn index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for rt in registry.all() {
         for version in &rt.versions {
@@ -40,7 +40,11 @@ pub fn index(registry: &Registry) -> Value {
 
 /// `/openapi/v3/apis/{group}/{version}`: a PATCH operation per resource, and the schemas of its kinds with every
 /// schema they refer to.
-pub fn group_version(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
+pub(crate) fn group_version(
+    registry: &Registry,
+    group: &str,
+    version: &str,
+) -> Result<Value, ApiError> {
     let served: Vec<_> = registry
         .all()
         .into_iter()

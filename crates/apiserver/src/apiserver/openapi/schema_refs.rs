@@ -2,4 +2,4 @@
 //! kept apart so the schema generators and their post-processing can share it without depending on each other.
 
 /// Where OpenAPI v3 documents keep their schemas, as `$ref`s name them.
-pub const V3_PREFIX: &str = "#/components/schemas/";
+pub(super) const V3_PREFIX: &str = "#/components/schemas/";

@@ -17,14 +17,14 @@ use crate::apiserver::registry::{Origin, Registry, ResourceType};
 const V2_PREFIX: &str = "#/definitions/";
 
 /// 406 unless the client takes the JSON form.
-pub fn negotiate(accept: Option<&str>) -> Result<(), ApiError> {
+pub(crate) fn negotiate(accept: Option<&str>) -> Result<(), ApiError> {
     negotiation::negotiate(accept, (), "application/json", |range| {
         (range.takes_json() && range.conversion().is_none()).then_some(())
     })
 }
 
 /// The whole document: a PATCH operation per resource and version, the schemas of every kind.
-pub fn document(registry: &Registry) -> Value {
+pub(crate) fn document(registry: &Registry) -> Value {
     let resources = registry.all();
     let mut paths = Map::new();
     let mut kinds = Vec::new();

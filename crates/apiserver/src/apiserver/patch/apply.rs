@@ -19,7 +19,7 @@ const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// One server-side apply request.
 #[derive(Debug, Clone, Copy)]
-pub struct ApplyRequest<'a> {
+pub(crate) struct ApplyRequest<'a> {
     /// The stored object, `None` when the apply creates it.
     pub live: Option<&'a Value>,
     /// The configuration the client applies (decoded from YAML or JSON).
@@ -40,7 +40,10 @@ pub struct ApplyRequest<'a> {
 /// manager applied before and no longer applies (unless someone else owns them), with
 /// `metadata.managedFields` updated. Fields owned by other managers whose values would change are
 /// [`ApplyError::Conflicts`] unless `req.force`.
-pub fn server_side_apply(req: &ApplyRequest, types: &dyn ListTypes) -> Result<Value, ApplyError> {
+pub(crate) fn server_side_apply(
+    req: &ApplyRequest,
+    types: &dyn ListTypes,
+) -> Result<Value, ApplyError> {
     if !req.applied.is_object() {
         return Err(ApplyError::Invalid(
             "the applied configuration must be an object".to_owned(),

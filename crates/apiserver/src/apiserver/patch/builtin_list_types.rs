@@ -154,7 +154,7 @@ static SERVICE: BuiltinListTypes = BuiltinListTypes {
 /// Kinds without merging lists of their own (ConfigMap, Secret, Event, Lease, RuntimeClass) and
 /// kinds that are not built in get the `metadata` rules only (`ownerReferences` by `uid`,
 /// `finalizers` as a set), which also suits custom resources, whose `metadata` is `ObjectMeta`.
-pub fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
+pub(crate) fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTypes {
     match (group, kind) {
         ("", "Pod") => &POD,
         ("", "Node") => &NODE,

@@ -7,7 +7,7 @@ use std::fmt;
 /// The API server turns these into `422 Unprocessable Entity` (or `400` for malformed documents);
 /// the message names the operation or location that failed so the user can fix the patch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// The patch body does not have the shape its patch type requires (for example a JSON Patch
     /// that is not an array of operations, or a strategic merge patch that is not an object).
     #[error("invalid patch document: {0}")]
@@ -55,7 +55,7 @@ pub enum PatchError {
 
 /// One field that a server-side apply would have taken from another manager.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conflict {
+pub(crate) struct Conflict {
     /// Name of the manager that owns the field (`manager` of its managedFields entry).
     pub manager: String,
     /// The contested field in kube-apiserver's notation, e.g. `.spec.replicas` or
@@ -66,17 +66,9 @@ pub struct Conflict {
     pub manager_label: String,
 }
 
-impl Conflict {
-    /// The text kube-apiserver puts in the `message` of this conflict's `StatusCause`
-    /// (whose `type` is `FieldManagerConflict` and whose `field` is [`Conflict::field`]).
-    pub fn cause_message(&self) -> String {
-        format!("conflict with {}", self.manager_label)
-    }
-}
-
 /// Why a server-side apply was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApplyError {
+pub(crate) enum ApplyError {
     /// Fields of the applied configuration are owned by other managers with different values;
     /// the request may be retried with `force` to take them over. Maps to `409 Conflict`.
     Conflicts(Vec<Conflict>),

@@ -7,17 +7,17 @@ use serde_json::Value;
 use super::PatchError;
 
 /// The most operations a JSON patch may hold, as in kube-apiserver.
-pub const MAX_OPERATIONS: usize = 10_000;
+pub(super) const MAX_OPERATIONS: usize = 10_000;
 
 /// The most bytes the `copy` operations of one patch may copy in all (the request body limit): with the body and
 /// the object itself bounded too, this bounds the patched document.
-pub const MAX_COPIED_BYTES: usize = 3 * 1024 * 1024;
+pub(super) const MAX_COPIED_BYTES: usize = 3 * 1024 * 1024;
 
 /// Applies an RFC 6902 JSON Patch (`add`, `remove`, `replace`, `move`, `copy`, `test`) to `target`.
 ///
 /// The patch is all or nothing: when any operation fails, `target` is left exactly as it was and
 /// the error names the operation (by position and `op`) and the path that failed.
-pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let operations = parse_operations(patch)?;
     let mut patched = target.clone();
     let mut copied = 0;

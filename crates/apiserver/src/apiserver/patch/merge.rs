@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 /// Objects merge key by key, `null` removes a key, and every other value (lists included)
 /// replaces what was there. A patch that is not an object replaces the whole target, which is
 /// what the RFC prescribes; the API server rejects such patches before calling this.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(patch_fields) = patch else {
         *target = patch.clone();
         return;

@@ -81,20 +81,20 @@ mod test_support;
 
 use serde_json::Value;
 
-pub use apply::{ApplyRequest, server_side_apply};
-pub use builtin_list_types::builtin_list_types;
-pub use error::{ApplyError, Conflict, PatchError};
-pub use json::json_patch;
-pub use merge::merge_patch;
-pub use strategic::strategic_merge_patch;
-pub use update::track_update;
+pub(crate) use apply::{ApplyRequest, server_side_apply};
+pub(crate) use builtin_list_types::builtin_list_types;
+pub(crate) use error::{ApplyError, Conflict, PatchError};
+pub(crate) use json::json_patch;
+pub(crate) use merge::merge_patch;
+pub(crate) use strategic::strategic_merge_patch;
+pub(crate) use update::track_update;
 
 /// How a list at a given field path merges.
 ///
 /// This is the union of strategic merge patch's `patchStrategy`/`patchMergeKey` and server-side
 /// apply's `x-kubernetes-list-type`/`x-kubernetes-list-map-keys`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListKind {
+pub(crate) enum ListKind {
     /// The list is one value: patches and applies replace it whole.
     Atomic,
     /// The list is a set of scalars: patches and applies add to it (`patchStrategy: merge` on a
@@ -107,7 +107,7 @@ pub enum ListKind {
 
 /// Answers list semantics for a field path: the field names from the object root with list
 /// positions omitted, e.g. `["spec","template","spec","containers","ports"]`.
-pub trait ListTypes: Send + Sync {
+pub(crate) trait ListTypes: Send + Sync {
     /// How the list at `path` merges.
     fn list_kind(&self, path: &[&str]) -> ListKind;
 
@@ -115,16 +115,5 @@ pub trait ListTypes: Send + Sync {
     /// Kubernetes defaults a container port's `protocol` to `TCP`; `None` when the key is required.
     fn key_default(&self, _path: &[&str], _key: &str) -> Option<Value> {
         None
-    }
-}
-
-/// List semantics of objects whose schema declares no list types (custom resources without
-/// `x-kubernetes-list-type`): every list is atomic, `metadata` included.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AtomicLists;
-
-impl ListTypes for AtomicLists {
-    fn list_kind(&self, _path: &[&str]) -> ListKind {
-        ListKind::Atomic
     }
 }

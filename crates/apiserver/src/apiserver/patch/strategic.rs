@@ -17,7 +17,7 @@ const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList";
 /// Maps merge recursively and `null` deletes a key; lists merge as `types` says (by merge key,
 /// as a set, or replaced whole); the directives `$patch`, `$retainKeys`, `$setElementOrder/<field>`
 /// and `$deleteFromPrimitiveList/<field>` are honoured. A malformed directive fails the whole patch.
-pub fn strategic_merge_patch(
+pub(crate) fn strategic_merge_patch(
     original: &Value,
     patch: &Value,
     types: &dyn ListTypes,
@@ -480,8 +480,9 @@ fn order_merged(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::AtomicLists;
     use super::super::test_support::{arbitrary_json, arbitrary_object_with_directives};
-    use super::super::{AtomicLists, builtin_list_types, merge_patch};
+    use super::super::{builtin_list_types, merge_patch};
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;

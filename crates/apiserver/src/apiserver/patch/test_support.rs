@@ -1,7 +1,21 @@
-//! Generators shared by the property tests of the patch appliers.
+//! What the patch appliers' tests share: generators for the property tests, and list semantics with every list
+//! atomic.
 
 use proptest::prelude::*;
 use serde_json::Value;
+
+use super::{ListKind, ListTypes};
+
+/// List semantics of objects whose schema declares no list types (custom resources without
+/// `x-kubernetes-list-type`): every list is atomic, `metadata` included.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct AtomicLists;
+
+impl ListTypes for AtomicLists {
+    fn list_kind(&self, _path: &[&str]) -> ListKind {
+        ListKind::Atomic
+    }
+}
 
 /// Scalars with a small alphabet, so that generated objects and patches share keys and values.
 fn arbitrary_scalar() -> impl Strategy<Value = Value> {

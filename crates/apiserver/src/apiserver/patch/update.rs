@@ -17,7 +17,7 @@ use super::value_fields::compare;
 /// otherwise from `old`; writes through a subresource always keep `old`'s. An object stored
 /// without managedFields stays untracked until it is applied, and a write carrying an empty
 /// managedFields list resets the tracking.
-pub fn track_update(
+pub(crate) fn track_update(
     old: Option<&Value>,
     new: &mut Value,
     manager: &str,

@@ -6,18 +6,18 @@ use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 
 /// Messages whose JSON form is not an object of their fields.
 pub(super) mod special {
-    pub const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
-    pub const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
-    pub const FIELDS_V1: &str = "apimachinery.pkg.apis.meta.v1.FieldsV1";
-    pub const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
-    pub const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
-    pub const RAW_EXTENSION: &str = "apimachinery.pkg.runtime.RawExtension";
-    pub const CRD_JSON: &str = "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
-    pub const SCHEMA_OR_ARRAY: &str =
+    pub(crate) const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
+    pub(crate) const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
+    pub(crate) const FIELDS_V1: &str = "apimachinery.pkg.apis.meta.v1.FieldsV1";
+    pub(crate) const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
+    pub(crate) const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
+    pub(crate) const RAW_EXTENSION: &str = "apimachinery.pkg.runtime.RawExtension";
+    pub(crate) const CRD_JSON: &str = "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON";
+    pub(crate) const SCHEMA_OR_ARRAY: &str =
         "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray";
-    pub const SCHEMA_OR_BOOL: &str =
+    pub(crate) const SCHEMA_OR_BOOL: &str =
         "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool";
-    pub const SCHEMA_OR_STRINGS: &str =
+    pub(crate) const SCHEMA_OR_STRINGS: &str =
         "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray";
 }
 
@@ -44,7 +44,7 @@ pub(super) fn is_inline(field: &FieldDescriptor) -> bool {
 
 /// The JSON name of a field: the proto name, except where JSON Schema's spelling is no proto identifier and for
 /// one field whose proto name kept its Go spelling.
-pub fn json_name(field: &FieldDescriptor) -> String {
+pub(super) fn json_name(field: &FieldDescriptor) -> String {
     let name = field.name();
     if field.full_name() == "api.authentication.v1.BoundObjectReference.uID" {
         return "uid".to_string();

@@ -42,8 +42,8 @@ mod proptests;
 
 use serde_json::Value;
 
-pub use compile::{ListType, SchemaError};
-pub use errors::{FieldError, FieldErrorKind};
+pub(crate) use compile::{ListType, SchemaError};
+pub(crate) use errors::FieldError;
 
 use compile::Node;
 

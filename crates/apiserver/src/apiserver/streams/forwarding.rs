@@ -24,14 +24,14 @@ pub(super) struct Port {
 }
 
 /// The ports of one session, in the order the client named them.
-pub struct Forward {
+pub(super) struct Forward {
     /// The ports, in the order the client named them.
     pub(super) ports: Vec<Port>,
 }
 
 /// Stream `forward`'s ports on the session's socket until every connection has ended, the client leaves or the
 /// server stops.
-pub async fn stream(
+pub(super) async fn stream(
     socket: &mut Socket,
     forward: Forward,
     stop: CancellationToken,

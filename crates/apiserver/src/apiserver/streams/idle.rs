@@ -13,11 +13,11 @@ use tokio::time::Instant;
 
 /// When bytes last moved on a session's connection.
 #[derive(Clone)]
-pub struct LastTraffic(Arc<Mutex<Instant>>);
+pub(super) struct LastTraffic(Arc<Mutex<Instant>>);
 
 impl LastTraffic {
     /// Traffic as of now: a new session starts its idle time when it starts.
-    pub fn now() -> Self {
+    pub(super) fn now() -> Self {
         Self(Arc::new(Mutex::new(Instant::now())))
     }
 
@@ -30,7 +30,7 @@ impl LastTraffic {
     }
 
     /// Resolves once no byte has moved for `limit`.
-    pub async fn idle_for(&self, limit: Duration) {
+    pub(super) async fn idle_for(&self, limit: Duration) {
         loop {
             let due = self.last() + limit;
             if Instant::now() >= due {
@@ -42,14 +42,14 @@ impl LastTraffic {
 }
 
 /// A connection that records in [`LastTraffic`] every byte read from it or written to it.
-pub struct Watched<S> {
+pub(super) struct Watched<S> {
     inner: S,
     traffic: LastTraffic,
 }
 
 impl<S> Watched<S> {
     /// Watch `inner`, recording its traffic in `traffic`.
-    pub fn new(inner: S, traffic: LastTraffic) -> Self {
+    pub(super) fn new(inner: S, traffic: LastTraffic) -> Self {
         Self { inner, traffic }
     }
 }

@@ -38,8 +38,11 @@ use super::logs::Stream;
 /// The container a request addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ContainerAddress {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub pod: String,
+    /// The container's name in the pod.
     pub container: String,
 }
 

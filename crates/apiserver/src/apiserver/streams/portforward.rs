@@ -20,7 +20,7 @@ use crate::apiserver::request::Query;
 pub(super) const MAX_PORTS: usize = 64;
 
 /// Serve `pods/portforward` of `pod`, which the request `ctx` names; the session holds `permit` until it ends.
-pub fn serve(
+pub(super) fn serve(
     server: &ApiServer,
     mut ctx: RequestContext,
     pod: &Value,

@@ -39,7 +39,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The output channels a client asked for in its query.
 #[derive(Debug, Clone, Copy)]
-pub struct Channels {
+pub(super) struct Channels {
     stdout: bool,
     stderr: bool,
     /// With a terminal, standard error is written to standard output, as on a terminal.
@@ -48,7 +48,7 @@ pub struct Channels {
 
 impl Channels {
     /// The channels of a request's `stdout`, `stderr` and `tty` parameters.
-    pub fn of(query: &Query) -> Self {
+    pub(super) fn of(query: &Query) -> Self {
         Self {
             stdout: query.flag("stdout"),
             stderr: query.flag("stderr"),
@@ -58,7 +58,7 @@ impl Channels {
 }
 
 /// What a session streams.
-pub enum Work {
+pub(super) enum Work {
     /// A command started in the container: its input from the client, its output to it, then its exit status.
     Exec(ExecProcess),
     /// The container's log lines from now on, until the container exits or the client leaves; and its main
@@ -74,7 +74,7 @@ pub enum Work {
 /// Take over the connection once it is upgraded and stream `work` on it, holding `permit` until the session ends.
 /// The session ends early when the server stops, when the client sends more than [`websocket::config`] allows, or
 /// after `idle` with no traffic either way.
-pub async fn run(
+pub(super) async fn run(
     upgrade: OnUpgrade,
     channels: Channels,
     work: Work,

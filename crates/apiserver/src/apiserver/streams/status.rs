@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 /// The Status for a command that exited with `exit_code`.
-pub fn exit_status(exit_code: i32) -> Value {
+pub(super) fn exit_status(exit_code: i32) -> Value {
     if exit_code == 0 {
         return json!({"metadata": {}, "status": "Success"});
     }

@@ -10,11 +10,11 @@ use crate::apiserver::{ResponseBody, full};
 
 /// The channel protocols served, preferred first. v5 adds the client's "close this channel" message to v4; both
 /// frame every message as one channel byte and the data, and end with a `Status` on the error channel.
-pub const CHANNEL_PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+pub(super) const CHANNEL_PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 
 /// The protocols `portforward` speaks: the kubelet's port forwarding over WebSocket has no v5 (its channels are
 /// never closed one by one), and kube-apiserver also accepts it under the name `portforward.k8s.io`.
-pub const PORT_FORWARD_PROTOCOLS: [&str; 2] = ["v4.channel.k8s.io", "portforward.k8s.io"];
+pub(super) const PORT_FORWARD_PROTOCOLS: [&str; 2] = ["v4.channel.k8s.io", "portforward.k8s.io"];
 
 /// RFC 6455's GUID, appended to the client's key before hashing.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -30,14 +30,17 @@ const MAX_FRAME_BYTES: usize = 1 << 20;
 
 /// The framing limits of every session: a client going over them gets the session closed with 1009 (message too
 /// big).
-pub fn config() -> WebSocketConfig {
+pub(super) fn config() -> WebSocketConfig {
     WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES))
 }
 
 /// The channel protocol to speak: the first of `served` the client offers, or 400 naming those served.
-pub fn negotiate(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, ApiError> {
+pub(super) fn negotiate(
+    headers: &HeaderMap,
+    served: &[&'static str],
+) -> Result<&'static str, ApiError> {
     let offered: Vec<&str> = headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
@@ -59,7 +62,7 @@ pub fn negotiate(headers: &HeaderMap, served: &[&'static str]) -> Result<&'stati
 }
 
 /// The `101 Switching Protocols` answer to a WebSocket upgrade with `key`, speaking `protocol`.
-pub fn switching_protocols(key: &str, protocol: &str) -> Response<ResponseBody> {
+pub(super) fn switching_protocols(key: &str, protocol: &str) -> Response<ResponseBody> {
     let mut response = Response::new(full(bytes::Bytes::new()));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let headers = response.headers_mut();

@@ -19,7 +19,7 @@ use super::workloads::{
 
 /// Columns for a built-in resource as `kubectl get` shows them (priority 1 columns appear with
 /// `-o wide`); Name and Age for resources without a dedicated layout.
-pub fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
+pub(crate) fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
     let mut columns = vec![name_column()];
     let specific = match (group, resource) {
         ("", "pods") => pod_columns(),

@@ -8,7 +8,7 @@ use crate::apiserver::jsonpath::{JsonPath, JsonPathError};
 
 /// Why a table could not be described.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TableError {
+pub(crate) enum TableError {
     /// A printer column's `jsonPath` is not a path the server understands.
     #[error("unrecognized column definition {json_path:?}: {source}")]
     InvalidJsonPath {
@@ -156,7 +156,7 @@ fn number_text(n: &serde_json::Number) -> String {
 
 /// What each row carries besides its cells (the `includeObject` table option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     /// No object.
     None,
     /// The object's metadata as a `PartialObjectMetadata`, which is what `kubectl get` needs.
@@ -168,7 +168,7 @@ pub enum IncludeObject {
 
 impl IncludeObject {
     /// Reads the query parameter; an empty value means the default, `Metadata`.
-    pub fn parse(s: &str) -> Result<Self, TableError> {
+    pub(crate) fn parse(s: &str) -> Result<Self, TableError> {
         match s {
             "None" => Ok(Self::None),
             "" | "Metadata" => Ok(Self::Metadata),

@@ -8,7 +8,7 @@ use crate::apiserver::jsonpath::JsonPath;
 
 /// Columns for a custom resource: Name, then the CRD version's `additionalPrinterColumns`, or Age when
 /// it declares none.
-pub fn crd_columns(additional_printer_columns: &[Value]) -> Result<Vec<Column>, TableError> {
+pub(crate) fn crd_columns(additional_printer_columns: &[Value]) -> Result<Vec<Column>, TableError> {
     let mut columns = vec![name_column()];
     if additional_printer_columns.is_empty() {
         columns.push(

@@ -24,14 +24,14 @@ mod workloads;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-pub use builtin::builtin_columns;
-pub use column::{Column, ColumnType, IncludeObject, TableError};
-pub use custom::crd_columns;
+pub(crate) use builtin::builtin_columns;
+pub(crate) use column::{Column, IncludeObject};
+pub(crate) use custom::crd_columns;
 
 /// Builds the Table for `objects`. `include_object` is the `includeObject` option (validate it with
 /// [`IncludeObject::parse`] first; anything unknown is treated as the default), `list_metadata` becomes
 /// the table's metadata (resourceVersion, continue, ...), and `now` is what ages are measured from.
-pub fn to_table(
+pub(crate) fn to_table(
     columns: &[Column],
     objects: &[&Value],
     include_object: &str,

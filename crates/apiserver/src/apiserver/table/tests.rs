@@ -1,3 +1,4 @@
+use super::column::ColumnType;
 use super::common::NAME_DESCRIPTION;
 use super::*;
 use jiff::SignedDuration;

@@ -8,7 +8,7 @@ use super::field::{Errors, child, text};
 use super::{meta, pod};
 
 /// A Deployment.
-pub fn deployment(obj: &Value) -> Errors {
+pub(super) fn deployment(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     errors.non_negative(spec, "replicas", "spec");
@@ -56,7 +56,7 @@ pub fn deployment(obj: &Value) -> Errors {
 }
 
 /// A ReplicaSet.
-pub fn replica_set(obj: &Value) -> Errors {
+pub(super) fn replica_set(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     errors.non_negative(spec, "replicas", "spec");
@@ -66,7 +66,7 @@ pub fn replica_set(obj: &Value) -> Errors {
 }
 
 /// A DaemonSet.
-pub fn daemon_set(obj: &Value) -> Errors {
+pub(super) fn daemon_set(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     selected_template(&mut errors, spec, "daemonset", "DaemonSet");
@@ -91,7 +91,7 @@ pub fn daemon_set(obj: &Value) -> Errors {
 
 /// A StatefulSet: its pods named after it in order, so it needs a selector of its template and a known pod
 /// management policy and update strategy.
-pub fn stateful_set(obj: &Value) -> Errors {
+pub(super) fn stateful_set(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     for field in ["replicas", "minReadySeconds", "revisionHistoryLimit"] {
@@ -126,7 +126,7 @@ pub fn stateful_set(obj: &Value) -> Errors {
 }
 
 /// A ReplicationController: a selector given as plain labels, defaulted from the template's.
-pub fn replication_controller(obj: &Value) -> Errors {
+pub(super) fn replication_controller(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     errors.non_negative(spec, "replicas", "spec");
@@ -158,7 +158,7 @@ pub fn replication_controller(obj: &Value) -> Errors {
 }
 
 /// A workload's update: its create rules, and a selector that stays as it was (pods would be orphaned).
-pub fn immutable_selector(mut errors: Errors, new: &Value, old: &Value) -> Errors {
+pub(super) fn immutable_selector(mut errors: Errors, new: &Value, old: &Value) -> Errors {
     let selector = new.pointer("/spec/selector");
     if selector != old.pointer("/spec/selector") {
         errors.invalid(
@@ -223,7 +223,7 @@ fn rolling_update(errors: &mut Errors, rolling: Option<&Value>, path: &str) {
 
 /// A count or a percentage (`maxUnavailable`, `minAvailable`): not negative, at most 100%. Returns whether it is
 /// zero.
-pub fn int_or_percent(errors: &mut Errors, value: &Value, at: &str) -> bool {
+pub(super) fn int_or_percent(errors: &mut Errors, value: &Value, at: &str) -> bool {
     match value {
         Value::String(s) => match s.strip_suffix('%').and_then(|n| n.parse::<u64>().ok()) {
             Some(percent) => {

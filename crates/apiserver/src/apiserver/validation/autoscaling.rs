@@ -18,7 +18,7 @@ const METRIC_TYPES: &[&str] = &[
 const TARGET_TYPES: &[&str] = &["AverageValue", "Utilization", "Value"];
 
 /// A HorizontalPodAutoscaler, as written in `autoscaling/v1` or `autoscaling/v2`.
-pub fn horizontal_pod_autoscaler(obj: &Value) -> Errors {
+pub(super) fn horizontal_pod_autoscaler(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let target = spec.get("scaleTargetRef").unwrap_or(&Value::Null);

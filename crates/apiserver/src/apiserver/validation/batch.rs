@@ -10,14 +10,14 @@ use super::{cron, meta, pod};
 const CRON_JOB_NAME_MAX: usize = 52;
 
 /// A Job.
-pub fn job(obj: &Value) -> Errors {
+pub(super) fn job(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     errors.extend(job_spec(obj.get("spec").unwrap_or(&Value::Null), "spec"));
     errors
 }
 
 /// A Job update: besides the create rules, what its pods are made from stays fixed.
-pub fn job_update(new: &Value, old: &Value) -> Errors {
+pub(super) fn job_update(new: &Value, old: &Value) -> Errors {
     let mut errors = job(new);
     for field in ["selector", "completionMode", "completions", "template"] {
         let (now, was) = (
@@ -38,7 +38,7 @@ pub fn job_update(new: &Value, old: &Value) -> Errors {
 }
 
 /// A CronJob.
-pub fn cron_job(obj: &Value) -> Errors {
+pub(super) fn cron_job(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let name = obj
         .pointer("/metadata/name")

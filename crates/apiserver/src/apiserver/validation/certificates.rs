@@ -10,7 +10,7 @@ use super::field::{Errors, child, index, items, text};
 use super::meta;
 
 /// The key usages and extended key usages a request may ask for, as kube-apiserver spells them.
-pub const USAGES: &[&str] = &[
+pub(crate) const USAGES: &[&str] = &[
     "any",
     "cert sign",
     "client auth",
@@ -45,7 +45,7 @@ const CONDITION_STATUSES: &[&str] = &["False", "True", "Unknown"];
 const MIN_EXPIRATION_SECONDS: i64 = 600;
 
 /// A CertificateSigningRequest's metadata and spec.
-pub fn certificate_signing_request(obj: &Value) -> Errors {
+pub(crate) fn certificate_signing_request(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     if let Err(why) = request_pem(spec).and_then(|pem| check_request(&pem)) {
@@ -86,7 +86,7 @@ pub fn certificate_signing_request(obj: &Value) -> Errors {
 }
 
 /// The conditions of a request's status as an approver or signer writes them; `old` is the stored request.
-pub fn conditions(obj: &Value, old: &Value) -> Errors {
+pub(crate) fn conditions(obj: &Value, old: &Value) -> Errors {
     let mut errors = Errors::default();
     let conditions = obj
         .pointer("/status/conditions")
@@ -143,7 +143,7 @@ pub fn conditions(obj: &Value, old: &Value) -> Errors {
 }
 
 /// The PEM text of `spec.request` (base64 on the wire).
-pub fn request_pem(spec: &Value) -> Result<String, String> {
+pub(crate) fn request_pem(spec: &Value) -> Result<String, String> {
     let encoded = text(spec, "request");
     if encoded.is_empty() {
         return Err("PEM block type must be CERTIFICATE REQUEST".to_owned());

@@ -11,7 +11,7 @@ use super::{meta, scheduling};
 use kmm_api::validation::names;
 
 /// A Namespace.
-pub fn namespace(obj: &Value) -> Errors {
+pub(super) fn namespace(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     for finalizer in items(obj.get("spec").unwrap_or(&Value::Null), "finalizers") {
         let name = finalizer.as_str().unwrap_or("");
@@ -21,7 +21,7 @@ pub fn namespace(obj: &Value) -> Errors {
 }
 
 /// A Node.
-pub fn node(obj: &Value) -> Errors {
+pub(super) fn node(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     for (i, cidr) in items(spec, "podCIDRs").iter().enumerate() {
@@ -59,7 +59,7 @@ pub fn node(obj: &Value) -> Errors {
 }
 
 /// A Node update: a pod CIDR and a provider ID, once set, stay.
-pub fn node_update(new: &Value, old: &Value) -> Errors {
+pub(super) fn node_update(new: &Value, old: &Value) -> Errors {
     let mut errors = node(new);
     let was = |field: &str| {
         old.pointer(&format!("/spec/{field}"))

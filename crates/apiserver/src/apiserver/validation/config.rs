@@ -13,7 +13,7 @@ const MAX_DATA_BYTES: usize = 1024 * 1024;
 const CONFIG_KEY_RULE: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 
 /// A ConfigMap.
-pub fn config_map(obj: &Value) -> Errors {
+pub(super) fn config_map(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let mut size = 0;
     for (name, value) in entries(obj, "data") {
@@ -38,7 +38,7 @@ pub fn config_map(obj: &Value) -> Errors {
 }
 
 /// A Secret.
-pub fn secret(obj: &Value) -> Errors {
+pub(super) fn secret(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let mut size = 0;
     for (name, value) in entries(obj, "data") {
@@ -85,7 +85,7 @@ pub fn secret(obj: &Value) -> Errors {
 }
 
 /// A Secret or ConfigMap update: an immutable one keeps its data and its flag, and a Secret keeps its type.
-pub fn immutable_data(mut errors: Errors, new: &Value, old: &Value) -> Errors {
+pub(super) fn immutable_data(mut errors: Errors, new: &Value, old: &Value) -> Errors {
     if old.get("type") != new.get("type")
         && old.get("kind").and_then(Value::as_str) == Some("Secret")
     {
@@ -107,7 +107,7 @@ pub fn immutable_data(mut errors: Errors, new: &Value, old: &Value) -> Errors {
 }
 
 /// A ServiceAccount: only its metadata has rules.
-pub fn service_account(obj: &Value) -> Errors {
+pub(super) fn service_account(obj: &Value) -> Errors {
     meta::object_meta(obj.get("metadata"), "metadata")
 }
 

@@ -13,7 +13,7 @@ use kmm_api::validation::names;
 
 /// Which list a container is in: init containers may not have probes unless they are sidecars.
 #[derive(Clone, Copy, PartialEq)]
-pub enum Role {
+pub(super) enum Role {
     /// `spec.containers`.
     Regular,
     /// `spec.initContainers`.
@@ -21,7 +21,7 @@ pub enum Role {
 }
 
 /// What a container's rules need to know of the pod around it.
-pub struct PodFacts<'a> {
+pub(super) struct PodFacts<'a> {
     /// The names of the pod's volumes, which mounts must refer to.
     pub volumes: HashSet<&'a str>,
     /// `spec.hostNetwork`: then a host port must equal its container port.
@@ -45,7 +45,7 @@ const FIELD_PATHS: &[&str] = &[
 
 /// The containers of one list at `path`; `seen` holds the names of containers checked before (the name is unique
 /// across all of a pod's lists).
-pub fn containers(
+pub(super) fn containers(
     errors: &mut Errors,
     list: &[Value],
     path: &str,
@@ -245,7 +245,7 @@ fn mounts(errors: &mut Errors, c: &Value, at: &str, volumes: &HashSet<&str>) {
 }
 
 /// Requests and limits: known resource names, no negative amount, and no request above its limit.
-pub fn resources(errors: &mut Errors, resources: Option<&Value>, path: &str) {
+pub(super) fn resources(errors: &mut Errors, resources: Option<&Value>, path: &str) {
     let Some(resources) = resources else {
         return;
     };

@@ -33,7 +33,7 @@ const DESCRIPTORS: &[&str] = &[
 ];
 
 /// Why `schedule` is not a schedule, or None.
-pub fn schedule_error(schedule: &str) -> Option<String> {
+pub(super) fn schedule_error(schedule: &str) -> Option<String> {
     if schedule.contains("TZ") {
         return Some("cannot use TZ or CRON_TZ in schedule, use timeZone field instead".into());
     }

@@ -8,7 +8,7 @@ use super::field::{Errors, text};
 use super::meta;
 
 /// A PodDisruptionBudget.
-pub fn pod_disruption_budget(obj: &Value) -> Errors {
+pub(super) fn pod_disruption_budget(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let (min, max) = (spec.get("minAvailable"), spec.get("maxUnavailable"));

@@ -25,7 +25,7 @@ const NOT_FOR_EPHEMERAL: &[&str] = &[
 ];
 
 /// A pod being created may not bring ephemeral containers: they are added to pods that run.
-pub fn not_on_create(errors: &mut Errors, pod: &Value) {
+pub(super) fn not_on_create(errors: &mut Errors, pod: &Value) {
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     if !items(spec, "ephemeralContainers").is_empty() {
         errors.forbidden(PATH, "cannot be set on create");
@@ -33,7 +33,7 @@ pub fn not_on_create(errors: &mut Errors, pod: &Value) {
 }
 
 /// An update through `pods/ephemeralcontainers`: the added containers' rules, and the existing ones unchanged.
-pub fn update(pod: &Value, old: &Value) -> Errors {
+pub(super) fn update(pod: &Value, old: &Value) -> Errors {
     let mut errors = Errors::default();
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let old_spec = old.get("spec").unwrap_or(&Value::Null);

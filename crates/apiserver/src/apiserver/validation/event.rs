@@ -13,7 +13,7 @@ const SHORT_FIELD_MAX: usize = 128;
 const NOTE_MAX: usize = 1024;
 
 /// How one of the two Event APIs names the fields the rules read.
-pub struct EventApi {
+pub(super) struct EventApi {
     /// The object the event is about: `involvedObject` (core) or `regarding` (`events.k8s.io`).
     regarding: &'static str,
     /// The reporting controller: `reportingComponent` in core's JSON, `reportingController` in the newer API.
@@ -27,7 +27,7 @@ pub struct EventApi {
 }
 
 /// Core `v1` Events: the old shape is accepted when no event time is given.
-pub const CORE: EventApi = EventApi {
+pub(super) const CORE: EventApi = EventApi {
     regarding: "involvedObject",
     controller: "reportingComponent",
     controller_shown: "source",
@@ -36,7 +36,7 @@ pub const CORE: EventApi = EventApi {
 };
 
 /// `events.k8s.io/v1` Events.
-pub const EVENTS_V1: EventApi = EventApi {
+pub(super) const EVENTS_V1: EventApi = EventApi {
     regarding: "regarding",
     controller: "reportingController",
     controller_shown: "reportingController",
@@ -45,7 +45,7 @@ pub const EVENTS_V1: EventApi = EventApi {
 };
 
 /// An Event written through `api`.
-pub fn event(obj: &Value, api: &EventApi) -> Errors {
+pub(super) fn event(obj: &Value, api: &EventApi) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let namespace = obj
         .pointer("/metadata/namespace")

@@ -10,11 +10,11 @@ use super::super::errors::Cause;
 
 /// The field errors found in one object, in the order the rules found them.
 #[derive(Debug, Default)]
-pub struct Errors(Vec<Cause>);
+pub(crate) struct Errors(Vec<Cause>);
 
 impl Errors {
     /// The causes found, for the 422's `details.causes`.
-    pub fn into_causes(self) -> Vec<Cause> {
+    pub(crate) fn into_causes(self) -> Vec<Cause> {
         self.0
     }
 
@@ -27,7 +27,7 @@ impl Errors {
     }
 
     /// `Required value`, with an optional explanation.
-    pub fn required(&mut self, field: &str, detail: &str) {
+    pub(crate) fn required(&mut self, field: &str, detail: &str) {
         self.push(
             "FieldValueRequired",
             field,
@@ -36,7 +36,7 @@ impl Errors {
     }
 
     /// `Invalid value: <value>: <detail>`.
-    pub fn invalid(&mut self, field: &str, value: &Value, detail: &str) {
+    pub(crate) fn invalid(&mut self, field: &str, value: &Value, detail: &str) {
         self.push(
             "FieldValueInvalid",
             field,
@@ -45,7 +45,7 @@ impl Errors {
     }
 
     /// `Invalid value: <shown>: <detail>`, for values kube-apiserver prints in Go's own notation (maps of labels).
-    pub fn invalid_shown(&mut self, field: &str, shown: &str, detail: &str) {
+    pub(crate) fn invalid_shown(&mut self, field: &str, shown: &str, detail: &str) {
         self.push(
             "FieldValueInvalid",
             field,
@@ -54,14 +54,14 @@ impl Errors {
     }
 
     /// One `Invalid value` per problem a name grammar reports (the `names::*_errors` functions).
-    pub fn invalid_each(&mut self, field: &str, value: &str, problems: Vec<String>) {
+    pub(crate) fn invalid_each(&mut self, field: &str, value: &str, problems: Vec<String>) {
         for problem in problems {
             self.invalid(field, &Value::from(value), &problem);
         }
     }
 
     /// `Unsupported value: <value>: supported values: "a", "b"`.
-    pub fn not_supported(&mut self, field: &str, value: &Value, supported: &[&str]) {
+    pub(crate) fn not_supported(&mut self, field: &str, value: &Value, supported: &[&str]) {
         let list = supported
             .iter()
             .map(|s| format!("{s:?}"))
@@ -78,7 +78,7 @@ impl Errors {
     }
 
     /// `Duplicate value: <value>`.
-    pub fn duplicate(&mut self, field: &str, value: &Value) {
+    pub(crate) fn duplicate(&mut self, field: &str, value: &Value) {
         self.push(
             "FieldValueDuplicate",
             field,
@@ -87,7 +87,7 @@ impl Errors {
     }
 
     /// `Not found: <value>`: a reference to something the object does not have.
-    pub fn not_found(&mut self, field: &str, value: &Value) {
+    pub(crate) fn not_found(&mut self, field: &str, value: &Value) {
         self.push(
             "FieldValueNotFound",
             field,
@@ -96,7 +96,7 @@ impl Errors {
     }
 
     /// `Forbidden: <detail>`.
-    pub fn forbidden(&mut self, field: &str, detail: &str) {
+    pub(crate) fn forbidden(&mut self, field: &str, detail: &str) {
         self.push(
             "FieldValueForbidden",
             field,
@@ -105,7 +105,7 @@ impl Errors {
     }
 
     /// `Too long: may not be more than <max> bytes`.
-    pub fn too_long(&mut self, field: &str, max: usize) {
+    pub(crate) fn too_long(&mut self, field: &str, max: usize) {
         self.push(
             "FieldValueTooLong",
             field,
@@ -114,7 +114,7 @@ impl Errors {
     }
 
     /// `Invalid value: <value>: must be greater than or equal to 0` when a number is negative.
-    pub fn non_negative(&mut self, obj: &Value, field: &str, path: &str) {
+    pub(crate) fn non_negative(&mut self, obj: &Value, field: &str, path: &str) {
         if let Some(n) = obj.get(field).and_then(Value::as_i64)
             && n < 0
         {
@@ -127,7 +127,7 @@ impl Errors {
     }
 
     /// `Invalid value: <value>: must be greater than 0` when a number is zero or negative.
-    pub fn positive(&mut self, obj: &Value, field: &str, path: &str) {
+    pub(crate) fn positive(&mut self, obj: &Value, field: &str, path: &str) {
         if let Some(n) = obj.get(field).and_then(Value::as_i64)
             && n <= 0
         {
@@ -140,7 +140,7 @@ impl Errors {
     }
 
     /// Append another list's errors (a part of an object validated on its own).
-    pub fn extend(&mut self, other: Errors) {
+    pub(crate) fn extend(&mut self, other: Errors) {
         self.0.extend(other.0);
     }
 }
@@ -164,7 +164,7 @@ fn show(value: &Value) -> String {
 }
 
 /// `path.name`, or `name` at the top.
-pub fn child(path: &str, name: &str) -> String {
+pub(super) fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()
     } else {
@@ -173,29 +173,32 @@ pub fn child(path: &str, name: &str) -> String {
 }
 
 /// `path[index]`.
-pub fn index(path: &str, index: usize) -> String {
+pub(super) fn index(path: &str, index: usize) -> String {
     format!("{path}[{index}]")
 }
 
 /// `path[key]`, how kube-apiserver names one entry of a map (`data[tls.crt]`).
-pub fn key(path: &str, key: &str) -> String {
+pub(super) fn key(path: &str, key: &str) -> String {
     format!("{path}[{key}]")
 }
 
 /// A string field of `obj`, empty when absent.
-pub fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
+pub(super) fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The items of an array field of `obj`, none when absent.
-pub fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+pub(super) fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
     obj.get(field)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
 /// The entries of a map field of `obj`, none when absent.
-pub fn entries<'a>(obj: &'a Value, field: &str) -> impl Iterator<Item = (&'a String, &'a Value)> {
+pub(super) fn entries<'a>(
+    obj: &'a Value,
+    field: &str,
+) -> impl Iterator<Item = (&'a String, &'a Value)> {
     obj.get(field)
         .and_then(Value::as_object)
         .into_iter()

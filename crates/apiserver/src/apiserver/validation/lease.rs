@@ -7,7 +7,7 @@ use super::field::{Errors, text};
 use super::meta;
 
 /// A Lease.
-pub fn lease(obj: &Value) -> Errors {
+pub(super) fn lease(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     errors.positive(spec, "leaseDurationSeconds", "spec");

@@ -10,7 +10,7 @@ use kmm_api::validation::names;
 const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
 
 /// Labels, annotations, finalizers and owner references of `meta`, found at `path`.
-pub fn object_meta(meta: Option<&Value>, path: &str) -> Errors {
+pub(super) fn object_meta(meta: Option<&Value>, path: &str) -> Errors {
     let mut errors = Errors::default();
     let Some(meta) = meta else {
         return errors;
@@ -34,7 +34,7 @@ pub fn object_meta(meta: Option<&Value>, path: &str) -> Errors {
 }
 
 /// Keys must be qualified names and values label values; kube-apiserver names the map, not the key, as the field.
-pub fn labels(errors: &mut Errors, labels: Option<&Value>, path: &str) {
+pub(super) fn labels(errors: &mut Errors, labels: Option<&Value>, path: &str) {
     for (key, value) in labels.and_then(Value::as_object).into_iter().flatten() {
         errors.invalid_each(path, key, names::qualified_name_errors(key));
         let value = value.as_str().unwrap_or("");
@@ -89,7 +89,7 @@ fn owner_references(errors: &mut Errors, references: &[Value], path: &str) {
 }
 
 /// A `metav1.LabelSelector` at `path`: label rules for `matchLabels`, and operators that fit their values.
-pub fn label_selector(errors: &mut Errors, selector: &Value, path: &str) {
+pub(super) fn label_selector(errors: &mut Errors, selector: &Value, path: &str) {
     labels(
         errors,
         selector.get("matchLabels"),
@@ -122,13 +122,13 @@ pub fn label_selector(errors: &mut Errors, selector: &Value, path: &str) {
 
 /// Whether a selector selects nothing at all (no labels, no expressions): workloads refuse one, for it would
 /// claim every pod of the namespace.
-pub fn selector_is_empty(selector: &Value) -> bool {
+pub(super) fn selector_is_empty(selector: &Value) -> bool {
     entries(selector, "matchLabels").next().is_none()
         && items(selector, "matchExpressions").is_empty()
 }
 
 /// Whether `selector` selects an object with `labels`.
-pub fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
+pub(super) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
     let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
     let by_labels = entries(selector, "matchLabels").all(|(k, v)| label(k) == v.as_str());
     by_labels
@@ -146,7 +146,7 @@ pub fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
 }
 
 /// A map of labels as kube-apiserver prints it in an error: `map[string]string{"app":"web"}`, keys sorted.
-pub fn show_labels(labels: Option<&Value>) -> String {
+pub(super) fn show_labels(labels: Option<&Value>) -> String {
     let mut pairs: Vec<(&String, &Value)> = labels
         .and_then(Value::as_object)
         .into_iter()

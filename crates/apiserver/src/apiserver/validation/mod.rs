@@ -11,7 +11,7 @@
 mod apps;
 mod autoscaling;
 mod batch;
-pub mod certificates;
+pub(crate) mod certificates;
 mod cluster;
 mod config;
 mod container;
@@ -43,7 +43,7 @@ use super::registry::ResourceType;
 
 /// The causes for refusing `obj`, a built-in object of `rt` after decoding and defaulting; empty when it is
 /// valid. `old` is the stored object on updates, for the rules that fix fields once set.
-pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -60,7 +60,7 @@ pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Caus
 
 /// The causes for refusing a write of a pod's ephemeral containers (`pods/ephemeralcontainers`), which is judged
 /// by their rules alone: nothing else of the pod changes through it.
-pub fn validate_ephemeral_containers(pod: &Value, old: &Value) -> Vec<Cause> {
+pub(crate) fn validate_ephemeral_containers(pod: &Value, old: &Value) -> Vec<Cause> {
     ephemeral::update(pod, old).into_causes()
 }
 

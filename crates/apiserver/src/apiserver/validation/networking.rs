@@ -10,7 +10,7 @@ use super::meta;
 const PATH_TYPES: &[&str] = &["Exact", "ImplementationSpecific", "Prefix"];
 
 /// An Ingress.
-pub fn ingress(obj: &Value) -> Errors {
+pub(super) fn ingress(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let rules = items(spec, "rules");
@@ -108,7 +108,7 @@ fn backend(errors: &mut Errors, backend: &Value, at: &str) {
 }
 
 /// An IngressClass.
-pub fn ingress_class(obj: &Value) -> Errors {
+pub(super) fn ingress_class(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     if text(spec, "controller").is_empty() {

@@ -19,7 +19,7 @@ const POD_UPDATE_RULE: &str = "pod updates may not change fields other than `spe
 tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// A Pod: metadata and spec.
-pub fn pod(obj: &Value) -> Errors {
+pub(super) fn pod(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     match obj.get("spec") {
         Some(spec) => errors.extend(pod_spec(spec, "spec")),
@@ -29,7 +29,7 @@ pub fn pod(obj: &Value) -> Errors {
 }
 
 /// A Pod update: the create rules, then the spec compared with the stored one.
-pub fn pod_update(new: &Value, old: &Value) -> Errors {
+pub(super) fn pod_update(new: &Value, old: &Value) -> Errors {
     let mut errors = pod(new);
     if let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec"))
         && mutable_view(new_spec, old_spec) != mutable_view(old_spec, old_spec)
@@ -86,7 +86,7 @@ fn mutable_view(spec: &Value, old: &Value) -> Value {
 }
 
 /// A pod spec at `path` (`spec`, or `spec.template.spec` in a workload).
-pub fn pod_spec(spec: &Value, path: &str) -> Errors {
+pub(super) fn pod_spec(spec: &Value, path: &str) -> Errors {
     let mut errors = Errors::default();
     let volume_names =
         volumes::volumes(&mut errors, items(spec, "volumes"), &child(path, "volumes"));
@@ -189,7 +189,7 @@ pub fn pod_spec(spec: &Value, path: &str) -> Errors {
 }
 
 /// A pod template at `path` (`spec.template`): its labels and annotations, and its pod spec.
-pub fn template(template: Option<&Value>, path: &str) -> Errors {
+pub(super) fn template(template: Option<&Value>, path: &str) -> Errors {
     let Some(template) = template else {
         let mut errors = Errors::default();
         errors.required(path, "");
@@ -206,7 +206,7 @@ pub fn template(template: Option<&Value>, path: &str) -> Errors {
 /// The template of a controller whose pods run forever (Deployment, ReplicaSet, DaemonSet, ReplicationController):
 /// they must restart always, and have no deadline.
 /// `controller` names the kind in the refusal of a deadline.
-pub fn long_running_template(
+pub(super) fn long_running_template(
     errors: &mut Errors,
     template: Option<&Value>,
     path: &str,

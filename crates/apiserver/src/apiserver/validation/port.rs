@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::field::{Errors, child, text};
 
 /// A port's `protocol`: one of the three kube-proxy knows.
-pub fn protocol(errors: &mut Errors, port: &Value, at: &str) {
+pub(super) fn protocol(errors: &mut Errors, port: &Value, at: &str) {
     match text(port, "protocol") {
         "" => errors.required(&child(at, "protocol"), ""),
         "TCP" | "UDP" | "SCTP" => {}
@@ -19,14 +19,14 @@ pub fn protocol(errors: &mut Errors, port: &Value, at: &str) {
 }
 
 /// `Invalid value` unless `port` is a TCP/UDP port number.
-pub fn port_number(errors: &mut Errors, port: i64, at: &str) {
+pub(super) fn port_number(errors: &mut Errors, port: i64, at: &str) {
     if !(1..=65535).contains(&port) {
         errors.invalid(at, &json!(port), "must be between 1 and 65535, inclusive");
     }
 }
 
 /// A port given by number or by its container port's name (probes, Services' `targetPort`).
-pub fn number_or_name(errors: &mut Errors, port: Option<&Value>, at: &str) {
+pub(super) fn number_or_name(errors: &mut Errors, port: Option<&Value>, at: &str) {
     match port {
         Some(Value::String(name)) => errors.invalid_each(at, name, port_name_errors(name)),
         Some(number) => port_number(errors, number.as_i64().unwrap_or(0), at),
@@ -36,7 +36,7 @@ pub fn number_or_name(errors: &mut Errors, port: Option<&Value>, at: &str) {
 
 /// An IANA service name, what a named port must be: at most 15 lowercase letters, digits and single hyphens,
 /// at least one letter.
-pub fn port_name_errors(name: &str) -> Vec<String> {
+pub(super) fn port_name_errors(name: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if name.len() > 15 {
         problems.push("must be no more than 15 characters".to_string());

@@ -9,10 +9,10 @@ use super::port::{number_or_name, port_number};
 /// The handlers a probe may use.
 const PROBE_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "grpc"];
 /// The handlers a lifecycle hook may use.
-pub const HOOK_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "sleep"];
+pub(super) const HOOK_HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "sleep"];
 
 /// A probe at `at`; `which` is its field name (`livenessProbe`, `readinessProbe`, `startupProbe`).
-pub fn probe(errors: &mut Errors, probe: &Value, at: &str, which: &str) {
+pub(super) fn probe(errors: &mut Errors, probe: &Value, at: &str, which: &str) {
     handler(errors, probe, at, PROBE_HANDLERS);
     for field in [
         "initialDelaySeconds",
@@ -43,7 +43,7 @@ pub fn probe(errors: &mut Errors, probe: &Value, at: &str, which: &str) {
 }
 
 /// Exactly one of `allowed` handlers, each well-formed.
-pub fn handler(errors: &mut Errors, handler: &Value, at: &str, allowed: &[&str]) {
+pub(super) fn handler(errors: &mut Errors, handler: &Value, at: &str, allowed: &[&str]) {
     let present: Vec<&str> = allowed
         .iter()
         .copied()

@@ -2,7 +2,7 @@
 //! its limits as kube-apiserver compares them, without floating-point rounding deciding a tie.
 
 /// A quantity in billionths of its unit (nano-cores, nano-bytes): exact for every suffix Kubernetes accepts.
-pub fn nanos(quantity: &str) -> Option<i128> {
+pub(super) fn nanos(quantity: &str) -> Option<i128> {
     let split = quantity
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
         .unwrap_or(quantity.len());

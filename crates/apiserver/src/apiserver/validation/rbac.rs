@@ -10,7 +10,7 @@ use crate::apiserver::objects;
 use kmm_api::validation::names;
 
 /// A Role (`namespaced`) or ClusterRole.
-pub fn role(obj: &Value, namespaced: bool) -> Errors {
+pub(super) fn role(obj: &Value, namespaced: bool) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     for (i, rule) in items(obj, "rules").iter().enumerate() {
         policy_rule(&mut errors, rule, &index("rules", i), namespaced);
@@ -72,7 +72,7 @@ fn policy_rule(errors: &mut Errors, rule: &Value, at: &str, namespaced: bool) {
 }
 
 /// A RoleBinding (`namespaced`) or ClusterRoleBinding.
-pub fn binding(obj: &Value, namespaced: bool) -> Errors {
+pub(super) fn binding(obj: &Value, namespaced: bool) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let role_ref = obj.get("roleRef").unwrap_or(&Value::Null);
     let group = text(role_ref, "apiGroup");
@@ -101,7 +101,7 @@ pub fn binding(obj: &Value, namespaced: bool) -> Errors {
 }
 
 /// A binding's update: its `roleRef` stays as it was.
-pub fn binding_update(new: &Value, old: &Value, namespaced: bool) -> Errors {
+pub(super) fn binding_update(new: &Value, old: &Value, namespaced: bool) -> Errors {
     let mut errors = binding(new, namespaced);
     let role_ref = new.get("roleRef").unwrap_or(&Value::Null);
     if old.get("roleRef") != new.get("roleRef") {

@@ -8,7 +8,7 @@ use super::{meta, quantity, scheduling};
 use kmm_api::validation::names;
 
 /// A RuntimeClass.
-pub fn runtime_class(obj: &Value) -> Errors {
+pub(super) fn runtime_class(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
     errors.invalid_each("handler", handler, names::dns1123_label_errors(handler));
@@ -40,7 +40,7 @@ pub fn runtime_class(obj: &Value) -> Errors {
 }
 
 /// A RuntimeClass update: the handler stays.
-pub fn runtime_class_update(new: &Value, old: &Value) -> Errors {
+pub(super) fn runtime_class_update(new: &Value, old: &Value) -> Errors {
     let mut errors = runtime_class(new);
     if new.get("handler") != old.get("handler") {
         errors.invalid(

@@ -9,7 +9,7 @@ use kmm_api::validation::names;
 const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 /// The tolerations at `path`.
-pub fn tolerations(errors: &mut Errors, list: &[Value], path: &str) {
+pub(super) fn tolerations(errors: &mut Errors, list: &[Value], path: &str) {
     for (i, toleration) in list.iter().enumerate() {
         let at = index(path, i);
         let key = text(toleration, "key");
@@ -57,7 +57,7 @@ pub fn tolerations(errors: &mut Errors, list: &[Value], path: &str) {
 }
 
 /// A taint's effect, which unlike a toleration's may not be empty.
-pub fn taint_effect(errors: &mut Errors, effect: &str, at: &str) {
+pub(super) fn taint_effect(errors: &mut Errors, effect: &str, at: &str) {
     if effect.is_empty() {
         errors.required(at, "");
     } else if !EFFECTS.contains(&effect) {
@@ -66,7 +66,7 @@ pub fn taint_effect(errors: &mut Errors, effect: &str, at: &str) {
 }
 
 /// `spec.affinity.nodeAffinity` at `path`.
-pub fn node_affinity(errors: &mut Errors, affinity: Option<&Value>, path: &str) {
+pub(super) fn node_affinity(errors: &mut Errors, affinity: Option<&Value>, path: &str) {
     let Some(affinity) = affinity else {
         return;
     };

@@ -14,7 +14,7 @@ use kmm_api::validation::names;
 const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
 /// A Service.
-pub fn service(obj: &Value) -> Errors {
+pub(super) fn service(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let kind = text(spec, "type");
@@ -116,7 +116,7 @@ pub fn service(obj: &Value) -> Errors {
 }
 
 /// A Service update: the cluster IP it was given stays.
-pub fn service_update(new: &Value, old: &Value) -> Errors {
+pub(super) fn service_update(new: &Value, old: &Value) -> Errors {
     let mut errors = service(new);
     let was = old
         .pointer("/spec/clusterIP")

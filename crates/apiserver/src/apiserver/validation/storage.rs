@@ -45,7 +45,7 @@ const VOLUME_SOURCES: &[&str] = &[
 ];
 
 /// A PersistentVolumeClaim.
-pub fn persistent_volume_claim(obj: &Value) -> Errors {
+pub(super) fn persistent_volume_claim(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     access_modes(&mut errors, spec);
@@ -61,7 +61,7 @@ pub fn persistent_volume_claim(obj: &Value) -> Errors {
 }
 
 /// A PersistentVolume.
-pub fn persistent_volume(obj: &Value) -> Errors {
+pub(super) fn persistent_volume(obj: &Value) -> Errors {
     let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     access_modes(&mut errors, spec);

@@ -53,7 +53,7 @@ const HOST_PATH_TYPES: &[&str] = &[
 ];
 
 /// The volumes at `path`; returns their names, which mounts must refer to.
-pub fn volumes<'a>(errors: &mut Errors, list: &'a [Value], path: &str) -> HashSet<&'a str> {
+pub(super) fn volumes<'a>(errors: &mut Errors, list: &'a [Value], path: &str) -> HashSet<&'a str> {
     let mut seen = HashSet::new();
     for (i, volume) in list.iter().enumerate() {
         let at = index(path, i);

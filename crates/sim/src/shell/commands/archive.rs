@@ -206,7 +206,10 @@ fn archive_limit(cx: &Cx<'_>) -> usize {
 
 /// `bytes` gunzipped when they are gzip data (tar reads compressed archives whether or not it is told), no more
 /// than `limit` bytes of it; None when it is bigger.
-pub fn maybe_gunzip(bytes: Vec<u8>, limit: usize) -> Result<Option<Vec<u8>>, std::io::Error> {
+pub(super) fn maybe_gunzip(
+    bytes: Vec<u8>,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, std::io::Error> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(Some(bytes));
     }
@@ -218,7 +221,7 @@ pub fn maybe_gunzip(bytes: Vec<u8>, limit: usize) -> Result<Option<Vec<u8>>, std
 }
 
 /// `bytes` gzipped.
-pub fn gzipped(bytes: &[u8]) -> Vec<u8> {
+pub(super) fn gzipped(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
     // Writing to a vector cannot fail.
     let _ = encoder.write_all(bytes);
@@ -226,7 +229,7 @@ pub fn gzipped(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// `tar`.
-pub async fn tar(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn tar(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let request = match Request::parse(args) {
         Ok(request) => request,
         Err(why) => {

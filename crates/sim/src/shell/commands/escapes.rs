@@ -2,13 +2,13 @@
 
 /// Which octal escape a reader takes: `echo -e` and `%b` write `\0NNN`, a `printf` format `\NNN`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Octal {
+pub(super) enum Octal {
     LeadingZero,
     Plain,
 }
 
 /// `text` with its escapes replaced, and whether a `\c` asked for no further output.
-pub fn unescape(text: &str, octal: Octal) -> (Vec<u8>, bool) {
+pub(super) fn unescape(text: &str, octal: Octal) -> (Vec<u8>, bool) {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

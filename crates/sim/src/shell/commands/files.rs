@@ -66,7 +66,7 @@ struct Listing {
 }
 
 /// `ls [-laA1Rd] [FILE]...`: one name a line, files first then each directory's entries.
-pub fn ls(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn ls(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, mut operands) = parse_or_usage!(cx, "ls", args, "laA1RdhFpC");
     let listing = Listing {
         long: flags.contains('l'),
@@ -177,7 +177,7 @@ pub fn ls(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `mkdir [-p] DIR...`.
-pub fn mkdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn mkdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, operands) = parse_or_usage!(cx, "mkdir", args, "pv");
     if operands.is_empty() {
         complain(cx, "mkdir", "missing operand")?;
@@ -199,7 +199,7 @@ pub fn mkdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `rm [-rRf] FILE...`.
-pub fn rm(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn rm(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, operands) = parse_or_usage!(cx, "rm", args, "rRfiv");
     let force = flags.contains('f');
     let recursive = flags.contains('r') || flags.contains('R');
@@ -230,7 +230,7 @@ pub fn rm(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `rmdir DIR...`: empty directories only.
-pub fn rmdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn rmdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (_, operands) = parse_or_usage!(cx, "rmdir", args, "v");
     if operands.is_empty() {
         complain(cx, "rmdir", "missing operand")?;
@@ -253,7 +253,7 @@ pub fn rmdir(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `touch [-c] FILE...`: an empty file where there is none.
-pub fn touch(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn touch(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, operands) = parse_or_usage!(cx, "touch", args, "cam");
     if operands.is_empty() {
         complain(cx, "touch", "missing file operand")?;
@@ -315,7 +315,7 @@ fn copy_tree(cx: &Cx<'_>, from: &str, to: &str) -> Result<(), FsError> {
 }
 
 /// `cp [-rRapf] SOURCE... TARGET`.
-pub fn cp(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn cp(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, operands) = parse_or_usage!(cx, "cp", args, "rRapfvdL");
     let recursive = flags.contains('r') || flags.contains('R') || flags.contains('a');
     let (sources, target) = match sources_and_target(cx, &operands) {
@@ -358,7 +358,7 @@ pub fn cp(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `mv [-f] SOURCE... TARGET`.
-pub fn mv(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn mv(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (_, operands) = parse_or_usage!(cx, "mv", args, "fivn");
     let (sources, target) = match sources_and_target(cx, &operands) {
         Ok(split) => split,

@@ -157,7 +157,7 @@ fn compile(patterns: &[String], syntax: Syntax, options: &Options) -> Result<Reg
 
 /// `grep [-vicnqoxwlhHsrEFG] [-e PATTERN]... [PATTERN] [FILE]...`: status 0 when a line was selected, 1 when
 /// none was, 2 on an error.
-pub async fn grep(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn grep(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut options = Options::default();
     let mut syntax = Syntax::Basic;
     let mut patterns: Vec<String> = Vec::new();

@@ -30,7 +30,7 @@ fn convert(bytes: Vec<u8>, decompress: bool, limit: usize) -> Result<Vec<u8>, &'
 }
 
 /// `gzip [-cdfk] [FILE]...`, `gunzip` (`gzip -d`) and `zcat` (`gzip -dc`), as `name` says.
-pub async fn gzip(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Status {
+pub(super) async fn gzip(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Status {
     let mut decompress = name != "gzip";
     let mut to_stdout = name == "zcat";
     let mut force = false;

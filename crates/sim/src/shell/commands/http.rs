@@ -31,7 +31,7 @@ struct Reply {
 }
 
 /// Answer the requests read from `connection` until the client or a request closes it.
-pub async fn answer(mut connection: DuplexStream) {
+pub(super) async fn answer(mut connection: DuplexStream) {
     let mut received = Vec::new();
     let mut chunk = vec![0u8; 8 * 1024];
     loop {

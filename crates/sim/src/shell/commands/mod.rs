@@ -89,13 +89,13 @@ fn command_name(name: &str) -> &str {
 }
 
 /// Whether `name` (a name or a path) is a command of the simulation: what `command -v` and `which` answer from.
-pub fn known(name: &str) -> bool {
+pub(super) fn known(name: &str) -> bool {
     NAMES.contains(&command_name(name))
 }
 
 /// Run the command `name` with `args`; None when `name` is not a command of the simulation (the shell then says
 /// it is not simulated).
-pub async fn run(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Option<i32> {
+pub(super) async fn run(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Option<i32> {
     let name = command_name(name);
     let status = match name {
         "true" => Ok(0),

@@ -21,7 +21,7 @@ enum Mode {
 }
 
 /// `nc`; None for a host outside the pod (the shell says it is not simulated).
-pub async fn nc(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
+pub(super) async fn nc(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
     let mode = match mode(args) {
         Ok(mode) => mode,
         Err(message) => return Some(complain(cx, "nc", &message).map(|()| 1)),

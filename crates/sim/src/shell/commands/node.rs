@@ -18,7 +18,7 @@ fn module_size(module: &str) -> u64 {
 }
 
 /// `lsmod`: the modules the node's kernel has loaded (none known without a machine).
-pub fn lsmod(cx: &mut Cx<'_>) -> Status {
+pub(super) fn lsmod(cx: &mut Cx<'_>) -> Status {
     let mut text = format!("{:<24}{:>8}  Used by\n", "Module", "Size");
     for module in machine(cx).map(|m| m.modules).unwrap_or_default() {
         text.push_str(&format!("{module:<24}{:>8}  0\n", module_size(&module)));
@@ -27,7 +27,7 @@ pub fn lsmod(cx: &mut Cx<'_>) -> Status {
 }
 
 /// `modinfo MODULE`: a loaded module (the machine knows only those); modules are named with `-` or `_` alike.
-pub fn modinfo(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn modinfo(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let Some(module) = args.iter().find(|a| !a.starts_with('-')) else {
         complain(cx, "modinfo", "ERROR: missing module or filename.")?;
         return Ok(1);
@@ -51,7 +51,7 @@ pub fn modinfo(cx: &mut Cx<'_>, args: &[String]) -> Status {
 /// `crictl [--runtime-endpoint E | -r E | --image-endpoint E | -i E] images`: the node's images, when the
 /// endpoint is the node's containerd socket and the container mounts it; without the socket crictl cannot
 /// connect. Other subcommands are not simulated.
-pub fn crictl(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn crictl(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut endpoint = format!("unix://{CONTAINERD_SOCKET}");
     let mut rest: &[String] = args;
     let command = loop {

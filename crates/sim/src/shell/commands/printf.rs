@@ -350,7 +350,7 @@ fn c_general(n: f64, precision: usize, upper: bool) -> String {
 }
 
 /// `printf FORMAT [ARG]...`.
-pub fn printf(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn printf(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let Some((format, rest)) = args.split_first() else {
         complain(cx, "printf", "missing operand")?;
         return Ok(1);

@@ -6,19 +6,19 @@ use crate::shell::fs::{FsError, resolve};
 use crate::shell::io::{Cx, Input};
 
 /// Standard input, or the bytes of a file.
-pub enum Reader<'a> {
+pub(super) enum Reader<'a> {
     Stdin(&'a mut Input),
     Bytes { bytes: Vec<u8>, at: usize },
 }
 
 impl<'a> Reader<'a> {
     /// A file's contents.
-    pub fn bytes(bytes: Vec<u8>) -> Self {
+    pub(super) fn bytes(bytes: Vec<u8>) -> Self {
         Self::Bytes { bytes, at: 0 }
     }
 
     /// The next line with its `\n` (the last may have none); None at the end.
-    pub async fn line(&mut self) -> Option<Vec<u8>> {
+    pub(super) async fn line(&mut self) -> Option<Vec<u8>> {
         match self {
             Self::Stdin(input) => input.line().await,
             Self::Bytes { bytes, at } => {
@@ -35,7 +35,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next bytes; None at the end.
-    pub async fn chunk(&mut self) -> Option<Vec<u8>> {
+    pub(super) async fn chunk(&mut self) -> Option<Vec<u8>> {
         match self {
             Self::Stdin(input) => input.chunk().await,
             Self::Bytes { bytes, at } => {
@@ -48,13 +48,13 @@ impl<'a> Reader<'a> {
 }
 
 /// `line` without its line end.
-pub fn chomp(line: &[u8]) -> &[u8] {
+pub(super) fn chomp(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\n").unwrap_or(line)
 }
 
 /// The contents of the operand `name` of a command (resolved against the working directory), or None for `-`,
 /// which reads standard input.
-pub fn load(cx: &Cx<'_>, name: &str) -> Result<Option<Vec<u8>>, FsError> {
+pub(super) fn load(cx: &Cx<'_>, name: &str) -> Result<Option<Vec<u8>>, FsError> {
     if name == "-" {
         return Ok(None);
     }
@@ -63,14 +63,14 @@ pub fn load(cx: &Cx<'_>, name: &str) -> Result<Option<Vec<u8>>, FsError> {
 
 /// Bytes `writer` produced so far, against the process's output limit: a command that writes without reading
 /// (`yes`, `seq`) stops producing once it has written that much, even to `/dev/null`, which spends no budget.
-pub struct Produced {
+pub(super) struct Produced {
     written: u64,
     limit: u64,
 }
 
 impl Produced {
     /// Nothing produced yet, by a process of `cx`.
-    pub fn new(cx: &Cx<'_>) -> Self {
+    pub(super) fn new(cx: &Cx<'_>) -> Self {
         Self {
             written: 0,
             limit: cx.container.limits.output_bytes,
@@ -78,7 +78,7 @@ impl Produced {
     }
 
     /// Count `bytes` more; false once the process has produced as much as it may write.
-    pub fn add(&mut self, bytes: usize) -> bool {
+    pub(super) fn add(&mut self, bytes: usize) -> bool {
         self.written += bytes as u64;
         self.written <= self.limit
     }

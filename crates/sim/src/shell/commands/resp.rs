@@ -22,7 +22,7 @@ enum Parsed {
 }
 
 /// Answer the commands read from `connection` until the client leaves or quits.
-pub async fn answer(mut connection: DuplexStream) {
+pub(super) async fn answer(mut connection: DuplexStream) {
     let mut received = Vec::new();
     let mut chunk = vec![0u8; 4 * 1024];
     loop {

@@ -29,7 +29,7 @@ fn number(text: &str) -> Option<Number> {
 }
 
 /// `seq`.
-pub fn seq(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn seq(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut separator = "\n".to_owned();
     let mut equal_width = false;
     let mut operands = Vec::new();

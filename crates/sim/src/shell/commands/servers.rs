@@ -8,13 +8,13 @@ use crate::network::Listener;
 use crate::shell::io::Cx;
 
 /// `/pause`, with any arguments: holds the pod's namespaces until killed, writing nothing.
-pub async fn pause() -> Status {
+pub(super) async fn pause() -> Status {
     std::future::pending().await
 }
 
 /// `nginx`, with any arguments: serves its default site on port 80 until killed, writing nothing on its standard
 /// streams (nginx logs to its files); exits 1 when another process of the pod holds the port.
-pub async fn nginx(cx: &mut Cx<'_>) -> Status {
+pub(super) async fn nginx(cx: &mut Cx<'_>) -> Status {
     let Some(listener) = listen(
         cx,
         80,
@@ -28,7 +28,7 @@ pub async fn nginx(cx: &mut Cx<'_>) -> Status {
 
 /// `postgres`: says it is ready, then accepts connections on 5432 until killed. It speaks no protocol: what a
 /// client sends is read and dropped until it leaves.
-pub async fn postgres(cx: &mut Cx<'_>) -> Status {
+pub(super) async fn postgres(cx: &mut Cx<'_>) -> Status {
     let Some(listener) = listen(
         cx,
         5432,
@@ -43,7 +43,7 @@ pub async fn postgres(cx: &mut Cx<'_>) -> Status {
 }
 
 /// `redis-server`: says it is ready, then answers on 6379 until killed.
-pub async fn redis_server(cx: &mut Cx<'_>) -> Status {
+pub(super) async fn redis_server(cx: &mut Cx<'_>) -> Status {
     let Some(listener) = listen(
         cx,
         6379,
@@ -79,7 +79,7 @@ async fn drain(mut connection: DuplexStream) {
 
 /// `python` (and `perl`) with no arguments reads its program from standard input and, running none of it, exits 0
 /// at its end. With arguments it would run a script: not simulated (None).
-pub async fn python(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
+pub(super) async fn python(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
     if !args.is_empty() {
         return None;
     }

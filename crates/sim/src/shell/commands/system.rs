@@ -42,7 +42,7 @@ fn seconds(text: &str) -> Option<f64> {
 }
 
 /// `sleep NUMBER[smhd]...`: wait the sum of the operands, on the simulation's clock; `infinity` never ends.
-pub async fn sleep(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn sleep(cx: &mut Cx<'_>, args: &[String]) -> Status {
     if args.is_empty() {
         complain(cx, "sleep", "missing operand")?;
         return Ok(1);
@@ -72,7 +72,7 @@ fn now() -> jiff::Zoned {
 }
 
 /// `date [-u] [-R | -I[SPEC] | +FORMAT] [-d @SECONDS]`: the host's clock, as the container reads it.
-pub fn date(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn date(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut format = "%a %b %e %H:%M:%S %Z %Y".to_owned();
     let mut when = now();
     let mut rest = args.iter();
@@ -127,7 +127,7 @@ pub fn date(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `hostname`: the pod's name. Setting it is not permitted.
-pub fn hostname(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn hostname(cx: &mut Cx<'_>, args: &[String]) -> Status {
     match args.iter().find(|a| !a.starts_with('-')) {
         Some(_) => {
             complain(cx, "hostname", "sethostname: Operation not permitted")?;
@@ -141,7 +141,7 @@ pub fn hostname(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `uname [-asnrvmo]`: the node's kernel, as every container on it sees it; its host name is the pod's.
-pub fn uname(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn uname(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let node = machine(cx);
     let sysname = match node.as_ref().map(|m| m.operating_system.as_str()) {
         Some("linux" | "") | None => "Linux".to_owned(),
@@ -206,7 +206,7 @@ pub fn uname(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `uptime`: the host's clock, how long the container has run (in simulated time), no users, no load.
-pub fn uptime(cx: &mut Cx<'_>, _args: &[String]) -> Status {
+pub(super) fn uptime(cx: &mut Cx<'_>, _args: &[String]) -> Status {
     let up = cx
         .container
         .clock
@@ -233,7 +233,7 @@ pub fn uptime(cx: &mut Cx<'_>, _args: &[String]) -> Status {
 }
 
 /// `id [-u | -g | -G] [-n]`: root.
-pub fn id(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn id(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let letters: String = args.iter().filter_map(|a| a.strip_prefix('-')).collect();
     if let Some(bad) = letters.chars().find(|c| !"ugGnr".contains(*c)) {
         complain(cx, "id", &format!("invalid option -- '{bad}'"))?;
@@ -249,7 +249,7 @@ pub fn id(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `nproc`: the processors the container may use.
-pub fn nproc(cx: &mut Cx<'_>, _args: &[String]) -> Status {
+pub(super) fn nproc(cx: &mut Cx<'_>, _args: &[String]) -> Status {
     cx.stdout.print(&format!("{PROCESSORS}\n")).map(|()| 0)
 }
 

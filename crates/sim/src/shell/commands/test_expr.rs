@@ -174,7 +174,7 @@ fn evaluate(cx: &Cx<'_>, words: &[String]) -> Result<bool, String> {
 }
 
 /// `test` or `[` (`name`) with `args`.
-pub fn test(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Status {
+pub(super) fn test(cx: &mut Cx<'_>, name: &str, args: &[String]) -> Status {
     let words = if name == "[" {
         match args.split_last() {
             Some((last, words)) if last == "]" => words,

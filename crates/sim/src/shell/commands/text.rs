@@ -13,7 +13,7 @@ use crate::shell::io::Cx;
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `echo [-neE] [ARG]...`: the arguments joined by spaces; `-e` reads backslash escapes, `-n` drops the newline.
-pub fn echo(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn echo(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut newline = true;
     let mut escapes = false;
     let mut words = args;
@@ -85,7 +85,7 @@ fn invalid_option(cx: &mut Cx<'_>, tool: &str, letter: char) -> Status {
 }
 
 /// `cat [-u] [FILE]...`: the files (`-` and none: standard input, as it arrives) one after the other.
-pub async fn cat(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn cat(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (_, mut operands) = match letters(args, "u") {
         Ok(parsed) => parsed,
         Err(letter) => return invalid_option(cx, "cat", letter),
@@ -194,7 +194,7 @@ fn window(args: &[String], tail: bool) -> Result<Window, String> {
 }
 
 /// `head [-n N | -N | -c N] [FILE]...`: the first lines or bytes of each input; stops reading there.
-pub async fn head(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn head(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let window = match window(args, false) {
         Ok(window) => window,
         Err(why) => {
@@ -301,7 +301,7 @@ async fn tail_of(input: &mut Reader<'_>, amount: Amount, from_start: bool) -> Ve
 
 /// `tail [-n [+]N | -N | -c [+]N] [-f] [FILE]...`: the last (or from the Nth on) lines or bytes of each input.
 /// With `-f` it is a server: it then prints what is appended to its file, and never exits.
-pub async fn tail(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn tail(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let window = match window(args, true) {
         Ok(window) => window,
         Err(why) => {
@@ -364,7 +364,7 @@ struct Counts {
 }
 
 /// `wc [-lwc] [FILE]...`: lines, words and bytes of each input, and their total for several.
-pub async fn wc(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn wc(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (mut flags, mut operands) = match letters(args, "lwcm") {
         Ok(parsed) => parsed,
         Err(letter) => return invalid_option(cx, "wc", letter),
@@ -453,7 +453,7 @@ pub async fn wc(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `tee [-a] [FILE]...`: standard input to standard output and to each file, as it arrives.
-pub async fn tee(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn tee(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let (flags, operands) = match letters(args, "ai") {
         Ok(parsed) => parsed,
         Err(letter) => return invalid_option(cx, "tee", letter),
@@ -499,7 +499,7 @@ fn trim_slashes(path: &str) -> &str {
 }
 
 /// `basename NAME [SUFFIX]`: the last component of a path, without `SUFFIX`.
-pub fn basename(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn basename(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let Some(name) = args.first() else {
         complain(cx, "basename", "missing operand")?;
         return Ok(1);
@@ -518,7 +518,7 @@ pub fn basename(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `dirname NAME`: the directory holding a path (`.` for a bare name).
-pub fn dirname(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn dirname(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let Some(name) = args.first() else {
         complain(cx, "dirname", "missing operand")?;
         return Ok(1);
@@ -534,7 +534,7 @@ pub fn dirname(cx: &mut Cx<'_>, args: &[String]) -> Status {
 
 /// `yes [STRING]...`: the line (`y` by default) over and over, until the output is refused. Writing to
 /// `/dev/null`, it runs on without producing anything more once it has produced the process's output limit.
-pub async fn yes(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn yes(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let line = if args.is_empty() {
         "y\n".to_owned()
     } else {
@@ -551,7 +551,7 @@ pub async fn yes(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `printenv [NAME]...`: the environment, or the values of `NAME`s (status 1 when one is not set).
-pub fn printenv(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) fn printenv(cx: &mut Cx<'_>, args: &[String]) -> Status {
     if args.is_empty() {
         let env = cx.env.to_vec();
         return print_env(cx, env);
@@ -578,7 +578,7 @@ fn print_env(cx: &mut Cx<'_>, env: Vec<(String, String)>) -> Status {
 
 /// `env [-i] [-u NAME] [NAME=VALUE]...`: the environment, changed as asked. Running a command in it is not
 /// simulated (None).
-pub fn env(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
+pub(super) fn env(cx: &mut Cx<'_>, args: &[String]) -> Option<Status> {
     let mut env = cx.env.to_vec();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {

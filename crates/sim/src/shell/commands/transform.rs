@@ -64,7 +64,7 @@ fn leading_number(line: &[u8]) -> f64 {
 }
 
 /// `sort [-r] [-n] [-u] [FILE]...`: the lines in byte order (or by their leading number).
-pub async fn sort(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn sort(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut flags = String::new();
     let mut operands = Vec::new();
     for arg in args {
@@ -118,7 +118,7 @@ pub async fn sort(cx: &mut Cx<'_>, args: &[String]) -> Status {
 }
 
 /// `uniq [-c] [-d] [-u] [INPUT]`: adjacent repeated lines once (with `-c`, how many times).
-pub async fn uniq(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn uniq(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut flags = String::new();
     let mut operands = Vec::new();
     for arg in args {
@@ -275,7 +275,7 @@ fn set(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `tr [-c] [-d] [-s] SET1 [SET2]`: standard input with characters translated, deleted or squeezed.
-pub async fn tr(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn tr(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut flags = String::new();
     let mut sets = Vec::new();
     for arg in args {
@@ -394,7 +394,7 @@ fn ranges(list: &str) -> Option<Vec<(usize, usize)>> {
 }
 
 /// `cut -f LIST [-d DELIM] [-s] | -c LIST | -b LIST [FILE]...`: the named fields or characters of each line.
-pub async fn cut(cx: &mut Cx<'_>, args: &[String]) -> Status {
+pub(super) async fn cut(cx: &mut Cx<'_>, args: &[String]) -> Status {
     let mut fields = None;
     let mut chars = None;
     let mut delimiter = b'\t';

@@ -8,7 +8,7 @@ use crate::shell::fs::{self, FsError, Node};
 use crate::shell::io::Cx;
 
 /// The node's runtime socket, where crictl looks when no endpoint is given.
-pub const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
+pub(super) const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
 
 /// Directories whose files `ls -l` shows as executable and `test -x` takes for programs; the simulated commands
 /// are in them, as a small image's applets are.
@@ -24,19 +24,19 @@ fn split(path: &str) -> (&str, &str) {
 }
 
 /// Whether the file at `path` reads as a program: it is in one of [`PROGRAM_DIRS`].
-pub fn is_program(path: &str) -> bool {
+pub(super) fn is_program(path: &str) -> bool {
     PROGRAM_DIRS.contains(&split(path).0)
 }
 
 /// What a path holds, as a command sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Entry {
+pub(super) enum Entry {
     Dir,
     File(Vec<u8>),
 }
 
 /// The machine of the container's node, read afresh: what the engine did to it since the last command shows.
-pub fn machine(cx: &Cx<'_>) -> Option<Machine> {
+pub(super) fn machine(cx: &Cx<'_>) -> Option<Machine> {
     cx.container.machines.get(&cx.container.node)
 }
 
@@ -79,7 +79,7 @@ fn on_node(cx: &Cx<'_>, path: &str) -> Option<Entry> {
 }
 
 /// The entry at `path` (absolute, normalised: see [`resolve`](crate::shell::fs::resolve)).
-pub fn entry(cx: &Cx<'_>, path: &str) -> Option<Entry> {
+pub(super) fn entry(cx: &Cx<'_>, path: &str) -> Option<Entry> {
     if path == "/dev/null" {
         return Some(Entry::File(Vec::new()));
     }
@@ -94,7 +94,7 @@ pub fn entry(cx: &Cx<'_>, path: &str) -> Option<Entry> {
 }
 
 /// The contents of the file at `path`.
-pub fn read(cx: &Cx<'_>, path: &str) -> Result<Vec<u8>, FsError> {
+pub(super) fn read(cx: &Cx<'_>, path: &str) -> Result<Vec<u8>, FsError> {
     match entry(cx, path) {
         Some(Entry::File(bytes)) => Ok(bytes),
         Some(Entry::Dir) => Err(FsError::IsADirectory),
@@ -103,7 +103,7 @@ pub fn read(cx: &Cx<'_>, path: &str) -> Result<Vec<u8>, FsError> {
 }
 
 /// The names directly in the directory `path`, sorted: the container's own and, under a mount, the node's.
-pub fn list(cx: &Cx<'_>, path: &str) -> Result<Vec<String>, FsError> {
+pub(super) fn list(cx: &Cx<'_>, path: &str) -> Result<Vec<String>, FsError> {
     let own = cx.container.files.list(path);
     let mut names = own.clone().unwrap_or_default();
     if PROGRAM_DIRS.contains(&path) {

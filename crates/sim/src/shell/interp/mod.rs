@@ -35,7 +35,7 @@ use super::{ContainerEnv, Stdio, Stream};
 
 /// Run `argv` as a process of `container`; returns its exit status. `sh` and `bash` (by any path) run the shell;
 /// any other argument vector is one command, run without parsing, as an exec runs it.
-pub async fn run_process(container: &ContainerEnv, argv: &[String], stdio: Stdio) -> i32 {
+pub(super) async fn run_process(container: &ContainerEnv, argv: &[String], stdio: Stdio) -> i32 {
     let budget = Budget::new(container.limits.output_bytes);
     let mut stdin = stdio.stdin.map_or_else(Input::null, Input::live);
     let mut stdout = Output::stdio(Stream::Stdout, stdio.sink.clone(), budget.clone());

@@ -13,14 +13,14 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
-pub use parser::parse;
+pub(super) use parser::parse;
 
 /// Commands run one after the other (separated by `;` or newlines).
-pub type List = Vec<AndOr>;
+pub(super) type List = Vec<AndOr>;
 
 /// Pipelines joined by `&&` and `||`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AndOr {
+pub(super) struct AndOr {
     /// The pipeline that always runs.
     pub first: Pipeline,
     /// The pipelines after it, each run or skipped by the status before it.
@@ -29,7 +29,7 @@ pub struct AndOr {
 
 /// How a pipeline of an [`AndOr`] depends on the status before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Connector {
+pub(super) enum Connector {
     /// `&&`: runs after a success.
     And,
     /// `||`: runs after a failure.
@@ -38,7 +38,7 @@ pub enum Connector {
 
 /// Commands joined by `|`, perhaps negated by `!`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pipeline {
+pub(super) struct Pipeline {
     /// `!`: the status is inverted.
     pub negated: bool,
     /// The stages, the output of each the input of the next.
@@ -47,7 +47,7 @@ pub struct Pipeline {
 
 /// One command of a pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub(super) enum Command {
     /// Words to run, with assignments and redirections.
     Simple(Simple),
     /// A compound command and the redirections of all it runs.
@@ -58,7 +58,7 @@ pub enum Command {
 
 /// Assignments, words and redirections: `A=1 cmd arg >file`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Simple {
+pub(super) struct Simple {
     /// `NAME=value` before the first word: the command's environment, or the shell's variables when there is no
     /// word.
     pub assignments: Vec<(String, Word)>,
@@ -70,7 +70,7 @@ pub struct Simple {
 
 /// The commands built of lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Compound {
+pub(super) enum Compound {
     /// `{ list; }`
     Group(List),
     /// `( list )`
@@ -98,7 +98,7 @@ pub enum Compound {
 
 /// One arm of a `case`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaseArm {
+pub(super) struct CaseArm {
     /// The patterns, any of which selects the arm.
     pub patterns: Vec<Word>,
     /// What runs when one matches.
@@ -107,7 +107,7 @@ pub struct CaseArm {
 
 /// A redirection of one of a command's file descriptors.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
+pub(super) struct Redirect {
     /// The descriptor redirected (`2>`: 2).
     pub fd: u32,
     /// What is done with the descriptor.
@@ -118,7 +118,7 @@ pub struct Redirect {
 
 /// What a redirection does with its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedirectOp {
+pub(super) enum RedirectOp {
     /// `>` (and `>|`)
     Write,
     /// `>>`
@@ -139,11 +139,11 @@ pub enum RedirectOp {
 
 /// A word as written: the pieces that expand into zero or more fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Word(pub Vec<Part>);
+pub(super) struct Word(pub Vec<Part>);
 
 /// One piece of a [`Word`]; `quoted` pieces are neither split into fields nor matched as patterns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Part {
+pub(super) enum Part {
     /// Literal text.
     Text { text: String, quoted: bool },
     /// `$name`, `${…}`.
@@ -156,7 +156,7 @@ pub enum Part {
 
 /// A parameter expansion: `$name`, `${name…}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
+pub(super) struct Param {
     /// A variable's name, a positional parameter's number, or one of `?$#@*!-0`.
     pub name: String,
     /// What is done with its value.
@@ -165,7 +165,7 @@ pub struct Param {
 
 /// What a parameter expansion does with the parameter's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParamOp {
+pub(super) enum ParamOp {
     /// `$x`, `${x}`
     Value,
     /// `${#x}`
@@ -186,7 +186,7 @@ pub enum ParamOp {
 
 /// The tests of [`ParamOp::Test`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TestOp {
+pub(super) enum TestOp {
     /// `-`: the word when unset.
     Default,
     /// `=`: the word when unset, also assigned.
@@ -199,7 +199,7 @@ pub enum TestOp {
 
 /// Why a script could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
+pub(super) enum ParseError {
     /// The script ends inside a construct: an interactive shell reads more lines.
     Incomplete(String),
     /// Something is where it cannot be.
@@ -227,7 +227,7 @@ impl fmt::Display for ParseError {
 }
 
 /// Whether `name` can name a variable or a function.
-pub fn is_name(name: &str) -> bool {
+pub(super) fn is_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -237,7 +237,7 @@ pub fn is_name(name: &str) -> bool {
 
 impl Word {
     /// A word of quoted text, that expands to exactly `text`.
-    pub fn quoted(text: impl Into<String>) -> Self {
+    pub(super) fn quoted(text: impl Into<String>) -> Self {
         Self(vec![Part::Text {
             text: text.into(),
             quoted: true,
@@ -245,7 +245,7 @@ impl Word {
     }
 
     /// The word's text when it is one unquoted literal: how reserved words and names are recognised.
-    pub fn as_literal(&self) -> Option<&str> {
+    pub(super) fn as_literal(&self) -> Option<&str> {
         match self.0.as_slice() {
             [
                 Part::Text {

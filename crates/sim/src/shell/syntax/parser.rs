@@ -11,7 +11,7 @@ use super::{
 type Result<T> = std::result::Result<T, ParseError>;
 
 /// Parse `source` as a whole script; constructs may nest at most `max_depth` deep.
-pub fn parse(source: &str, max_depth: usize) -> Result<List> {
+pub(crate) fn parse(source: &str, max_depth: usize) -> Result<List> {
     Parser::new(source, 0, max_depth).program()
 }
 

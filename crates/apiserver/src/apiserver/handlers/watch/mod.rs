@@ -48,7 +48,7 @@ const BOOKMARK_INTERVAL: Duration = Duration::from_secs(15);
 const DEFAULT_TIMEOUT_SECONDS: i64 = 1800;
 
 /// Start a watch.
-pub async fn watch(
+pub(super) async fn watch(
     server: &ApiServer,
     ctx: &RequestContext,
 ) -> Result<Response<ResponseBody>, ApiError> {

@@ -13,10 +13,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 /// How many bytes of lines may wait for one watch's client. A line larger than that still goes, alone.
-pub const WATCH_BUFFER_BYTES: usize = 1 << 20;
+pub(super) const WATCH_BUFFER_BYTES: usize = 1 << 20;
 
 /// The sending side of a watch's lines.
-pub struct Outbound {
+pub(super) struct Outbound {
     lines: mpsc::UnboundedSender<(Bytes, OwnedSemaphorePermit)>,
     room: Arc<Semaphore>,
     budget: usize,
@@ -24,7 +24,7 @@ pub struct Outbound {
 
 /// A queue of lines holding at most `budget` bytes (or one larger line), and the stream of its lines for the
 /// response body.
-pub fn outbound(budget: usize) -> (Outbound, impl Stream<Item = Bytes> + Send + 'static) {
+pub(super) fn outbound(budget: usize) -> (Outbound, impl Stream<Item = Bytes> + Send + 'static) {
     let (lines, received) = mpsc::unbounded_channel();
     let room = Arc::new(Semaphore::new(budget));
     let stream = UnboundedReceiverStream::new(received).map(|(line, _room): (Bytes, _)| line);
@@ -46,7 +46,7 @@ impl Outbound {
 
     /// Queue `line` once there is room for it; false when the client is gone. Dropping the future before it
     /// completes queues nothing.
-    pub async fn send(&self, line: Bytes) -> bool {
+    pub(super) async fn send(&self, line: Bytes) -> bool {
         let size = self.size(&line);
         let Ok(room) = self.room.clone().acquire_many_owned(size).await else {
             return false;
@@ -55,7 +55,7 @@ impl Outbound {
     }
 
     /// Queue `line` if there is room for it now.
-    pub fn try_send(&self, line: Bytes) -> bool {
+    pub(super) fn try_send(&self, line: Bytes) -> bool {
         let size = self.size(&line);
         match self.room.clone().try_acquire_many_owned(size) {
             Ok(room) => self.lines.send((line, room)).is_ok(),
@@ -64,7 +64,7 @@ impl Outbound {
     }
 
     /// Resolves when the client is gone (the response body was dropped).
-    pub async fn closed(&self) {
+    pub(super) async fn closed(&self) {
         self.lines.closed().await
     }
 }

@@ -1,5 +1,6 @@
+use super::super::test_support::AtomicLists;
 use super::super::test_support::arbitrary_object_with_directives;
-use super::super::{AtomicLists, builtin_list_types, track_update};
+use super::super::{builtin_list_types, track_update};
 use super::*;
 use proptest::prelude::*;
 use serde_json::json;
@@ -170,7 +171,7 @@ fn words_several_conflicts_like_kube_apiserver() {
     let ApplyError::Conflicts(conflicts) = error else {
         panic!("expected conflicts");
     };
-    assert_eq!(conflicts[0].cause_message(), "conflict with \"alpha\"");
+    assert_eq!(conflicts[0].manager_label, "\"alpha\"");
 }
 
 #[test]
