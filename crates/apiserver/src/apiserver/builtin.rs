@@ -20,7 +20,7 @@ use super::registry::ResourceType;
 /// `stored` is the object as it is stored (already in normalised form) when `obj` updates it: then only the
 /// top-level fields that differ from it are decoded, which is most of a write's cost saved on a status or label
 /// change of a large object.
-pub(crate) fn decode(
+pub fn decode(
     rt: &ResourceType,
     obj: &mut Value,
     stored: Option<&Value>,
@@ -74,12 +74,6 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("apiregistration.k8s.io", "apiservices") => round_trip::<APIService>,
         ("node.k8s.io", "runtimeclasses") => round_trip::<api::node::v1::RuntimeClass>,
         ("coordination.k8s.io", "leases") => round_trip::<api::coordination::v1::Lease>,
-        ("resource.k8s.io", "deviceclasses") => round_trip::<api::resource::v1::DeviceClass>,
-        ("resource.k8s.io", "resourceslices") => round_trip::<api::resource::v1::ResourceSlice>,
-        ("resource.k8s.io", "resourceclaims") => round_trip::<api::resource::v1::ResourceClaim>,
-        ("resource.k8s.io", "resourceclaimtemplates") => {
-            round_trip::<api::resource::v1::ResourceClaimTemplate>
-        }
         ("events.k8s.io", "events") => round_trip::<api::events::v1::Event>,
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             round_trip::<CustomResourceDefinition>
