@@ -20,7 +20,7 @@ use super::registry::ResourceType;
 /// `stored` is the object as it is stored (already in normalised form) when `obj` updates it: then only the
 /// top-level fields that differ from it are decoded, which is most of a write's cost saved on a status or label
 /// change of a large object.
-pub fn decode(
+pub(crate) fn decode(
     rt: &ResourceType,
     obj: &mut Value,
     stored: Option<&Value>,
