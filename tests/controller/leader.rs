@@ -239,19 +239,28 @@ async fn a_leader_stopped_with_sigterm_releases_the_lease_at_once() {
     let second = Controller::start(dir.path(), server.kubeconfig(), "second");
     wait_for_log(&second, STANDING_BY, Duration::from_secs(15)).await;
 
-    let stopping = Instant::now();
     let status = first.terminate().await;
     assert!(
         status.success(),
         "SIGTERM exit: {status}\n{}",
         first.log_text()
     );
+    // The release is a write the first controller logs once the API server took it; what is timed is the standby
+    // noticing it. From the exit, not the signal: the work stopping first takes what the machine's load makes it.
+    let exited = Instant::now();
+    let at_exit = holder(&client).await;
+    assert_ne!(
+        at_exit.as_deref(),
+        Some("first"),
+        "the lease is still held by the controller that exited:\n{}",
+        first.log_text()
+    );
     handover_to(&client, "second", Duration::from_secs(LEASE_SECS + 5)).await;
-    let handover = stopping.elapsed();
-    println!("handover after SIGTERM: {handover:?} (lease {LEASE_SECS} s)");
+    let handover = exited.elapsed();
+    println!("handover after the SIGTERMed leader exited: {handover:?} (lease {LEASE_SECS} s)");
     assert!(
-        handover < Duration::from_secs(LEASE_SECS) / 2,
-        "handover took {handover:?}: the lease was not released"
+        handover < Duration::from_secs(LEASE_SECS),
+        "the standby took {handover:?} after the exit, as long as waiting for the lease to expire"
     );
     let log = first.log_text();
     assert!(log.contains("released lease"), "no release logged:\n{log}");
