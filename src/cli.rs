@@ -98,6 +98,9 @@ pub(crate) enum EngineArg {
 impl ConsoleArgs {
     pub(crate) fn options(self) -> ConsoleOptions {
         let embedded = self.embedded || self.scenario.is_some() || self.kubeconfig_out.is_some();
+        let fleet = self.fleet
+            || self.contexts.is_some()
+            || self.scenario.as_deref() == Some(kmm_cluster::fleet::SCENARIO);
         ConsoleOptions {
             cluster: if embedded {
                 ClusterChoice::Embedded {
@@ -121,7 +124,7 @@ impl ConsoleArgs {
             keymap: self.keymap,
             images: self.images.pod_images(),
             settings: self.engine_settings.settings(),
-            fleet: self.fleet || self.contexts.is_some(),
+            fleet,
             contexts: self.contexts,
         }
     }
@@ -225,6 +228,12 @@ pub(crate) struct ServeArgs {
         help = scenario_help("It sets the simulated nodes, registry and faults (see the README for the file format).")
     )]
     pub(crate) scenario: String,
+    /// With `--scenario fleet`: how many spokes the hub manages.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub(crate) spokes: u16,
+    /// With `--scenario fleet`: simulated nodes per kernel on each spoke.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) spoke_nodes: u32,
     /// How long an Event lives after its last write before it is deleted (e.g. `90s`, `30m`, `1h`), as
     /// kube-apiserver's `--event-ttl`. 1h by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -345,8 +354,10 @@ pub(crate) struct UninstallArgs {
 /// then `tail`.
 fn scenario_help(tail: &str) -> String {
     format!(
-        "The embedded cluster's scenario: a built-in one ({}) or a scenario file. {tail}",
-        Scenario::built_in_names().join(", ")
+        "The embedded cluster's scenario: a built-in one ({}), a scenario file, or `{}` for a hub and its spokes \
+         (see the README). {tail}",
+        Scenario::built_in_names().join(", "),
+        kmm_cluster::fleet::SCENARIO
     )
 }
 

@@ -264,6 +264,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         (None, Some(dir)) => dir.join("kubeconfig"),
         (None, None) => places::default_kubeconfig()?,
     };
+    if args.scenario == kmm_cluster::fleet::SCENARIO {
+        return serve_fleet(args, kubeconfig_out).await;
+    }
     let scenario = Scenario::load(&args.scenario)?;
     let nodes = scenario.node_names().len();
     let names = kmm_cluster::kubeconfig::Names::new(&args.cluster_name());
@@ -278,6 +281,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         own_image: Some(kmm_tui::controller::own_image()),
         name: Some(names.cluster.clone()),
         rotate_tokens: args.rotate_tokens,
+        kubernetes_minor: None,
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();
@@ -349,6 +353,99 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     cluster.shutdown().await;
     engine
+}
+
+/// Serve a hub and its spokes until a signal: every cluster over HTTPS on a port of its own, one kubeconfig with a
+/// context per cluster. With `--with-engine`, an engine runs on every cluster of the fleet.
+async fn serve_fleet(args: ServeArgs, kubeconfig_out: std::path::PathBuf) -> anyhow::Result<()> {
+    if args.name.is_some() {
+        anyhow::bail!(
+            "--name names one cluster; a fleet's clusters are named {} and spoke-1, spoke-2, …",
+            kmm_cluster::fleet::HUB
+        );
+    }
+    if args.metrics_listen.is_some() {
+        anyhow::bail!(
+            "--metrics-listen serves one engine's metrics; a fleet runs one engine per cluster"
+        );
+    }
+    let mut options =
+        kmm_cluster::fleet::FleetOptions::new(usize::from(args.spokes), args.spoke_nodes);
+    options.listen = Some(args.listen.ip());
+    options.kubeconfig_out = Some(kubeconfig_out.clone());
+    options.state_dir = args.state_dir.clone();
+    options.own_image = Some(kmm_tui::controller::own_image());
+    let spokes = options.spokes.clone();
+    let fleet = kmm_cluster::fleet::EmbeddedFleet::start(options).await?;
+    for (name, address) in fleet.addresses() {
+        let kernels = spokes
+            .iter()
+            .find(|spoke| spoke.name == name)
+            .map(|spoke| format!(" (kernels {})", spoke.kernels.join(", ")))
+            .unwrap_or_default();
+        println!("kmm-tui: {name} serving https://{address}{kernels}");
+    }
+    println!(
+        "kmm-tui: kubeconfig with a context per cluster written to {}",
+        kubeconfig_out.display()
+    );
+    println!(
+        "kmm-tui: try   KUBECONFIG={} kubectl --context {} get managedclusters",
+        kubeconfig_out.display(),
+        kmm_cluster::fleet::HUB
+    );
+    if let Some(warning) = fleet
+        .addresses()
+        .first()
+        .and_then(|(_, address)| kmm_cluster::exposure_warning(*address))
+    {
+        eprintln!("kmm-tui: warning: {warning}");
+    }
+    match &args.state_dir {
+        Some(dir) => println!(
+            "kmm-tui: state kept in {}, one directory per cluster",
+            dir.display()
+        ),
+        None => println!("kmm-tui: state kept in memory (pass --state-dir DIR to keep it)"),
+    }
+    let shutdown = shutdown_on_signal(|| println!("kmm-tui: shutting down"))?;
+    let mut engines = Vec::new();
+    if args.with_engine {
+        println!("kmm-tui: an engine runs in-process on every cluster as {EMBEDDED_IDENTITY}");
+        let clients = std::iter::once(fleet.hub().client()).chain(
+            fleet
+                .spoke_names()
+                .into_iter()
+                .filter_map(|name| fleet.spoke(name))
+                .map(EmbeddedCluster::client),
+        );
+        let images = args.images.pod_images();
+        for client in clients {
+            let config = EngineConfig {
+                images: images.clone(),
+                lease: LeaseConfig::with_defaults(EMBEDDED_IDENTITY),
+                settings: args.engine.settings(),
+            };
+            let limit = config.lease.shutdown_limit() + SHUTDOWN_GRACE;
+            let stop = shutdown.clone();
+            engines.push(tokio::spawn(async move {
+                let engine =
+                    kmm_engine::run_steered(client, config, Candidacy::default(), stop.clone());
+                stopped_within(engine, &stop, limit).await
+            }));
+        }
+    }
+    shutdown.cancelled().await;
+    let mut result = Ok(());
+    for engine in engines {
+        match engine.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => result = Err(error),
+            Err(error) => result = Err(anyhow::Error::new(error).context("an engine task failed")),
+        }
+    }
+    fleet.shutdown().await;
+    result
 }
 
 /// Run the engine against the cluster the arguments point at, until a signal stops it.

@@ -135,6 +135,7 @@ async fn ask(client: &Client, question: Question, namespace: Option<&str>) -> Op
             | Kind::MachineConfigPool
             | Kind::MachineConfig
             | Kind::PreflightValidation
+            | Kind::ResourceSlice
     );
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {

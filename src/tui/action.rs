@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crossterm::event::Event as TerminalEvent;
 
 use super::access::AccessReport;
-use super::data::{FeedState, Kind, KindSnapshot};
+use super::data::{DraServing, FeedState, Kind, KindSnapshot};
 use super::target::Target;
 use super::writes::WriteOutcome;
 use kmm_engine::Family;
@@ -23,6 +23,8 @@ pub enum Action {
     Listing(KindSnapshot),
     /// A watch failed or recovered.
     Feed(Kind, FeedState),
+    /// Whether the cluster serves DRA (resource.k8s.io/v1), as its discovery answered.
+    Dra(DraServing),
     /// A write finished, well or badly.
     Written(WriteOutcome),
     /// What the user may do on this cluster.

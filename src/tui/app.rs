@@ -32,6 +32,7 @@ use super::target::Target;
 use super::theme::Theme;
 use super::view::day0::{self as day0_rows};
 use super::view::day0_detail::Day0Detail;
+use super::view::devices;
 use super::view::events::{self};
 use super::view::images::{self};
 use super::view::module_detail::{self, ModuleDetail};
@@ -274,6 +275,10 @@ impl App {
                 }
                 true
             }
+            Action::Dra(serving) => {
+                self.data.dra = serving;
+                true
+            }
             Action::Written(outcome) => {
                 self.on_written(outcome);
                 true
@@ -389,7 +394,10 @@ impl App {
             caches: super::view::caches::rows(&self.data),
             day0s: day0_rows::rows(&self.data),
             fleet: self.fleet_rows(),
+            devices: devices::rows(&self.data),
+            node_devices: HashMap::new(),
         };
+        self.rows.node_devices = devices::per_node(&self.rows.devices);
         self.refresh_open_view();
         self.refresh_visible();
     }
@@ -420,9 +428,16 @@ impl App {
             }
             // Only the Preflight pane shows them, rebuilt with the open view below.
             Kind::PreflightValidation => {}
+            Kind::ResourceSlice | Kind::ResourceClaim => self.refresh_devices(),
         }
         self.refresh_open_view();
         self.refresh_visible();
+    }
+
+    /// Remake the device rows and each node's device counts.
+    fn refresh_devices(&mut self) {
+        self.rows.devices = devices::rows(&self.data);
+        self.rows.node_devices = devices::per_node(&self.rows.devices);
     }
 
     /// Remake the node rows whose Node or NodeModulesConfig changed; move the others over.
@@ -490,6 +505,11 @@ impl App {
         self.day0_visible(&mut visible);
         self.preflight_visible(&mut visible);
         self.engine_visible(&mut visible);
+        let f = filter(ListId::Devices);
+        visible.insert(
+            ListId::Devices,
+            indices(&self.rows.devices, |r| r.matches(&f)),
+        );
         let f = filter(ListId::Fleet);
         visible.insert(ListId::Fleet, indices(&self.rows.fleet, |r| r.matches(&f)));
         self.visible = visible;

@@ -24,6 +24,7 @@ use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
 use super::worded::{self, Why};
 use super::{access, feed, live, logs, ui, writes};
+use kmm_cluster::fleet::{self, EmbeddedFleet, FleetOptions};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::runtime::endpoint::{self, Reported};
@@ -88,6 +89,10 @@ struct Connection {
     server: Option<String>,
     session: Session,
     embedded: Option<EmbeddedCluster>,
+    /// The embedded fleet, when the console runs one.
+    fleet: Option<EmbeddedFleet>,
+    /// In-process clients of the embedded fleet's clusters, by context.
+    members: Vec<(String, Client)>,
     kubeconfig: Option<Kubeconfig>,
 }
 
@@ -157,6 +162,7 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
             client: connection.client.clone(),
             server: connection.server.clone(),
             kubeconfig: connection.kubeconfig.clone(),
+            members: connection.members.clone(),
         },
         &options,
         &candidacy.participate,
@@ -170,6 +176,9 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     }
     if let Some(cluster) = connection.embedded {
         cluster.shutdown().await;
+    }
+    if let Some(fleet) = connection.fleet {
+        fleet.shutdown().await;
     }
     result
 }
@@ -222,6 +231,10 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
         ClusterChoice::Embedded {
             scenario,
             kubeconfig_out,
+        } if scenario == fleet::SCENARIO => start_fleet_cluster(options, kubeconfig_out).await,
+        ClusterChoice::Embedded {
+            scenario,
+            kubeconfig_out,
         } => {
             let scenario = Scenario::load(&scenario)?;
             let cluster = EmbeddedCluster::start(EmbeddedOptions {
@@ -237,6 +250,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 own_image: Some(crate::controller::own_image()),
                 name: None,
                 rotate_tokens: false,
+                kubernetes_minor: None,
             })
             .await?;
             Ok(Connection {
@@ -251,6 +265,8 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     engine_identity: Some(console_identity()),
                 },
                 embedded: Some(cluster),
+                fleet: None,
+                members: Vec::new(),
                 kubeconfig: None,
             })
         }
@@ -278,10 +294,50 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                     engine_identity: Some(console_identity()),
                 },
                 embedded: None,
+                fleet: None,
+                members: Vec::new(),
                 kubeconfig: Some(kubeconfig),
             })
         }
     }
+}
+
+/// Start an embedded fleet (a hub and three spokes) and open its hub; the fleet view follows every cluster through
+/// in-process clients. With `kubeconfig_out`, every cluster is served on a free loopback port too, and the fleet's
+/// kubeconfig is written there.
+async fn start_fleet_cluster(
+    options: &ConsoleOptions,
+    kubeconfig_out: Option<PathBuf>,
+) -> anyhow::Result<Connection> {
+    let mut fleet_options = FleetOptions::new(3, 2);
+    fleet_options.listen = kubeconfig_out
+        .as_ref()
+        .map(|_| std::net::IpAddr::from([127, 0, 0, 1]));
+    fleet_options.kubeconfig_out = kubeconfig_out;
+    fleet_options.own_image = Some(crate::controller::own_image());
+    let running = EmbeddedFleet::start(fleet_options).await?;
+    let mut members = vec![(fleet::HUB.to_owned(), running.hub().client())];
+    for name in running.spoke_names() {
+        if let Some(spoke) = running.spoke(name) {
+            members.push((name.to_owned(), spoke.client()));
+        }
+    }
+    Ok(Connection {
+        client: running.hub().client(),
+        server: None,
+        session: Session {
+            context: fleet::HUB.to_owned(),
+            contexts: members.iter().map(|(name, _)| name.clone()).collect(),
+            embedded: true,
+            engine: options.engine.clone().unwrap_or(EngineMode::Foreground),
+            readonly: options.readonly,
+            engine_identity: Some(console_identity()),
+        },
+        embedded: None,
+        fleet: Some(running),
+        members,
+        kubeconfig: None,
+    })
 }
 
 /// The contexts the fleet follows: those chosen (each must be in the kubeconfig), else every one.
@@ -304,12 +360,14 @@ fn fleet_contexts(
     }
 }
 
-/// The clusters the fleet follows: the chosen contexts of the kubeconfig, or the embedded cluster alone.
+/// The clusters the fleet follows: the chosen contexts of the kubeconfig, else the embedded fleet's clusters
+/// (`members`), else the embedded cluster alone.
 fn fleet_members(
     kubeconfig: Option<&Kubeconfig>,
     options: &ConsoleOptions,
     client: &Client,
     context: &str,
+    members: &[(String, Client)],
 ) -> anyhow::Result<Vec<Member>> {
     let path = match &options.cluster {
         ClusterChoice::Kubeconfig { path, .. } => path.clone(),
@@ -321,6 +379,13 @@ fn fleet_members(
             .map(|context| Member {
                 context,
                 source: Source::Kubeconfig(path.clone()),
+            })
+            .collect()),
+        None if !members.is_empty() => Ok(members
+            .iter()
+            .map(|(context, client)| Member {
+                context: context.clone(),
+                source: Source::Client(client.clone()),
             })
             .collect()),
         None => Ok(vec![Member {
@@ -470,6 +535,7 @@ struct Opened {
     client: Client,
     server: Option<String>,
     kubeconfig: Option<Kubeconfig>,
+    members: Vec<(String, Client)>,
 }
 
 /// Draw the console, then apply every action and carry out the requests it queues, until the user quits or a
@@ -491,6 +557,7 @@ async fn event_loop(
         client: opened.client,
         server: opened.server,
         kubeconfig: opened.kubeconfig,
+        members: opened.members,
         options,
         participate,
         sender,
@@ -548,6 +615,8 @@ struct Connections<'a> {
     /// `host:port` of the open cluster's API server, named in failures; None in-process.
     server: Option<String>,
     kubeconfig: Option<Kubeconfig>,
+    /// In-process clients of an embedded fleet's clusters, by context; empty otherwise.
+    members: Vec<(String, Client)>,
     options: &'a ConsoleOptions,
     participate: &'a Participate,
     sender: UnboundedSender<Action>,
@@ -573,6 +642,7 @@ impl Connections<'_> {
                 self.options,
                 &self.client,
                 &app.session.context,
+                &self.members,
             )?;
             let contexts: Vec<String> = members.iter().map(|m| m.context.clone()).collect();
             app.start_in_fleet(&contexts);
@@ -646,6 +716,7 @@ impl Connections<'_> {
                     self.options,
                     &self.client,
                     &app.session.context,
+                    &self.members,
                 ) {
                     Ok(members) => {
                         start_fleet(app, members, &self.sender, &self.fleet);
@@ -666,6 +737,14 @@ impl Connections<'_> {
     async fn switch_context(&mut self, app: &mut App, context: &str) -> bool {
         let new_client = match &self.kubeconfig {
             Some(kubeconfig) => client_for(kubeconfig, context).await,
+            // A cluster of the embedded fleet, entered from the fleet view.
+            None if self.members.iter().any(|(name, _)| name == context) => Ok((
+                self.members
+                    .iter()
+                    .find(|(name, _)| name == context)
+                    .map_or_else(|| self.client.clone(), |(_, client)| client.clone()),
+                None,
+            )),
             // The embedded cluster, entered from the fleet: its watches start now.
             None if context == app.session.context => Ok((self.client.clone(), None)),
             None => return false,

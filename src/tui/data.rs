@@ -9,6 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 
 use super::worded::Why;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
@@ -43,10 +44,15 @@ pub enum Kind {
     MachineConfig,
     /// PreflightValidations: every Module checked against the kernel of a planned upgrade.
     PreflightValidation,
+    /// ResourceSlices: the devices DRA drivers publish (resource.k8s.io/v1, watched only where served).
+    ResourceSlice,
+    /// ResourceClaims: the devices allocated to pods (resource.k8s.io/v1, watched only where served).
+    ResourceClaim,
 }
 
 impl Kind {
-    /// Every watched kind.
+    /// Every kind watched on every cluster. The [`Kind::DRA`] kinds are watched besides, where the cluster serves
+    /// them.
     pub const ALL: [Kind; 12] = [
         Kind::Module,
         Kind::ModuleImagesConfig,
@@ -61,6 +67,10 @@ impl Kind {
         Kind::MachineConfig,
         Kind::PreflightValidation,
     ];
+
+    /// The kinds of Dynamic Resource Allocation, watched only on a cluster that serves resource.k8s.io/v1
+    /// (Kubernetes 1.34 and later): an older one would answer each watch with an error forever.
+    pub const DRA: [Kind; 2] = [Kind::ResourceSlice, Kind::ResourceClaim];
 
     /// The kind's name as the API spells it.
     pub fn as_str(self) -> &'static str {
@@ -77,6 +87,8 @@ impl Kind {
             Kind::MachineConfigPool => "MachineConfigPool",
             Kind::MachineConfig => "MachineConfig",
             Kind::PreflightValidation => "PreflightValidation",
+            Kind::ResourceSlice => "ResourceSlice",
+            Kind::ResourceClaim => "ResourceClaim",
         }
     }
 }
@@ -114,6 +126,10 @@ pub enum KindSnapshot {
     MachineConfigs(Vec<Arc<MachineConfig>>),
     /// Every PreflightValidation.
     PreflightValidations(Vec<Arc<PreflightValidation>>),
+    /// Every ResourceSlice.
+    ResourceSlices(Vec<Arc<ResourceSlice>>),
+    /// Every ResourceClaim.
+    ResourceClaims(Vec<Arc<ResourceClaim>>),
 }
 
 impl KindSnapshot {
@@ -132,6 +148,8 @@ impl KindSnapshot {
             KindSnapshot::MachineConfigPools(_) => Kind::MachineConfigPool,
             KindSnapshot::MachineConfigs(_) => Kind::MachineConfig,
             KindSnapshot::PreflightValidations(_) => Kind::PreflightValidation,
+            KindSnapshot::ResourceSlices(_) => Kind::ResourceSlice,
+            KindSnapshot::ResourceClaims(_) => Kind::ResourceClaim,
         }
     }
 }
@@ -147,6 +165,21 @@ pub enum FeedState {
     /// received.
     Failing(Why),
 }
+
+/// Whether the cluster serves resource.k8s.io/v1, through which DRA drivers publish devices and pods claim them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DraServing {
+    /// Not asked yet (or the cluster did not answer yet).
+    #[default]
+    Unknown,
+    /// Served: its ResourceSlices and ResourceClaims are watched.
+    Served,
+    /// Not served (a cluster older than Kubernetes 1.34): nothing is watched and the panes say so.
+    NotServed,
+}
+
+/// What the panes say where devices would be, on a cluster that does not serve DRA.
+pub const DRA_NOT_SERVED: &str = "DRA: not served by this cluster (needs Kubernetes 1.34)";
 
 /// The latest lists of every watched kind, sorted by namespace and name (events newest first).
 #[derive(Clone, Debug, Default)]
@@ -175,6 +208,12 @@ pub struct ClusterData {
     pub machine_configs: Vec<Arc<MachineConfig>>,
     /// PreflightValidations.
     pub preflights: Vec<Arc<PreflightValidation>>,
+    /// ResourceSlices, by name.
+    pub slices: Vec<Arc<ResourceSlice>>,
+    /// ResourceClaims.
+    pub claims: Vec<Arc<ResourceClaim>>,
+    /// Whether the cluster serves DRA, so its panes tell "no devices" from "no DRA here".
+    pub dra: DraServing,
     /// Feed state per kind; a kind missing here has not reported yet.
     pub feeds: BTreeMap<Kind, FeedState>,
     /// The Lease electing the acting engine, so the header can say who acts.
@@ -239,6 +278,14 @@ impl ClusterData {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.preflights = list;
             }
+            KindSnapshot::ResourceSlices(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.slices = list;
+            }
+            KindSnapshot::ResourceClaims(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.claims = list;
+            }
         }
         self.feeds.insert(kind, FeedState::Live);
         *self.revisions.entry(kind).or_default() += 1;
@@ -268,6 +315,15 @@ impl ClusterData {
         Kind::ALL
             .iter()
             .all(|kind| !matches!(self.feeds.get(kind), None | Some(FeedState::Loading)))
+    }
+
+    /// Whether the DRA lists are in: the cluster serves resource.k8s.io/v1 and its ResourceSlices and
+    /// ResourceClaims have both been listed.
+    pub fn dra_listed(&self) -> bool {
+        self.dra == DraServing::Served
+            && Kind::DRA
+                .iter()
+                .all(|kind| !matches!(self.feeds.get(kind), None | Some(FeedState::Loading)))
     }
 
     /// The first failing feed, for the header.

@@ -3,7 +3,8 @@
 //! kube-fledged's labels), each sending its whole list to the UI task when it changed, at most every [`COALESCE`],
 //! so a burst of 5,000 node updates costs a handful of redraws. A first list is sent as its pages arrive, so a
 //! cluster of 5,000 nodes is on screen with its first 500 rather than once all are read. Two single objects are
-//! followed apart: the engine Lease and the engine's record of the kernels of the cluster's OS images. Watch errors
+//! followed apart: the engine Lease and the engine's record of the kernels of the cluster's OS images. DRA's
+//! ResourceSlices and ResourceClaims are watched only once discovery says the cluster serves them. Watch errors
 //! are reported and retried with backoff; the last lists stay on screen meanwhile.
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -22,7 +24,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, EngineEvent};
-use super::data::{FeedState, Kind, KindSnapshot, event_time};
+use super::data::{DraServing, FeedState, Kind, KindSnapshot, event_time};
 use super::kept::Kept;
 use super::worded::Why;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
@@ -41,6 +43,12 @@ pub const PULLER_SELECTOR: &str = "app=kubefledged";
 
 /// How many events the console keeps: the newest ones.
 pub const EVENT_LIMIT: usize = 1000;
+
+/// The API group and version DRA objects are served at, from Kubernetes 1.34.
+pub const DRA_API_VERSION: &str = "resource.k8s.io/v1";
+
+/// The longest the console waits between two tries of asking a cluster that does not answer whether it serves DRA.
+const DISCOVERY_BACKOFF_LIMIT: Duration = Duration::from_secs(30);
 
 /// Start every watch; they stop when `cancel` fires. `namespace` limits the namespaced kinds; `server` is the
 /// `host:port` the client talks to (None in-process), named in the failures the header shows.
@@ -69,6 +77,10 @@ pub fn start(
         }
     };
     let (modules, mics, pods, events) = scoped(client);
+    let claims: Api<ResourceClaim> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
     let caches: Api<ImageCache> = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
@@ -124,6 +136,7 @@ pub fn start(
         KindSnapshot::PreflightValidations,
         sink,
     );
+    watch_dra(client, claims, sink);
     watch_engine_lease(client, sink);
     watch_os_image_kernels(client, sink);
     watch_upstream_operators(client, sink);
@@ -149,6 +162,7 @@ pub fn start_counted(
 }
 
 /// Where the watches report, when they stop, and the server their failures name.
+#[derive(Clone)]
 struct Sink {
     sender: UnboundedSender<Action>,
     cancel: CancellationToken,
@@ -220,6 +234,67 @@ fn spawn_counted_kinds(
         KindSnapshot::MachineConfigs,
         sink,
     );
+}
+
+/// Ask the cluster whether it serves DRA and, if it does, watch its ResourceSlices (every one: a slice per node and
+/// driver, far fewer than pods) and the ResourceClaims of `claims`. A cluster that does not answer is asked again
+/// with backoff; one that answers no is told to the UI task once and never watched, so it costs nothing and shows
+/// no failing watch.
+fn watch_dra(client: &Client, claims: Api<ResourceClaim>, sink: &Sink) {
+    let client = client.clone();
+    let sink = sink.clone();
+    tokio::spawn(async move {
+        let mut delay = Duration::from_millis(500);
+        let served = loop {
+            tokio::select! {
+                () = sink.cancel.cancelled() => return,
+                answer = dra_served(&client) => match answer {
+                    Ok(served) => break served,
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot tell whether the cluster serves DRA; asking again");
+                        tokio::select! {
+                            () = sink.cancel.cancelled() => return,
+                            () = tokio::time::sleep(delay) => {}
+                        }
+                        delay = (delay * 2).min(DISCOVERY_BACKOFF_LIMIT);
+                    }
+                },
+            }
+        };
+        let serving = if served {
+            DraServing::Served
+        } else {
+            DraServing::NotServed
+        };
+        if sink.sender.send(Action::Dra(serving)).is_err() || !served {
+            return;
+        }
+        let all = watcher::Config::default;
+        spawn(
+            Kind::ResourceSlice,
+            vec![(Api::<ResourceSlice>::all(client.clone()), all())],
+            KindSnapshot::ResourceSlices,
+            &sink,
+        );
+        spawn(
+            Kind::ResourceClaim,
+            vec![(claims, all())],
+            KindSnapshot::ResourceClaims,
+            &sink,
+        );
+    });
+}
+
+/// Whether the cluster serves ResourceSlices and ResourceClaims at [`DRA_API_VERSION`], from its discovery: a 404
+/// says no; a failure to ask is an error, to ask again.
+pub async fn dra_served(client: &Client) -> Result<bool, kube::Error> {
+    match client.list_api_group_resources(DRA_API_VERSION).await {
+        Ok(list) => Ok(["resourceslices", "resourceclaims"]
+            .iter()
+            .all(|plural| list.resources.iter().any(|r| r.name == *plural))),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Follow the Leases and Deployments that show an upstream operator acting on a family, the same way the engine

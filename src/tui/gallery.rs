@@ -38,7 +38,7 @@ pub struct GalleryOptions {
 }
 
 /// The panes captured, by file name, with the keys that open each from the Modules pane.
-const PANES: [(&str, &[Step]); 15] = [
+const PANES: [(&str, &[Step]); 16] = [
     ("modules", &[]),
     ("module-detail", &[Step::Key(KeyCode::Enter)]),
     ("images", &[Step::Command("images")]),
@@ -74,6 +74,7 @@ const PANES: [(&str, &[Step]); 15] = [
         &[Step::Command("day0"), Step::Key(KeyCode::Enter)],
     ),
     ("engine", &[Step::Command("engine")]),
+    ("devices", &[Step::Command("devices")]),
     // The demo's planned upgrade, with the Module table focused.
     (
         "preflight",
@@ -105,6 +106,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         own_image: Some(crate::controller::own_image()),
         name: None,
         rotate_tokens: false,
+        kubernetes_minor: None,
     })
     .await?;
     let cancel = CancellationToken::new();

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerImage, Node, NodeStatus, NodeSystemInfo, Pod, PodSpec, PodStatus,
 };
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::Resource;
 
 use kmm_api::conditions::node_ready_only;
@@ -37,6 +38,8 @@ impl Kept for ModuleDay0 {}
 impl Kept for MachineConfigPool {}
 impl Kept for MachineConfig {}
 impl Kept for PreflightValidation {}
+impl Kept for ResourceSlice {}
+impl Kept for ResourceClaim {}
 
 /// A node's metadata, spec, Ready condition, OS, architecture and kernel (`nodeInfo`) and the images it reports
 /// (the cache coverage). Addresses, capacity, the other conditions and the node's IDs and component versions go:

@@ -6,6 +6,7 @@
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -40,6 +41,8 @@ fn api_resource(kind: Kind) -> ApiResource {
         Kind::MachineConfigPool => of::<MachineConfigPool>(),
         Kind::MachineConfig => of::<MachineConfig>(),
         Kind::PreflightValidation => of::<PreflightValidation>(),
+        Kind::ResourceSlice => of::<ResourceSlice>(),
+        Kind::ResourceClaim => of::<ResourceClaim>(),
     }
 }
 

@@ -18,6 +18,8 @@ pub enum PromptAction {
     Caches,
     /// Show the Day-0 pane.
     Day0,
+    /// Show every DRA device.
+    Devices,
     /// Open the kernel upgrade planning pane, validating against a kernel when one is given.
     Preflight,
     /// Show who holds the engine.
@@ -77,7 +79,7 @@ const fn command(
 
 /// Every `:` command, in the order help lists them. A command may be typed by any start of its name of two
 /// letters or more; the first in this order wins.
-pub const PROMPT_COMMANDS: [PromptCommand; 14] = [
+pub const PROMPT_COMMANDS: [PromptCommand; 15] = [
     command("modules", "", "Every Module", PromptAction::Modules),
     command(
         "images",
@@ -104,6 +106,12 @@ pub const PROMPT_COMMANDS: [PromptCommand; 14] = [
         "",
         "Every ModuleDay0 and its pool's OS image",
         PromptAction::Day0,
+    ),
+    command(
+        "devices",
+        "",
+        "Every DRA device: node, driver, pool, attributes, and the claim and pods holding it",
+        PromptAction::Devices,
     ),
     command(
         "preflight",

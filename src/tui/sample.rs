@@ -443,6 +443,8 @@ pub fn snapshots(data: &ClusterData) -> Vec<KindSnapshot> {
         KindSnapshot::MachineConfigPools(data.pools.clone()),
         KindSnapshot::MachineConfigs(data.machine_configs.clone()),
         KindSnapshot::PreflightValidations(data.preflights.clone()),
+        KindSnapshot::ResourceSlices(data.slices.clone()),
+        KindSnapshot::ResourceClaims(data.claims.clone()),
     ]
 }
 
@@ -565,7 +567,7 @@ fn node_object(
             "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "Unknown" },
                 "reason": if node.ready { "KubeletReady" } else { "NodeStatusUnknown" }}],
             "nodeInfo": {"kernelVersion": kernel, "osImage": os_image, "bootID": "boot-1", "machineID": "",
-                "systemUUID": "", "kubeletVersion": "v1.33.1", "kubeProxyVersion": "",
+                "systemUUID": "", "kubeletVersion": "v1.34.1", "kubeProxyVersion": "",
                 "containerRuntimeVersion": "containerd://1.7.13", "operatingSystem": "linux",
                 "architecture": "amd64"},
             "images": caches::node_images(node).iter().map(|name| json!({"names": [name], "sizeBytes": 73_400_320}))

@@ -942,7 +942,10 @@ fn day0_is_a_root_view_with_pool_rollout_state_and_reason() {
     );
     assert!(app.rows.day0s[1].awaits_upgrade_opt_in());
     press(&mut app, KeyCode::Tab);
+    assert_eq!(app.view(), &View::Devices, "the devices follow Day-0");
+    press(&mut app, KeyCode::Tab);
     assert_eq!(app.view(), &View::Modules, "tab goes round the root views");
+    press(&mut app, KeyCode::BackTab);
     press(&mut app, KeyCode::BackTab);
     assert_eq!(app.view(), &View::Day0s);
 }

@@ -3,6 +3,7 @@
 
 mod app;
 mod config;
+mod devices;
 mod engine;
 mod feed;
 mod fleet;

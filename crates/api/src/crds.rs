@@ -15,11 +15,15 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube_core::CustomResourceExt;
 
 use crate::day0::{ClusterVersion, MachineConfig, MachineConfigPool, ModuleDay0};
+use crate::hub::ManagedClusterModule;
 use crate::imagecache::ImageCache;
 use crate::kmm::{
     Module, ModuleBuildSignConfig, ModuleImagesConfig, NodeModulesConfig, PreflightValidation,
     preflight,
 };
+use crate::ocm::cluster::ManagedCluster;
+use crate::ocm::clusterset::{ManagedClusterSet, ManagedClusterSetBinding};
+use crate::ocm::work::ManifestWork;
 use crate::shim::Shim;
 
 /// Category every kmm-tui kind carries, so `kubectl get kmm` lists them all.
@@ -36,6 +40,19 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         finish(ModuleDay0::crd()),
         finish(Shim::crd()),
         finish(ImageCache::crd()),
+    ]
+}
+
+/// The CRDs a hub serves on top of [`all`]: OCM's ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding and
+/// ManifestWork, and KMM's ManagedClusterModule. Only a hub installs them: on an ordinary cluster they would only
+/// suggest a fleet that is not there.
+pub fn hub() -> Vec<CustomResourceDefinition> {
+    vec![
+        finish(ManagedCluster::crd()),
+        finish(ManagedClusterSet::crd()),
+        finish(ManagedClusterSetBinding::crd()),
+        finish(ManifestWork::crd()),
+        finish(ManagedClusterModule::crd()),
     ]
 }
 

@@ -23,6 +23,8 @@ use apiserver::ApiServer;
 use apiserver::auth::credentials::Credentials;
 use apiserver::controllers::kubernetes_service;
 use kmm_apiserver::bootstrap;
+
+pub mod fleet;
 use store::Store;
 
 /// How long an Event lives after its last write unless told otherwise: kube-apiserver's default `--event-ttl`.
@@ -58,6 +60,9 @@ pub struct EmbeddedOptions {
     /// Replace the tokens and signing key kept in the state directory with new ones: every kubeconfig and
     /// ServiceAccount token handed out before stops working. Without a state directory they are new anyway.
     pub rotate_tokens: bool,
+    /// Announce Kubernetes `1.<minor>` and serve only that version's built-in API (no `resource.k8s.io/v1` before
+    /// 34), to see how a client meets an older cluster; [`apiserver::KUBERNETES_MINOR`] when None.
+    pub kubernetes_minor: Option<u32>,
 }
 
 /// A running embedded cluster.
@@ -68,6 +73,7 @@ pub struct EmbeddedCluster {
     address: Option<SocketAddr>,
     kubeconfig: Option<String>,
     listening: Option<kmm_listener::Listening>,
+    ca_pem: String,
     stop: CancellationToken,
 }
 
@@ -97,7 +103,10 @@ impl EmbeddedCluster {
             Some(dir) => Credentials::load_or_create(dir),
             None => Ok(Credentials::random()),
         }?;
-        let server = ApiServer::with_credentials(Arc::new(store), &credentials);
+        let minor = options
+            .kubernetes_minor
+            .unwrap_or(apiserver::KUBERNETES_MINOR);
+        let server = ApiServer::announcing(Arc::new(store), &credentials, minor);
         server.start_controllers();
         // The CA the served kubeconfig names is the one every namespace publishes, so it exists before serving.
         let tls = tls::TlsMaterial::load_or_generate(options.state_dir.as_deref())?;
@@ -183,6 +192,7 @@ impl EmbeddedCluster {
             address,
             kubeconfig,
             listening,
+            ca_pem: tls.ca_pem.clone(),
             stop,
         })
     }
@@ -217,6 +227,12 @@ impl EmbeddedCluster {
     /// wait in the unauthenticated budget, how many that budget evicted.
     pub fn https_census(&self) -> Option<https::Census> {
         self.listening.as_ref().map(kmm_listener::Listening::census)
+    }
+
+    /// The PEM of the CA that signs the HTTPS serving certificate, for whoever must trust the endpoint (a hub's
+    /// ManagedCluster names it as the spoke's CA bundle).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
     }
 
     /// The kubeconfig for the HTTPS endpoint, when it is served.

@@ -25,6 +25,7 @@ pub mod machine;
 pub mod mco;
 mod network;
 mod objects;
+pub mod ocm;
 mod registry;
 pub mod registry_record;
 pub mod run;

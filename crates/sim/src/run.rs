@@ -20,8 +20,8 @@ pub struct Simulation {
 impl Simulation {
     /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
     /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
-    /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet, ReplicationController and
-    /// EndpointSlice controllers and the follower of injected faults.
+    /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet, ReplicationController,
+    /// resource claim and EndpointSlice controllers and the follower of injected faults.
     pub async fn start(
         server: ApiServer,
         client: kube::Client,
@@ -37,6 +37,7 @@ impl Simulation {
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
         tasks.push(workloads::spawn(world.clone()));
+        tasks.push(workloads::resource_claims::spawn(world.clone()));
         tasks.push(endpoint_slices::spawn(world.clone()));
         tasks.push(disruption::spawn(world.clone()));
         tasks.push(inject::spawn(world.clone()));

@@ -110,6 +110,128 @@ pub struct NodeGroup {
     /// pool must be among the scenario's objects; `worker` and `master` exist by default).
     #[serde(default)]
     pub pool: Option<String>,
+    /// The devices DRA drivers find on each node of the group and publish in a ResourceSlice.
+    #[serde(default)]
+    pub dra_devices: Vec<DraDevices>,
+}
+
+/// Devices of one DRA driver on each node of a group: what the driver's kubelet plugin publishes in the node's
+/// ResourceSlice while it runs there and the kernel module behind the devices is loaded.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DraDevices {
+    /// The driver that publishes them (its `DRIVER_NAME`, e.g. `gpu.example.com`).
+    pub driver: String,
+    /// The kernel module (as `lsmod` names it) without which the driver sees no devices; none means the devices
+    /// are there whenever the driver runs.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// How many devices each node has; they are named `<namePrefix><index>`.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// The devices' name prefix; by default the driver name's first label and a dash (`gpu-`).
+    #[serde(default)]
+    pub name_prefix: Option<String>,
+    /// Attributes of every device: a bool, an integer or a string each. The device's index is added as
+    /// `index`.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, DraAttribute>,
+    /// Capacities of every device, as quantities (`40Gi`).
+    #[serde(default)]
+    pub capacity: BTreeMap<String, String>,
+}
+
+impl DraDevices {
+    /// The name of device `index`.
+    pub fn device_name(&self, index: u32) -> String {
+        match &self.name_prefix {
+            Some(prefix) => format!("{prefix}{index}"),
+            None => {
+                let label = self.driver.split('.').next().unwrap_or("device");
+                format!("{label}-{index}")
+            }
+        }
+    }
+
+    /// Whether the driver name is a DNS subdomain, the quantities are quantities and the names are valid.
+    fn check(&self) -> Result<(), String> {
+        let label = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if self.driver.len() > 63 || !self.driver.split('.').all(label) {
+            return Err(format!(
+                ".driver: {:?} must be a DNS subdomain of lower-case labels (e.g. gpu.example.com)",
+                self.driver
+            ));
+        }
+        if self.count == 0 {
+            return Err(".count: must be at least 1".to_owned());
+        }
+        if !label(&self.device_name(0)) {
+            return Err(format!(
+                ".namePrefix: device names like {:?} must be DNS labels",
+                self.device_name(0)
+            ));
+        }
+        for (name, quantity) in &self.capacity {
+            if !is_quantity(quantity) {
+                return Err(format!(
+                    ".capacity.{name}: {quantity:?} is not a quantity (e.g. 40Gi, 8, 500m)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A DRA device attribute's value, as the scenario spells it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum DraAttribute {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A whole number.
+    Int(i64),
+    /// Anything else.
+    String(String),
+}
+
+/// Whether `text` is a Kubernetes quantity: a decimal number and an optional SI, binary or exponent suffix.
+fn is_quantity(text: &str) -> bool {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let mut parts = number.split('.');
+    let whole = parts.next().unwrap_or_default();
+    let fraction = parts.next().unwrap_or_default();
+    let exponent = suffix
+        .strip_prefix(['e', 'E'])
+        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    parts.next().is_none()
+        && !(whole.is_empty() && fraction.is_empty())
+        && (exponent
+            || matches!(
+                suffix,
+                "" | "m"
+                    | "k"
+                    | "M"
+                    | "G"
+                    | "T"
+                    | "P"
+                    | "E"
+                    | "Ki"
+                    | "Mi"
+                    | "Gi"
+                    | "Ti"
+                    | "Pi"
+                    | "Ei"
+            ))
 }
 
 fn one() -> u32 {
@@ -581,6 +703,18 @@ impl Scenario {
                     ));
                 }
             }
+            let mut drivers = BTreeSet::new();
+            for (d, devices) in group.dra_devices.iter().enumerate() {
+                devices
+                    .check()
+                    .map_err(|e| format!("nodes[{i}].draDevices[{d}]{e}"))?;
+                if !drivers.insert(&devices.driver) {
+                    return Err(format!(
+                        "nodes[{i}].draDevices[{d}].driver: {} is listed twice",
+                        devices.driver
+                    ));
+                }
+            }
             for n in 0..group.count {
                 let name = format!("{}{n}", group.name_prefix);
                 if !names.insert(name.clone()) {
@@ -667,6 +801,58 @@ timeScale: 10
         assert!(
             matches!(s.faults[0], Fault::RegistryOutage { from, to } if from == Duration::from_secs(60) && to == Duration::from_secs(90))
         );
+    }
+
+    #[test]
+    fn dra_devices_parse_and_bad_ones_are_refused() {
+        let group = |devices: &str| {
+            format!(
+                "nodes:\n  - namePrefix: w-\n    kernelVersion: k\n    osImage: o\n    draDevices: {devices}\n"
+            )
+        };
+        let s = Scenario::parse(
+            &group(
+                "[{driver: gpu.example.com, module: acme_gpu, count: 2, attributes: {model: A100, cores: 108, mig: false}, capacity: {memory: 40Gi}}]",
+            ),
+            "inline",
+            None,
+        )
+        .expect("a scenario");
+        let devices = &s.nodes[0].dra_devices[0];
+        assert_eq!(devices.module.as_deref(), Some("acme_gpu"));
+        assert_eq!(devices.device_name(1), "gpu-1");
+        assert_eq!(
+            devices.attributes["model"],
+            DraAttribute::String("A100".into())
+        );
+        assert_eq!(devices.attributes["cores"], DraAttribute::Int(108));
+        assert_eq!(devices.attributes["mig"], DraAttribute::Bool(false));
+        assert_eq!(devices.capacity["memory"], "40Gi");
+        let refused = [
+            ("[{driver: GPU}]", "draDevices[0].driver"),
+            (
+                "[{driver: gpu.example.com, count: 0}]",
+                "draDevices[0].count",
+            ),
+            (
+                "[{driver: gpu.example.com, capacity: {memory: lots}}]",
+                "draDevices[0].capacity.memory",
+            ),
+            (
+                "[{driver: gpu.example.com, namePrefix: GPU_}]",
+                "draDevices[0].namePrefix",
+            ),
+            (
+                "[{driver: gpu.example.com}, {driver: gpu.example.com}]",
+                "draDevices[1].driver",
+            ),
+        ];
+        for (devices, key) in refused {
+            let error = Scenario::parse(&group(devices), "inline", None)
+                .expect_err(devices)
+                .to_string();
+            assert!(error.contains(key), "{devices}: {error}");
+        }
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl App {
             PromptAction::Shims => self.show_root(View::Shims),
             PromptAction::Caches => self.show_root(View::Caches),
             PromptAction::Day0 => self.show_root(View::Day0s),
+            PromptAction::Devices => self.show_root(View::Devices),
             PromptAction::Preflight => {
                 self.views = vec![View::Preflight];
                 self.refresh_open_view();

@@ -89,6 +89,7 @@ impl App {
             View::Preflight => self.enter_preflight(),
             View::Fleet => self.enter_cluster(),
             View::Nodes
+            | View::Devices
             | View::ModuleDetail(_)
             | View::ShimDetail(_)
             | View::CacheDetail(_)

@@ -55,6 +55,10 @@ impl App {
                 .and_then(|i| self.rows.nodes.get(i))
                 .map(|row| Target::cluster(Kind::Node, &row.name)),
             View::Events => None,
+            View::Devices => self
+                .selected_index(ListId::Devices)
+                .and_then(|i| self.rows.devices.get(i))
+                .map(|row| row.object.clone()),
             View::Caches | View::CacheDetail(_) => self.selected_cache_object(),
             View::ModuleDetail(target) => match self.section {
                 DetailSection::Nodes => {

@@ -1,11 +1,14 @@
 //! The vocabulary of the console's state: views, sections, lists, selections, modes and the
 //! requests the event loop carries out.
 
+use std::collections::HashMap;
+
 use crate::tui::fleet::rows::FleetRow;
 use crate::tui::keymap::Pane;
 use crate::tui::target::Target;
 use crate::tui::view::caches::CacheRow;
 use crate::tui::view::day0::Day0Row;
+use crate::tui::view::devices::{DeviceRow, NodeDevices};
 use crate::tui::view::events::EventRow;
 use crate::tui::view::images::ImageRow;
 use crate::tui::view::modules::ModuleRow;
@@ -80,11 +83,13 @@ pub enum View {
     Preflight,
     /// Every cluster of the kubeconfig, one row each; `enter` opens one, `esc` comes back.
     Fleet,
+    /// Every DRA device: where it is published and what holds it.
+    Devices,
 }
 
 impl View {
     /// The views `:` switches to, by the names it accepts.
-    pub const ROOTS: [(&'static str, View); 7] = [
+    pub const ROOTS: [(&'static str, View); 8] = [
         ("modules", View::Modules),
         ("images", View::Images),
         ("nodes", View::Nodes),
@@ -92,6 +97,7 @@ impl View {
         ("shims", View::Shims),
         ("caches", View::Caches),
         ("day0", View::Day0s),
+        ("devices", View::Devices),
     ];
 
     /// The kind of pane the view is, for the keymap to tell which commands act on it.
@@ -114,6 +120,7 @@ impl View {
             View::Engine => Pane::Engine,
             View::Preflight => Pane::Preflight,
             View::Fleet => Pane::Fleet,
+            View::Devices => Pane::Devices,
         }
     }
 
@@ -139,6 +146,7 @@ impl View {
             View::Engine => ListId::Engine,
             View::Preflight => ListId::Preflight(PreflightSection::Kernels),
             View::Fleet => ListId::Fleet,
+            View::Devices => ListId::Devices,
         }
     }
 
@@ -213,6 +221,8 @@ pub enum ListId {
     Preflight(PreflightSection),
     /// The clusters of the fleet view.
     Fleet,
+    /// The Devices pane.
+    Devices,
 }
 
 /// The selected row of a list and the first row shown.
@@ -331,4 +341,8 @@ pub struct Rows {
     pub day0s: Vec<Day0Row>,
     /// Fleet view, most urgent first.
     pub fleet: Vec<FleetRow>,
+    /// Devices pane: every DRA device.
+    pub devices: Vec<DeviceRow>,
+    /// DRA devices published and allocated per node, by node name, for the Nodes pane.
+    pub node_devices: HashMap<String, NodeDevices>,
 }

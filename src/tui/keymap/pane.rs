@@ -40,6 +40,8 @@ pub enum Pane {
     Yaml,
     /// Every key binding and command.
     Help,
+    /// Every DRA device.
+    Devices,
 }
 
 impl Command {
@@ -64,9 +66,12 @@ impl Command {
             Command::HandOff | Command::TakeOver => pane == P::Engine,
             Command::Build => pane == P::Preflight,
             // The panes with no object to show, edit or delete.
-            Command::Yaml | Command::Edit | Command::Delete => {
-                !matches!(pane, P::Events | P::Engine | P::Fleet | P::Help)
-            }
+            Command::Yaml => !matches!(pane, P::Events | P::Engine | P::Fleet | P::Help),
+            // A device's ResourceSlice is its driver's to write, and its claim its pod's.
+            Command::Edit | Command::Delete => !matches!(
+                pane,
+                P::Events | P::Engine | P::Fleet | P::Help | P::Devices
+            ),
             // The fleet is one table: no panes to move between, no columns.
             Command::NextPane | Command::PrevPane | Command::Left | Command::Right => {
                 pane != P::Fleet
@@ -90,5 +95,14 @@ mod tests {
         assert!(!Command::Recheck.acts_on(P::Day0s));
         assert!(Command::Rebuild.acts_on(P::Day0s));
         assert!(Command::Recheck.acts_on(P::CacheDetail));
+    }
+
+    #[test]
+    fn devices_are_shown_but_never_edited_or_deleted() {
+        assert!(Command::Yaml.acts_on(P::Devices));
+        assert!(Command::Filter.acts_on(P::Devices));
+        assert!(!Command::Edit.acts_on(P::Devices));
+        assert!(!Command::Delete.acts_on(P::Devices));
+        assert!(!Command::Rebuild.acts_on(P::Devices));
     }
 }

@@ -5,6 +5,7 @@ mod cache_detail;
 mod caches;
 mod day0;
 mod day0_detail;
+mod devices;
 mod dialog;
 mod editor;
 mod engine;
@@ -64,6 +65,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             View::Engine => engine::draw(frame, body, app),
             View::Preflight => preflight::draw(frame, body, app),
             View::Fleet => fleet::draw(frame, body, app),
+            View::Devices => devices::draw(frame, body, app),
         }
     }
     footer::draw(frame, footer_area, app);

@@ -44,6 +44,10 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, target: &Target
         let noun = if wide { "device plugin" } else { "plugin" };
         counts.push_str(&format!(" {noun} {}/{} ", plugin.available, plugin.desired));
     }
+    if let Some(dra) = row.dra {
+        let noun = if wide { "DRA driver" } else { "DRA" };
+        counts.push_str(&format!(" {noun} {}/{} ", dra.available, dra.desired));
+    }
     let line = vec![
         Span::styled(
             format!(" {}/{} ", row.namespace, row.name),

@@ -6,9 +6,10 @@ use ratatui::layout::Rect;
 use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
+use crate::tui::view::modules::PluginCounts;
 
-/// Draw every Module: where it is loaded, its images, its device plugin (when any Module has one), and why it is
-/// not available.
+/// Draw every Module: where it is loaded, its images, its device plugin and its DRA driver (each when any Module
+/// has one), and why it is not available.
 pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     // The plugin column appears once some Module has a device plugin: a cluster without any reads as before.
@@ -30,6 +31,11 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     };
     if plugins {
         columns.push(Column::keep(if wide { "PLUGIN AV/DES" } else { "PLUG" }));
+    }
+    // Likewise the DRA column, once some Module has a DRA driver.
+    let dra = app.rows.modules.iter().any(|row| row.dra.is_some());
+    if dra {
+        columns.push(Column::keep(if wide { "DRA AV/DES" } else { "DRA" }));
     }
     columns.push(Column::shrink("REASON"));
     ListTable {
@@ -59,18 +65,21 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 .cell(nodes)
                 .cell(images)
         };
-        let cells = match (plugins, row.plugin) {
-            (false, _) => cells,
-            (true, None) => cells.cell("-"),
-            (true, Some(plugin)) => cells.styled(
-                format!("{}/{}", plugin.available, plugin.desired),
-                if plugin.complete() {
-                    app.theme.text()
-                } else {
-                    app.theme.warn()
-                },
-            ),
-        };
+        let counts =
+            |cells: TableRow, shown: bool, counts: Option<PluginCounts>| match (shown, counts) {
+                (false, _) => cells,
+                (true, None) => cells.cell("-"),
+                (true, Some(counts)) => cells.styled(
+                    format!("{}/{}", counts.available, counts.desired),
+                    if counts.complete() {
+                        app.theme.text()
+                    } else {
+                        app.theme.warn()
+                    },
+                ),
+            };
+        let cells = counts(cells, plugins, row.plugin);
+        let cells = counts(cells, dra, row.dra);
         cells.styled(reason, style)
     });
 }

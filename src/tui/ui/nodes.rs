@@ -6,9 +6,11 @@ use ratatui::layout::Rect;
 use super::health_style;
 use super::table::{Column, ListTable, TableRow};
 use crate::tui::app::{App, ListId};
+use crate::tui::data::{DRA_NOT_SERVED, DraServing};
 
 /// Draw every node: readiness, kernel, OS image, modules loaded, device plugins ready of those meant to run there
-/// (when any node has one), caches complete of those wanted, taints.
+/// (when any node has one), DRA devices allocated of those published there (when any node publishes one), caches
+/// complete of those wanted, taints. On a cluster without DRA the title says so.
 pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     // The plugin column appears once some node is meant to run a device plugin: a cluster without any reads as
@@ -37,11 +39,20 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if plugins {
         columns.push(Column::keep(if wide { "PLUGINS RDY/TGT" } else { "PLUG" }));
     }
+    // Beside it, the DRA devices, once some node publishes one.
+    let devices = !app.rows.node_devices.is_empty();
+    if devices {
+        columns.push(Column::keep(if wide { "DEVICES ALLOC/PUB" } else { "DEV" }));
+    }
     columns.push(Column::keep("CACHES"));
     columns.push(Column::shrink("TAINTS"));
     ListTable {
         title: "Nodes",
-        note: "",
+        note: if app.data.dra == DraServing::NotServed {
+            DRA_NOT_SERVED
+        } else {
+            ""
+        },
         columns: &columns,
         list: ListId::Nodes,
         focused: true,
@@ -95,6 +106,14 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
                     app.theme.warn()
                 },
             )
+        };
+        let cells = if !devices {
+            cells
+        } else {
+            match app.rows.node_devices.get(&row.name) {
+                None => cells.cell("-"),
+                Some(counts) => cells.cell(format!("{}/{}", counts.allocated, counts.published)),
+            }
         };
         let caches = if row.caches_wanted == 0 {
             cells.cell("-")

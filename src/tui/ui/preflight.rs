@@ -1,7 +1,7 @@
 //! The Preflight pane: the validation under way (its kernel and whether built images are pushed, with a count of
 //! Modules per verdict), then three tables `tab` moves between: the kernels the cluster knows of (with a line under
 //! it per OS image whose kernel could not be read), every Module's verdict for the validated kernel, and the device
-//! plugins each node loses while its module reloads.
+//! plugins and DRA drivers (with the claims on their devices) each node loses while its module reloads.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -169,14 +169,32 @@ fn draw_modules(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPa
     });
 }
 
-/// The nodes that move to the kernel, and the device plugins each loses while its modules reload.
+/// The nodes that move to the kernel, and the device plugins and DRA drivers each loses while its modules reload,
+/// with the claims allocated on those drivers' devices (the DRA columns appear once some node has a DRA driver).
 fn draw_nodes(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane) {
+    let dra = pane.nodes.iter().any(|n| !n.dra_drivers.is_empty());
     let losing = pane
         .nodes
         .iter()
-        .filter(|n| !n.device_plugins.is_empty())
+        .filter(|n| !n.device_plugins.is_empty() || !n.dra_drivers.is_empty())
         .count();
-    let node_note = format!("{losing} lose a device plugin while their modules reload");
+    let node_note = if dra {
+        let claims: usize = pane.nodes.iter().map(|n| n.claims.len()).sum();
+        format!(
+            "{losing} lose a device plugin or DRA driver while their modules reload, {claims} claims disturbed"
+        )
+    } else {
+        format!("{losing} lose a device plugin while their modules reload")
+    };
+    let mut columns = vec![
+        Column::shrink("NODE"),
+        Column::shrink("KERNEL NOW"),
+        Column::shrink("DEVICE PLUGINS LOST"),
+    ];
+    if dra {
+        columns.push(Column::shrink("DRA DRIVERS LOST"));
+        columns.push(Column::shrink("CLAIMS DISTURBED"));
+    }
     ListTable {
         title: "Nodes moving to the kernel",
         note: if pane.preflight.is_some() {
@@ -184,11 +202,7 @@ fn draw_nodes(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane
         } else {
             ""
         },
-        columns: &[
-            Column::shrink("NODE"),
-            Column::shrink("KERNEL NOW"),
-            Column::shrink("DEVICE PLUGINS LOST"),
-        ],
+        columns: &columns,
         list: ListId::Preflight(PreflightSection::Nodes),
         focused: app.preflight.section == PreflightSection::Nodes,
         empty: if pane.preflight.is_some() {
@@ -199,13 +213,21 @@ fn draw_nodes(frame: &mut Frame<'_>, area: Rect, app: &App, pane: &PreflightPane
     }
     .draw(frame, area, app, |index| {
         let row = &pane.nodes[index];
-        let row_cells = TableRow::new()
+        let lost = |cells: TableRow, names: &[String]| {
+            if names.is_empty() {
+                cells.styled("none", app.theme.muted())
+            } else {
+                cells.styled(names.join(", "), app.theme.warn())
+            }
+        };
+        let cells = TableRow::new()
             .cell(row.node.as_str())
             .cell(row.kernel.as_str());
-        if row.device_plugins.is_empty() {
-            row_cells.styled("none", app.theme.muted())
+        let cells = lost(cells, &row.device_plugins);
+        if dra {
+            lost(lost(cells, &row.dra_drivers), &row.claims)
         } else {
-            row_cells.styled(row.device_plugins.join(", "), app.theme.warn())
+            cells
         }
     });
 }

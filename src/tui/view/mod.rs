@@ -7,6 +7,7 @@ pub mod caches;
 pub mod consequences;
 pub mod day0;
 pub mod day0_detail;
+pub mod devices;
 pub mod engine;
 pub mod events;
 pub mod images;

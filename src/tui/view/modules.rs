@@ -1,5 +1,5 @@
-//! Rows of the Modules pane: one per Module, with where it is loaded, its images, its device plugin, and why it is
-//! not available.
+//! Rows of the Modules pane: one per Module, with where it is loaded, its images, its device plugin or DRA driver,
+//! and why it is not available.
 
 use crate::tui::data::ClusterData;
 use kmm_api::conditions::{AVAILABLE, DEGRADED, PROGRESSING};
@@ -32,9 +32,12 @@ pub struct ModuleRow {
     pub reason: Option<String>,
     /// Its device plugin's nodes, when it has one.
     pub plugin: Option<PluginCounts>,
+    /// Its DRA driver's nodes, when it has one.
+    pub dra: Option<PluginCounts>,
 }
 
-/// Where a Module's device plugin should run and where it is available, from `status.devicePlugin`.
+/// Where a Module's device plugin (or DRA driver) should run and where it is available, from `status.devicePlugin`
+/// (or `status.dra`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PluginCounts {
     /// Nodes that should run the plugin.
@@ -73,8 +76,16 @@ impl ModuleRow {
                 available: counts.available_number,
             }
         });
+        let dra = module.spec.dra.as_ref().map(|_| {
+            let counts = status.and_then(|s| s.dra.clone()).unwrap_or_default();
+            PluginCounts {
+                desired: counts.desired_number,
+                available: counts.available_number,
+            }
+        });
         ModuleRow {
             plugin,
+            dra,
             kernels: status.map_or(0, |s| s.kernels.len()),
             targeted: counts.nodes_matching_selector_number,
             desired: counts.desired_number,

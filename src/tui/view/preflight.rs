@@ -6,8 +6,10 @@
 //!   validated marked; an OS image whose kernel could not be read is a note under the table;
 //! - per Module, whether it is ready for the validated kernel and why, from the PreflightValidation's verdicts, and
 //!   whether its mapping for that kernel can build (and sign) the image;
-//! - per node that will move to the kernel, the device plugins it loses while its kernel module reloads: every
-//!   Module with a device plugin whose module runs there (loaded per its NodeModulesConfig, or labelled ready).
+//! - per node that will move to the kernel, the device plugins and DRA drivers it loses while its kernel module
+//!   reloads: every Module with a device plugin or DRA driver whose module runs there (loaded per its
+//!   NodeModulesConfig, or labelled ready), and the ResourceClaims allocated there on those drivers' devices, whose
+//!   pods the reload disturbs.
 //!
 //! The PreflightValidation shown is the newest one: the console validates one kernel at a time, since two
 //! validations share each Module's preflight image check.
@@ -21,7 +23,7 @@ use kmm_api::kmm::os_image_kernels::{self, OsImageKernel};
 use kmm_api::kmm::{Module, PreflightValidation, VerificationStatus};
 use kmm_engine::kmm::kernel;
 
-use super::{Health, matches_filter};
+use super::{Health, devices, matches_filter};
 
 /// The pane's three tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -158,13 +160,22 @@ pub struct PreflightNodeRow {
     pub kernel: String,
     /// `namespace/name` of each Module whose device plugin stops while its module reloads.
     pub device_plugins: Vec<String>,
+    /// `namespace/name (driver)` of each Module whose DRA driver stops while its module reloads.
+    pub dra_drivers: Vec<String>,
+    /// `namespace/name` of each ResourceClaim allocated on the node from those drivers' devices.
+    pub claims: Vec<String>,
 }
 
 impl PreflightNodeRow {
     /// Whether the row matches a `/` filter.
     pub fn matches(&self, needle: &str) -> bool {
         let plugins = self.device_plugins.join(" ");
-        matches_filter(needle, &[&self.node, &self.kernel, &plugins])
+        let drivers = self.dra_drivers.join(" ");
+        let claims = self.claims.join(" ");
+        matches_filter(
+            needle,
+            &[&self.node, &self.kernel, &plugins, &drivers, &claims],
+        )
     }
 }
 
@@ -386,17 +397,24 @@ fn module_rows(data: &ClusterData, preflight: &PreflightValidation) -> Vec<Prefl
 }
 
 fn node_rows(data: &ClusterData, target: &str) -> Vec<PreflightNodeRow> {
+    let key = |m: &Module| {
+        (
+            m.metadata.namespace.clone().unwrap_or_default(),
+            m.metadata.name.clone().unwrap_or_default(),
+        )
+    };
     let with_plugin: Vec<(String, String)> = data
         .modules
         .iter()
         .filter(|m| m.spec.device_plugin.is_some())
-        .map(|m| {
-            (
-                m.metadata.namespace.clone().unwrap_or_default(),
-                m.metadata.name.clone().unwrap_or_default(),
-            )
-        })
+        .map(|m| key(m))
         .collect();
+    let with_dra: Vec<((String, String), String)> = data
+        .modules
+        .iter()
+        .filter_map(|m| Some((key(m), m.spec.dra.as_ref()?.driver_name.clone())))
+        .collect();
+    let claims = devices::claims_per_node(data);
     data.nodes
         .iter()
         .filter_map(|node| {
@@ -412,21 +430,38 @@ fn node_rows(data: &ClusterData, target: &str) -> Vec<PreflightNodeRow> {
                 .and_then(|n| n.status.as_ref())
                 .map(|s| s.modules.as_slice())
                 .unwrap_or_default();
+            let runs_there = |ns: &str, module: &str| {
+                loaded.iter().any(|l| l.namespace == ns && l.name == module)
+                    || labelled(&labels::node_ready(ns, module))
+            };
             let device_plugins = with_plugin
                 .iter()
                 .filter(|(ns, module)| {
-                    loaded
-                        .iter()
-                        .any(|l| &l.namespace == ns && &l.name == module)
-                        || labelled(&labels::node_ready(ns, module))
+                    runs_there(ns, module)
                         || labelled(&labels::device_plugin_ready_label(ns, module))
                 })
                 .map(|(ns, module)| format!("{ns}/{module}"))
+                .collect();
+            let drivers: Vec<&((String, String), String)> = with_dra
+                .iter()
+                .filter(|((ns, module), _)| runs_there(ns, module))
+                .collect();
+            let claims = claims
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter(|(driver, _)| drivers.iter().any(|(_, d)| d == driver))
+                .map(|(_, claim)| claim.clone())
                 .collect();
             Some(PreflightNodeRow {
                 node: name,
                 kernel: current.to_owned(),
                 device_plugins,
+                dra_drivers: drivers
+                    .iter()
+                    .map(|((ns, module), driver)| format!("{ns}/{module} ({driver})"))
+                    .collect(),
+                claims,
             })
         })
         .collect()

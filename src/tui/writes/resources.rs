@@ -2,6 +2,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
@@ -27,6 +28,8 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::MachineConfigPool => ApiResource::erase::<MachineConfigPool>(&()),
         Kind::MachineConfig => ApiResource::erase::<MachineConfig>(&()),
         Kind::PreflightValidation => ApiResource::erase::<PreflightValidation>(&()),
+        Kind::ResourceSlice => ApiResource::erase::<ResourceSlice>(&()),
+        Kind::ResourceClaim => ApiResource::erase::<ResourceClaim>(&()),
     }
 }
 
@@ -56,7 +59,12 @@ mod tests {
         let node = api_resource(Kind::Node);
         assert_eq!((node.group.as_str(), node.api_version.as_str()), ("", "v1"));
         assert_eq!(api_resource(Kind::Event).api_version, "events.k8s.io/v1");
-        for kind in Kind::ALL {
+        let slices = api_resource(Kind::ResourceSlice);
+        assert_eq!(
+            (slices.api_version.as_str(), slices.plural.as_str()),
+            ("resource.k8s.io/v1", "resourceslices")
+        );
+        for kind in Kind::ALL.into_iter().chain(Kind::DRA) {
             assert_eq!(api_resource(kind).kind, kind.as_str());
         }
     }

@@ -18,11 +18,19 @@ pub const READY_SUFFIX: &str = ".ready";
 pub const DEVICE_PLUGIN_TARGET_SUFFIX: &str = ".device-plugin-target";
 /// Suffix of the node label saying a Module's device plugin runs and is ready on the node.
 pub const DEVICE_PLUGIN_READY_SUFFIX: &str = ".device-plugin-ready";
+/// Suffix of the node label saying a Module's DRA driver may run on the node.
+pub const DRA_TARGET_SUFFIX: &str = ".dra-target";
+/// Suffix of the node label saying a Module's DRA driver runs and is ready on the node.
+pub const DRA_READY_SUFFIX: &str = ".dra-ready";
 /// Label on a ModuleDay0 naming the MachineConfig it was created for.
 pub const MACHINE_CONFIG: &str = "kmm.node.kubernetes.io/machine-config";
 
 /// Label on pods the engine creates for a Module: the Module (or MBSC/MIC) name.
 pub const MODULE_NAME: &str = "kmm.node.kubernetes.io/module.name";
+/// Label on the cluster-scoped objects the engine keeps for a Module (its DeviceClasses): the Module's namespace,
+/// beside [`MODULE_NAME`]. A cluster-scoped object cannot name a namespaced owner, so these two labels are how the
+/// engine, the console and a person find what a Module owns.
+pub const MODULE_NAMESPACE: &str = "kmm.node.kubernetes.io/module.namespace";
 /// Label on worker pods: `Load` or `Unload`.
 pub const WORKER_ACTION: &str = "kmm.node.kubernetes.io/worker-action";
 /// Annotation on worker pods: the YAML `ModuleConfig` the worker loads or unloads.
@@ -67,6 +75,11 @@ pub const VERSION_SCHEDULE_POD_PREFIX: &str = "beta.kmm.node.kubernetes.io/versi
 pub const DAEMONSET_ROLE: &str = "kmm.node.kubernetes.io/role";
 /// [`DAEMONSET_ROLE`] of a device plugin DaemonSet.
 pub const DEVICE_PLUGIN_ROLE: &str = "device-plugin";
+/// [`DAEMONSET_ROLE`] of a DRA driver DaemonSet.
+pub const DRA_ROLE: &str = "dra";
+/// Annotation on DRA driver DaemonSets: hash of the spec the engine wrote, as [`DEVICE_PLUGIN_HASH`] is for device
+/// plugins.
+pub const DRA_HASH: &str = "kmm.node.kubernetes.io/dra-hash";
 /// Annotation on device plugin DaemonSets: hash of the spec the engine wrote, so a pass rewrites it only when the
 /// Module asks for something else (the API server's defaults never read as a change).
 pub const DEVICE_PLUGIN_HASH: &str = "kmm.node.kubernetes.io/device-plugin-hash";
@@ -95,6 +108,17 @@ pub fn device_plugin_target_label(namespace: &str, module: &str) -> String {
 /// Node label: the Module's device plugin runs and is ready on this node.
 pub fn device_plugin_ready_label(namespace: &str, module: &str) -> String {
     format!("{NODE_LABEL_PREFIX}{namespace}.{module}{DEVICE_PLUGIN_READY_SUFFIX}")
+}
+
+/// Node label: the node is schedulable for the Module's DRA driver, as [`device_plugin_target_label`] is for a
+/// device plugin, so the driver leaves a node cordoned for a drain.
+pub fn dra_target_label(namespace: &str, module: &str) -> String {
+    format!("{NODE_LABEL_PREFIX}{namespace}.{module}{DRA_TARGET_SUFFIX}")
+}
+
+/// Node label: the Module's DRA driver runs and is ready on this node.
+pub fn dra_ready_label(namespace: &str, module: &str) -> String {
+    format!("{NODE_LABEL_PREFIX}{namespace}.{module}{DRA_READY_SUFFIX}")
 }
 
 /// Node label: the version of the module loaded on this node.

@@ -1,6 +1,7 @@
 //! Kernel Module Management kinds, group `kmm.sigs.x-k8s.io`, with the upstream field names.
 
 mod common;
+pub mod dra;
 mod images;
 pub mod labels;
 mod module;

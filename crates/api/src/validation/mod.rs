@@ -5,6 +5,7 @@
 //! rather than first-error-only, each naming the offending field and saying how to fix it.
 
 mod day0;
+mod hub;
 mod imagecache;
 mod kmm;
 mod module;
@@ -20,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use day0::validate_module_day0;
+pub use hub::{validate_managed_cluster_module, validate_managed_cluster_set_binding};
 pub use imagecache::{validate_image_cache, validate_image_cache_update};
 pub use kmm::{
     validate_module_build_sign_config, validate_module_images_config, validate_node_modules_config,
@@ -28,7 +30,10 @@ pub use kmm::{
 pub use module::{validate_module, validate_module_update};
 pub use shim::validate_shim;
 
-use crate::{day0 as day0_api, imagecache as imagecache_api, kmm as kmm_api, shim as shim_api};
+use crate::{
+    day0 as day0_api, hub as hub_api, imagecache as imagecache_api, kmm as kmm_api, ocm,
+    shim as shim_api,
+};
 
 /// One reason an object is rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +82,14 @@ pub fn validate_object(api_version: &str, kind: &str, obj: &Value) -> Vec<FieldV
         (shim_api::GROUP, "Shim") => typed::<shim_api::Shim>(obj, |shim| validate_shim(&shim)),
         (imagecache_api::GROUP, "ImageCache") => {
             typed::<imagecache_api::ImageCache>(obj, |cache| validate_image_cache(&cache))
+        }
+        (hub_api::GROUP, "ManagedClusterModule") => {
+            typed::<hub_api::ManagedClusterModule>(obj, |mcm| validate_managed_cluster_module(&mcm))
+        }
+        (ocm::CLUSTER_GROUP, "ManagedClusterSetBinding") => {
+            typed::<ocm::clusterset::ManagedClusterSetBinding>(obj, |binding| {
+                validate_managed_cluster_set_binding(&binding)
+            })
         }
         _ => Vec::new(),
     }

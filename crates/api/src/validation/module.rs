@@ -42,12 +42,6 @@ pub fn validate_module(module: &Module) -> Vec<FieldViolation> {
         "spec.tolerations",
         &module.spec.tolerations,
     ));
-    if module.spec.dra.is_some() && module.spec.device_plugin.is_some() {
-        violations.push(FieldViolation::new(
-            "spec.dra",
-            "spec.dra and spec.devicePlugin are mutually exclusive; keep only one of them",
-        ));
-    }
     if let Some(dra) = &module.spec.dra {
         violations.extend(validate_dra(dra));
     }

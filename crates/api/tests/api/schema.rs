@@ -13,7 +13,7 @@ use kmm_api::crds;
 use serde_json::Value;
 
 /// Upstream CRD files, relative to `../shared/reference`.
-const UPSTREAM_CRDS: [&str; 7] = [
+const UPSTREAM_CRDS: [&str; 8] = [
     "kmm/config/crd/bases/kmm.sigs.x-k8s.io_modules.yaml",
     "kmm/config/crd/bases/kmm.sigs.x-k8s.io_nodemodulesconfigs.yaml",
     "kmm/config/crd/bases/kmm.sigs.x-k8s.io_moduleimagesconfigs.yaml",
@@ -21,6 +21,7 @@ const UPSTREAM_CRDS: [&str; 7] = [
     "kmm/config/crd/bases/kmm.sigs.x-k8s.io_preflightvalidations.yaml",
     "shim/config/crd/bases/runtime.spinkube.dev_shims.yaml",
     "imagecache/deploy/kubefledged-crd.yaml",
+    "kmm/config/crd-hub/bases/hub.kmm.sigs.x-k8s.io_managedclustermodules.yaml",
 ];
 
 /// Deliberate differences from upstream: (CRD, version, property path, keyword, why).
@@ -230,6 +231,7 @@ fn differences(
 fn ours(name: &str) -> CustomResourceDefinition {
     crds::all()
         .into_iter()
+        .chain(crds::hub())
         .find(|crd| crd.metadata.name.as_deref() == Some(name))
         .unwrap_or_else(|| panic!("no CRD {name} of ours"))
 }
@@ -308,7 +310,11 @@ fn for_each_node(
 
 #[test]
 fn schemas_are_structural() {
-    for crd in crds::all().into_iter().chain(crds::openshift_views()) {
+    for crd in crds::all()
+        .into_iter()
+        .chain(crds::openshift_views())
+        .chain(crds::hub())
+    {
         let name = crd.metadata.name.clone().unwrap_or_default();
         for version in &crd.spec.versions {
             let schema = version
@@ -476,4 +482,31 @@ fn reason_columns_read_the_ready_condition() {
         }
     }
     assert!(reason_columns >= 4, "only {reason_columns} Reason columns");
+}
+
+#[test]
+fn the_hub_kinds_are_installed_apart_from_every_clusters_kinds() {
+    let everywhere: Vec<String> = crds::all()
+        .into_iter()
+        .chain(crds::openshift_views())
+        .filter_map(|crd| crd.metadata.name)
+        .collect();
+    let hub: Vec<String> = crds::hub()
+        .into_iter()
+        .filter_map(|crd| crd.metadata.name)
+        .collect();
+    assert_eq!(
+        hub,
+        [
+            "managedclusters.cluster.open-cluster-management.io",
+            "managedclustersets.cluster.open-cluster-management.io",
+            "managedclustersetbindings.cluster.open-cluster-management.io",
+            "manifestworks.work.open-cluster-management.io",
+            "managedclustermodules.hub.kmm.sigs.x-k8s.io",
+        ]
+    );
+    assert!(
+        hub.iter().all(|name| !everywhere.contains(name)),
+        "an ordinary cluster installs none of the hub's kinds"
+    );
 }

@@ -478,13 +478,6 @@ fn dra_names_are_dns_subdomains_and_exclude_the_device_plugin() {
                 "spec.dra.deviceClasses[1].name",
                 "listed twice",
             ),
-            rejects(
-                "with a device plugin",
-                json!({"spec": {"dra": {"driverName": "gpu.example.com", "container": container_spec.clone()},
-            "devicePlugin": {"container": container_spec.clone()}}}),
-                "spec.dra",
-                "mutually exclusive",
-            ),
         ],
         create,
     );

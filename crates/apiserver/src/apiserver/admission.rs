@@ -1,11 +1,13 @@
 //! The admission pipeline every create, update and patch goes through, in kube-apiserver's order: decode (unknown
 //! fields found and dropped), defaults, validation (kube-apiserver's rules for built-in kinds, structural schemas
-//! for custom ones, then the project's own rules for its kinds), and RBAC's guard against escalation.
+//! and their CEL rules for custom ones, then the project's own rules for its kinds), and RBAC's guard against
+//! escalation.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::admission_policy;
 use super::auth::authorizer::RBAC_GROUP;
 use super::auth::escalation;
 use super::builtin;
@@ -44,10 +46,16 @@ pub(crate) fn admit(
             Some(schema) => {
                 let unknown = schema.prune(obj);
                 schema.apply_defaults(obj);
-                let errors = match old {
+                let mut errors = match old {
                     Some(old) => schema.validate_update(obj, old),
                     None => schema.validate(obj),
                 };
+                if schema.has_rules() {
+                    match Schema::blocks_rules(&errors) {
+                        Some(blocked) => errors.push(blocked),
+                        None => errors.extend(schema.validate_rules(obj, old)),
+                    }
+                }
                 if !errors.is_empty() {
                     let causes = errors
                         .iter()
@@ -94,6 +102,14 @@ pub(crate) fn admit(
             return Err(invalid(ctx, obj, causes));
         }
     }
+    if let (Some("status"), Some(old), Origin::Builtin) =
+        (ctx.path.subresource.as_deref(), old, &rt.origin)
+    {
+        let causes = builtin_validation::validate_status(rt, obj, old);
+        if !causes.is_empty() {
+            return Err(invalid(ctx, obj, causes));
+        }
+    }
     if let (Some("ephemeralcontainers"), Some(old)) = (ctx.path.subresource.as_deref(), old) {
         let causes = builtin_validation::validate_ephemeral_containers(obj, old);
         if !causes.is_empty() {
@@ -123,6 +139,8 @@ pub(crate) fn admit(
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         admit_crd(ctx, obj)?;
     }
+    let mut warnings = warnings;
+    warnings.extend(admission_policy::admit(server, ctx, obj, old)?);
     if rt.group == RBAC_GROUP {
         let written = escalation::Written {
             plural: &rt.plural,

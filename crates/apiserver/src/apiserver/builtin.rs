@@ -74,6 +74,18 @@ fn normaliser(rt: &ResourceType) -> Option<Normaliser> {
         ("apiregistration.k8s.io", "apiservices") => round_trip::<APIService>,
         ("node.k8s.io", "runtimeclasses") => round_trip::<api::node::v1::RuntimeClass>,
         ("coordination.k8s.io", "leases") => round_trip::<api::coordination::v1::Lease>,
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            round_trip::<api::admissionregistration::v1::ValidatingAdmissionPolicy>
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            round_trip::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>
+        }
+        ("resource.k8s.io", "deviceclasses") => round_trip::<api::resource::v1::DeviceClass>,
+        ("resource.k8s.io", "resourceslices") => round_trip::<api::resource::v1::ResourceSlice>,
+        ("resource.k8s.io", "resourceclaims") => round_trip::<api::resource::v1::ResourceClaim>,
+        ("resource.k8s.io", "resourceclaimtemplates") => {
+            round_trip::<api::resource::v1::ResourceClaimTemplate>
+        }
         ("events.k8s.io", "events") => round_trip::<api::events::v1::Event>,
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             round_trip::<CustomResourceDefinition>

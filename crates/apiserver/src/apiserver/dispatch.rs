@@ -13,8 +13,7 @@ use super::registry::Registry;
 use super::request::{self, Endpoint, Query, Verb};
 use super::responses::{ResponseBody, bytes_response, error_response, full, json_response};
 use super::{
-    ApiServer, KUBERNETES_VERSION, aggregated_discovery, auth, context, discovery, handlers,
-    openapi, protobuf,
+    ApiServer, aggregated_discovery, auth, context, discovery, handlers, openapi, protobuf,
 };
 use crate::identity::UserInfo;
 
@@ -136,7 +135,10 @@ impl ApiServer {
             return Err(ApiError::method_not_allowed(method.as_str(), uri.path()));
         }
         match endpoint {
-            Endpoint::Version => Ok(json_response(StatusCode::OK, &version_document())),
+            Endpoint::Version => Ok(json_response(
+                StatusCode::OK,
+                &version_document(self.kubernetes_minor()),
+            )),
             Endpoint::Health => Ok(Response::new(full(Bytes::from_static(b"ok")))),
             Endpoint::Metrics => Ok(bytes_response(
                 StatusCode::OK,
@@ -249,12 +251,11 @@ fn method_label(method: &Method) -> &'static str {
 }
 
 /// `/version`, as kubectl and kube-rs read it.
-fn version_document() -> Value {
-    let (major, minor) = KUBERNETES_VERSION;
+fn version_document(minor: u32) -> Value {
     json!({
-        "major": major,
-        "minor": minor,
-        "gitVersion": format!("v{major}.{minor}.0-kmm-tui.{}", env!("CARGO_PKG_VERSION")),
+        "major": "1",
+        "minor": minor.to_string(),
+        "gitVersion": format!("v1.{minor}.0-kmm-tui.{}", env!("CARGO_PKG_VERSION")),
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "",

@@ -83,6 +83,39 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// A write a ValidatingAdmissionPolicy denied: `deployments.apps "web" is forbidden: <why>`, with the status
+    /// reason and code of the validation's `reason` (422 `Invalid` when it names none) and the message as the one
+    /// cause, as kube-apiserver answers.
+    pub fn policy_denied(
+        group: &str,
+        resource: &str,
+        name: &str,
+        reason: Option<&str>,
+        why: &str,
+    ) -> Self {
+        let (code, reason) = match reason {
+            Some("Unauthorized") => (401, "Unauthorized"),
+            Some("Forbidden") => (403, "Forbidden"),
+            Some("RequestEntityTooLarge") => (413, "RequestEntityTooLarge"),
+            _ => (422, "Invalid"),
+        };
+        let subject = if name.is_empty() {
+            qualified(group, resource)
+        } else {
+            format!("{} \"{name}\"", qualified(group, resource))
+        };
+        let mut err = Self::new(code, reason, format!("{subject} is forbidden: {why}"))
+            .with_details(group, resource, name);
+        if let Some(details) = err.details.as_mut() {
+            details.causes = vec![Cause {
+                reason: String::new(),
+                message: why.to_string(),
+                field: String::new(),
+            }];
+        }
+        err
+    }
+
     /// 403 from authorization: `pods "web" is forbidden: <why>` (the name left out for collections), with the
     /// object in `details` as kube-apiserver reports it.
     pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
@@ -324,6 +357,11 @@ impl ApiError {
                     .iter()
                     .map(|c| {
                         let mut cause = json!({ "reason": c.reason, "message": c.message });
+                        if c.reason.is_empty()
+                            && let Some(fields) = cause.as_object_mut()
+                        {
+                            fields.remove("reason");
+                        }
                         if !c.field.is_empty() {
                             cause["field"] = json!(c.field);
                         }

@@ -13,14 +13,14 @@ use serde_json::Value;
 /// Why a path expression could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid JSONPath {expression:?}: {reason}")]
-pub(crate) struct JsonPathError {
+pub struct JsonPathError {
     expression: String,
     reason: String,
 }
 
 /// A parsed path, ready to be evaluated against many objects.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct JsonPath {
+pub struct JsonPath {
     steps: Vec<Step>,
 }
 
@@ -76,7 +76,7 @@ const COMPARISONS: [(&str, Comparison); 6] = [
 impl JsonPath {
     /// Parses an expression such as `.status.conditions[?(@.type=="Ready")].status`. A whole expression
     /// wrapped in `{}` (the template form) is accepted too.
-    pub(crate) fn parse(expression: &str) -> Result<Self, JsonPathError> {
+    pub fn parse(expression: &str) -> Result<Self, JsonPathError> {
         let fail = |reason: String| JsonPathError {
             expression: expression.to_owned(),
             reason,
@@ -91,12 +91,12 @@ impl JsonPath {
     }
 
     /// Every value the path reaches in `root`, in document order.
-    pub(crate) fn find<'a>(&self, root: &'a Value) -> Vec<&'a Value> {
+    pub fn find<'a>(&self, root: &'a Value) -> Vec<&'a Value> {
         apply_steps(&self.steps, root)
     }
 
     /// The first value the path reaches, which is what a printer column shows.
-    pub(crate) fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
+    pub fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
         self.find(root).into_iter().next()
     }
 }

@@ -116,7 +116,7 @@ impl ApiMetrics {
         OpenWatch(gauge)
     }
 
-    /// The client label of a user agent: its product token (`kubectl` of `kubectl/v1.33.0 (linux/amd64) ...`),
+    /// The client label of a user agent: its product token (`kubectl` of `kubectl/v1.34.0 (linux/amd64) ...`),
     /// one of at most [`MAX_CLIENTS`] names.
     fn client(&self, user_agent: Option<&str>) -> Arc<str> {
         let name = product_token(user_agent);
@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn clients_are_named_by_their_product_token() {
         assert_eq!(
-            product_token(Some("kubectl/v1.33.0 (linux/amd64) kubernetes/abc")),
+            product_token(Some("kubectl/v1.34.0 (linux/amd64) kubernetes/abc")),
             "kubectl"
         );
         assert_eq!(product_token(Some("kmm-tui/0.1.0")), "kmm-tui");
@@ -261,7 +261,7 @@ mod tests {
             verb: "LIST",
             resource: "pods",
             code: 200,
-            user_agent: Some("kubectl/v1.33.0"),
+            user_agent: Some("kubectl/v1.34.0"),
             elapsed: Duration::from_millis(3),
         };
         metrics.record(&sample);

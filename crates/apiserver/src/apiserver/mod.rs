@@ -9,6 +9,7 @@
 //! difference for the resources served: see the README for what is and is not implemented.
 
 pub(crate) mod admission;
+mod admission_policy;
 pub(crate) mod aggregated_discovery;
 pub mod auth;
 pub(crate) mod builtin;
@@ -23,7 +24,7 @@ mod dispatch;
 pub mod errors;
 pub mod events;
 pub(crate) mod handlers;
-pub(crate) mod jsonpath;
+pub mod jsonpath;
 pub mod logs;
 pub mod long_running;
 pub mod metrics;
@@ -64,8 +65,9 @@ pub use service::Authenticated;
 /// ([`crate::store::MAX_OBJECT_BYTES`]); the slack is for patches and for JSON's own overhead.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// The Kubernetes version the server reports; it serves that version's API for the resources it knows.
-pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
+/// The Kubernetes minor version the server announces unless told otherwise (`1.34`); it serves that version's API
+/// for the resources it knows.
+pub const KUBERNETES_MINOR: u32 = 34;
 
 /// The API server. Cloning is cheap; every clone serves the same store.
 #[derive(Clone)]
@@ -84,6 +86,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown: CancellationToken,
     /// Ends the watches open now: a child of `shutdown`, replaced by [`ApiServer::close_watches`].
     pub(crate) open_watches: std::sync::Mutex<CancellationToken>,
+    /// ValidatingAdmissionPolicies and bindings, compiled once per resourceVersion.
+    pub(crate) admission_policies: admission_policy::Compiled,
 }
 
 impl ApiServer {
@@ -99,7 +103,17 @@ impl ApiServer {
         store: Arc<Store>,
         credentials: &auth::credentials::Credentials,
     ) -> Self {
-        let registry = Registry::with_builtins();
+        Self::announcing(store, credentials, KUBERNETES_MINOR)
+    }
+
+    /// [`ApiServer::with_credentials`] announcing Kubernetes `1.<minor>` and serving only the API that version
+    /// had, so a client's handling of an older cluster (one without `resource.k8s.io/v1`) can be tried.
+    pub fn announcing(
+        store: Arc<Store>,
+        credentials: &auth::credentials::Credentials,
+        minor: u32,
+    ) -> Self {
+        let registry = Registry::for_minor(minor);
         let crd_key =
             crate::store::ResourceKey::new("apiextensions.k8s.io", "customresourcedefinitions");
         for crd in store.list(&crd_key, None).0 {
@@ -120,6 +134,7 @@ impl ApiServer {
             long_running: Arc::default(),
             open_watches: std::sync::Mutex::new(shutdown.child_token()),
             shutdown,
+            admission_policies: admission_policy::Compiled::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -170,6 +185,11 @@ impl ApiServer {
     /// The table of served resources.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The Kubernetes minor version the server announces (`34` for 1.34).
+    pub fn kubernetes_minor(&self) -> u32 {
+        self.inner.registry.kubernetes_minor()
     }
 
     /// Container logs, written by the node simulation and served by `pods/log`.

@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod admission_policies;
 mod aggregated_discovery;
+mod cel_rules;
 mod client_certs;
 mod common;
 mod crd;
@@ -29,6 +31,8 @@ mod patch;
 mod protobuf;
 mod query_flags;
 mod rbac;
+mod resource_claims;
+mod resource_kinds;
 mod reviews_certificates;
 mod revisions;
 mod samples;

@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use crate::common::cluster;
 use crate::with_kubectl::{kubectl_installed, serve};
 
-const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+pub(crate) const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 /// A raw request through `client`: the status code and the JSON body.
-async fn send(
+pub(crate) async fn send(
     client: &Client,
     method: &str,
     path: &str,
@@ -49,7 +49,7 @@ async fn send(
 }
 
 /// The column names of a Table.
-fn columns(table: &Value) -> Vec<&str> {
+pub(crate) fn columns(table: &Value) -> Vec<&str> {
     table["columnDefinitions"]
         .as_array()
         .unwrap_or_else(|| panic!("not a Table: {table}"))
@@ -59,7 +59,7 @@ fn columns(table: &Value) -> Vec<&str> {
 }
 
 /// The cells of a Table's first row, as text.
-fn first_row(table: &Value) -> Vec<String> {
+pub(crate) fn first_row(table: &Value) -> Vec<String> {
     table["rows"][0]["cells"]
         .as_array()
         .unwrap_or_else(|| panic!("no rows: {table}"))
@@ -69,7 +69,7 @@ fn first_row(table: &Value) -> Vec<String> {
 }
 
 /// The fields a 422 names.
-fn invalid_fields(body: &Value) -> Vec<String> {
+pub(crate) fn invalid_fields(body: &Value) -> Vec<String> {
     body["details"]["causes"]
         .as_array()
         .unwrap_or_else(|| panic!("not a 422 with causes: {body}"))

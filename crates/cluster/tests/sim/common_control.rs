@@ -125,7 +125,7 @@ async fn publish_node_status(client: &kube::Client, world: &World, name: &str) {
             "machineID": name, "systemUUID": name, "bootID": m.boot_id,
             "kernelVersion": m.kernel_version, "osImage": m.os_image,
             "containerRuntimeVersion": format!("containerd://{}", m.containerd.version),
-            "kubeletVersion": "v1.33.0", "kubeProxyVersion": "",
+            "kubeletVersion": "v1.34.0", "kubeProxyVersion": "",
             "operatingSystem": m.operating_system, "architecture": m.architecture,
         },
     }});

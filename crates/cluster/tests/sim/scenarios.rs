@@ -62,7 +62,7 @@ async fn demo_starts_with_every_node_ready_and_its_objects_applied() {
             .unwrap()
             .items
             .len(),
-        2
+        3
     );
 
     // A plain pod is scheduled, pulled and run by the simulated nodes.

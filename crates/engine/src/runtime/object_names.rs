@@ -7,8 +7,19 @@ use crate::runtime::digest::sha256_hex;
 /// upstream's generated names (`<module>-device-plugin-` and five characters), but derived from the version, so
 /// that a pass that runs before its cache shows the DaemonSet it just made cannot make a second one.
 pub fn device_plugin_daemon_set_name(module: &str, version: &str) -> String {
+    versioned_name(module, "device-plugin", version)
+}
+
+/// Name of a Module's DRA driver DaemonSet for a module version: upstream's `<module>-dra-` and five characters,
+/// derived from the version as [`device_plugin_daemon_set_name`] is.
+pub fn dra_daemon_set_name(module: &str, version: &str) -> String {
+    versioned_name(module, "dra", version)
+}
+
+/// `<module>-<what>-` and five characters of the version's digest.
+fn versioned_name(module: &str, what: &str, version: &str) -> String {
     let digest = sha256_hex(version.as_bytes());
-    format!("{module}-device-plugin-{}", &digest[..5])
+    format!("{module}-{what}-{}", &digest[..5])
 }
 
 /// Name of the worker pod of one module on one node; one name means never two workers for that pair.

@@ -119,12 +119,20 @@ const KMM_RULES: &[Rule] = &[
     ("", &["configmaps", "secrets"], &["get"]),
     // Namespaces holding Modules are labelled so they are not deleted from under them.
     ("", &["namespaces"], &["get", "patch"]),
-    // Device plugin DaemonSets, one per Module and module version: followed from a watch cache, created, replaced
-    // when the Module changes, deleted with it.
+    // Device plugin and DRA driver DaemonSets, one per Module and module version: followed from a watch cache,
+    // created, replaced when the Module changes, deleted with it.
     (
         "apps",
         &["daemonsets"],
         &["list", "watch", "create", "update", "delete"],
+    ),
+    // The DeviceClasses of DRA Modules: listed by the Module's labels on each pass (no cache, so a cluster without
+    // DRA costs nothing), created, patched back when they drift, read when a create finds the name taken, deleted
+    // with the Module. ResourceClaims are the users' and the scheduler's: the engine never reads them.
+    (
+        "resource.k8s.io",
+        &["deviceclasses"],
+        &["get", "list", "create", "patch", "delete"],
     ),
 ];
 
@@ -508,6 +516,11 @@ mod tests {
         ("apps", "daemonsets", "create", true),
         ("apps", "daemonsets", "update", true),
         ("apps", "daemonsets", "delete", true),
+        ("resource.k8s.io", "deviceclasses", "get", true),
+        ("resource.k8s.io", "deviceclasses", "list", true),
+        ("resource.k8s.io", "deviceclasses", "create", true),
+        ("resource.k8s.io", "deviceclasses", "patch", true),
+        ("resource.k8s.io", "deviceclasses", "delete", true),
         (SHIM_GROUP, "shims", "get", true),
         (SHIM_GROUP, "shims", "list", true),
         (SHIM_GROUP, "shims", "watch", true),

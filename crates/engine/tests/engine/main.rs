@@ -4,6 +4,7 @@ mod bad_edits;
 mod common;
 mod day0;
 mod device_plugin;
+mod dra;
 mod events;
 mod handoff;
 mod imagecache;

@@ -67,17 +67,22 @@
 //!    (`example.com/gpu`, or `example.com/gpu=4` for four devices) is a server: it runs until the pod is deleted
 //!    (or for the `sim.kmm-tui.io/run-for` annotation's time), args or not, and while it runs its node offers the
 //!    devices in `status.capacity` and `status.allocatable` (see [`device_plugin`]).
-//! 8. **OS image listing its kernels.** A container of one of the scenario's `osImages` whose command is
+//! 8. **DRA driver.** A container whose env `DRIVER_NAME` names a DRA driver (a DNS subdomain such as
+//!    `gpu.example.com`), as upstream KMM's DRA Modules run `dra-example-kubeletplugin`, is a server like a device
+//!    plugin. While it runs it publishes a ResourceSlice for its node with the devices the scenario gives the node's
+//!    group for that driver, once the kernel module they name is loaded, and deletes it when the module unloads or
+//!    the container stops (see [`dra`]).
+//! 9. **OS image listing its kernels.** A container of one of the scenario's `osImages` whose command is
 //!    `ls /usr/lib/modules` (or `/lib/modules`, or either in a `sh -c` script) prints the kernel that image boots
 //!    and exits 0 a second after it starts: the image decides, not the node it runs on (see [`os_image`]).
-//! 9. **Anything else** runs its command: the kubelet starts its main process in the simulated shell
-//!    (`super::shell`), with its `command` and `args`, or its image's entrypoint and cmd where it sets none (as the
-//!    scenario's registry declares them), and its environment. What the process writes is the container's log and
-//!    its exit status ends the container; `sleep` takes simulated time, so a script runs as long as it would. An
-//!    image that says nothing of what it runs, started without a command, is a server: it runs until the pod is
-//!    deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
-//!    `sim.kmm-tui.io/exit-code` instead steer the run time and exit code of these containers (also of servers),
-//!    without running anything.
+//! 10. **Anything else** runs its command: the kubelet starts its main process in the simulated shell
+//!     (`super::shell`), with its `command` and `args`, or its image's entrypoint and cmd where it sets none (as the
+//!     scenario's registry declares them), and its environment. What the process writes is the container's log and
+//!     its exit status ends the container; `sleep` takes simulated time, so a script runs as long as it would. An
+//!     image that says nothing of what it runs, started without a command, is a server: it runs until the pod is
+//!     deleted. The pod annotations `sim.kmm-tui.io/run-for` (seconds, or `90s`, `2m`) and
+//!     `sim.kmm-tui.io/exit-code` instead steer the run time and exit code of these containers (also of servers),
+//!     without running anything.
 //!
 //! The init container of a KMM worker pod that extracts the modules from their image (any init container of a pod
 //! with the worker-action label) copies what the image holds, which is not modelled file by file: it exits 0 a
@@ -92,6 +97,7 @@
 mod build;
 mod containerd_config;
 pub mod device_plugin;
+pub mod dra;
 mod generic;
 mod images;
 mod kmod;
@@ -181,6 +187,8 @@ enum Effect {
     RemoveImages(Vec<String>),
     /// A device plugin, which serves until its pod goes.
     DevicePlugin,
+    /// A DRA kubelet plugin, which serves until its pod goes.
+    DraDriver,
     /// An OS image listing its kernel directory: the kernel it boots.
     OsImageKernel(String),
     /// The module image extractor of a KMM worker pod.
@@ -212,6 +220,9 @@ fn recognise(world: &World, run: &ContainerRun) -> Effect {
     if !run.init && device_plugin::advertised(run.container).is_some() {
         return Effect::DevicePlugin;
     }
+    if !run.init && dra::driver_name(run.container).is_some() {
+        return Effect::DraDriver;
+    }
     if let Some(kernel) = os_image::listed_kernel(world, run) {
         return Effect::OsImageKernel(kernel.to_owned());
     }
@@ -226,7 +237,7 @@ pub fn plan(world: &World, run: &ContainerRun) -> Plan {
         Effect::ShimDownload => Some(shim::download_time(world)),
         Effect::ShimInstaller(operation) => Some(shim::installer_time(world, run, &operation)),
         Effect::RemoveImages(_) => Some(images::RUN_TIME),
-        Effect::DevicePlugin => generic::requested_run_time(run),
+        Effect::DevicePlugin | Effect::DraDriver => generic::requested_run_time(run),
         Effect::OsImageKernel(_) | Effect::ImageExtractor | Effect::Generic => {
             generic::run_time(run)
         }
@@ -243,7 +254,9 @@ pub fn finish(world: &World, run: &ContainerRun) -> Outcome {
         Effect::ShimInstaller(operation) => shim::run_installer(world, run, &operation),
         Effect::RemoveImages(images) => images::remove(world, run, &images),
         Effect::OsImageKernel(kernel) => os_image::finish(&kernel),
-        Effect::DevicePlugin | Effect::ImageExtractor | Effect::Generic => generic::finish(run),
+        Effect::DevicePlugin | Effect::DraDriver | Effect::ImageExtractor | Effect::Generic => {
+            generic::finish(run)
+        }
     }
 }
 

@@ -16,7 +16,12 @@ use kmm_apiserver::store::Store;
 pub(super) const SCENARIO: &str = r#"
 seed: 3
 nodes:
-  - {namePrefix: worker-, count: 2, kernelVersion: 5.14.0-284.el9.x86_64, osImage: RHCOS 414}
+  - namePrefix: worker-
+    count: 2
+    kernelVersion: 5.14.0-284.el9.x86_64
+    osImage: RHCOS 414
+    draDevices:
+      - {driver: gpu.example.com, module: acme-gpu, count: 2, attributes: {model: A100}, capacity: {memory: 40Gi}}
 registry:
   latency: 1s
   bandwidthMiBPerSecond: 10

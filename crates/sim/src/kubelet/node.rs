@@ -18,8 +18,9 @@ use crate::World;
 use crate::machine::Machine;
 use crate::scenario::NodeGroup;
 
-/// The kubelet version every simulated node reports.
-pub(super) const KUBELET_VERSION: &str = "v1.33.2";
+/// The patch release of the kubelet every simulated node reports; its minor version is the one the API server
+/// announces, as a cluster's kubelets are not newer than its server.
+const KUBELET_PATCH: u32 = 2;
 
 /// Cores per node.
 const CPUS: u32 = 8;
@@ -225,7 +226,7 @@ pub(super) fn status(
         daemon_endpoints: Some(NodeDaemonEndpoints {
             kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
         }),
-        node_info: Some(node_info(machine)),
+        node_info: Some(node_info(machine, world.server.kubernetes_minor())),
         images: Some(reported_images(
             machine,
             world.scenario.kubelet.node_status_max_images,
@@ -362,14 +363,14 @@ fn with_devices(
     resources
 }
 
-fn node_info(machine: &Machine) -> NodeSystemInfo {
+fn node_info(machine: &Machine, minor: u32) -> NodeSystemInfo {
     NodeSystemInfo {
         architecture: machine.architecture.clone(),
         boot_id: machine.boot_id.clone(),
         container_runtime_version: format!("containerd://{}", machine.containerd.version),
         kernel_version: machine.kernel_version.clone(),
         kube_proxy_version: String::new(),
-        kubelet_version: KUBELET_VERSION.into(),
+        kubelet_version: format!("v1.{minor}.{KUBELET_PATCH}"),
         machine_id: ids::hex(&["machine-id", &machine.name], 32),
         operating_system: machine.operating_system.clone(),
         os_image: machine.os_image.clone(),

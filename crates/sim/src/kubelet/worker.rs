@@ -15,7 +15,7 @@ use super::events::{Kind, PodEvents, container_field};
 use super::pod_run::PodRun;
 use super::status::{self, PodState, RestartPolicy, Which};
 use super::{Kubelet, NodeHandle, Tracked, ids, locked, node, process, pulls};
-use crate::effects::{self, ContainerRun, device_plugin};
+use crate::effects::{self, ContainerRun, device_plugin, dra};
 use crate::registry_record;
 
 /// How a container run ended.
@@ -116,6 +116,10 @@ impl PodRun {
         // A device plugin's devices are on the node for as long as its container runs.
         let _devices = (!which.init)
             .then(|| device_plugin::register(world, &self.node, &self.uid, container))
+            .flatten();
+        // A DRA driver's ResourceSlice is published for as long as its container runs.
+        let _slice = (!which.init)
+            .then(|| dra::register(world, &self.node, container))
             .flatten();
         let pod_ip = locked(&self.state).pod_ip();
         let (env, _registration, main_stdin) = process::start(process::Starting {

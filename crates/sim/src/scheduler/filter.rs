@@ -1,6 +1,6 @@
 //! Which nodes can run a pod, and why the others cannot: the filters of kube-scheduler that matter for the
-//! simulated cluster (node unschedulable, taints and tolerations, node selector and required node affinity, and
-//! free devices of the extended resources device plugins advertise), run
+//! simulated cluster (node unschedulable, taints and tolerations, node selector and required node affinity, free
+//! devices of the extended resources device plugins advertise, and the devices of ResourceClaims, see `dra`), run
 //! in kube-scheduler's order and worded as it words them, so `kubectl describe pod` reads as on a real cluster.
 //!
 //! Node readiness is seen the way kube-scheduler sees it: a node whose Ready condition is not `True` carries the
@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
+    Container, Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint,
+    Toleration,
 };
 
 use crate::effects::device_plugin::is_extended_resource;
@@ -42,6 +43,10 @@ pub(crate) enum Unfit {
     Affinity,
     /// The node has too few free devices of an extended resource the pod requests.
     Insufficient(String),
+    /// The pod's unallocated ResourceClaims cannot all get devices the node's drivers publish.
+    ClaimsUnallocatable,
+    /// One of the pod's ResourceClaims is allocated on another node.
+    ClaimNotOnNode,
 }
 
 impl fmt::Display for Unfit {
@@ -53,6 +58,8 @@ impl fmt::Display for Unfit {
             }
             Unfit::Affinity => f.write_str("node(s) didn't match Pod's node affinity/selector"),
             Unfit::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Unfit::ClaimsUnallocatable => f.write_str("cannot allocate all claims"),
+            Unfit::ClaimNotOnNode => f.write_str("resourceclaim not available on the node"),
         }
     }
 }
@@ -228,6 +235,25 @@ pub(crate) fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
     } else {
         DaemonPlacement::Run
     }
+}
+
+/// The message of a pod that cannot be scheduled before any node is looked at (a ResourceClaim it waits for), as
+/// kube-scheduler words a pre-filter's verdict.
+pub(crate) fn waiting_message(total: usize, reason: &str) -> String {
+    format!(
+        "0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+    )
+}
+
+/// Whether `node` matches a node selector (one of its terms), as a claim's allocation pins its pods.
+pub(crate) fn node_selector_matches(selector: &NodeSelector, node: &Node) -> bool {
+    let empty = BTreeMap::new();
+    let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
+    let name = node.metadata.name.as_deref().unwrap_or_default();
+    selector
+        .node_selector_terms
+        .iter()
+        .any(|term| term_matches(term, labels, name))
 }
 
 /// The message of a pod no node can run, from the number of nodes and why each was rejected.

@@ -4,23 +4,30 @@
 //!
 //! It serves pods whose `schedulerName` is `default-scheduler` (or empty) and whose `spec.nodeName` is empty.
 //! A node qualifies when it passes the filters of [`filter`] (cordon, taints and tolerations, readiness, node
-//! selector and required node affinity, free devices of extended resources); among qualifying nodes the one running the fewest pods wins, ties broken
-//! by the scenario's seed. A pod no node can run stays Pending with `PodScheduled=False`, reason `Unschedulable`
+//! selector and required node affinity, free devices of extended resources, and devices for its ResourceClaims,
+//! see [`dra`]); among qualifying nodes the one running the fewest pods wins, ties broken by the scenario's seed. A
+//! pod's claims are allocated and reserved for it before it is bound, and [`release`] gives them back when it is
+//! gone. A pod no node can run stays Pending with `PodScheduled=False`, reason `Unschedulable`
 //! and kube-scheduler's message, plus a `FailedScheduling` event whenever that message changes; it is tried again
 //! whenever nodes or pods change. Everything it decides from is in the API, so a restart loses nothing.
 
+pub(crate) mod dra;
 pub(crate) mod events;
 pub(crate) mod filter;
+mod release;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod, PodCondition};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceSlice,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -33,17 +40,33 @@ use events::{Recorder, Severity};
 /// The scheduler name pods ask for (an empty name means this one too).
 pub(crate) const SCHEDULER_NAME: &str = "default-scheduler";
 
-/// Start the scheduler; it runs until the world stops.
+/// Start the scheduler, and the release of the claims of pods that are gone; they run until the world stops.
 pub fn spawn(world: Arc<World>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut scheduler = Scheduler {
             recorder: Recorder::new(world.client.clone(), SCHEDULER_NAME),
             rng: world.rng("scheduler"),
             bound: HashMap::new(),
-            world,
+            world: world.clone(),
         };
-        scheduler.run().await;
+        tokio::join!(scheduler.run(), release::run(world));
     })
+}
+
+/// A stream that yields whenever a kind of `resource.k8s.io` changes, so pods waiting for devices are tried again.
+fn changes_of<K>(client: &kube::Client) -> futures::stream::BoxStream<'static, Seen>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .filter_map(|event| async move { event.ok().map(|_| Seen::Node) })
+        .boxed()
 }
 
 struct Scheduler {
@@ -68,7 +91,14 @@ impl Scheduler {
                 _ => Seen::Everything,
             });
         let node_events = self.world.watches.nodes.subscribe_with(|_| Seen::Node);
-        let mut events = futures::stream::select(pod_events.boxed(), node_events.boxed());
+        let client = &self.world.client;
+        let mut events = futures::stream::select_all([
+            pod_events.boxed(),
+            node_events.boxed(),
+            changes_of::<ResourceSlice>(client),
+            changes_of::<ResourceClaim>(client),
+            changes_of::<DeviceClass>(client),
+        ]);
         // Pods waiting for this scheduler, by UID, as the pod events show them; a pass is due when there are any
         // (a change of any pod or node may make room for them) or after a relist.
         let mut unscheduled: HashSet<String> = HashSet::new();
@@ -138,6 +168,11 @@ impl Scheduler {
         let mut nodes = nodes.state();
         nodes.sort_by_cached_key(|n| n.name_any());
         let hosts = Hosts::of(&nodes);
+        let mut dra = if pending.iter().any(|p| dra::has_claims(p)) {
+            self.dra_state().await
+        } else {
+            None
+        };
         let mut placed = Placed::default();
         for pod in pods.iter().filter(|p| !is_terminal(p)) {
             let node = node_name(pod).or_else(|| {
@@ -150,9 +185,36 @@ impl Scheduler {
             }
         }
         for pod in pending {
-            self.schedule(pod, &nodes, &hosts, &mut placed).await;
+            self.schedule(pod, &nodes, &hosts, &mut placed, dra.as_mut())
+                .await;
         }
         ours
+    }
+
+    /// The slices, classes and claims of the cluster, for a pass with pods that use claims; None (and the pods
+    /// wait) when the API server does not list them.
+    async fn dra_state(&self) -> Option<dra::State> {
+        let client = &self.world.client;
+        let params = ListParams::default();
+        let (slices, classes, claims) = (
+            Api::<ResourceSlice>::all(client.clone()),
+            Api::<DeviceClass>::all(client.clone()),
+            Api::<ResourceClaim>::all(client.clone()),
+        );
+        let listed = futures::try_join!(
+            slices.list(&params),
+            classes.list(&params),
+            claims.list(&params),
+        );
+        match listed {
+            Ok((slices, classes, claims)) => {
+                Some(dra::State::new(&slices.items, &classes.items, claims.items))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "resource.k8s.io not listed: pods with claims wait");
+                None
+            }
+        }
     }
 
     async fn schedule(
@@ -161,17 +223,38 @@ impl Scheduler {
         nodes: &[Arc<Node>],
         hosts: &Hosts<'_>,
         placed: &mut Placed,
+        dra: Option<&mut dra::State>,
     ) {
+        let claims = if dra::has_claims(pod) {
+            let Some(state) = dra.as_deref() else {
+                return;
+            };
+            match state.claims_of(pod) {
+                Ok(claims) => claims,
+                Err(reason) => {
+                    let message = filter::waiting_message(nodes.len(), &reason);
+                    self.report_unschedulable(pod, &message).await;
+                    return;
+                }
+            }
+        } else {
+            Vec::new()
+        };
         let wanted = filter::requested_devices(pod);
         let fits = |node: &Node| {
-            filter::check(pod, node).and_then(|()| {
-                let used = node
-                    .metadata
-                    .name
-                    .as_ref()
-                    .and_then(|n| placed.devices.get(n));
-                filter::check_devices(&wanted, node, used)
-            })
+            filter::check(pod, node)
+                .and_then(|()| {
+                    let used = node
+                        .metadata
+                        .name
+                        .as_ref()
+                        .and_then(|n| placed.devices.get(n));
+                    filter::check_devices(&wanted, node, used)
+                })
+                .and_then(|()| match dra.as_deref() {
+                    Some(state) if !claims.is_empty() => state.check(&claims, node).map(|_| ()),
+                    _ => Ok(()),
+                })
         };
         // Only the nodes a pod's hostname selector (or pinning node affinity) names can fit it; every node is
         // looked at (for the reasons the others do not fit) only when none does.
@@ -203,12 +286,84 @@ impl Scheduler {
             .filter(|n| placed.load.get(*n).copied().unwrap_or(0) == least)
             .collect();
         let chosen = ties[self.rng.random_range(0..ties.len())].clone();
+        if let Some(state) = dra
+            && !claims.is_empty()
+            && !self.reserve(pod, &claims, &chosen, nodes, state).await
+        {
+            return;
+        }
         if self.bind(pod, &chosen).await {
             placed.add(&chosen, pod);
             if let Some(uid) = pod.uid() {
                 self.bound.insert(uid, chosen);
             }
         }
+    }
+
+    /// Allocate the pod's unallocated claims on `node` and reserve every claim for the pod, as kube-scheduler does
+    /// before it binds; false when a claim could not be written (the pod is tried again in a later pass).
+    async fn reserve(
+        &self,
+        pod: &Pod,
+        claims: &[String],
+        node: &str,
+        nodes: &[Arc<Node>],
+        state: &mut dra::State,
+    ) -> bool {
+        let Some(target) = nodes.iter().find(|n| n.name_any() == node) else {
+            return false;
+        };
+        let Ok(plan) = state.check(claims, target) else {
+            return false;
+        };
+        for (key, results) in plan {
+            let Some(claim) = state.claim(&key) else {
+                return false;
+            };
+            if results.is_none() && dra::reserved_for(claim, pod) {
+                continue;
+            }
+            let mut reserved = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.clone())
+                .unwrap_or_default();
+            if !dra::reserved_for(claim, pod) {
+                reserved.push(ResourceClaimConsumerReference {
+                    api_group: None,
+                    resource: "pods".into(),
+                    name: pod.name_any(),
+                    uid: pod.uid().unwrap_or_default(),
+                });
+            }
+            let mut status = json!({"reservedFor": reserved});
+            if let Some(results) = results {
+                status["allocation"] = json!(dra::allocation(node, results));
+            }
+            let patch = json!({
+                "metadata": {"resourceVersion": claim.resource_version()},
+                "status": status,
+            });
+            let api: Api<ResourceClaim> = Api::namespaced(
+                self.world.client.clone(),
+                &claim.namespace().unwrap_or_default(),
+            );
+            let params = PatchParams {
+                field_manager: Some(MANAGER.to_string()),
+                ..PatchParams::default()
+            };
+            match api
+                .patch_status(&claim.name_any(), &params, &Patch::Merge(&patch))
+                .await
+            {
+                Ok(written) => state.update(written),
+                Err(error) => {
+                    tracing::debug!(claim = %key, %error, "claim not reserved");
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// POST the binding; true when the pod is now on `node`.
@@ -395,7 +550,7 @@ impl Placed {
 enum Seen {
     /// A pod (by UID) changed or went; whether it now waits for this scheduler.
     Pod(Option<String>, bool),
-    /// A node changed.
+    /// A node changed, or a ResourceSlice, ResourceClaim or DeviceClass.
     Node,
     /// The watch started over: anything may have changed.
     Everything,

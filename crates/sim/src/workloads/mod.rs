@@ -14,6 +14,8 @@
 //! - A DaemonSet keeps one pod on every node its template fits, and rolls a new template out node by node
 //!   ([`daemons`]).
 //! - A Job runs pods to completion, within its parallelism and backoff limit ([`jobs`]).
+//! - A pod's ResourceClaims are made from the templates it names, and reservations of pods that are done are
+//!   dropped ([`resource_claims`], on clusters that serve `resource.k8s.io/v1`).
 //! - Each template's ReplicaSet is numbered (`deployment.kubernetes.io/revision`) and old ones beyond the history
 //!   limit deleted, so `kubectl rollout history` and `undo` work ([`revisions`]).
 //! - They record kube-controller-manager's events: `ScalingReplicaSet` on the Deployment, `SuccessfulCreate` and
@@ -45,6 +47,7 @@ use super::{MANAGER, World, forget_managed_fields};
 pub mod daemons;
 pub mod jobs;
 pub(crate) mod replicas;
+pub mod resource_claims;
 pub mod revisions;
 pub mod stateful;
 

@@ -108,6 +108,15 @@ const VIEW: &[Grant] = &[
         ],
         READ,
     ),
+    (
+        "resource.k8s.io",
+        &[
+            "resourceclaims",
+            "resourceclaims/status",
+            "resourceclaimtemplates",
+        ],
+        READ,
+    ),
 ];
 
 /// What `view` reads beyond kube-apiserver's: what the console shows besides namespaced content, which a real
@@ -159,6 +168,11 @@ const EDIT: &[Grant] = &[
     ("", &["persistentvolumeclaims"], WRITE),
     ("networking.k8s.io", &["ingresses"], WRITE),
     ("autoscaling", &["horizontalpodautoscalers"], WRITE),
+    (
+        "resource.k8s.io",
+        &["resourceclaims", "resourceclaimtemplates"],
+        WRITE,
+    ),
 ];
 
 /// What `admin` adds to `edit`: kube-apiserver's `system:aggregate-to-admin`. Roles and RoleBindings in the

@@ -4,6 +4,7 @@
 //! `containerPort` and `protocol`).
 
 mod pod;
+mod resource;
 mod service;
 mod workloads;
 
@@ -62,6 +63,8 @@ pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
             set_default(obj, &["status", "phase"], json!("Pending"));
         }
         ("autoscaling", "horizontalpodautoscalers") => autoscaler(obj),
+        ("resource.k8s.io", "resourceclaims") => resource::resource_claim(obj),
+        ("resource.k8s.io", "resourceclaimtemplates") => resource::resource_claim_template(obj),
         _ => {}
     }
 }

@@ -175,6 +175,7 @@ fn stored_field(rt: &ResourceType, field: &str) -> Option<String> {
         ("", "nodes") => &["spec.unschedulable"],
         ("", "namespaces") => &["status.phase"],
         ("", "secrets") => &["type"],
+        ("resource.k8s.io", "resourceslices") => &["spec.nodeName", "spec.driver"],
         // kube-apiserver's name for the count of pods that succeeded.
         ("batch", "jobs") if field == "status.successful" => {
             return Some("status.succeeded".to_string());

@@ -124,6 +124,18 @@ const KINDS: &[(&str, &str, &str, Describe)] = &[
         describe::<api::coordination::v1::Lease>,
     ),
     (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        describe::<api::admissionregistration::v1::ValidatingAdmissionPolicy>,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        describe::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>,
+    ),
+    (
         "events.k8s.io",
         "v1",
         "Event",
@@ -225,6 +237,30 @@ const KINDS: &[(&str, &str, &str, Describe)] = &[
         "v1",
         "CertificateSigningRequest",
         describe::<api::certificates::v1::CertificateSigningRequest>,
+    ),
+    (
+        "resource.k8s.io",
+        "v1",
+        "DeviceClass",
+        describe::<api::resource::v1::DeviceClass>,
+    ),
+    (
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        describe::<api::resource::v1::ResourceClaim>,
+    ),
+    (
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        describe::<api::resource::v1::ResourceClaimTemplate>,
+    ),
+    (
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        describe::<api::resource::v1::ResourceSlice>,
     ),
 ];
 

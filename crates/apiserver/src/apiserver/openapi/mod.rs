@@ -64,7 +64,7 @@ pub(crate) fn group_version(
     }
     Ok(json!({
         "openapi": "3.0.0",
-        "info": info(),
+        "info": info(registry),
         "paths": paths,
         "components": { "schemas": schemas(&served, version) },
     }))
@@ -86,9 +86,10 @@ fn schemas(served: &[std::sync::Arc<ResourceType>], version: &str) -> Map<String
     schemas
 }
 
-fn info() -> Value {
-    let (major, minor) = super::KUBERNETES_VERSION;
-    json!({ "title": "Kubernetes", "version": format!("v{major}.{minor}") })
+/// The document's title and the Kubernetes version it describes, the one `/version` announces.
+fn info(registry: &Registry) -> Value {
+    let minor = registry.kubernetes_minor();
+    json!({ "title": "Kubernetes", "version": format!("v1.{minor}") })
 }
 
 fn custom_schema_name(rt: &ResourceType, version: &str) -> String {

@@ -51,7 +51,7 @@ pub(crate) fn document(registry: &Registry) -> Value {
     to_v2_references(&mut definitions);
     json!({
         "swagger": "2.0",
-        "info": info(),
+        "info": info(registry),
         "paths": paths,
         "definitions": definitions,
     })

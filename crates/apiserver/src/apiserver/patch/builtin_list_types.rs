@@ -149,6 +149,13 @@ static SERVICE: BuiltinListTypes = BuiltinListTypes {
     ],
 };
 
+/// A ResourceClaim's reservations merge by the consumer's UID, so two schedulers adding their pods both land.
+static RESOURCE_CLAIM: BuiltinListTypes = BuiltinListTypes {
+    pod_spec: None,
+    template_metadata: None,
+    own_lists: &[(&["status", "reservedFor"], keyed(&["uid"]))],
+};
+
 /// List semantics of a built-in kind, for strategic merge patch and server-side apply.
 ///
 /// Kinds without merging lists of their own (ConfigMap, Secret, Event, Lease, RuntimeClass) and
@@ -166,6 +173,7 @@ pub(crate) fn builtin_list_types(group: &str, kind: &str) -> &'static dyn ListTy
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") | ("batch", "Job") => {
             &WORKLOAD
         }
+        ("resource.k8s.io", "ResourceClaim") => &RESOURCE_CLAIM,
         _ => &METADATA_ONLY,
     }
 }
@@ -281,6 +289,12 @@ mod tests {
             ("", "Pod", &["metadata", "finalizers"], ListKind::Set),
             ("", "Pod", &["metadata", "ownerReferences"], keys(&["uid"])),
             ("", "Pod", &["metadata", "managedFields"], ListKind::Atomic),
+            (
+                "resource.k8s.io",
+                "ResourceClaim",
+                &["status", "reservedFor"],
+                keys(&["uid"]),
+            ),
             (
                 "apps",
                 "Deployment",

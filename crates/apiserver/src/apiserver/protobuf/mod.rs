@@ -149,6 +149,15 @@ pub const JSON_ONLY: &[(&str, &str)] = &[
     ("networking.k8s.io", "Ingress"),
     ("networking.k8s.io", "IngressClass"),
     ("autoscaling", "HorizontalPodAutoscaler"),
+    ("resource.k8s.io", "DeviceClass"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
+    ("resource.k8s.io", "ResourceSlice"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
 ];
 
 /// The message of a kind in a group version, or of a `meta.k8s.io` kind (`DeleteOptions`) sent under any group.

@@ -32,6 +32,15 @@ fn older_versions(group: &str, plural: &str) -> &'static [&'static str] {
     }
 }
 
+/// The first Kubernetes minor version that served `group`/`version`, for the group versions newer than every
+/// version a cluster may announce.
+fn introduced_in(group: &str, version: &str) -> u32 {
+    match (group, version) {
+        ("resource.k8s.io", "v1") => 34,
+        _ => 0,
+    }
+}
+
 /// The built-in resources the embedded cluster serves: what the engine, the simulation, kubectl and the console use.
 const BUILTINS: &[Builtin] = &[
     Builtin {
@@ -272,6 +281,78 @@ const BUILTINS: &[Builtin] = &[
         categories: &[],
         status: false,
         generation: false,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "deviceclasses",
+        kind: "DeviceClass",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceslices",
+        kind: "ResourceSlice",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaims",
+        kind: "ResourceClaim",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaimtemplates",
+        kind: "ResourceClaimTemplate",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicies",
+        kind: "ValidatingAdmissionPolicy",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: true,
+        generation: true,
+        verbs: ALL_VERBS,
+    },
+    Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingadmissionpolicybindings",
+        kind: "ValidatingAdmissionPolicyBinding",
+        namespaced: false,
+        short_names: &[],
+        categories: &["api-extensions"],
+        status: false,
+        generation: true,
         verbs: ALL_VERBS,
     },
     Builtin {
@@ -516,9 +597,11 @@ const BUILTINS: &[Builtin] = &[
     },
 ];
 
-pub(super) fn builtin_resources() -> Vec<ResourceType> {
+/// The built-in resources Kubernetes `1.<minor>` serves.
+pub(super) fn builtin_resources(minor: u32) -> Vec<ResourceType> {
     BUILTINS
         .iter()
+        .filter(|b| introduced_in(b.group, b.version) <= minor)
         .map(|b| ResourceType {
             group: b.group.to_string(),
             storage_version: b.version.to_string(),

@@ -116,19 +116,35 @@ impl ResourceType {
 }
 
 /// The live table of served resources, shared by every request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
     by_key: RwLock<HashMap<ResourceKey, Arc<ResourceType>>>,
+    /// The Kubernetes minor version announced, which decides the built-in API served.
+    minor: u32,
 }
 
 impl Registry {
-    /// A registry holding the built-in resources.
+    /// A registry holding the built-in resources of the Kubernetes version the server announces by default.
     pub fn with_builtins() -> Self {
-        let registry = Self::default();
-        for rt in builtin_resources() {
+        Self::for_minor(super::KUBERNETES_MINOR)
+    }
+
+    /// A registry holding the built-in resources Kubernetes `1.<minor>` serves: a group version that came later
+    /// (`resource.k8s.io/v1` came with 1.34) is left out, as an older kube-apiserver would not know it.
+    pub fn for_minor(minor: u32) -> Self {
+        let registry = Self {
+            by_key: RwLock::default(),
+            minor,
+        };
+        for rt in builtin_resources(minor) {
             registry.insert(rt);
         }
         registry
+    }
+
+    /// The Kubernetes minor version this registry's built-in API is that of.
+    pub fn kubernetes_minor(&self) -> u32 {
+        self.minor
     }
 
     /// Add or replace a resource.

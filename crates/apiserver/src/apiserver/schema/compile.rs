@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::cel::{self, Rule};
 use super::formats::StringFormat;
 use super::pattern;
 
@@ -157,6 +158,9 @@ pub(crate) struct Node {
 
     pub(crate) preserve_unknown_fields: bool,
     pub(crate) embedded_resource: bool,
+
+    /// `x-kubernetes-validations`, compiled.
+    pub(crate) rules: Vec<Rule>,
 }
 
 impl Node {
@@ -258,6 +262,7 @@ pub(crate) fn compile_node(schema: &Value, location: &str) -> Result<Node, Schem
         node.pattern = Some((pattern.to_string(), regex));
     }
     compile_children(&mut node, map, location)?;
+    node.rules = cel::compile_rules(map, location)?;
     Ok(node)
 }
 

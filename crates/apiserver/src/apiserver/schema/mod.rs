@@ -7,13 +7,14 @@
 //! 1. [`Schema::prune`] drops undeclared fields (their paths feed
 //!    `fieldValidation=Strict|Warn`),
 //! 2. [`Schema::apply_defaults`] drops `null`s the schema forbids and fills defaults,
-//! 3. [`Schema::validate`] (or [`Schema::validate_update`]) reports field errors.
+//! 3. [`Schema::validate`] (or [`Schema::validate_update`]) reports field errors,
+//! 4. [`Schema::validate_rules`] runs the CEL rules (`x-kubernetes-validations`, see `cel`).
 //!
 //! Behaviour and message wording follow apiextensions-apiserver and kube-openapi so
 //! that clients see the errors they know. Where this module deliberately differs:
 //!
-//! - `x-kubernetes-validations` (CEL rules) are not evaluated; they are accepted
-//!   and ignored.
+//! - `x-kubernetes-validations` (CEL rules) are enforced without validation
+//!   ratcheting and without the static cost estimate (see `cel`).
 //! - The summary errors of `anyOf`/`oneOf`/`allOf`/`not` carry the path of the value
 //!   they concern (upstream reports them without a field path); for a failed
 //!   `anyOf`/`oneOf` the branch with the fewest errors is reported alongside.
@@ -26,6 +27,7 @@
 //!   `additionalItems` (not allowed in structural schemas) are ignored.
 //! - Root-level `apiVersion`, `kind` and `metadata` are left to the API server.
 
+mod cel;
 mod compile;
 mod default;
 mod embedded;
@@ -43,7 +45,7 @@ mod proptests;
 use serde_json::Value;
 
 pub(crate) use compile::{ListType, SchemaError};
-pub(crate) use errors::FieldError;
+pub(crate) use errors::{FieldError, FieldErrorKind};
 
 use compile::Node;
 
@@ -52,6 +54,7 @@ use compile::Node;
 pub struct Schema {
     root: Node,
     source: Value,
+    has_rules: bool,
 }
 
 impl Schema {
@@ -59,8 +62,10 @@ impl Schema {
     /// of the wrong JSON kind, unknown types, `$ref`, and patterns that do not compile,
     /// so a broken CRD is rejected when it is stored rather than when it is used.
     pub fn compile(openapi_v3_schema: &Value) -> Result<Schema, SchemaError> {
+        let root = compile::compile_node(openapi_v3_schema, "")?;
         Ok(Schema {
-            root: compile::compile_node(openapi_v3_schema, "")?,
+            has_rules: cel::has_rules(&root),
+            root,
             source: openapi_v3_schema.clone(),
         })
     }
@@ -100,6 +105,40 @@ impl Schema {
             errors.extend(self.list_errors(obj));
         }
         errors
+    }
+
+    /// Runs the schema's CEL rules (`x-kubernetes-validations`) over an object that passed [`Schema::validate`]
+    /// (or has no errors that block them, see [`Schema::blocks_rules`]); `old` is the stored object on updates,
+    /// for transition rules. An empty list means every rule holds.
+    pub fn validate_rules(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        if !self.has_rules {
+            return Vec::new();
+        }
+        let mut walk = cel::Walk::new();
+        walk.visit(&self.root, obj, old, "");
+        walk.errors
+    }
+
+    /// Whether the schema carries CEL rules.
+    pub fn has_rules(&self) -> bool {
+        self.has_rules
+    }
+
+    /// Whether `errors` keep the CEL rules from running, as in kube-apiserver (a value of the wrong type or not
+    /// among the enumerated ones), and the error that says so.
+    pub fn blocks_rules(errors: &[FieldError]) -> Option<FieldError> {
+        errors
+            .iter()
+            .any(|e| matches!(e.kind, FieldErrorKind::TypeInvalid | FieldErrorKind::NotSupported))
+            .then(|| {
+                FieldError::new(
+                    "<nil>",
+                    FieldErrorKind::Invalid,
+                    Some(Value::String("null".into())),
+                    "some validation rules were not checked because the object was invalid; correct the \
+                     existing errors to complete validation",
+                )
+            })
     }
 
     /// List semantics (`x-kubernetes-list-type` and its map keys) of the field at

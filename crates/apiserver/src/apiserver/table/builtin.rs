@@ -11,6 +11,7 @@ use super::networking::{ingress_class_columns, ingress_columns};
 use super::nodes::node_columns;
 use super::pods::pod_columns;
 use super::read::{array, member_count, str_cell, timestamp, zero_time};
+use super::resource::{claim_columns as resource_claim_columns, slice_columns};
 use super::services::{endpoint_slice_columns, endpoints_columns, service_columns};
 use super::storage::{claim_columns, volume_columns};
 use super::workloads::{
@@ -90,6 +91,47 @@ pub(crate) fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
             ),
             age_column(),
         ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => vec![
+            Column::computed(
+                "Validations",
+                ColumnType::Integer,
+                0,
+                "The number of validations the policy runs.",
+                |o, _| Value::from(array(o, &["spec", "validations"]).len()),
+            ),
+            Column::computed(
+                "ParamKind",
+                ColumnType::String,
+                0,
+                "The kind of the policy's parameter resource.",
+                |o, _| param_kind(o),
+            ),
+            age_column(),
+        ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => vec![
+            Column::computed(
+                "PolicyName",
+                ColumnType::String,
+                0,
+                "The policy the binding applies.",
+                |o, _| str_cell(o, &["spec", "policyName"]),
+            ),
+            Column::computed(
+                "ParamRef",
+                ColumnType::String,
+                0,
+                "The binding's parameter resource.",
+                |o, _| {
+                    let name = str_cell(o, &["spec", "paramRef", "name"]);
+                    if name.as_str().is_some_and(|n| !n.is_empty()) {
+                        name
+                    } else {
+                        Value::from("<unset>")
+                    }
+                },
+            ),
+            age_column(),
+        ],
         ("coordination.k8s.io", "leases") => vec![
             Column::computed(
                 "Holder",
@@ -118,8 +160,22 @@ pub(crate) fn builtin_columns(group: &str, resource: &str) -> Vec<Column> {
         ("autoscaling", "horizontalpodautoscalers") => autoscaler_columns(),
         ("certificates.k8s.io", "certificatesigningrequests") => signing_request_columns(),
         ("", "componentstatuses") => component_status_columns(),
+        ("resource.k8s.io", "resourceclaims") => resource_claim_columns(),
+        ("resource.k8s.io", "resourceslices") => slice_columns(),
         _ => vec![age_column()],
     };
     columns.extend(specific);
     columns
+}
+
+/// A policy's `paramKind` as `kubectl get` prints it: `group/version/Kind`, or `<unset>`.
+fn param_kind(policy: &Value) -> Value {
+    let kind = str_cell(policy, &["spec", "paramKind", "kind"]);
+    match (
+        kind.as_str(),
+        str_cell(policy, &["spec", "paramKind", "apiVersion"]).as_str(),
+    ) {
+        (Some(kind), Some(version)) if !kind.is_empty() => Value::from(format!("{version}/{kind}")),
+        _ => Value::from("<unset>"),
+    }
 }

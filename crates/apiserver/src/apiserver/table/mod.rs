@@ -17,6 +17,7 @@ mod networking;
 mod nodes;
 mod pods;
 mod read;
+mod resource;
 mod services;
 mod storage;
 mod workloads;

@@ -252,6 +252,16 @@ fn builtin_column_layouts() {
         ("node.k8s.io", "runtimeclasses", &["Name", "Handler", "Age"]),
         ("coordination.k8s.io", "leases", &["Name", "Holder", "Age"]),
         (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            &["Name", "Validations", "ParamKind", "Age"],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            &["Name", "PolicyName", "ParamRef", "Age"],
+        ),
+        (
             "apiextensions.k8s.io",
             "customresourcedefinitions",
             &["Name", "Created At"],
@@ -475,7 +485,7 @@ fn node_rows() {
         "status": {
             "conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}],
             "addresses": [{"type": "Hostname", "address": "n1"}, {"type": "InternalIP", "address": "192.168.1.10"}],
-            "nodeInfo": {"kubeletVersion": "v1.33.1", "osImage": "Fedora CoreOS", "kernelVersion": "6.14.0", "containerRuntimeVersion": "containerd://2.0.4"}
+            "nodeInfo": {"kubeletVersion": "v1.34.1", "osImage": "Fedora CoreOS", "kernelVersion": "6.14.0", "containerRuntimeVersion": "containerd://2.0.4"}
         }
     });
     assert_eq!(
@@ -485,7 +495,7 @@ fn node_rows() {
             json!("Ready,SchedulingDisabled"),
             json!("control-plane,infra,worker"),
             json!("30d"),
-            json!("v1.33.1"),
+            json!("v1.34.1"),
             json!("192.168.1.10"),
             json!("<none>"),
             json!("Fedora CoreOS"),
@@ -682,6 +692,18 @@ fn simple_resource_rows() {
             "leases",
             json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "kmm-0"}}),
             vec![json!("l"), json!("kmm-0"), json!("<unknown>")],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            json!({"metadata": {"name": "p"}, "spec": {"validations": [{"expression": "true"}, {"expression": "1 == 1"}]}}),
+            vec![json!("p"), json!(2), json!("<unset>"), json!("<unknown>")],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}),
+            vec![json!("b"), json!("p"), json!("<unset>"), json!("<unknown>")],
         ),
         (
             "apiextensions.k8s.io",

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::field::{Errors, child, entries, index, items, key, text};
 use super::port::{port_name_errors, port_number, protocol};
 use super::probe;
-use super::quantity;
+use super::{pod_claims, quantity};
 use kmm_api::validation::names;
 
 /// Which list a container is in: init containers may not have probes unless they are sidecars.
@@ -26,6 +26,8 @@ pub(super) struct PodFacts<'a> {
     pub volumes: HashSet<&'a str>,
     /// `spec.hostNetwork`: then a host port must equal its container port.
     pub host_network: bool,
+    /// The names of the pod's `spec.resourceClaims`, which containers' `resources.claims` must refer to.
+    pub claims: HashSet<&'a str>,
 }
 
 /// The fields a container's environment variable may read from the pod.
@@ -85,6 +87,12 @@ pub(super) fn containers(
         env(errors, c, &at);
         mounts(errors, c, &at, &pod.volumes);
         resources(errors, c.get("resources"), &child(&at, "resources"));
+        pod_claims::container_claims(
+            errors,
+            c.get("resources"),
+            &child(&at, "resources"),
+            &pod.claims,
+        );
         probes(errors, c, &at, role);
         security_context(
             errors,

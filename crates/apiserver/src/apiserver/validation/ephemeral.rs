@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::container::{self, PodFacts, Role};
 use super::field::{Errors, child, index, items, text};
-use super::volumes;
+use super::{pod_claims, volumes};
 
 const PATH: &str = "spec.ephemeralContainers";
 
@@ -56,6 +56,7 @@ pub(super) fn update(pod: &Value, old: &Value) -> Errors {
     let facts = PodFacts {
         volumes: volumes::volumes(&mut scratch, items(spec, "volumes"), "spec.volumes"),
         host_network: spec.get("hostNetwork").and_then(Value::as_bool) == Some(true),
+        claims: pod_claims::pod_resource_claims(&mut scratch, spec, "spec"),
     };
     let targets: Vec<&str> = ["containers", "initContainers"]
         .into_iter()

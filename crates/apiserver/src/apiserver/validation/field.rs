@@ -18,6 +18,11 @@ impl Errors {
         self.0
     }
 
+    /// Whether no error was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     fn push(&mut self, reason: &str, field: &str, message: String) {
         self.0.push(Cause {
             reason: reason.into(),
@@ -95,6 +100,24 @@ impl Errors {
         );
     }
 
+    /// `Not found: <value>: <detail>`, saying what the reference should have named.
+    pub(crate) fn not_found_because(&mut self, field: &str, value: &Value, detail: &str) {
+        self.push(
+            "FieldValueNotFound",
+            field,
+            with_detail(format!("Not found: {}", show(value)), detail),
+        );
+    }
+
+    /// `Too many: <count>: must have at most <max> items`, for a list longer than kube-apiserver allows.
+    pub(crate) fn too_many(&mut self, field: &str, count: usize, max: usize) {
+        self.push(
+            "FieldValueTooMany",
+            field,
+            format!("Too many: {count}: must have at most {max} items"),
+        );
+    }
+
     /// `Forbidden: <detail>`.
     pub(crate) fn forbidden(&mut self, field: &str, detail: &str) {
         self.push(
@@ -164,7 +187,7 @@ fn show(value: &Value) -> String {
 }
 
 /// `path.name`, or `name` at the top.
-pub(super) fn child(path: &str, name: &str) -> String {
+pub(crate) fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()
     } else {
@@ -173,7 +196,7 @@ pub(super) fn child(path: &str, name: &str) -> String {
 }
 
 /// `path[index]`.
-pub(super) fn index(path: &str, index: usize) -> String {
+pub(crate) fn index(path: &str, index: usize) -> String {
     format!("{path}[{index}]")
 }
 
@@ -183,12 +206,12 @@ pub(super) fn key(path: &str, key: &str) -> String {
 }
 
 /// A string field of `obj`, empty when absent.
-pub(super) fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
+pub(crate) fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The items of an array field of `obj`, none when absent.
-pub(super) fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+pub(crate) fn items<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
     obj.get(field)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)

@@ -6,7 +6,8 @@
 //! problem of an object is reported in one 422.
 //!
 //! Status writes (`/status`) are not judged by these rules: kube-apiserver validates a status update against the
-//! status's own rules only, and the simulation writes status many times a second.
+//! status's own rules only ([`validate_status`], for the kinds whose status has rules a client must keep), and the
+//! simulation writes status many times a second.
 
 mod apps;
 mod autoscaling;
@@ -19,15 +20,17 @@ mod cron;
 mod disruption;
 mod ephemeral;
 mod event;
-mod field;
+pub(crate) mod field;
 mod lease;
 mod meta;
 mod networking;
 mod pod;
+mod pod_claims;
 mod port;
 mod probe;
 mod quantity;
 mod rbac;
+mod resource;
 mod runtime_class;
 mod scheduling;
 mod service;
@@ -36,6 +39,7 @@ mod volumes;
 
 use serde_json::Value;
 
+use super::admission_policy::compile as admission_policy;
 use super::defaults;
 use super::errors::Cause;
 use super::objects;
@@ -62,6 +66,17 @@ pub(crate) fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> V
 /// by their rules alone: nothing else of the pod changes through it.
 pub(crate) fn validate_ephemeral_containers(pod: &Value, old: &Value) -> Vec<Cause> {
     ephemeral::update(pod, old).into_causes()
+}
+
+/// The causes for refusing a write of `obj`'s status through `/status`, judged by the rules of the status alone
+/// (ResourceClaims: allocations and reservations); `old` is the stored object.
+pub(crate) fn validate_status(rt: &ResourceType, obj: &Value, old: &Value) -> Vec<Cause> {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("resource.k8s.io", "resourceclaims") => {
+            resource::resource_claim_status(obj, old).into_causes()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The rules of `rt`'s kind.
@@ -118,6 +133,29 @@ fn kind_rules(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> field::Err
         ("networking.k8s.io", "ingressclasses", _) => networking::ingress_class(obj),
         ("autoscaling", "horizontalpodautoscalers", _) => {
             autoscaling::horizontal_pod_autoscaler(obj)
+        }
+        ("resource.k8s.io", "deviceclasses", _) => resource::device_class(obj),
+        ("resource.k8s.io", "resourceslices", None) => resource::resource_slice(obj),
+        ("resource.k8s.io", "resourceslices", Some(old)) => {
+            resource::resource_slice_update(obj, old)
+        }
+        ("resource.k8s.io", "resourceclaims", None) => resource::resource_claim(obj),
+        ("resource.k8s.io", "resourceclaims", Some(old)) => {
+            resource::immutable_spec(resource::resource_claim(obj), obj, &defaulted(rt, old))
+        }
+        ("resource.k8s.io", "resourceclaimtemplates", None) => {
+            resource::resource_claim_template(obj)
+        }
+        ("resource.k8s.io", "resourceclaimtemplates", Some(old)) => resource::immutable_spec(
+            resource::resource_claim_template(obj),
+            obj,
+            &defaulted(rt, old),
+        ),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies", _) => {
+            admission_policy::policy(obj).err().unwrap_or_default()
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", _) => {
+            admission_policy::binding(obj).err().unwrap_or_default()
         }
         _ => field::Errors::default(),
     }

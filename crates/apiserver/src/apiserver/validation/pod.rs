@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::container::{self, PodFacts, Role};
 use super::field::{Errors, child, items, text};
-use super::{meta, scheduling, volumes};
+use super::{meta, pod_claims, scheduling, volumes};
 use kmm_api::validation::names;
 
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
@@ -90,9 +90,11 @@ pub(super) fn pod_spec(spec: &Value, path: &str) -> Errors {
     let mut errors = Errors::default();
     let volume_names =
         volumes::volumes(&mut errors, items(spec, "volumes"), &child(path, "volumes"));
+    let claims = pod_claims::pod_resource_claims(&mut errors, spec, path);
     let facts = PodFacts {
         volumes: volume_names,
         host_network: spec.get("hostNetwork").and_then(Value::as_bool) == Some(true),
+        claims,
     };
     let mut seen = HashSet::new();
     let containers = items(spec, "containers");

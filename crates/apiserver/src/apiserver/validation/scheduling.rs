@@ -104,7 +104,8 @@ pub(super) fn node_affinity(errors: &mut Errors, affinity: Option<&Value>, path:
     }
 }
 
-fn node_selector_term(errors: &mut Errors, term: &Value, at: &str) {
+/// One node selector term at `at`: its expressions' keys, operators and values.
+pub(super) fn node_selector_term(errors: &mut Errors, term: &Value, at: &str) {
     let expressions_at = child(at, "matchExpressions");
     for (i, requirement) in items(term, "matchExpressions").iter().enumerate() {
         let at = index(&expressions_at, i);

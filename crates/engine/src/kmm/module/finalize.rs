@@ -1,4 +1,4 @@
-//! Deleting a Module: its device plugin goes first, then its entries leave every NMC, and the finalizer holds the
+//! Deleting a Module: its device plugin, DRA driver and DeviceClasses go first, then its entries leave every NMC, and the finalizer holds the
 //! Module until every node has unloaded it (no NMC is still labelled in use), so a Module never disappears while
 //! its module is loaded.
 
@@ -11,7 +11,8 @@ use serde_json::json;
 
 use super::entries::write_entry;
 use super::{ModuleContext, report};
-use crate::kmm::deviceplugin;
+use crate::kmm::dra::device_classes;
+use crate::kmm::plugins::{Role, cleanup};
 use crate::runtime::context::{Error, KubeResultExt};
 use crate::runtime::finalizers::{self, Guard};
 use crate::runtime::writes::patch_params;
@@ -30,16 +31,18 @@ pub(super) async fn finalize(module: &Module, context: &ModuleContext) -> Result
     if !finalizers::has(module, labels::MODULE_FINALIZER) {
         return Ok(Action::await_change());
     }
-    // The device plugin goes first: no plugin may hold a device whose driver is being unloaded.
-    if deviceplugin::cleanup::remove(&engine.client, &namespace, &name).await? {
-        tell_progress(
-            context,
-            module,
-            "being deleted: waiting for its device plugin pods to leave the nodes",
-        )
-        .await?;
-        tracing::debug!(module = %name, "waiting for the device plugin pods to go");
-        return Ok(Action::requeue(UNLOAD_POLL));
+    // The device plugin and DRA driver go first: nothing may hold a device whose kernel driver is being unloaded.
+    device_classes::remove(&engine.client, &namespace, &name).await?;
+    for role in [Role::DevicePlugin, Role::Dra] {
+        if cleanup::remove(&engine.client, &namespace, &name, role).await? {
+            let progress = format!(
+                "being deleted: waiting for its {} pods to leave the nodes",
+                role.noun()
+            );
+            tell_progress(context, module, &progress).await?;
+            tracing::debug!(module = %name, role = role.noun(), "waiting for the pods to go");
+            return Ok(Action::requeue(UNLOAD_POLL));
+        }
     }
     let nmcs: Api<NodeModulesConfig> = Api::all(engine.client.clone());
     let configured = nmcs

@@ -2,9 +2,9 @@
 //! and one `NodeModulesConfig` entry per targeted node whose image exists, with a status that says why the module
 //! is, or is not, on each node.
 //!
-//! Triggers: the Module, its MIC, the NMCs that carry it (by their labels), its pull, worker and device plugin pods,
-//! and nodes whose labels, taints, kernel, boot or readiness change (any of those can change which nodes it
-//! targets).
+//! Triggers: the Module, its MIC, the NMCs that carry it (by their labels), its pull, worker, device plugin and DRA
+//! driver pods, and nodes whose labels, taints, kernel, boot or readiness change (any of those can change which
+//! nodes it targets).
 //!
 //! A pass reads nodes, NMCs and pods from caches the watches keep, never by listing them: one pass covers every
 //! node, and passes follow each other closely while a rollout runs. The Module's own status writes start no pass
@@ -46,7 +46,7 @@ pub struct ModuleContext {
     pub pull_pods: Store<Pod>,
     /// Every worker pod.
     pub worker_pods: SharedStore<Pod>,
-    /// Every device plugin pod (an ordered upgrade waits for them to leave a node).
+    /// Every device plugin and DRA driver pod (an ordered upgrade waits for them to leave a node).
     pub plugin_pods: Store<Pod>,
 }
 
@@ -155,12 +155,18 @@ fn pull_pod_changes(
     .applied_objects()
 }
 
-/// Changes of the Modules' device plugin pods (only their coming and going matters here), mirrored into `writer`.
+/// Changes of the Modules' device plugin and DRA driver pods (only their coming and going matters here), mirrored
+/// into `writer`.
 fn plugin_pod_changes(
     client: &kube::Client,
     writer: reflector::store::Writer<Pod>,
 ) -> impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static {
-    let role = format!("{}={}", labels::DAEMONSET_ROLE, labels::DEVICE_PLUGIN_ROLE);
+    let role = format!(
+        "{} in ({},{})",
+        labels::DAEMONSET_ROLE,
+        labels::DEVICE_PLUGIN_ROLE,
+        labels::DRA_ROLE
+    );
     watcher(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default().labels(&role),
@@ -172,7 +178,7 @@ fn plugin_pod_changes(
     .predicate_filter(pod_placement, Default::default())
 }
 
-/// What about a device plugin pod matters to its Module: the node it is on, and whether it is going.
+/// What about a device plugin or DRA driver pod matters to its Module: the node it is on, and whether it is going.
 fn pod_placement(pod: &Pod) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();

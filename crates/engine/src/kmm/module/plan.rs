@@ -84,8 +84,8 @@ pub fn plan(module: &Module, container: &ModuleLoaderContainerSpec, all_nodes: &
     plan_with_plugins(module, container, all_nodes, &BTreeSet::new())
 }
 
-/// Compute the plan of `module` over `all_nodes`, where `plugin_nodes` still have a device plugin pod of the
-/// module: their worker label stays until the plugin is gone, so the old module is never unloaded under it.
+/// Compute the plan of `module` over `all_nodes`, where `plugin_nodes` still have a device plugin or DRA driver pod
+/// of the module: their worker label stays until that pod is gone, so the old module is never unloaded under it.
 pub fn plan_with_plugins(
     module: &Module,
     container: &ModuleLoaderContainerSpec,
@@ -195,9 +195,9 @@ fn node_label<'n>(node: &'n Node, key: &str) -> Option<&'n str> {
 
 /// The ordered-upgrade step for one node, as upstream's version labels move: the worker label follows the user's
 /// version label, but only moves to a new version once the old module is unloaded (the node's `ready` label is
-/// gone); the schedule label (which places the version's device plugin) follows the worker label once it is set,
-/// and goes first when the worker label is to move or go, and the worker label moves only once the device plugin
-/// pod has left the node, so nothing of the old version runs while it is unloaded.
+/// gone); the schedule label (which places the version's device plugin or DRA driver) follows the worker label once
+/// it is set, and goes first when the worker label is to move or go, and the worker label moves only once the
+/// plugin or driver pod has left the node, so nothing of the old version runs while it is unloaded.
 fn version_label_change(
     node: &Node,
     namespace: &str,
@@ -213,7 +213,7 @@ fn version_label_change(
     match (wanted, worker, schedule) {
         // The worker label is to move or go: its schedule label goes first, then the worker label.
         (wanted, Some(worker), Some(_)) if wanted != Some(worker) => Some((schedule_key, None)),
-        // The old version's device plugin must be gone before its module may be unloaded.
+        // The old version's device plugin or DRA driver must be gone before its module may be unloaded.
         (wanted, Some(worker), None) if wanted != Some(worker) && !plugin_running => {
             Some((worker_key, None))
         }

@@ -14,6 +14,7 @@ use super::entries;
 use super::plan::{self, Plan};
 use super::report::{self, Observed};
 use super::{ModuleContext, finalize, images};
+use crate::kmm::dra::gate;
 use crate::kmm::mbsc::recipe;
 use crate::runtime::attention;
 use crate::runtime::context::{Error, KubeResultExt, retry_on_error};
@@ -182,7 +183,7 @@ async fn add_finalizer(
     Ok(())
 }
 
-/// The nodes where a device plugin pod of the Module still is (running or going).
+/// The nodes where a device plugin or DRA driver pod of the Module still is (running or going).
 fn plugin_nodes(context: &ModuleContext, namespace: &str, name: &str) -> BTreeSet<String> {
     context
         .plugin_pods
@@ -304,6 +305,15 @@ async fn write_status(
     } else {
         report::set_no_loader_conditions(&mut status.conditions, module.metadata.generation);
     }
+    let dra_version = match module.spec.dra {
+        Some(_) => Some(gate::cluster_version(&context.engine.client).await?),
+        None => None,
+    };
+    gate::apply(
+        &mut status.conditions,
+        dra_version,
+        module.metadata.generation,
+    );
     if status == current {
         return Ok(());
     }
@@ -332,6 +342,13 @@ async fn write_status(
                 module.name_any()
             )
         })?;
+    gate::announce(
+        &context.engine,
+        module,
+        &current.conditions,
+        &status.conditions,
+    )
+    .await;
     announce_completion(context, module, &current, &status).await;
     announce_degraded(context, module, &current, &status).await;
     Ok(())

@@ -12,8 +12,12 @@
 //! deletion) — each re-verifies: editing a Module checks its image again. Deleting the PreflightValidation lets
 //! the garbage collector take its ModuleImagesConfigs and their pods; ModuleImagesConfigs of Modules gone or
 //! without a mapping are deleted by the pass itself.
+//!
+//! [`losses`] answers the other half of planning an upgrade: what each node loses (device plugins, DRA drivers and
+//! the ResourceClaims allocated from them) while its modules reload.
 
 pub mod checks;
+pub mod losses;
 mod reconcile;
 pub mod verdict;
 

@@ -1,6 +1,6 @@
-//! The two node labels of a Module's device plugin: `device-plugin-target` on the nodes the plugin may run on, and
-//! `device-plugin-ready` on the nodes where it runs and is ready. Both are decided from the caches and written only
-//! where a node's label differs.
+//! The two node labels of a Module's device plugin or DRA driver: `…-target` on the nodes the workload may run on,
+//! and `…-ready` on the nodes where it runs and is ready. Both are decided from the caches and written only where a
+//! node's label differs.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch};
 use serde_json::json;
 
+use super::Role;
 use crate::runtime::context::{Error, KubeResultExt};
 use crate::runtime::nodes;
 use crate::runtime::writes::patch_params;
@@ -17,9 +18,9 @@ use kmm_api::errors::is_not_found;
 use kmm_api::kmm::Module;
 use kmm_api::kmm::labels;
 
-/// Whether the device plugin of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint
+/// Whether the device plugin or DRA driver of `module` may run on `node`: the Module selects it, it is not cordoned, and no taint
 /// keeps the Module's pods out (with the pressure taints the engine always tolerates). A cordoned or newly tainted
-/// node loses the label, so the plugin leaves it before a drain.
+/// node loses the label, so the workload leaves it before a drain.
 pub(super) fn is_target(module: &Module, node: &Node) -> bool {
     let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
     let tolerations = nodes::with_internal_tolerations(&module.spec.tolerations);
@@ -28,13 +29,12 @@ pub(super) fn is_target(module: &Module, node: &Node) -> bool {
         && nodes::blocking_taint(node, &tolerations).is_none()
 }
 
-/// Whether the pod is one of the Module's device plugin pods, alive and ready.
-fn is_ready_plugin(pod: &Pod, namespace: &str, module: &str) -> bool {
+/// Whether the pod is one of the Module's pods of `role`, alive and ready.
+fn is_ready_plugin(pod: &Pod, namespace: &str, module: &str, role: Role) -> bool {
     let labels = pod.labels();
     pod.namespace().as_deref() == Some(namespace)
         && labels.get(labels::MODULE_NAME).map(String::as_str) == Some(module)
-        && labels.get(labels::DAEMONSET_ROLE).map(String::as_str)
-            == Some(labels::DEVICE_PLUGIN_ROLE)
+        && labels.get(labels::DAEMONSET_ROLE).map(String::as_str) == Some(role.label_value())
         && pod.metadata.deletion_timestamp.is_none()
         && pod
             .status
@@ -43,10 +43,15 @@ fn is_ready_plugin(pod: &Pod, namespace: &str, module: &str) -> bool {
             .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-/// The nodes where a ready device plugin pod of the Module runs.
-pub(super) fn ready_nodes(pods: &[Arc<Pod>], namespace: &str, module: &str) -> BTreeSet<String> {
+/// The nodes where a ready pod of the Module's `role` workload runs.
+pub(super) fn ready_nodes(
+    pods: &[Arc<Pod>],
+    namespace: &str,
+    module: &str,
+    role: Role,
+) -> BTreeSet<String> {
     pods.iter()
-        .filter(|p| is_ready_plugin(p, namespace, module))
+        .filter(|p| is_ready_plugin(p, namespace, module, role))
         .filter_map(|p| p.spec.as_ref()?.node_name.clone())
         .collect()
 }
@@ -123,13 +128,18 @@ mod tests {
     }
 
     #[test]
-    fn ready_nodes_count_only_ready_live_plugins_of_the_module() {
+    fn ready_nodes_count_only_ready_live_pods_of_the_module_and_role() {
         let pod = |name: &str, module: &str, ready: &str, deleting: bool| -> Arc<Pod> {
+            let role = if name == "e" {
+                labels::DRA_ROLE
+            } else {
+                labels::DEVICE_PLUGIN_ROLE
+            };
             Arc::new(
                 serde_json::from_value(json!({
                     "metadata": {
                         "name": name, "namespace": "acme",
-                        "labels": {labels::MODULE_NAME: module, labels::DAEMONSET_ROLE: labels::DEVICE_PLUGIN_ROLE},
+                        "labels": {labels::MODULE_NAME: module, labels::DAEMONSET_ROLE: role},
                         "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z"),
                     },
                     "spec": {"nodeName": name, "containers": []},
@@ -143,10 +153,15 @@ mod tests {
             pod("b", "gpu", "False", false),
             pod("c", "gpu", "True", true),
             pod("d", "other", "True", false),
+            pod("e", "gpu", "True", false),
         ];
         assert_eq!(
-            ready_nodes(&pods, "acme", "gpu"),
+            ready_nodes(&pods, "acme", "gpu", Role::DevicePlugin),
             BTreeSet::from(["a".to_owned()])
+        );
+        assert_eq!(
+            ready_nodes(&pods, "acme", "gpu", Role::Dra),
+            BTreeSet::from(["e".to_owned()])
         );
     }
 }

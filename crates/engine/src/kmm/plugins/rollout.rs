@@ -1,5 +1,6 @@
-//! One pass over one Module's device plugin: target labels, the DaemonSet of the current module version, the
-//! DaemonSets of earlier versions once they run nowhere, ready labels, and `status.devicePlugin`.
+//! One pass over one of a Module's workloads (its device plugin or its DRA driver): target labels, the DaemonSet
+//! of the current module version, the DaemonSets of earlier versions once they run nowhere, ready labels, and the
+//! counts in the Module's status; or, when the Module no longer asks for the workload, taking it all away.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use serde_json::json;
 
 use super::daemonset::{self, Desired};
 use super::node_labels::{is_target, keep_label, ready_nodes};
-use super::{DevicePluginContext, cleanup};
+use super::{PluginContext, cleanup};
 use crate::runtime::context::{Error, KubeResultExt, retry_on_error};
 use crate::runtime::finalizers;
 use crate::runtime::writes::patch_params;
@@ -20,41 +21,55 @@ use kmm_api::errors::{is_conflict, is_not_found};
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{DaemonSetCounts, Module};
 
-/// How soon a Module whose plugin is being taken away looks again for its pods to be gone.
+/// How soon a Module whose workload is being taken away looks again for its pods to be gone.
 const REMOVAL_POLL: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Reconcile one Module's device plugin.
-pub(super) async fn reconcile(
-    module: Arc<Module>,
-    context: Arc<DevicePluginContext>,
+/// The Module's namespace, or why a pass cannot act on it.
+pub(crate) fn namespace_of(module: &Module) -> Result<String, Error> {
+    module
+        .namespace()
+        .ok_or_else(|| Error::Invalid(format!("Module {} has no namespace", module.name_any())))
+}
+
+/// Take the workload of a Module that is deleted, or no longer asks for it, away: DaemonSets, pods and node
+/// labels, and its status counts (while the Module stays).
+pub(crate) async fn take_away(module: &Module, context: &PluginContext) -> Result<Action, Error> {
+    let namespace = namespace_of(module)?;
+    let name = module.name_any();
+    // Most Modules never had the workload: the caches say whether there is anything to take away.
+    let pods_left = if has_leftovers(context, module, &namespace, &name) {
+        cleanup::remove(&context.engine.client, &namespace, &name, context.role).await?
+    } else {
+        false
+    };
+    if module.metadata.deletion_timestamp.is_none() {
+        write_status(context, module, None).await?;
+    }
+    Ok(if pods_left {
+        Action::requeue(REMOVAL_POLL)
+    } else {
+        Action::await_change()
+    })
+}
+
+/// Whether the Module's finalizer is on: until the Module reconciler has put it there, a deletion could outrun
+/// the clean-up of node labels (and of DeviceClasses), so nothing is created before.
+pub(crate) fn finalizer_in_place(module: &Module) -> bool {
+    finalizers::has(module, labels::MODULE_FINALIZER)
+}
+
+/// Run `desired` on the nodes where the Module's module is loaded and the workload may run; label where it is
+/// ready; count it in the Module's status.
+pub(crate) async fn roll_out(
+    module: &Module,
+    context: &PluginContext,
+    desired: &Desired,
 ) -> Result<Action, Error> {
     let engine = &context.engine;
-    let namespace = module
-        .namespace()
-        .ok_or_else(|| Error::Invalid(format!("Module {} has no namespace", module.name_any())))?;
+    let role = context.role;
+    let namespace = namespace_of(module)?;
     let name = module.name_any();
-    let plugin = module.spec.device_plugin.as_ref();
-    if module.metadata.deletion_timestamp.is_some() || plugin.is_none() {
-        // Most Modules never had a plugin: the caches say whether there is anything to take away.
-        let pods_left = if has_leftovers(&context, &module, &namespace, &name) {
-            cleanup::remove(&engine.client, &namespace, &name).await?
-        } else {
-            false
-        };
-        if module.metadata.deletion_timestamp.is_none() {
-            write_status(&context, &module, None).await?;
-        }
-        return Ok(if pods_left {
-            Action::requeue(REMOVAL_POLL)
-        } else {
-            Action::await_change()
-        });
-    }
-    let Some(plugin) = plugin else {
-        return Ok(Action::await_change());
-    };
-    // Until the Module reconciler has put its finalizer on, a deletion could outrun the clean-up of node labels.
-    if !finalizers::has(module.as_ref(), labels::MODULE_FINALIZER) {
+    if !finalizer_in_place(module) {
         return Ok(Action::await_change());
     }
     context
@@ -63,30 +78,29 @@ pub(super) async fn reconcile(
         .await
         .map_err(|stopped| Error::Invalid(format!("node cache: {stopped}")))?;
     let nodes = context.nodes.state();
-    let target = labels::device_plugin_target_label(&namespace, &name);
+    let target = role.target_label(&namespace, &name);
     let targeted = keep_label(&engine.client, &nodes, &target, |node| {
-        is_target(&module, node)
+        is_target(module, node)
     })
     .await?;
-    let owned = owned_daemon_sets(&context, &module, &namespace);
-    let desired = daemonset::desired(&module, plugin, &namespace);
-    let version = daemonset::module_version(&module);
+    let owned = owned_daemon_sets(context, module, &namespace);
+    let version = daemonset::module_version(module);
     let current = owned
         .iter()
         .find(|ds| daemonset::daemon_set_version(ds, &namespace, &name) == version);
     ensure_daemon_set(
-        &context,
-        &module,
+        context,
+        module,
         &namespace,
         current.map(Arc::as_ref),
-        &desired,
+        desired,
     )
     .await?;
     if module.spec.module_loader.is_some() {
-        collect_old_versions(&context, &namespace, &name, version, &owned).await?;
+        collect_old_versions(context, &namespace, &name, version, &owned).await?;
     }
-    let ready = ready_nodes(&context.pods.state(), &namespace, &name);
-    let ready_label = labels::device_plugin_ready_label(&namespace, &name);
+    let ready = ready_nodes(&context.pods.state(), &namespace, &name, role);
+    let ready_label = role.ready_label(&namespace, &name);
     keep_label(&engine.client, &nodes, &ready_label, |node| {
         node.metadata
             .name
@@ -104,19 +118,14 @@ pub(super) async fn reconcile(
         desired_number: targeted,
         available_number: available,
     };
-    write_status(&context, &module, Some(counts)).await?;
+    write_status(context, module, Some(counts)).await?;
     Ok(engine.resync())
 }
 
-/// Whether the caches show a DaemonSet, plugin pod or node label of the Module's device plugin.
-fn has_leftovers(
-    context: &DevicePluginContext,
-    module: &Module,
-    namespace: &str,
-    name: &str,
-) -> bool {
-    let target = labels::device_plugin_target_label(namespace, name);
-    let ready = labels::device_plugin_ready_label(namespace, name);
+/// Whether the caches show a DaemonSet, pod or node label of the Module's workload.
+fn has_leftovers(context: &PluginContext, module: &Module, namespace: &str, name: &str) -> bool {
+    let target = context.role.target_label(namespace, name);
+    let ready = context.role.ready_label(namespace, name);
     !owned_daemon_sets(context, module, namespace).is_empty()
         || context.pods.state().iter().any(|pod| {
             pod.namespace().as_deref() == Some(namespace)
@@ -132,14 +141,14 @@ fn has_leftovers(
 pub(super) fn error_policy(
     module: Arc<Module>,
     error: &Error,
-    context: Arc<DevicePluginContext>,
+    context: Arc<PluginContext>,
 ) -> Action {
     retry_on_error(module, error, context.engine.clone())
 }
 
-/// The device plugin DaemonSets the Module controls, from the cache.
+/// The DaemonSets of the role the Module controls, from the cache.
 fn owned_daemon_sets(
-    context: &DevicePluginContext,
+    context: &PluginContext,
     module: &Module,
     namespace: &str,
 ) -> Vec<Arc<DaemonSet>> {
@@ -161,13 +170,15 @@ fn owned_daemon_sets(
 
 /// Create the DaemonSet of the current version, or rewrite it when the Module asks for something else.
 async fn ensure_daemon_set(
-    context: &DevicePluginContext,
+    context: &PluginContext,
     module: &Module,
     namespace: &str,
     current: Option<&DaemonSet>,
     desired: &Desired,
 ) -> Result<(), Error> {
     let api: Api<DaemonSet> = Api::namespaced(context.engine.client.clone(), namespace);
+    let noun = context.role.noun();
+    let hash_annotation = context.role.hash_annotation();
     let Some(current) = current else {
         let object = daemonset::new_object(module, namespace, desired);
         let created = match api.create(&post_params(), &object).await {
@@ -175,7 +186,7 @@ async fn ensure_daemon_set(
             Err(error) if is_conflict(&error) => return Ok(()),
             result => result.doing(|| {
                 format!(
-                    "creating the device plugin DaemonSet of Module {namespace}/{}",
+                    "creating the {noun} DaemonSet of Module {namespace}/{}",
                     module.name_any()
                 )
             })?,
@@ -185,13 +196,13 @@ async fn ensure_daemon_set(
             .event(
                 module,
                 false,
-                "DevicePluginCreated",
-                format!("Created device plugin DaemonSet {}", created.name_any()),
+                context.role.created_reason(),
+                format!("Created {noun} DaemonSet {}", created.name_any()),
             )
             .await;
         return Ok(());
     };
-    if current.annotations().get(labels::DEVICE_PLUGIN_HASH) == Some(&desired.hash) {
+    if current.annotations().get(hash_annotation) == Some(&desired.hash) {
         return Ok(());
     }
     let mut updated = current.clone();
@@ -199,7 +210,7 @@ async fn ensure_daemon_set(
     updated.labels_mut().extend(desired.labels.clone());
     updated
         .annotations_mut()
-        .insert(labels::DEVICE_PLUGIN_HASH.to_owned(), desired.hash.clone());
+        .insert(hash_annotation.to_owned(), desired.hash.clone());
     updated.spec = Some(desired.spec.clone());
     match api
         .replace(&current.name_any(), &post_params(), &updated)
@@ -209,17 +220,17 @@ async fn ensure_daemon_set(
         Err(error) if is_conflict(&error) => Ok(()),
         result => result.map(drop).doing(|| {
             format!(
-                "updating device plugin DaemonSet {namespace}/{}",
+                "updating {noun} DaemonSet {namespace}/{}",
                 current.name_any()
             )
         }),
     }
 }
 
-/// Delete the DaemonSets of earlier module versions once they place their plugin on no node: the ordered upgrade
-/// has moved every node on.
+/// Delete the DaemonSets of earlier module versions once they place their workload on no node: the ordered
+/// upgrade has moved every node on.
 async fn collect_old_versions(
-    context: &DevicePluginContext,
+    context: &PluginContext,
     namespace: &str,
     module: &str,
     version: &str,
@@ -239,7 +250,8 @@ async fn collect_old_versions(
             result => {
                 result.doing(|| {
                     format!(
-                        "deleting old device plugin DaemonSet {namespace}/{}",
+                        "deleting old {} DaemonSet {namespace}/{}",
+                        context.role.noun(),
                         old.name_any()
                     )
                 })?;
@@ -249,13 +261,16 @@ async fn collect_old_versions(
     Ok(())
 }
 
-/// Write `status.devicePlugin` when it differs (None clears it).
-async fn write_status(
-    context: &DevicePluginContext,
+/// Write the role's counts (`status.devicePlugin` or `status.dra`) when they differ (None clears them).
+pub(crate) async fn write_status(
+    context: &PluginContext,
     module: &Module,
     counts: Option<DaemonSetCounts>,
 ) -> Result<(), Error> {
-    let current = module.status.as_ref().and_then(|s| s.device_plugin.clone());
+    let current = module.status.as_ref().and_then(|s| match context.role {
+        super::Role::DevicePlugin => s.device_plugin.clone(),
+        super::Role::Dra => s.dra.clone(),
+    });
     let empty =
         |c: &Option<DaemonSetCounts>| c.as_ref().is_none_or(|c| *c == DaemonSetCounts::default());
     if current == counts || (empty(&current) && empty(&counts)) {
@@ -269,13 +284,14 @@ async fn write_status(
         })
     });
     let namespace = module.namespace().unwrap_or_default();
-    let patch = json!({"status": {"devicePlugin": value}});
+    let patch = json!({"status": {context.role.status_field(): value}});
     Api::<Module>::namespaced(context.engine.client.clone(), &namespace)
         .patch_status(&module.name_any(), &patch_params(), &Patch::Merge(&patch))
         .await
         .doing(|| {
             format!(
-                "writing the device plugin status of Module {namespace}/{}",
+                "writing the {} status of Module {namespace}/{}",
+                context.role.noun(),
                 module.name_any()
             )
         })?;
