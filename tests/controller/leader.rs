@@ -264,8 +264,12 @@ async fn a_leader_stopped_with_sigterm_releases_the_lease_at_once() {
     );
     let log = first.log_text();
     assert!(log.contains("released lease"), "no release logged:\n{log}");
-    let stopped = log.find("reconcilers stopped").expect("the work stops");
-    let released = log.find("released lease").expect("the lease is released");
+    let Some(stopped) = log.find("reconcilers stopped") else {
+        panic!("the work did not stop before the release:\n{log}")
+    };
+    let Some(released) = log.find("released lease") else {
+        panic!("the lease is not released:\n{log}")
+    };
     assert!(
         stopped < released,
         "released before the work stopped:\n{log}"

@@ -17,3 +17,4 @@ mod screen;
 mod serve;
 #[path = "../support/serve_process.rs"]
 mod serve_process;
+mod upstream_dra;

@@ -31,6 +31,12 @@ pub(crate) struct Harness {
 impl Harness {
     /// Start the cluster for `tests/engine/scenarios/<file>` (or a built-in scenario name), without an engine.
     pub(crate) async fn start(scenario: &str) -> Self {
+        Self::start_announcing(scenario, None).await
+    }
+
+    /// [`Harness::start`] on a cluster announcing Kubernetes `1.<minor>` (the current release when None), to see
+    /// the engine meet an older cluster.
+    pub(crate) async fn start_announcing(scenario: &str, minor: Option<u32>) -> Self {
         let path = scenario_path(scenario);
         let source = if path.exists() {
             path.to_string_lossy().into_owned()
@@ -40,6 +46,7 @@ impl Harness {
         let scenario = Scenario::load(&source).expect("the scenario loads");
         let cluster = EmbeddedCluster::start(EmbeddedOptions {
             scenario: Some(scenario),
+            kubernetes_minor: minor,
             ..Default::default()
         })
         .await

@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use super::common::{Harness, eventually};
-use super::kmm::{condition, create_module, loaded_modules, module};
+use super::kmm::{condition, create_module, loaded_modules, module, module_events};
 
 const GPU_NODES: [&str; 2] = ["gpu-0", "gpu-1"];
 const DRIVER: &str = "gpu.example.com";
@@ -307,6 +307,57 @@ async fn a_dra_driver_and_its_device_classes_follow_the_module_and_leave_with_it
     for name in GPU_NODES {
         assert!(loaded_modules(&harness, name).is_empty(), "{name} unloaded");
     }
+    harness.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_a_cluster_older_than_1_34_the_module_loads_and_says_its_driver_needs_1_34() {
+    let mut harness = Harness::start_announcing("dra.yaml", Some(33)).await;
+    harness.start_engine();
+    create_module(&harness, "gpu", spec(None)).await;
+    eventually(600, "the module is loaded on the gpu nodes", || async {
+        GPU_NODES
+            .iter()
+            .all(|node| loaded_modules(&harness, node).contains(&KMOD.to_owned()))
+    })
+    .await;
+    eventually(120, "the Module says DRA needs 1.34", || async {
+        condition(&harness, "gpu", "DRASupported").await
+            == Some((
+                "False".to_owned(),
+                "DRAUnsupported".to_owned(),
+                "DRA needs Kubernetes 1.34 or later; this cluster runs 1.33".to_owned(),
+            ))
+    })
+    .await;
+    eventually(60, "a Warning Event says so", || async {
+        module_events(&harness, "gpu", "DRAUnsupported")
+            .await
+            .iter()
+            .any(|note| note.contains("needs Kubernetes 1.34"))
+    })
+    .await;
+    // A while later: still no driver, and the one Event.
+    tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+    assert!(driver_daemon_sets(&harness).await.is_empty());
+    assert!(
+        labelled(&harness, &labels::dra_target_label("acme", "gpu"))
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        module_events(&harness, "gpu", "DRAUnsupported").await.len(),
+        1
+    );
+    // Its finalizer does not trip over the DeviceClasses such a cluster does not serve.
+    Api::<Module>::namespaced(harness.client(), "acme")
+        .delete("gpu", &DeleteParams::default())
+        .await
+        .expect("deleting the Module");
+    eventually(600, "the Module is gone", || async {
+        module(&harness, "gpu").await.is_none()
+    })
+    .await;
     harness.shutdown().await;
 }
 
