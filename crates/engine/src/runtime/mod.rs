@@ -12,6 +12,7 @@ pub(crate) mod events;
 pub(crate) mod failures;
 pub(crate) mod family;
 pub(crate) mod finalizers;
+pub(crate) mod first_list;
 pub mod health;
 pub mod leader;
 pub mod metrics;

@@ -3,6 +3,7 @@
 //! longer named dropped — under the RBAC the controller is installed with, and across a kill in the middle.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kmm_api::day0::MachineConfig;
@@ -197,5 +198,38 @@ async fn killed_while_reading_and_restarted_it_converges_without_a_second_pod() 
     })
     .await;
     assert_one_pod_per_image(&pods);
+    harness.shutdown().await;
+}
+
+/// An engine that may not list MachineConfigs (a role without them) cannot read the OS images; told to stop while
+/// its pass on the cluster's ClusterVersion waits for that list, it stops at once rather than at its shutdown limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_cannot_list_machine_configs_still_stops_at_once() {
+    let mut harness = Harness::start("day0.yaml").await;
+    let mut rbac = EngineRbac::for_families(&crate::rbac::lease(), &[Family::Day0]);
+    if let Some(rules) = rbac.cluster_role.rules.as_mut() {
+        for rule in rules.iter_mut() {
+            if let Some(resources) = rule.resources.as_mut() {
+                resources.retain(|resource| resource != "machineconfigs");
+            }
+        }
+        rules.retain(|rule| rule.resources.as_ref().is_none_or(|r| !r.is_empty()));
+    }
+    let token = crate::rbac::install(&harness, &rbac).await;
+    let engine_client = harness
+        .cluster
+        .client_with_token(&token)
+        .expect("a client presenting the token");
+    harness.start_context(
+        Context::new(engine_client, PodImages::default(), Some("test".into()))
+            .with_settings(day0_only()),
+    );
+    // Long enough for the ClusterVersion to be listed and its pass to start waiting for the MachineConfigs.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(10), harness.stop_engine()).await;
+    assert!(
+        stopped.is_ok(),
+        "the engine still runs 10 s after it was told to stop"
+    );
     harness.shutdown().await;
 }

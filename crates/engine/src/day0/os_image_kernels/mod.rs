@@ -28,6 +28,8 @@ use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
+use crate::runtime::first_list::FirstList;
+
 use crate::day0::every;
 use crate::day0::release::{OS_IMAGE_CONFIG_MAP, OS_IMAGE_CONFIG_MAP_NAMESPACE};
 use crate::runtime::context::Context;
@@ -42,8 +44,12 @@ pub(super) struct KernelsContext {
     pub engine: Arc<Context>,
     /// Every MachineConfig.
     pub machine_configs: reflector::Store<MachineConfig>,
+    /// Whether `machine_configs` has listed.
+    pub machine_configs_listed: FirstList,
     /// `openshift-machine-config-operator/machine-config-osimageurl`, when it exists.
     pub release_os_image: reflector::Store<ConfigMap>,
+    /// Whether `release_os_image` has listed.
+    pub release_os_image_listed: FirstList,
 }
 
 /// The reconciler; run it until `stop`.
@@ -52,18 +58,24 @@ pub(super) async fn run(context: Arc<Context>, stop: CancellationToken) {
     let config = watcher::Config::default;
     let (machine_configs, writer) = reflector::store();
     // Deleted ones too: an image no longer named leaves the record.
-    let machine_config_changes = watcher(Api::<MachineConfig>::all(client.clone()), config())
-        .default_backoff()
-        .reflect(writer)
-        .touched_objects();
+    let (machine_configs_listed, machine_config_events) = FirstList::watching(
+        watcher(Api::<MachineConfig>::all(client.clone()), config())
+            .default_backoff()
+            .reflect(writer),
+        &stop,
+    );
+    let machine_config_changes = machine_config_events.touched_objects();
     let (release_os_image, writer) = reflector::store();
-    let release_changes = watcher(
-        Api::<ConfigMap>::namespaced(client.clone(), OS_IMAGE_CONFIG_MAP_NAMESPACE),
-        config().fields(&format!("metadata.name={OS_IMAGE_CONFIG_MAP}")),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .touched_objects();
+    let (release_os_image_listed, release_events) = FirstList::watching(
+        watcher(
+            Api::<ConfigMap>::namespaced(client.clone(), OS_IMAGE_CONFIG_MAP_NAMESPACE),
+            config().fields(&format!("metadata.name={OS_IMAGE_CONFIG_MAP}")),
+        )
+        .default_backoff()
+        .reflect(writer),
+        &stop,
+    );
+    let release_changes = release_events.touched_objects();
     let wiring = Wiring::new(
         &context,
         Metered::new("clusterversion", Family::Day0),
@@ -73,7 +85,9 @@ pub(super) async fn run(context: Arc<Context>, stop: CancellationToken) {
     let kernels_context = Arc::new(KernelsContext {
         engine: context,
         machine_configs,
+        machine_configs_listed,
         release_os_image,
+        release_os_image_listed,
     });
     wiring
         .with(|controller| {

@@ -44,8 +44,7 @@ pub(super) async fn reconcile(
     _version: Arc<ClusterVersion>,
     context: Arc<KernelsContext>,
 ) -> Result<Action, Error> {
-    if context.machine_configs.wait_until_ready().await.is_err()
-        || context.release_os_image.wait_until_ready().await.is_err()
+    if !context.machine_configs_listed.wait().await || !context.release_os_image_listed.wait().await
     {
         return Ok(Action::await_change());
     }

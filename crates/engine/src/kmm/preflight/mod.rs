@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::context::{Context, retry_on_error};
 use crate::runtime::family::Family;
+use crate::runtime::first_list::FirstList;
 use crate::runtime::wiring::{Metered, Wiring};
 use kmm_api::kmm::{Module, ModuleImagesConfig, PreflightValidation};
 
@@ -40,21 +41,27 @@ pub struct PreflightContext {
     pub engine: Arc<Context>,
     /// Every Module.
     pub modules: Store<Module>,
+    /// Whether `modules` has listed.
+    pub(crate) modules_listed: FirstList,
 }
 
 /// Run the reconciler until `stop` is cancelled.
 pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let client = context.client.clone();
     let (modules, module_writer) = reflector::store();
-    let module_changes = watcher(
-        Api::<Module>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
-    .default_backoff()
-    .reflect(module_writer)
-    .applied_objects()
-    .predicate_filter(module_fingerprint, Default::default());
+    let (modules_listed, module_events) = FirstList::watching(
+        watcher(
+            Api::<Module>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .modify(|module: &mut Module| module.meta_mut().managed_fields = None)
+        .default_backoff()
+        .reflect(module_writer),
+        &stop,
+    );
+    let module_changes = module_events
+        .applied_objects()
+        .predicate_filter(module_fingerprint, Default::default());
     let wiring = Wiring::new(
         &context,
         Metered::new("preflightvalidation", Family::Kmm),
@@ -68,6 +75,7 @@ pub async fn run(context: Arc<Context>, stop: CancellationToken) {
     let preflight_context = Arc::new(PreflightContext {
         engine: context,
         modules,
+        modules_listed,
     });
     wiring
         .with(|controller| {

@@ -48,7 +48,7 @@ async fn pass(
             preflight.name_any()
         )));
     }
-    if context.modules.wait_until_ready().await.is_err() {
+    if !context.modules_listed.wait().await {
         return Ok(Action::await_change());
     }
     let mut verdicts = BTreeMap::new();
