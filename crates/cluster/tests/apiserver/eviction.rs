@@ -185,7 +185,7 @@ async fn evictions_and_kubectl_drain_respect_disruption_budgets() {
             "--ignore-daemonsets",
             "--force",
             "--delete-emptydir-data",
-            "--timeout=12s",
+            "--timeout=4s",
         ];
         let (ok, stdout, stderr) = served.kubectl(&drain, None).await;
         assert!(!ok, "the budget blocks the drain: {stdout}{stderr}");

@@ -50,7 +50,7 @@ async fn a_followed_log_and_an_attach_end_with_their_container() {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "job", "namespace": "default",
-                     "annotations": {"sim.kmm-tui.io/run-for": "200s"}},
+                     "annotations": {"sim.kmm-tui.io/run-for": "60s"}},
         "spec": {
             "nodeName": "worker-0",
             "restartPolicy": "Never",

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::common::{Harness, eventually};
 
 /// Clusters taken through the kill loop, [`AT_ONCE`] at a time.
-const ROUNDS: u64 = 6;
+const ROUNDS: u64 = 3;
 /// Clusters run side by side: they load the machine for each other.
 const AT_ONCE: u64 = 3;
 /// Engines killed per round, each replaced by a new one.
