@@ -108,7 +108,8 @@ impl ImageArgs {
 #[derive(Args)]
 pub struct EngineArgs {
     /// The families of reconcilers to run (comma-separated): kmm (kernel modules), shims (containerd shims),
-    /// caches (pre-pulled images), day0 (kernel modules in the OS image). All by default.
+    /// caches (pre-pulled images), day0 (kernel modules in the OS image), hub (kernel modules for a fleet, on an
+    /// Open Cluster Management hub; idle elsewhere). All by default.
     #[arg(long, value_parser = family_parser(), value_delimiter = ',', value_name = "FAMILY,...")]
     pub families: Vec<Family>,
     /// Re-pull every cached image this often even when nothing changed (e.g. `30m`, `6h`), for registries whose
@@ -128,6 +129,10 @@ pub struct EngineArgs {
     /// `1h`), so a change no watch delivers heals within it. Each object's period is jittered by a fifth either way.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
     pub resync_period: Duration,
+    /// On a hub: the namespace where each ManagedClusterModule's images are checked, built and signed, and where
+    /// their Dockerfile ConfigMaps and secrets are read from (upstream's operator namespace).
+    #[arg(long, value_name = "NAMESPACE", default_value = kmm_engine::DEFAULT_HUB_NAMESPACE)]
+    pub hub_namespace: String,
 }
 
 impl EngineArgs {
@@ -144,6 +149,7 @@ impl EngineArgs {
             cache_retry: self.cache_retry,
             cache_pulls: self.cache_pulls,
             resync: self.resync_period,
+            hub_namespace: self.hub_namespace.clone(),
         }
     }
 }

@@ -282,6 +282,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         name: Some(names.cluster.clone()),
         rotate_tokens: args.rotate_tokens,
         kubernetes_minor: None,
+        registry: None,
     })
     .await?;
     let address = cluster.address().map(|a| a.to_string()).unwrap_or_default();

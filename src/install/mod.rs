@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(args[0], "controller");
         assert!(args.contains(&"--identity=$(POD_NAME)"));
         assert!(args.contains(&"--lease-name=kmm-tui-engine"));
-        assert!(args.contains(&"--families=kmm,shims,caches,day0"));
+        assert!(args.contains(&"--families=kmm,shims,caches,day0,hub"));
         assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
         assert!(args.contains(&"--metrics-listen=0.0.0.0:8080"));

@@ -251,6 +251,7 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
                 name: None,
                 rotate_tokens: false,
                 kubernetes_minor: None,
+                registry: None,
             })
             .await?;
             Ok(Connection {

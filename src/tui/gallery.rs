@@ -107,6 +107,7 @@ pub async fn capture(options: GalleryOptions) -> anyhow::Result<Vec<PathBuf>> {
         name: None,
         rotate_tokens: false,
         kubernetes_minor: None,
+        registry: None,
     })
     .await?;
     let cancel = CancellationToken::new();

@@ -63,6 +63,9 @@ pub struct EmbeddedOptions {
     /// Announce Kubernetes `1.<minor>` and serve only that version's built-in API (no `resource.k8s.io/v1` before
     /// 34), to see how a client meets an older cluster; [`apiserver::KUBERNETES_MINOR`] when None.
     pub kubernetes_minor: Option<u32>,
+    /// Pull from and push to this registry, shared with other clusters (a fleet's), instead of one of the
+    /// scenario's own.
+    pub registry: Option<sim::SharedRegistry>,
 }
 
 /// A running embedded cluster.
@@ -129,6 +132,7 @@ impl EmbeddedCluster {
                     client.clone(),
                     scenario,
                     options.own_image,
+                    options.registry,
                 )
                 .await?,
             ),

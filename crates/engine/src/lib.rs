@@ -8,6 +8,8 @@
 //! - **ImageCache** ([`imagecache`]): `ImageCache` → each cache's images kept on the nodes its lists select.
 //! - **Day-0** ([`day0`]): `ModuleDay0` → kernel modules baked into the OS image of a machine config pool, and the
 //!   kernels of the OS images the cluster names (`day0/os_image_kernels`).
+//! - **Hub** ([`hub`]): `ManagedClusterModule` on an Open Cluster Management hub → images built once on the hub for
+//!   the kernels of every cluster it selects, and a ManifestWork per cluster carrying the Module its spoke loads.
 //!
 //! What the families run on lives in [`runtime`]: the shared [`Context`] and its error policy, events, back-off,
 //! metrics, health, leader election ([`runtime::leader`] makes sure two engines never act at once), the watches the
@@ -18,6 +20,7 @@
 //! at any point and restarted.
 
 pub mod day0;
+mod hub;
 pub mod imagecache;
 pub mod kmm;
 pub mod runtime;
@@ -33,7 +36,7 @@ use runtime::{events, leader, operators, shared};
 pub use runtime::context::{Context, PodImages};
 pub use runtime::family::Family;
 pub use runtime::leader::LeaseConfig;
-pub use runtime::settings::Settings;
+pub use runtime::settings::{DEFAULT_HUB_NAMESPACE, Settings};
 
 /// How to run the engine.
 #[derive(Clone, Debug)]
@@ -179,6 +182,7 @@ async fn run_families(context: Arc<Context>, families: &[Family], stop: Cancella
             Family::Day0 => {
                 running.push(Box::pin(day0::run(context.clone(), &shared, stop.clone())))
             }
+            Family::Hub => running.push(Box::pin(hub::run(context.clone(), stop.clone()))),
         }
     }
     let watches = shared.run(context.client.clone(), stop.clone());

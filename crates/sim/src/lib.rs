@@ -49,6 +49,7 @@ pub use effects::own_image::{OwnImage, OwnImagePrograms, Program};
 use faults::Faults;
 use kmm_apiserver::apiserver::ApiServer;
 use machine::Machines;
+pub use registry::SharedRegistry;
 use registry::SimRegistry;
 use scenario::Scenario;
 use shared::SharedWatches;
@@ -71,8 +72,11 @@ pub struct World {
     pub machines: Machines,
     /// The containers running on every node, for `exec` and `attach`.
     pub containers: Containers,
-    /// The container registry.
-    pub registry: SimRegistry,
+    /// The container registry: the simulation's own, or one it shares with other clusters of a fleet.
+    pub registry: Arc<SimRegistry>,
+    /// Whether the simulation records its registry in its cluster (see [`registry_record`]): a registry it shares
+    /// belongs to the fleet, which outlives any one of its clusters.
+    pub records_registry: bool,
     /// How many of the registry's changes its record holds (see [`registry_record`]); locked while it is written.
     pub registry_recorded: tokio::sync::Mutex<u64>,
     /// Injected faults.
@@ -93,12 +97,14 @@ pub struct World {
 }
 
 impl World {
-    /// The shared state for a scenario, whose own-image containers run `own_image`'s programs.
+    /// The shared state for a scenario, whose own-image containers run `own_image`'s programs and whose images come
+    /// from `registry` when it is given (a fleet's), else from a registry of the scenario's own.
     pub fn new(
         server: ApiServer,
         client: kube::Client,
         scenario: Scenario,
         own_image: Option<OwnImagePrograms>,
+        registry: Option<SharedRegistry>,
     ) -> Arc<Self> {
         let machines = Machines::default();
         let containers = Containers::default();
@@ -113,11 +119,15 @@ impl World {
             clock: SimClock::new(scenario.time_scale),
             machines,
             containers,
-            registry: SimRegistry::new(
-                &scenario.registry,
-                &scenario.controller_image,
-                &scenario.os_images,
-            ),
+            records_registry: registry.is_none(),
+            registry: match registry {
+                Some(shared) => shared.0,
+                None => Arc::new(SimRegistry::new(
+                    &scenario.registry,
+                    &scenario.controller_image,
+                    &scenario.os_images,
+                )),
+            },
             registry_recorded: tokio::sync::Mutex::new(0),
             faults: Faults::new(scenario.faults.clone()),
             device_plugins: DevicePlugins::default(),

@@ -6,13 +6,13 @@
 mod image_config;
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kmm_api::image_ref::{ImageRef, comparison_key};
 
 pub(crate) use self::image_config::{ImageConfig, container_argv};
-use super::scenario::{ImageSpec, OsImage, RegistrySpec, ShimArtifact};
+use super::scenario::{ImageSpec, OsImage, RegistrySpec, Scenario, ShimArtifact};
 
 /// Why a pull failed, worded as a container runtime reports it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -95,6 +95,22 @@ pub struct Changes {
     pub pushed: BTreeMap<String, u64>,
     /// Images removed (those the scenario lists among them), by normalised reference.
     pub removed: std::collections::BTreeSet<String>,
+}
+
+/// A registry several simulated clusters pull from and push to, as the clusters of a fleet all reach one quay.io:
+/// an image a hub builds is there for every spoke.
+#[derive(Debug, Clone)]
+pub struct SharedRegistry(pub(crate) Arc<SimRegistry>);
+
+impl SharedRegistry {
+    /// The registry `scenario` describes, for several clusters to share.
+    pub fn new(scenario: &Scenario) -> Self {
+        Self(Arc::new(SimRegistry::new(
+            &scenario.registry,
+            &scenario.controller_image,
+            &scenario.os_images,
+        )))
+    }
 }
 
 /// The registry.

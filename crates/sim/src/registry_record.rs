@@ -16,6 +16,9 @@ const KEY: &str = "changes";
 
 /// Take over what the record says (nothing when there is none: a first start).
 pub async fn adopt(world: &World) -> anyhow::Result<()> {
+    if !world.records_registry {
+        return Ok(());
+    }
     let api: Api<ConfigMap> = Api::namespaced(world.client.clone(), SIM_NAMESPACE);
     let recorded = match api.get_opt(RECORD).await {
         Ok(found) => found,
@@ -37,6 +40,9 @@ pub async fn adopt(world: &World) -> anyhow::Result<()> {
 /// the registry as it is then, so the record never goes back to an older state. A failed write is logged; the next
 /// change writes everything again.
 pub async fn persist(world: &World) {
+    if !world.records_registry {
+        return;
+    }
     let mut written = world.registry_recorded.lock().await;
     let (count, changes) = world.registry.changes();
     if *written == count {

@@ -6,8 +6,8 @@ use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
 use super::{
-    OwnImagePrograms, World, disruption, endpoint_slices, inject, kubelet, mco, objects,
-    registry_record, scheduler, workloads,
+    OwnImagePrograms, SharedRegistry, World, disruption, endpoint_slices, inject, kubelet, mco,
+    objects, registry_record, scheduler, workloads,
 };
 use kmm_apiserver::apiserver::ApiServer;
 
@@ -27,8 +27,9 @@ impl Simulation {
         client: kube::Client,
         scenario: Scenario,
         own_image: Option<OwnImagePrograms>,
+        registry: Option<SharedRegistry>,
     ) -> anyhow::Result<Self> {
-        let world = World::new(server, client, scenario, own_image);
+        let world = World::new(server, client, scenario, own_image, registry);
         objects::check(&world).await?;
         registry_record::adopt(&world).await?;
         kubelet::register(&world).await?;

@@ -270,6 +270,7 @@ pub fn family_label(family: Family) -> &'static str {
         Family::Shims => "shims",
         Family::Caches => "caches",
         Family::Day0 => "day-0",
+        Family::Hub => "hub",
     }
 }
 

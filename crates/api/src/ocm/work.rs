@@ -161,7 +161,7 @@ pub struct JsonPath {
     /// What the value is called in the feedback.
     #[schemars(length(min = 1))]
     pub name: String,
-    /// The path, from the object's `status` (`.readyReplicas`).
+    /// The path, from the object's root (`.status.readyReplicas`), as OCM's agent reads it.
     #[schemars(length(min = 1))]
     pub path: String,
     /// The object's version to read; the manifest's when unset.

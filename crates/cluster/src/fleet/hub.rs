@@ -1,5 +1,5 @@
 //! What makes a cluster a hub: OCM's and KMM's hub CRDs (with the built-in roles widened to their groups, so the
-//! viewer context reads them too), and for each spoke its cluster namespace and ManagedCluster, in the `default`
+//! viewer context reads them too), the namespace where its engine builds for the fleet, and for each spoke its cluster namespace and ManagedCluster, in the `default`
 //! ManagedClusterSet that a binding in the `default` namespace makes usable.
 
 use std::collections::BTreeMap;
@@ -23,7 +23,8 @@ use crate::bootstrap;
 /// The namespace whose binding lets hub operators place work on the `default` set.
 const BINDING_NAMESPACE: &str = "default";
 
-/// Install the hub's CRDs and the roles that cover their groups, and the `default` set with its binding.
+/// Install the hub's CRDs and the roles that cover their groups, the hub namespace, and the `default` set with its
+/// binding.
 pub(crate) async fn install(hub: &kube::Client) -> anyhow::Result<()> {
     let params = PatchParams::apply(bootstrap::MANAGER).force();
     let definitions: Api<CustomResourceDefinition> = Api::all(hub.clone());
@@ -61,6 +62,21 @@ pub(crate) async fn install(hub: &kube::Client) -> anyhow::Result<()> {
             }),
         },
     );
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(kmm_api::hub::DEFAULT_NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(hub.clone())
+        .patch(
+            kmm_api::hub::DEFAULT_NAMESPACE,
+            &params,
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("creating the hub namespace: {e}"))?;
     Api::<ManagedClusterSet>::all(hub.clone())
         .patch(names::DEFAULT_CLUSTERSET, &params, &Patch::Apply(&set))
         .await

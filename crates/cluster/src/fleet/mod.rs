@@ -1,7 +1,8 @@
 //! An embedded fleet: a hub and its spokes in one process, each an [`EmbeddedCluster`] with its own API server,
 //! store and simulated nodes, joined as Open Cluster Management joins clusters. The hub serves OCM's and KMM's hub
 //! kinds and holds a ManagedCluster per spoke; each spoke runs OCM's registration and work agents, API clients of
-//! the hub and of their spoke (`kmm_sim::ocm`). Served over HTTPS, the fleet writes one kubeconfig with a context
+//! the hub and of their spoke (`kmm_sim::ocm`). Every cluster pulls from and pushes to one registry, as the clusters of
+//! a fleet reach one quay.io: what the hub builds, the spokes pull. Served over HTTPS, the fleet writes one kubeconfig with a context
 //! per cluster, named after it (`hub`, `spoke-1`, …).
 
 mod hub;
@@ -98,7 +99,10 @@ impl EmbeddedFleet {
         }
         let hub_kernels = [DEFAULT_KERNELS[0].0.to_owned()];
         let hub_scenario = spokes::scenario(HUB, &hub_kernels, options.hub_nodes)?;
-        let hub = EmbeddedCluster::start(cluster_options(&options, HUB, hub_scenario)?)
+        // One registry for the whole fleet, as every cluster reaches the same quay.io: what the hub builds, the
+        // spokes pull.
+        let registry = sim::SharedRegistry::new(&hub_scenario);
+        let hub = EmbeddedCluster::start(cluster_options(&options, HUB, hub_scenario, &registry)?)
             .await
             .context("starting the hub")?;
         hub::install(&hub.client()).await?;
@@ -112,7 +116,7 @@ impl EmbeddedFleet {
         };
         for spoke in &options.spokes {
             let scenario = spokes::scenario(&spoke.name, &spoke.kernels, spoke.nodes_per_kernel)?;
-            let spoke_options = cluster_options(&options, &spoke.name, scenario)?;
+            let spoke_options = cluster_options(&options, &spoke.name, scenario, &registry)?;
             fleet.spokes.push((
                 spoke.name.clone(),
                 Spoke {
@@ -249,6 +253,7 @@ fn cluster_options(
     fleet: &FleetOptions,
     name: &str,
     scenario: sim::scenario::Scenario,
+    registry: &sim::SharedRegistry,
 ) -> anyhow::Result<EmbeddedOptions> {
     Ok(EmbeddedOptions {
         state_dir: fleet.state_dir.as_ref().map(|dir| dir.join(name)),
@@ -262,6 +267,7 @@ fn cluster_options(
         name: Some(name.to_owned()),
         rotate_tokens: false,
         kubernetes_minor: None,
+        registry: Some(registry.clone()),
     })
 }
 

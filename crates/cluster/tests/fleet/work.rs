@@ -47,7 +47,7 @@ fn work(name: &str, manifests: Vec<Value>, extra: Value) -> ManifestWork {
             "resourceIdentifier": {"group": "kmm.sigs.x-k8s.io", "resource": "modules", "name": "sample", "namespace": "default"},
             "feedbackRules": [
                 {"type": "WellKnownStatus"},
-                {"type": "JSONPaths", "jsonPaths": [{"name": "kernels", "path": ".kernels"}]}
+                {"type": "JSONPaths", "jsonPaths": [{"name": "kernels", "path": ".status.kernels"}]}
             ]
         }]
     });

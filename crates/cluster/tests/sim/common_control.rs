@@ -29,7 +29,13 @@ impl Sim {
             .await
             .expect("the embedded cluster starts");
         let scenario = Scenario::parse(scenario, "test", None).expect("the scenario parses");
-        let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
+        let world = World::new(
+            cluster.server().clone(),
+            cluster.client(),
+            scenario,
+            None,
+            None,
+        );
         Self { cluster, world }
     }
 

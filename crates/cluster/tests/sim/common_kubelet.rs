@@ -43,7 +43,13 @@ pub(crate) async fn start_with(scenario: &str, options: EmbeddedOptions) -> Sim 
         .await
         .expect("the embedded cluster starts");
     let scenario = Scenario::parse(scenario, "test.yaml", None).expect("a valid scenario");
-    let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
+    let world = World::new(
+        cluster.server().clone(),
+        cluster.client(),
+        scenario,
+        None,
+        None,
+    );
     kubelet::register(&world).await.expect("nodes register");
     kubelet::spawn(world.clone());
     Sim { cluster, world }

@@ -37,7 +37,13 @@ async fn world() -> (EmbeddedCluster, Arc<World>) {
         .await
         .expect("the embedded cluster starts");
     let scenario = Scenario::parse(SCENARIO, "effects", None).expect("the scenario parses");
-    let world = World::new(cluster.server().clone(), cluster.client(), scenario, None);
+    let world = World::new(
+        cluster.server().clone(),
+        cluster.client(),
+        scenario,
+        None,
+        None,
+    );
     world.machines.lock().insert(
         "worker-0".into(),
         Machine {

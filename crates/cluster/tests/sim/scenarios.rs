@@ -98,10 +98,16 @@ objects:
           kernelMappings: []
 "#;
     let scenario = Scenario::parse(text, "bad.yaml", None).unwrap();
-    let err = Simulation::start(cluster.server().clone(), cluster.client(), scenario, None)
-        .await
-        .err()
-        .expect("the scenario is refused");
+    let err = Simulation::start(
+        cluster.server().clone(),
+        cluster.client(),
+        scenario,
+        None,
+        None,
+    )
+    .await
+    .err()
+    .expect("the scenario is refused");
     let message = err.to_string();
     assert!(
         message.contains("bad.yaml")

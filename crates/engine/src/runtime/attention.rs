@@ -26,6 +26,7 @@ use crate::runtime::writes::patch_params;
 use crate::runtime::writes::post_params;
 use kmm_api::conditions::DEGRADED;
 use kmm_api::day0::ModuleDay0;
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::{ImageCache, ImageCacheActionStatus, ImageCacheStatus};
 use kmm_api::kmm::Module;
 use kmm_api::shim::Shim;
@@ -192,6 +193,14 @@ impl Conditioned for Module {
 
     fn api(client: Client, object: &Self) -> Api<Self> {
         Api::namespaced(client, &object.namespace().unwrap_or_default())
+    }
+}
+
+impl Conditioned for ManagedClusterModule {
+    conditions_in_patched_status!();
+
+    fn api(client: Client, _object: &Self) -> Api<Self> {
+        Api::all(client)
     }
 }
 

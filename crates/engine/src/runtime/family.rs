@@ -12,11 +12,19 @@ pub enum Family {
     Caches,
     /// Kernel modules baked into the OS image: ModuleDay0.
     Day0,
+    /// Kernel modules for a fleet, on an Open Cluster Management hub: ManagedClusterModule.
+    Hub,
 }
 
 impl Family {
     /// Every family, in the order the engine starts them.
-    pub const ALL: [Family; 4] = [Family::Kmm, Family::Shims, Family::Caches, Family::Day0];
+    pub const ALL: [Family; 5] = [
+        Family::Kmm,
+        Family::Shims,
+        Family::Caches,
+        Family::Day0,
+        Family::Hub,
+    ];
 
     /// The family's name on the command line and in messages.
     pub fn as_str(self) -> &'static str {
@@ -25,6 +33,7 @@ impl Family {
             Family::Shims => "shims",
             Family::Caches => "caches",
             Family::Day0 => "day0",
+            Family::Hub => "hub",
         }
     }
 
@@ -37,13 +46,14 @@ impl Family {
             Family::Shims => "containerd shims: Shim and its RuntimeClass",
             Family::Caches => "Pre-pulled images: ImageCache",
             Family::Day0 => "Kernel modules baked into the OS image: ModuleDay0",
+            Family::Hub => "Kernel modules for a fleet, from its hub: ManagedClusterModule",
         }
     }
 }
 
 /// A name that is not a family's.
 #[derive(Debug, thiserror::Error)]
-#[error("no family is named {0:?}; the families are kmm, shims, caches and day0")]
+#[error("no family is named {0:?}; the families are kmm, shims, caches, day0 and hub")]
 pub struct UnknownFamily(String);
 
 impl std::str::FromStr for Family {

@@ -21,6 +21,9 @@ pub const ENGINE_ACCOUNT: &str = MANAGER;
 /// API group of the KMM kinds.
 const KMM_GROUP: &str = "kmm.sigs.x-k8s.io";
 
+/// API group of the ManagedClusterModule kind.
+const HUB_GROUP: &str = "hub.kmm.sigs.x-k8s.io";
+
 /// API group of the Shim kind.
 const SHIM_GROUP: &str = "runtime.spinkube.dev";
 
@@ -55,8 +58,40 @@ pub fn family_rules(family: Family) -> &'static [Rule] {
         Family::Shims => SHIM_RULES,
         Family::Caches => CACHE_RULES,
         Family::Day0 => DAY0_RULES,
+        Family::Hub => HUB_RULES,
     }
 }
+
+/// What the hub family does cluster-wide on a hub: its images go through the KMM family's pipeline (whose grants
+/// cover the ModuleImagesConfig it writes), so only the fleet's kinds are added.
+const HUB_RULES: &[Rule] = &[
+    // ManagedClusterModules are the users'; the engine writes their status.
+    (HUB_GROUP, &["managedclustermodules"], &["list", "watch"]),
+    (HUB_GROUP, &["managedclustermodules/status"], &["patch"]),
+    // The MCM controls its works and its ModuleImagesConfig (blockOwnerDeletion).
+    (
+        HUB_GROUP,
+        &["managedclustermodules/finalizers"],
+        &["update"],
+    ),
+    // Which clusters a selector picks, and the kernels they state.
+    (
+        "cluster.open-cluster-management.io",
+        &["managedclusters"],
+        &["list", "watch"],
+    ),
+    // One work per selected cluster, in the cluster's namespace.
+    (
+        "work.open-cluster-management.io",
+        &["manifestworks"],
+        &["list", "watch", "create", "update", "delete"],
+    ),
+    (
+        KMM_GROUP,
+        &["moduleimagesconfigs"],
+        &["get", "list", "watch", "create", "update"],
+    ),
+];
 
 /// What the KMM family does cluster-wide.
 const KMM_RULES: &[Rule] = &[
@@ -344,7 +379,7 @@ fn named_rules(family: Family) -> Vec<PolicyRule> {
             resource_names: Some(vec![os_image_kernels::CONFIG_MAP.to_owned()]),
             ..policy_rule(("", &["configmaps"], &["patch"]))
         }],
-        Family::Kmm | Family::Shims | Family::Caches => Vec::new(),
+        Family::Kmm | Family::Shims | Family::Caches | Family::Hub => Vec::new(),
     }
 }
 
@@ -521,6 +556,58 @@ mod tests {
         ("resource.k8s.io", "deviceclasses", "create", true),
         ("resource.k8s.io", "deviceclasses", "patch", true),
         ("resource.k8s.io", "deviceclasses", "delete", true),
+        // The hub family.
+        (HUB_GROUP, "managedclustermodules", "list", true),
+        (HUB_GROUP, "managedclustermodules", "watch", true),
+        (HUB_GROUP, "managedclustermodules/status", "patch", true),
+        (
+            HUB_GROUP,
+            "managedclustermodules/finalizers",
+            "update",
+            true,
+        ),
+        (
+            "cluster.open-cluster-management.io",
+            "managedclusters",
+            "list",
+            true,
+        ),
+        (
+            "cluster.open-cluster-management.io",
+            "managedclusters",
+            "watch",
+            true,
+        ),
+        (
+            "work.open-cluster-management.io",
+            "manifestworks",
+            "list",
+            true,
+        ),
+        (
+            "work.open-cluster-management.io",
+            "manifestworks",
+            "watch",
+            true,
+        ),
+        (
+            "work.open-cluster-management.io",
+            "manifestworks",
+            "create",
+            true,
+        ),
+        (
+            "work.open-cluster-management.io",
+            "manifestworks",
+            "update",
+            true,
+        ),
+        (
+            "work.open-cluster-management.io",
+            "manifestworks",
+            "delete",
+            true,
+        ),
         (SHIM_GROUP, "shims", "get", true),
         (SHIM_GROUP, "shims", "list", true),
         (SHIM_GROUP, "shims", "watch", true),

@@ -15,6 +15,9 @@ pub const DEFAULT_CLUSTER_PULLS: usize = 512;
 /// How long after a failed pull the first retry starts by default.
 pub const DEFAULT_FIRST_RETRY: Duration = Duration::from_secs(30);
 
+/// The hub family's namespace unless told otherwise.
+pub const DEFAULT_HUB_NAMESPACE: &str = kmm_api::hub::DEFAULT_NAMESPACE;
+
 /// What the engine runs and how, beyond its images.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -33,6 +36,9 @@ pub struct Settings {
     /// How often every reconciler looks again at each object it owns when no watch said it changed, so a change
     /// no watch delivers heals within it (see [`resync`](crate::runtime::resync)).
     pub resync: Duration,
+    /// Where the hub family keeps what it builds for a fleet (each ManagedClusterModule's ModuleImagesConfig, its
+    /// pull, build and sign pods) and reads their Dockerfiles and secrets from: upstream's operator namespace.
+    pub hub_namespace: String,
 }
 
 impl Default for Settings {
@@ -43,6 +49,7 @@ impl Default for Settings {
             cache_retry: DEFAULT_FIRST_RETRY,
             cache_pulls: DEFAULT_CLUSTER_PULLS,
             resync: super::resync::DEFAULT_PERIOD,
+            hub_namespace: DEFAULT_HUB_NAMESPACE.to_owned(),
         }
     }
 }

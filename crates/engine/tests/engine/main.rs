@@ -7,6 +7,7 @@ mod device_plugin;
 mod dra;
 mod events;
 mod handoff;
+mod hub;
 mod imagecache;
 mod images;
 mod kmm;

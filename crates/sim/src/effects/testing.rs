@@ -45,7 +45,7 @@ pub(super) fn world_with_config(config: &str) -> Arc<World> {
     };
     let server = ApiServer::new(Arc::new(Store::in_memory(100)));
     let client = kube::Client::new(server.clone(), "default");
-    let world = World::new(server, client, scenario, None);
+    let world = World::new(server, client, scenario, None, None);
     {
         let mut machines = world.machines.lock();
         for name in world.scenario.node_names() {

@@ -2,7 +2,8 @@
 //! `manifestConfigs`, evaluated on the object as the spoke holds it.
 //!
 //! `WellKnownStatus` reads the status fields OCM knows for Deployments, DaemonSets, Jobs and Pods, and (for the KMM
-//! hub) a Module's kmod loader counts; `JSONPaths` reads each path from the object's `status`. A path that finds
+//! hub) a Module's kmod loader counts; `JSONPaths` reads each path from the object's root (`.status.readyReplicas`),
+//! as OCM's agent evaluates it. A path that finds
 //! nothing is left out and the rule counts as incomplete, as OCM's agent reports it.
 
 use kmm_api::kmm;
@@ -71,7 +72,7 @@ pub(crate) fn evaluate(
             }
             FeedbackType::JsonPaths => {
                 for path in &rule.json_paths {
-                    read(&mut feedback, &path.name, &path.path, status, WellKnown::No);
+                    read(&mut feedback, &path.name, &path.path, object, WellKnown::No);
                 }
             }
         }
@@ -86,7 +87,8 @@ enum WellKnown {
     No,
 }
 
-fn read(feedback: &mut Feedback, name: &str, path: &str, status: &Value, well_known: WellKnown) {
+/// Read `path` from `from` (the object's status for well-known fields, the object for JSONPaths).
+fn read(feedback: &mut Feedback, name: &str, path: &str, from: &Value, well_known: WellKnown) {
     let parsed = match JsonPath::parse(path) {
         Ok(parsed) => parsed,
         Err(error) => {
@@ -94,7 +96,7 @@ fn read(feedback: &mut Feedback, name: &str, path: &str, status: &Value, well_kn
             return;
         }
     };
-    let found = parsed.find(status);
+    let found = parsed.find(from);
     let value = match found.as_slice() {
         [] => None,
         [one] => FieldValue::from_json(one),
@@ -108,7 +110,7 @@ fn read(feedback: &mut Feedback, name: &str, path: &str, status: &Value, well_kn
             field_value,
         }),
         // Controllers omit zero counts (`omitempty`), so an absent count of a status that exists reads as zero.
-        None if well_known == WellKnown::Counts && !status.is_null() && path != ".phase" => {
+        None if well_known == WellKnown::Counts && !from.is_null() && path != ".phase" => {
             feedback.values.push(FeedbackValue {
                 name: name.to_owned(),
                 field_value: FieldValue::from_json(&Value::from(0)).unwrap_or_default(),
@@ -191,18 +193,18 @@ mod tests {
     }
 
     #[test]
-    fn json_paths_read_from_the_status_with_their_types() {
+    fn json_paths_read_from_the_object_with_their_types() {
         let object =
             json!({"status": {"phase": "Running", "ready": true, "ports": [80, 443], "count": 7}});
         let feedback = evaluate(
             &[rule(
                 FeedbackType::JsonPaths,
                 &[
-                    ("phase", ".phase"),
-                    ("ready", ".ready"),
-                    ("ports", ".ports"),
-                    ("count", ".count"),
-                    ("absent", ".nothing"),
+                    ("phase", ".status.phase"),
+                    ("ready", ".status.ready"),
+                    ("ports", ".status.ports"),
+                    ("count", ".status.count"),
+                    ("absent", ".status.nothing"),
                 ],
             )],
             "",
@@ -223,7 +225,7 @@ mod tests {
         assert_eq!(value(&feedback, "count").and_then(|v| v.integer), Some(7));
         assert_eq!(
             feedback.missing,
-            vec!["absent: nothing at .nothing".to_owned()]
+            vec!["absent: nothing at .status.nothing".to_owned()]
         );
     }
 

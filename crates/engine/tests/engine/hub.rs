@@ -1,0 +1,383 @@
+//! The hub family on an embedded fleet: a ManagedClusterModule on the hub is built there once per kernel, delivered
+//! to every selected spoke through a ManifestWork, and loaded by each spoke's own engine; a cluster leaving the
+//! selector loses it, and bad input (no cluster selected, a spoke namespace that does not exist) gets a reason on
+//! the MCM and an Event.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
+use kmm_api::hub::{CONDITION_DELIVERED, ManagedClusterModule, NAME_LABEL, reasons};
+use kmm_api::kmm::{Module, ModuleImagesConfig};
+use kmm_api::ocm::cluster::ManagedCluster;
+use kmm_api::ocm::work::ManifestWork;
+use kmm_cluster::fleet::{DEFAULT_KERNELS, EmbeddedFleet, FleetOptions, HUB};
+use kmm_engine::{Context, PodImages};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{eventually, wait_for};
+
+/// The hub namespace of the fleet, where builds run.
+const HUB_NAMESPACE: &str = kmm_api::hub::DEFAULT_NAMESPACE;
+
+/// A fleet of a hub and two spokes (spoke-1 on the first two default kernels, spoke-2 on the second), one node per
+/// kernel, each cluster with its own engine, and the spoke namespace `acme` on every spoke.
+struct Fleet {
+    fleet: EmbeddedFleet,
+    engines: Vec<(CancellationToken, tokio::task::JoinHandle<()>)>,
+}
+
+impl Fleet {
+    async fn start() -> Self {
+        let fleet = EmbeddedFleet::start(FleetOptions {
+            lease_duration_seconds: 2,
+            ..FleetOptions::new(2, 1)
+        })
+        .await
+        .expect("the fleet starts");
+        let hub = fleet.hub().client();
+        let dockerfile: ConfigMap = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "accmod-dockerfile", "namespace": HUB_NAMESPACE},
+            "data": {"dockerfile": "FROM quay.io/acme/base-builder:9.3\nARG KERNEL_FULL_VERSION\nRUN make\n"},
+        }))
+        .expect("a ConfigMap");
+        Api::<ConfigMap>::namespaced(hub.clone(), HUB_NAMESPACE)
+            .create(&PostParams::default(), &dockerfile)
+            .await
+            .expect("the Dockerfile is stored on the hub");
+        let mut clients = vec![(HUB.to_owned(), hub)];
+        for name in fleet.spoke_names() {
+            let spoke = fleet.spoke(name).expect("the spoke runs").client();
+            let namespace: Namespace =
+                serde_json::from_value(json!({"metadata": {"name": "acme"}})).expect("a Namespace");
+            Api::<Namespace>::all(spoke.clone())
+                .create(&PostParams::default(), &namespace)
+                .await
+                .expect("the spoke namespace is created");
+            clients.push((name.to_owned(), spoke));
+        }
+        let engines = clients
+            .into_iter()
+            .map(|(name, client)| {
+                let context = Context::new(client, PodImages::default(), Some(name));
+                let stop = CancellationToken::new();
+                let task =
+                    tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
+                (stop, task)
+            })
+            .collect();
+        Self { fleet, engines }
+    }
+
+    fn hub(&self) -> kube::Client {
+        self.fleet.hub().client()
+    }
+
+    fn spoke(&self, name: &str) -> kube::Client {
+        self.fleet.spoke(name).expect("the spoke runs").client()
+    }
+
+    async fn shutdown(self) {
+        for (stop, task) in self.engines {
+            stop.cancel();
+            let _ = task.await;
+        }
+        self.fleet.shutdown().await;
+    }
+}
+
+/// An MCM of `accmod` for the clusters of `clusterset`, built on the hub for every kernel, into `spoke_namespace`.
+fn mcm(name: &str, clusterset: &str, spoke_namespace: &str) -> ManagedClusterModule {
+    serde_json::from_value(json!({
+        "apiVersion": "hub.kmm.sigs.x-k8s.io/v1beta1", "kind": "ManagedClusterModule",
+        "metadata": {"name": name},
+        "spec": {
+            "spokeNamespace": spoke_namespace,
+            "selector": {"cluster.open-cluster-management.io/clusterset": clusterset},
+            "moduleSpec": {
+                "selector": {"node-role.kubernetes.io/worker": ""},
+                "moduleLoader": {"container": {
+                    "modprobe": {"moduleName": "accmod"},
+                    "kernelMappings": [{
+                        "regexp": "^.+$",
+                        "containerImage": "quay.io/acme/${MOD_NAMESPACE}-accmod:${KERNEL_FULL_VERSION}",
+                        "build": {"dockerfileConfigMap": {"name": "accmod-dockerfile"}},
+                    }],
+                }},
+            },
+        },
+    }))
+    .expect("an MCM")
+}
+
+/// The MCM's state of `cluster`, once it has one.
+async fn cluster_reason(
+    api: &Api<ManagedClusterModule>,
+    mcm: &str,
+    cluster: &str,
+) -> Option<String> {
+    let mcm = api.get(mcm).await.ok()?;
+    mcm.status?
+        .clusters
+        .into_iter()
+        .find(|c| c.name == cluster)
+        .map(|c| c.reason)
+}
+
+/// The reasons of the Events about `mcm` on the hub.
+async fn event_reasons(hub: &kube::Client, mcm: &str) -> Vec<String> {
+    let events: Api<Event> = Api::all(hub.clone());
+    events
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(mcm))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_spoke() {
+    let fleet = Fleet::start().await;
+    let hub = fleet.hub();
+    let mcms: Api<ManagedClusterModule> = Api::all(hub.clone());
+    mcms.create(&PostParams::default(), &mcm("accmod", "default", "acme"))
+        .await
+        .expect("the MCM is created");
+
+    let kernels_of = [("spoke-1", 2), ("spoke-2", 1)];
+    for (spoke, nodes) in kernels_of {
+        let modules: Api<Module> = Api::namespaced(fleet.spoke(spoke), "acme");
+        eventually(
+            120,
+            &format!("the Module loaded on the {nodes} nodes of {spoke}"),
+            || {
+                let modules = modules.clone();
+                async move {
+                    modules
+                        .get("accmod")
+                        .await
+                        .ok()
+                        .and_then(|m| m.status?.module_loader)
+                        .is_some_and(|counts| counts.available_number == nodes)
+                }
+            },
+        )
+        .await;
+    }
+    let delivered = wait_for(60, "the MCM delivered everywhere", || {
+        let mcms = mcms.clone();
+        async move {
+            let mcm = mcms.get("accmod").await.ok()?;
+            let status = mcm.status?;
+            let loaded = status
+                .clusters
+                .iter()
+                .all(|c| c.available_number.is_some() && c.available_number == c.desired_number);
+            let delivered = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == CONDITION_DELIVERED && c.status == "True");
+            (delivered && loaded).then_some(status)
+        }
+    })
+    .await;
+    assert_eq!(
+        (
+            delivered.number_desired,
+            delivered.number_applied,
+            delivered.number_degraded
+        ),
+        (2, 2, 0)
+    );
+    assert_eq!(
+        delivered
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.available_number))
+            .collect::<Vec<_>>(),
+        [("spoke-1", Some(2)), ("spoke-2", Some(1))]
+    );
+
+    // One image per kernel of the fleet, built on the hub: spoke-2's kernel is spoke-1's second, built once.
+    let mic = Api::<ModuleImagesConfig>::namespaced(hub.clone(), HUB_NAMESPACE)
+        .get("accmod-fleet")
+        .await
+        .expect("the hub's ModuleImagesConfig");
+    let images: Vec<&str> = mic
+        .spec
+        .images
+        .iter()
+        .map(|i| i.spec.image.as_str())
+        .collect();
+    let expected: Vec<String> = DEFAULT_KERNELS[..2]
+        .iter()
+        .map(|(kernel, _)| format!("quay.io/acme/acme-accmod:{kernel}"))
+        .collect();
+    assert_eq!(images, expected);
+    for spoke in ["spoke-1", "spoke-2"] {
+        let builds = Api::<Pod>::all(fleet.spoke(spoke))
+            .list(&ListParams::default().labels(kmm_api::kmm::labels::RESOURCE_TYPE))
+            .await
+            .expect("pods list")
+            .items;
+        assert!(
+            builds.is_empty(),
+            "no build or sign pod on {spoke}: {:?}",
+            builds.iter().map(|p| &p.metadata.name).collect::<Vec<_>>()
+        );
+        let module = Api::<Module>::namespaced(fleet.spoke(spoke), "acme")
+            .get("accmod")
+            .await
+            .expect("the spoke's Module");
+        let container = module.spec.module_loader.expect("a loader").container;
+        assert!(container.build.is_none() && container.sign.is_none());
+        assert!(
+            container
+                .kernel_mappings
+                .iter()
+                .all(|m| m.literal.is_some() && m.regexp.is_none()),
+            "{spoke} gets literal mappings: {:?}",
+            container.kernel_mappings
+        );
+    }
+    assert!(
+        event_reasons(&hub, "accmod")
+            .await
+            .iter()
+            .any(|r| r == reasons::APPLIED),
+        "an Event tells each cluster applied it"
+    );
+
+    // Settled: passes find the works as they wrote them and write nothing more.
+    let works: Api<ManifestWork> = Api::all(hub.clone());
+    let generations = |list: Vec<ManifestWork>| -> Vec<Option<i64>> {
+        list.into_iter().map(|w| w.metadata.generation).collect()
+    };
+    let params = ListParams::default().labels(&format!("{NAME_LABEL}=accmod"));
+    let before = generations(works.list(&params).await.expect("works").items);
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let after = generations(works.list(&params).await.expect("works").items);
+    assert_eq!(before, after, "the works are not written again");
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_leaving_the_selector_loses_its_module_and_bad_input_gets_a_reason() {
+    let fleet = Fleet::start().await;
+    let hub = fleet.hub();
+    let mcms: Api<ManagedClusterModule> = Api::all(hub.clone());
+    for mcm in [
+        mcm("accmod", "default", "acme"),
+        mcm("nowhere", "default", "missing"),
+        mcm("nobody", "no-such-set", "acme"),
+    ] {
+        mcms.create(&PostParams::default(), &mcm)
+            .await
+            .expect("the MCM is created");
+    }
+    for spoke in ["spoke-1", "spoke-2"] {
+        eventually(120, &format!("accmod applied on {spoke}"), || {
+            let mcms = mcms.clone();
+            async move {
+                cluster_reason(&mcms, "accmod", spoke).await.as_deref() == Some(reasons::APPLIED)
+            }
+        })
+        .await;
+        eventually(
+            60,
+            &format!("a spoke namespace missing on {spoke} is told"),
+            || {
+                let mcms = mcms.clone();
+                async move {
+                    cluster_reason(&mcms, "nowhere", spoke).await.as_deref()
+                        == Some(reasons::APPLY_FAILED)
+                }
+            },
+        )
+        .await;
+    }
+    let nowhere = mcms.get("nowhere").await.expect("the MCM");
+    let message = nowhere.status.expect("a status").clusters[0]
+        .message
+        .clone();
+    assert!(
+        message.contains("missing"),
+        "the spoke's refusal names the namespace: {message}"
+    );
+    eventually(30, "an MCM selecting nothing says so", || {
+        let mcms = mcms.clone();
+        async move {
+            mcms.get("nobody")
+                .await
+                .ok()
+                .and_then(|m| m.status)
+                .is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.type_ == CONDITION_DELIVERED
+                            && c.status == "False"
+                            && c.reason == reasons::NO_CLUSTER
+                    })
+                })
+        }
+    })
+    .await;
+    eventually(30, "the refusals are Events", || {
+        let hub = hub.clone();
+        async move {
+            event_reasons(&hub, "nowhere")
+                .await
+                .iter()
+                .any(|r| r == reasons::APPLY_FAILED)
+                && event_reasons(&hub, "nobody")
+                    .await
+                    .iter()
+                    .any(|r| r == reasons::NO_CLUSTER)
+        }
+    })
+    .await;
+
+    // spoke-2 moves to another set: its work goes, and its agent removes the Module from the spoke.
+    Api::<ManagedCluster>::all(hub.clone())
+        .patch(
+            "spoke-2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"cluster.open-cluster-management.io/clusterset": "elsewhere"}}})),
+        )
+        .await
+        .expect("spoke-2 is relabelled");
+    let spoke2: Api<Module> = Api::namespaced(fleet.spoke("spoke-2"), "acme");
+    eventually(60, "spoke-2 loses the Module", || {
+        let spoke2 = spoke2.clone();
+        async move { matches!(spoke2.get_opt("accmod").await, Ok(None)) }
+    })
+    .await;
+    let status = mcms
+        .get("accmod")
+        .await
+        .expect("the MCM")
+        .status
+        .expect("a status");
+    assert_eq!(status.number_desired, 1);
+    assert_eq!(
+        status
+            .clusters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["spoke-1"]
+    );
+    assert!(
+        Api::<Module>::namespaced(fleet.spoke("spoke-1"), "acme")
+            .get_opt("accmod")
+            .await
+            .expect("read")
+            .is_some(),
+        "spoke-1 keeps it"
+    );
+    fleet.shutdown().await;
+}
