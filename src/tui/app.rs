@@ -44,6 +44,7 @@ use super::view::summary::Summary;
 pub use caches::CachePane;
 pub use credentials::Credentials;
 pub use engine::{EngineMove, EnginePane};
+pub use fleet::FleetFocus;
 pub use preflight::{DEFAULT_PREFLIGHT_NAME, PreflightState};
 pub use state::{
     Availability, DetailSection, EngineMode, ListId, Mode, Prompt, Request, Rows, Selection,
@@ -83,6 +84,8 @@ pub struct App {
     pub preflight: PreflightState,
     /// Every cluster of the fleet, once the fleet view was opened.
     pub fleet: Option<Fleet>,
+    /// The fleet view's table the keys move in.
+    pub fleet_focus: FleetFocus,
     /// Whether the watches of `session.context` run: in a console opened on the fleet they start with the first
     /// cluster entered.
     pub watching: bool,
@@ -149,6 +152,7 @@ impl App {
             mode: Mode::Normal,
             editor: None,
             section: DetailSection::default(),
+            fleet_focus: FleetFocus::default(),
             selections: HashMap::new(),
             filters: HashMap::new(),
             namespace,
@@ -335,6 +339,7 @@ impl App {
     pub fn list(&self) -> ListId {
         match self.view() {
             View::Preflight => ListId::Preflight(self.preflight.section),
+            View::Fleet if self.fleet_focus == FleetFocus::Modules => ListId::FleetModules,
             view => view.list(self.section),
         }
     }
@@ -394,6 +399,7 @@ impl App {
             caches: super::view::caches::rows(&self.data),
             day0s: day0_rows::rows(&self.data),
             fleet: self.fleet_rows(),
+            hub_modules: self.rows.hub_modules.clone(),
             devices: devices::rows(&self.data),
             node_devices: HashMap::new(),
         };
@@ -429,6 +435,8 @@ impl App {
             // Only the Preflight pane shows them, rebuilt with the open view below.
             Kind::PreflightValidation => {}
             Kind::ResourceSlice | Kind::ResourceClaim => self.refresh_devices(),
+            // Only the fleet view shows them, from each cluster's own data.
+            Kind::ManagedClusterModule => {}
         }
         self.refresh_open_view();
         self.refresh_visible();
@@ -512,6 +520,11 @@ impl App {
         );
         let f = filter(ListId::Fleet);
         visible.insert(ListId::Fleet, indices(&self.rows.fleet, |r| r.matches(&f)));
+        let f = filter(ListId::FleetModules);
+        visible.insert(
+            ListId::FleetModules,
+            indices(&self.rows.hub_modules, |r| r.matches(&f)),
+        );
         self.visible = visible;
         let height = self.page_height();
         for (list, rows) in &self.visible {

@@ -126,7 +126,13 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
         )
         .await?;
     }
-    let engine = (connection.session.engine == EngineMode::Foreground).then(|| {
+    let foreground = connection.session.engine == EngineMode::Foreground;
+    let spoke_engines = if foreground && connection.fleet.is_some() {
+        start_spoke_engines(&connection, &options, &engine_cancel)
+    } else {
+        Vec::new()
+    };
+    let engine = foreground.then(|| {
         let config = EngineConfig {
             images: options.images.clone(),
             lease: LeaseConfig::with_defaults(
@@ -173,6 +179,9 @@ pub async fn run(options: ConsoleOptions) -> anyhow::Result<()> {
     engine_cancel.cancel();
     if let Some(engine) = engine {
         let _ = engine.await;
+    }
+    for spoke in spoke_engines {
+        let _ = spoke.await;
     }
     if let Some(cluster) = connection.embedded {
         cluster.shutdown().await;
@@ -303,6 +312,35 @@ async fn connect(options: &ConsoleOptions) -> anyhow::Result<Connection> {
     }
 }
 
+/// The engines of an embedded fleet's spokes, beside the console's own on the hub: each spoke's engine loads what
+/// the hub delivers, as `serve --scenario fleet --with-engine` runs one on every cluster. They stop with `cancel`;
+/// the `:engine` view steers the open cluster's engine only.
+fn start_spoke_engines(
+    connection: &Connection,
+    options: &ConsoleOptions,
+    cancel: &CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    connection
+        .members
+        .iter()
+        .filter(|(context, _)| *context != connection.session.context)
+        .map(|(context, client)| {
+            let config = EngineConfig {
+                images: options.images.clone(),
+                lease: LeaseConfig::with_defaults(console_identity()),
+                settings: options.settings.clone(),
+            };
+            let (context, client, cancel) = (context.clone(), client.clone(), cancel.clone());
+            tokio::spawn(async move {
+                let engine = kmm_engine::run_steered(client, config, Candidacy::default(), cancel);
+                if let Err(error) = engine.await {
+                    tracing::error!(%error, %context, "a spoke's engine stopped");
+                }
+            })
+        })
+        .collect()
+}
+
 /// Start an embedded fleet (a hub and three spokes) and open its hub; the fleet view follows every cluster through
 /// in-process clients. With `kubeconfig_out`, every cluster is served on a free loopback port too, and the fleet's
 /// kubeconfig is written there.
@@ -317,6 +355,7 @@ async fn start_fleet_cluster(
     fleet_options.kubeconfig_out = kubeconfig_out;
     fleet_options.own_image = Some(crate::controller::own_image());
     let running = EmbeddedFleet::start(fleet_options).await?;
+    running.apply_sample().await?;
     let mut members = vec![(fleet::HUB.to_owned(), running.hub().client())];
     for name in running.spoke_names() {
         if let Some(spoke) = running.spoke(name) {
@@ -667,7 +706,18 @@ impl Connections<'_> {
     async fn carry_out(&mut self, app: &mut App, request: Request) -> bool {
         match request {
             Request::Write(request) => {
-                let client = self.client.clone();
+                let client = match request.context() {
+                    Some(context) if context != app.session.context => {
+                        match self.client_of(context).await {
+                            Ok(client) => client,
+                            Err(error) => {
+                                app.fail(format!("{error:#}"));
+                                return true;
+                            }
+                        }
+                    }
+                    _ => self.client.clone(),
+                };
                 let sender = self.sender.clone();
                 tokio::spawn(async move {
                     let outcome = writes::perform(&client, request).await;
@@ -730,6 +780,18 @@ impl Connections<'_> {
             Request::OpenFleet => false,
             Request::SwitchContext(context) => self.switch_context(app, &context).await,
             Request::Reconnect => self.reconnect(app).await,
+        }
+    }
+
+    /// A client for another context of the fleet, for a write that goes there (a hub's, from the fleet view):
+    /// the embedded fleet's in-process client, else one made from the kubeconfig.
+    async fn client_of(&self, context: &str) -> anyhow::Result<Client> {
+        if let Some((_, client)) = self.members.iter().find(|(name, _)| name == context) {
+            return Ok(client.clone());
+        }
+        match &self.kubeconfig {
+            Some(kubeconfig) => Ok(client_for(kubeconfig, context).await?.0),
+            None => anyhow::bail!("context {context} is not one this console can reach"),
         }
     }
 

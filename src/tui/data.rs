@@ -13,6 +13,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 
 use super::worded::Why;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use kmm_api::shim::Shim;
@@ -48,6 +49,8 @@ pub enum Kind {
     ResourceSlice,
     /// ResourceClaims: the devices allocated to pods (resource.k8s.io/v1, watched only where served).
     ResourceClaim,
+    /// ManagedClusterModules: a hub's Modules for a fleet of clusters (watched by the fleet view only).
+    ManagedClusterModule,
 }
 
 impl Kind {
@@ -89,6 +92,7 @@ impl Kind {
             Kind::PreflightValidation => "PreflightValidation",
             Kind::ResourceSlice => "ResourceSlice",
             Kind::ResourceClaim => "ResourceClaim",
+            Kind::ManagedClusterModule => "ManagedClusterModule",
         }
     }
 }
@@ -130,6 +134,8 @@ pub enum KindSnapshot {
     ResourceSlices(Vec<Arc<ResourceSlice>>),
     /// Every ResourceClaim.
     ResourceClaims(Vec<Arc<ResourceClaim>>),
+    /// Every ManagedClusterModule of a hub.
+    ManagedClusterModules(Vec<Arc<ManagedClusterModule>>),
 }
 
 impl KindSnapshot {
@@ -150,6 +156,7 @@ impl KindSnapshot {
             KindSnapshot::PreflightValidations(_) => Kind::PreflightValidation,
             KindSnapshot::ResourceSlices(_) => Kind::ResourceSlice,
             KindSnapshot::ResourceClaims(_) => Kind::ResourceClaim,
+            KindSnapshot::ManagedClusterModules(_) => Kind::ManagedClusterModule,
         }
     }
 }
@@ -212,6 +219,8 @@ pub struct ClusterData {
     pub slices: Vec<Arc<ResourceSlice>>,
     /// ResourceClaims.
     pub claims: Vec<Arc<ResourceClaim>>,
+    /// ManagedClusterModules, on a hub the fleet view follows.
+    pub hub_modules: Vec<Arc<ManagedClusterModule>>,
     /// Whether the cluster serves DRA, so its panes tell "no devices" from "no DRA here".
     pub dra: DraServing,
     /// Feed state per kind; a kind missing here has not reported yet.
@@ -285,6 +294,10 @@ impl ClusterData {
             KindSnapshot::ResourceClaims(mut list) => {
                 list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
                 self.claims = list;
+            }
+            KindSnapshot::ManagedClusterModules(mut list) => {
+                list.sort_by(|a, b| key(&a.metadata).cmp(&key(&b.metadata)));
+                self.hub_modules = list;
             }
         }
         self.feeds.insert(kind, FeedState::Live);

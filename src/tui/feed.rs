@@ -28,6 +28,7 @@ use super::data::{DraServing, FeedState, Kind, KindSnapshot, event_time};
 use super::kept::Kept;
 use super::worded::Why;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::os_image_kernels;
@@ -47,7 +48,11 @@ pub const EVENT_LIMIT: usize = 1000;
 /// The API group and version DRA objects are served at, from Kubernetes 1.34.
 pub const DRA_API_VERSION: &str = "resource.k8s.io/v1";
 
-/// The longest the console waits between two tries of asking a cluster that does not answer whether it serves DRA.
+/// The API group and version of ManagedClusterModules, served by a hub.
+const HUB_API_VERSION: &str = "hub.kmm.sigs.x-k8s.io/v1beta1";
+
+/// The longest the console waits between two tries of asking a cluster that does not answer whether it serves a
+/// group (DRA, a hub's ManagedClusterModules).
 const DISCOVERY_BACKOFF_LIMIT: Duration = Duration::from_secs(30);
 
 /// Start every watch; they stop when `cancel` fires. `namespace` limits the namespaced kinds; `server` is the
@@ -143,8 +148,9 @@ pub fn start(
 }
 
 /// The few watches the fleet view keeps on each cluster: the custom resources the header counts (Modules, Shims,
-/// ImageCaches, ModuleDay0s with their pools and kmm-managed MachineConfigs) and the engine Lease. Never pods,
-/// events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty clusters stays cheap.
+/// ImageCaches, ModuleDay0s with their pools and kmm-managed MachineConfigs), a hub's ManagedClusterModules and the
+/// engine Lease. Never pods, events or NodeModulesConfigs, whose numbers grow with the nodes, so following twenty
+/// clusters stays cheap.
 pub fn start_counted(
     client: &Client,
     server: Option<&str>,
@@ -158,7 +164,58 @@ pub fn start_counted(
         Api::all(client.clone()),
         sink,
     );
+    watch_hub_modules(client, sink);
     watch_engine_lease(client, sink);
+}
+
+/// Watch the ManagedClusterModules of a cluster whose discovery says it is a hub. Any other cluster is never asked
+/// for them: a user without a wildcard role would be refused (403 comes before 404), and the fleet would show a
+/// failing watch for a kind the cluster does not have.
+fn watch_hub_modules(client: &Client, sink: &Sink) {
+    let client = client.clone();
+    let sink = sink.clone();
+    tokio::spawn(async move {
+        let asked = answered(&sink, || {
+            serves(&client, HUB_API_VERSION, &["managedclustermodules"])
+        });
+        if asked.await != Some(true) {
+            return;
+        }
+        spawn(
+            Kind::ManagedClusterModule,
+            vec![(
+                Api::<ManagedClusterModule>::all(client.clone()),
+                watcher::Config::default(),
+            )],
+            KindSnapshot::ManagedClusterModules,
+            &sink,
+        );
+    });
+}
+
+/// Ask `question` of the cluster until it answers, with backoff; `None` once `sink` is cancelled.
+async fn answered<F, Fut>(sink: &Sink, mut question: F) -> Option<bool>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool, kube::Error>>,
+{
+    let mut delay = Duration::from_millis(500);
+    loop {
+        tokio::select! {
+            () = sink.cancel.cancelled() => return None,
+            answer = question() => match answer {
+                Ok(served) => return Some(served),
+                Err(error) => {
+                    tracing::debug!(%error, "cannot tell whether the cluster serves a group; asking again");
+                    tokio::select! {
+                        () = sink.cancel.cancelled() => return None,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                    delay = (delay * 2).min(DISCOVERY_BACKOFF_LIMIT);
+                }
+            },
+        }
+    }
 }
 
 /// Where the watches report, when they stop, and the server their failures name.
@@ -244,22 +301,8 @@ fn watch_dra(client: &Client, claims: Api<ResourceClaim>, sink: &Sink) {
     let client = client.clone();
     let sink = sink.clone();
     tokio::spawn(async move {
-        let mut delay = Duration::from_millis(500);
-        let served = loop {
-            tokio::select! {
-                () = sink.cancel.cancelled() => return,
-                answer = dra_served(&client) => match answer {
-                    Ok(served) => break served,
-                    Err(error) => {
-                        tracing::debug!(%error, "cannot tell whether the cluster serves DRA; asking again");
-                        tokio::select! {
-                            () = sink.cancel.cancelled() => return,
-                            () = tokio::time::sleep(delay) => {}
-                        }
-                        delay = (delay * 2).min(DISCOVERY_BACKOFF_LIMIT);
-                    }
-                },
-            }
+        let Some(served) = answered(&sink, || dra_served(&client)).await else {
+            return;
         };
         let serving = if served {
             DraServing::Served
@@ -288,8 +331,19 @@ fn watch_dra(client: &Client, claims: Api<ResourceClaim>, sink: &Sink) {
 /// Whether the cluster serves ResourceSlices and ResourceClaims at [`DRA_API_VERSION`], from its discovery: a 404
 /// says no; a failure to ask is an error, to ask again.
 pub async fn dra_served(client: &Client) -> Result<bool, kube::Error> {
-    match client.list_api_group_resources(DRA_API_VERSION).await {
-        Ok(list) => Ok(["resourceslices", "resourceclaims"]
+    serves(
+        client,
+        DRA_API_VERSION,
+        &["resourceslices", "resourceclaims"],
+    )
+    .await
+}
+
+/// Whether the cluster serves every one of `plurals` at `api_version`, from its discovery: a 404 says no; a failure
+/// to ask is an error, to ask again.
+async fn serves(client: &Client, api_version: &str, plurals: &[&str]) -> Result<bool, kube::Error> {
+    match client.list_api_group_resources(api_version).await {
+        Ok(list) => Ok(plurals
             .iter()
             .all(|plural| list.resources.iter().any(|r| r.name == *plural))),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),

@@ -16,6 +16,7 @@ use kube::Resource;
 use kmm_api::conditions::node_ready_only;
 
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::labels;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
@@ -40,6 +41,7 @@ impl Kept for MachineConfig {}
 impl Kept for PreflightValidation {}
 impl Kept for ResourceSlice {}
 impl Kept for ResourceClaim {}
+impl Kept for ManagedClusterModule {}
 
 /// A node's metadata, spec, Ready condition, OS, architecture and kernel (`nodeInfo`) and the images it reports
 /// (the cache coverage). Addresses, capacity, the other conditions and the node's IDs and component versions go:

@@ -19,6 +19,7 @@ use super::data::Kind;
 use super::target::Target;
 use super::worded::Why;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use kmm_api::shim::Shim;
@@ -43,6 +44,7 @@ fn api_resource(kind: Kind) -> ApiResource {
         Kind::PreflightValidation => of::<PreflightValidation>(),
         Kind::ResourceSlice => of::<ResourceSlice>(),
         Kind::ResourceClaim => of::<ResourceClaim>(),
+        Kind::ManagedClusterModule => of::<ManagedClusterModule>(),
     }
 }
 

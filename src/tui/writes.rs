@@ -6,6 +6,7 @@
 //! - [`apply`] checks edited YAML locally, then with a server dry-run, then replaces the object.
 //! - [`delete`] deletes, and says when a finalizer keeps the object a while.
 //! - [`day0`] asks for a ModuleDay0's OS image to be checked again and built if missing.
+//! - [`hub`] asks a hub to build a ManagedClusterModule's images again, for the clusters that use them.
 //! - [`shims`] steers a Shim's rollout: approve the next batch, pause or resume, retry failed nodes.
 //! - [`preflight`] validates every Module against a kernel, and has the validation push what it builds.
 //! - [`retry`] computes a write again when another writer changed the object since it was read.
@@ -16,6 +17,7 @@ pub mod caches;
 pub mod day0;
 mod delete;
 pub mod errors;
+pub mod hub;
 pub mod images;
 pub mod preflight;
 pub mod resources;
@@ -49,6 +51,18 @@ pub enum WriteRequest {
         module: Target,
         /// One image of it, or every image.
         image: Option<String>,
+    },
+    /// Have a hub build a ManagedClusterModule's images again: bump their generations in its ModuleImagesConfig
+    /// `<name>-fleet` (or the module's `imageRebuildTriggerGeneration` where upstream's operator runs the hub).
+    RebuildOnHub {
+        /// The hub's context: the write goes there, whichever cluster's panes are open.
+        hub: String,
+        /// The ManagedClusterModule.
+        module: Target,
+        /// The images to build again; every image when empty.
+        images: Vec<String>,
+        /// The clusters those images serve, as the user saw them; every selected one when empty.
+        clusters: Vec<String>,
     },
     /// Check a ModuleDay0's OS image again and build it if missing: bump the image's `generation` in its
     /// ModuleImagesConfig `<name>-day0`.
@@ -138,6 +152,7 @@ impl WriteRequest {
         match self {
             WriteRequest::Rebuild { module, .. } | WriteRequest::Recheck { module, .. } => module,
             WriteRequest::RebuildDay0 { day0 } => day0,
+            WriteRequest::RebuildOnHub { module, .. } => module,
             WriteRequest::Repull { cache, .. } | WriteRequest::Purge { cache } => cache,
             WriteRequest::Delete { target } | WriteRequest::Apply { target, .. } => target,
             WriteRequest::ApproveBatch { shim, .. }
@@ -145,6 +160,14 @@ impl WriteRequest {
             | WriteRequest::RetryNodes { shim, .. } => shim,
             WriteRequest::ValidateKernel { preflight, .. }
             | WriteRequest::PushBuiltImages { preflight, .. } => preflight,
+        }
+    }
+
+    /// The context the write goes to when it is not the open cluster's: a hub's, from the fleet view.
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            WriteRequest::RebuildOnHub { hub, .. } => Some(hub),
+            _ => None,
         }
     }
 
@@ -162,6 +185,24 @@ impl WriteRequest {
                 format!("Check {} {module} again", images(image))
             }
             WriteRequest::RebuildDay0 { day0 } => format!("Rebuild the OS image of {day0}"),
+            WriteRequest::RebuildOnHub {
+                module,
+                images,
+                clusters,
+                ..
+            } => {
+                let what = match images.as_slice() {
+                    [] => "every image".to_owned(),
+                    [image] => format!("image {image}"),
+                    images => format!("{} images ({})", images.len(), images.join(", ")),
+                };
+                let serves = match clusters.as_slice() {
+                    [] => "every cluster it selects".to_owned(),
+                    [cluster] => format!("cluster {cluster}"),
+                    clusters => format!("clusters {}", clusters.join(", ")),
+                };
+                format!("Rebuild {what} of {module} on its hub, used by {serves}")
+            }
             WriteRequest::Repull {
                 cache,
                 image: Some(image),
@@ -293,6 +334,9 @@ pub async fn perform(client: &Client, request: WriteRequest) -> WriteOutcome {
             images::recheck(client, module, image.as_deref()).await
         }
         WriteRequest::RebuildDay0 { day0 } => day0::rebuild(client, day0).await,
+        WriteRequest::RebuildOnHub { module, images, .. } => {
+            hub::rebuild(client, module, images).await
+        }
         WriteRequest::Repull { cache, image, node } => {
             caches::repull(client, cache, image.as_deref(), node.as_deref()).await
         }

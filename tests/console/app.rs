@@ -1109,7 +1109,14 @@ fn fleet_opens_once_and_keeps_the_fleet_beneath_the_panes() {
     press(&mut app, KeyCode::Esc);
     assert_eq!(app.view(), &View::Fleet);
     assert!(
-        !app.applies(Command::Rebuild),
+        !app.applies(Command::Edit),
         "no object commands on the fleet"
+    );
+    assert!(
+        matches!(
+            app.availability(Command::Rebuild),
+            Availability::Unavailable(_)
+        ),
+        "a rebuild on the fleet needs a hub's module"
     );
 }

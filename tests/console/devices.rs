@@ -212,6 +212,7 @@ fn fed(size: (u16, u16), delivered: &[Action]) -> App {
             Kind::PreflightValidation => KindSnapshot::PreflightValidations(Vec::new()),
             Kind::ResourceSlice => KindSnapshot::ResourceSlices(Vec::new()),
             Kind::ResourceClaim => KindSnapshot::ResourceClaims(Vec::new()),
+            Kind::ManagedClusterModule => KindSnapshot::ManagedClusterModules(Vec::new()),
         };
         app.update(Action::Data(empty));
     }

@@ -897,6 +897,67 @@ fn fleet_view() {
 }
 
 #[test]
+fn a_hubs_module_rebuilds_on_the_hub_naming_the_clusters_it_serves_and_enters_a_spoke() {
+    let mut app = fleet_console((120, 40));
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(
+        app.list(),
+        ListId::FleetModules,
+        "tab moves to the hubs' modules"
+    );
+    let prod_east = app
+        .rows
+        .hub_modules
+        .iter()
+        .position(|row| row.cluster.as_deref() == Some("prod-east"))
+        .expect("prod-east's row");
+    assert_eq!(
+        app.rows.hub_modules[prod_east].health,
+        kmm_tui::tui::view::Health::Progressing,
+        "38 of 40 nodes loaded is still under way"
+    );
+    for _ in 0..prod_east {
+        press(&mut app, KeyCode::Down);
+    }
+    press(&mut app, KeyCode::Char('R'));
+    let Mode::Confirm(request) = &app.mode else {
+        panic!("R asks first: {:?}", app.mode);
+    };
+    let image = "registry.example.com/acme/qat-driver:5.14.0-427.13.1.el9_4.x86_64";
+    assert_eq!(
+        request.describe(),
+        format!(
+            "Rebuild image {image} of ManagedClusterModule qat-driver on its hub, used by clusters prod-east, staging"
+        ),
+        "the clusters sharing the image are named, edge-lab's newer kernel is not"
+    );
+    assert_eq!(request.context(), Some("dev"), "the write goes to the hub");
+    check("fleet_rebuild_on_hub", &app);
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.requests,
+        [Request::SwitchContext("prod-east".to_owned())],
+        "enter opens the spoke's own panes"
+    );
+    // A row about a whole module selecting nothing has no image to name: every image is rebuilt on the hub.
+    app.requests.clear();
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.rows.hub_modules[0].module, "ofed");
+    press(&mut app, KeyCode::Char('R'));
+    let Mode::Confirm(request) = &app.mode else {
+        panic!("R asks first: {:?}", app.mode);
+    };
+    assert_eq!(
+        request.describe(),
+        "Rebuild every image of ManagedClusterModule ofed on its hub, used by every cluster it selects"
+    );
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.list(), ListId::Fleet, "tab comes back to the clusters");
+}
+
+#[test]
 fn the_fleet_puts_what_needs_a_person_first_and_enters_a_cluster() {
     let mut app = fleet_console((120, 40));
     let order: Vec<&str> = app.rows.fleet.iter().map(|r| r.context.as_str()).collect();

@@ -1191,3 +1191,87 @@ async fn the_preflight_pane_validates_a_kernel_and_has_its_builds_pushed() {
     assert!(!moved.spec.push_built_image);
     cluster.shutdown().await;
 }
+
+/// A rebuild from the fleet view goes to the hub: it raises the generation of the chosen images in the module's
+/// ModuleImagesConfig there (found by the module controlling it, in whichever namespace), leaves the others, and on
+/// a module no kmm-tui engine keeps images for (upstream's hub operator), raises its rebuild trigger instead.
+#[tokio::test]
+async fn a_rebuild_on_the_hub_raises_the_chosen_images_of_the_module_it_controls() {
+    use kmm_api::hub::{DEFAULT_NAMESPACE, ManagedClusterModule};
+    use kmm_cluster::fleet::{EmbeddedFleet, FleetOptions};
+
+    let fleet = EmbeddedFleet::start(FleetOptions::new(1, 1))
+        .await
+        .expect("the fleet starts");
+    let hub = fleet.hub().client();
+    let modules: Api<ManagedClusterModule> = Api::all(hub.clone());
+    let module = |name: &str| -> ManagedClusterModule {
+        serde_json::from_value(json!({
+            "apiVersion": "hub.kmm.sigs.x-k8s.io/v1beta1", "kind": "ManagedClusterModule",
+            "metadata": {"name": name},
+            "spec": {"spokeNamespace": NS, "selector": {}, "moduleSpec": {"selector": {}}},
+        }))
+        .expect("an MCM")
+    };
+    let ours = modules
+        .create(&PostParams::default(), &module("accel"))
+        .await
+        .expect("creating the module");
+    let mics: Api<ModuleImagesConfig> = Api::namespaced(hub.clone(), DEFAULT_NAMESPACE);
+    let mic: ModuleImagesConfig = serde_json::from_value(json!({
+        "apiVersion": "kmm.sigs.x-k8s.io/v1beta1", "kind": "ModuleImagesConfig",
+        "metadata": {"name": "accel-fleet", "ownerReferences": [{
+            "apiVersion": "hub.kmm.sigs.x-k8s.io/v1beta1", "kind": "ManagedClusterModule",
+            "name": "accel", "uid": ours.uid().expect("a uid"), "controller": true}]},
+        "spec": {"images": [
+            {"image": EXISTING, "kernelVersion": KERNEL, "generation": 2},
+            {"image": ABSENT, "kernelVersion": KERNEL},
+        ]},
+    }))
+    .expect("a MIC");
+    mics.create(&PostParams::default(), &mic)
+        .await
+        .expect("creating the hub's MIC");
+    let rebuild = |name: &str, images: &[&str]| WriteRequest::RebuildOnHub {
+        hub: "hub".to_owned(),
+        module: Target::cluster(Kind::ManagedClusterModule, name),
+        images: images.iter().map(|i| (*i).to_owned()).collect(),
+        clusters: Vec::new(),
+    };
+    let outcome = writes::perform(&hub, rebuild("accel", &[EXISTING])).await;
+    let said = outcome.result.expect("the rebuild is written");
+    assert!(said.contains("generation 2→3"), "{said}");
+    let generations: Vec<Option<i64>> = mics
+        .get("accel-fleet")
+        .await
+        .expect("the MIC")
+        .spec
+        .images
+        .iter()
+        .map(|image| image.generation)
+        .collect();
+    assert_eq!(generations, [Some(3), None], "only the chosen image moves");
+
+    // Upstream's operator keeps no such MIC and writes counts only: the module's trigger moves.
+    modules
+        .create(&PostParams::default(), &module("upstream"))
+        .await
+        .expect("creating the upstream module");
+    let outcome = writes::perform(&hub, rebuild("upstream", &[])).await;
+    let said = outcome.result.expect("the trigger is written");
+    assert!(said.contains("imageRebuildTriggerGeneration 0→1"), "{said}");
+    let trigger = modules
+        .get("upstream")
+        .await
+        .expect("the module")
+        .spec
+        .module_spec
+        .image_rebuild_trigger_generation;
+    assert_eq!(trigger, Some(1));
+
+    // A module that is not there says so, naming it.
+    let missing = writes::perform(&hub, rebuild("nowhere", &[])).await;
+    let error = missing.result.expect_err("nothing to rebuild");
+    assert!(error.message.contains("nowhere"), "{}", error.message);
+    fleet.shutdown().await;
+}

@@ -10,6 +10,7 @@ mod console;
 mod console_handoff;
 mod console_shims;
 mod crash;
+mod fleet;
 mod handoff_install;
 mod kubectl;
 mod manual;

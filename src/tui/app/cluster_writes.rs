@@ -5,7 +5,7 @@ use crate::tui::access::Capability;
 use crate::tui::keymap::Command;
 use crate::tui::writes::{WriteOutcome, WriteRequest};
 
-use super::{App, Availability, Mode, Severity};
+use super::{App, Availability, Mode, Severity, View};
 
 impl App {
     /// The write a command asks for on the current selection, or why there is none.
@@ -18,6 +18,9 @@ impl App {
         }
         if self.in_day0_views() && command == Command::Rebuild {
             return self.day0_rebuild();
+        }
+        if self.view() == &View::Fleet && command == Command::Rebuild {
+            return self.hub_rebuild();
         }
         if command == Command::Build {
             return self.preflight_build();
@@ -61,6 +64,9 @@ impl App {
                 );
             }
             Command::Rebuild if self.in_day0_views() => return self.day0_rebuild_availability(),
+            Command::Rebuild if self.view() == &View::Fleet => {
+                return self.hub_rebuild_availability();
+            }
             Command::Rebuild => Capability::Rebuild,
             Command::Recheck => Capability::Recheck,
             Command::Delete | Command::Edit => match self.selected_object() {

@@ -56,6 +56,7 @@ impl App {
             return;
         }
         if self.view() == &View::Fleet {
+            self.switch_fleet_table();
             return;
         }
         let roots: Vec<View> = View::ROOTS.iter().map(|(_, v)| v.clone()).collect();
@@ -87,7 +88,7 @@ impl App {
             View::Caches => self.open_cache(),
             View::Day0s => self.open_day0(),
             View::Preflight => self.enter_preflight(),
-            View::Fleet => self.enter_cluster(),
+            View::Fleet => self.enter_fleet(),
             View::Nodes
             | View::Devices
             | View::ModuleDetail(_)

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::tui::fleet::modules::HubModuleRow;
 use crate::tui::fleet::rows::FleetRow;
 use crate::tui::keymap::Pane;
 use crate::tui::target::Target;
@@ -221,6 +222,8 @@ pub enum ListId {
     Preflight(PreflightSection),
     /// The clusters of the fleet view.
     Fleet,
+    /// The hubs' ManagedClusterModules in the fleet view.
+    FleetModules,
     /// The Devices pane.
     Devices,
 }
@@ -341,6 +344,8 @@ pub struct Rows {
     pub day0s: Vec<Day0Row>,
     /// Fleet view, most urgent first.
     pub fleet: Vec<FleetRow>,
+    /// Fleet view: every hub's ManagedClusterModules, a row per selected cluster, most urgent first.
+    pub hub_modules: Vec<HubModuleRow>,
     /// Devices pane: every DRA device.
     pub devices: Vec<DeviceRow>,
     /// DRA devices published and allocated per node, by node name, for the Nodes pane.

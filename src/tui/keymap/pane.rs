@@ -50,9 +50,10 @@ impl Command {
     pub fn acts_on(self, pane: Pane) -> bool {
         use Pane as P;
         match self {
+            // In the fleet view: a hub's ManagedClusterModule, built on the hub.
             Command::Rebuild => matches!(
                 pane,
-                P::Modules | P::ModuleDetail | P::Images | P::Day0s | P::Day0Detail
+                P::Modules | P::ModuleDetail | P::Images | P::Day0s | P::Day0Detail | P::Fleet
             ),
             Command::Recheck => matches!(
                 pane,
@@ -72,10 +73,8 @@ impl Command {
                 pane,
                 P::Events | P::Engine | P::Fleet | P::Help | P::Devices
             ),
-            // The fleet is one table: no panes to move between, no columns.
-            Command::NextPane | Command::PrevPane | Command::Left | Command::Right => {
-                pane != P::Fleet
-            }
+            // The fleet's two tables (clusters, the hubs' modules) take `tab`; they have no columns to scroll.
+            Command::Left | Command::Right => pane != P::Fleet,
             _ => true,
         }
     }

@@ -1,10 +1,13 @@
 //! A fleet of seven clusters in every state the fleet view explains: reachable with work waiting for a person,
-//! unreachable for TLS, refused and unauthorized, acted on by an upstream operator, idle, and still connecting.
+//! unreachable for TLS, refused and unauthorized, acted on by an upstream operator, idle, and still connecting;
+//! `dev` is a hub delivering a ManagedClusterModule to three of them, in three states, and one selecting none.
 //! For the fleet view's snapshots and screenshot.
 
 use std::collections::BTreeMap;
 
-use super::{day0, engine_lease, sample, snapshots};
+use serde_json::json;
+
+use super::{day0, engine_lease, object, sample, snapshots};
 use crate::tui::data::KindSnapshot;
 use crate::tui::fleet::reach::{Reach, Why};
 use crate::tui::fleet::state::FleetChange;
@@ -57,6 +60,46 @@ pub const CONTEXTS: [&str; 7] = [
     "qa",
     "staging",
 ];
+
+const OLD_KERNEL: &str = "5.14.0-427.13.1.el9_4.x86_64";
+const NEW_KERNEL: &str = "5.14.0-503.11.1.el9_5.x86_64";
+
+/// The hub `dev`'s ManagedClusterModules: `qat-driver` applied on staging, loaded on prod-east's nodes but two,
+/// and waiting for an image build for edge-lab's newer kernel; `ofed` selecting no cluster.
+fn hub_modules() -> KindSnapshot {
+    let image = |kernel: &str| format!("registry.example.com/acme/qat-driver:{kernel}");
+    let delivered = json!({
+        "apiVersion": "hub.kmm.sigs.x-k8s.io/v1beta1", "kind": "ManagedClusterModule",
+        "metadata": {"name": "qat-driver", "uid": "5d1f0c2e-0000-4000-8000-00000000a001", "generation": 3},
+        "spec": {
+            "spokeNamespace": "acme-drivers",
+            "selector": {"hardware": "qat"},
+            "moduleSpec": {"selector": {"intel.feature.node.kubernetes.io/qat": "true"}},
+        },
+        "status": {
+            "numberDesired": 2, "numberApplied": 2, "numberDegraded": 0, "observedGeneration": 3,
+            "clusters": [
+                {"name": "edge-lab", "reason": "WaitingForImages",
+                 "message": format!("{}: building (build pod qat-driver-fleet-build-7kq2d)", image(NEW_KERNEL)),
+                 "images": [image(NEW_KERNEL)]},
+                {"name": "prod-east", "reason": "Applied", "message": "the spoke applied the Module; loaded on 38 of 40 nodes",
+                 "availableNumber": 38, "desiredNumber": 40, "images": [image(OLD_KERNEL)]},
+                {"name": "staging", "reason": "Applied", "message": "the spoke applied the Module; loaded on 6 of 6 nodes",
+                 "availableNumber": 6, "desiredNumber": 6, "images": [image(OLD_KERNEL)]},
+            ],
+        },
+    });
+    let unselected = json!({
+        "apiVersion": "hub.kmm.sigs.x-k8s.io/v1beta1", "kind": "ManagedClusterModule",
+        "metadata": {"name": "ofed", "uid": "5d1f0c2e-0000-4000-8000-00000000a002", "generation": 1},
+        "spec": {"spokeNamespace": "nvidia-network", "selector": {"hardware": "connectx"}, "moduleSpec": {"selector": {}}},
+        "status": {"numberDesired": 0, "numberApplied": 0, "numberDegraded": 0, "observedGeneration": 1,
+            "conditions": [{"type": "Delivered", "status": "False", "reason": "NoClusterSelected",
+                "message": "the selector {hardware=connectx} picks no ManagedCluster",
+                "lastTransitionTime": "2026-11-30T09:00:00Z", "observedGeneration": 1}]},
+    });
+    KindSnapshot::ManagedClusterModules(vec![object(delivered), object(unselected)])
+}
 
 /// What the fleet's tasks would report of the sample fleet: `(context, change)` in arrival order.
 pub fn changes() -> Vec<(String, FleetChange)> {
@@ -119,6 +162,7 @@ pub fn changes() -> Vec<(String, FleetChange)> {
         .map(|empty| ("dev", FleetChange::Data(empty))),
     );
     changes.push(("dev", FleetChange::Nodes { ready: 1, total: 1 }));
+    changes.push(("dev", FleetChange::Data(hub_modules())));
     changes.push((
         "qa",
         unreachable(

@@ -14,16 +14,25 @@ use crate::tui::writes::WriteRequest;
 /// Draw the dialog for `request`, centred over `area`.
 pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, request: &WriteRequest) {
     let details = consequences(&app.data, request);
-    ask_with(frame, area, app, &request.describe(), &details);
+    let context = request.context().unwrap_or(&app.session.context);
+    ask_with(frame, area, app, context, &request.describe(), &details);
 }
 
 /// Draw a dialog asking `question` (without its question mark), centred over `area`.
 pub(super) fn ask(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str) {
-    ask_with(frame, area, app, question, &[]);
+    ask_with(frame, area, app, &app.session.context, question, &[]);
 }
 
-/// Draw a dialog asking `question`, with `details` (what will happen) under it.
-fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, details: &[String]) {
+/// Draw a dialog asking `question` of the cluster of `context` (the write goes there), with `details` (what will
+/// happen) under it.
+fn ask_with(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    context: &str,
+    question: &str,
+    details: &[String],
+) {
     let width = area.width.saturating_sub(4).min(70);
     // Each line wraps at the dialog's inner width, word by word, so the keys below stay in sight.
     let inner = usize::from(width.saturating_sub(2)).max(1);
@@ -74,7 +83,7 @@ fn ask_with(frame: &mut Frame<'_>, area: Rect, app: &App, question: &str, detail
                 .borders(Borders::ALL)
                 .border_style(app.theme.warn())
                 .title(Span::styled(
-                    format!(" Confirm on {} ", app.session.context),
+                    format!(" Confirm on {context} "),
                     app.theme.title(),
                 )),
         ),

@@ -1,23 +1,42 @@
-//! The fleet view: one row per cluster, most urgent first, with the header's counts of each; and the header line
-//! that sums the fleet up while it is shown.
+//! The fleet view: one row per cluster, most urgent first, with the header's counts of each; below it, when the
+//! fleet has hubs, their ManagedClusterModules (a row per module and selected cluster); and the header line that
+//! sums the fleet up while it is shown.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Span;
 
 use super::table::{Column, ListTable, TableRow};
 use super::theme_health_style;
-use crate::tui::app::{App, ListId};
+use crate::tui::app::{App, FleetFocus, ListId};
+use crate::tui::fleet::modules::HubModuleRow;
 use crate::tui::fleet::rows::{Attention, FleetRow};
 use crate::tui::theme::Theme;
 use crate::tui::view::Health;
 use crate::tui::view::summary::Tally;
 
+/// Draw the clusters and, when there are any, the hubs' modules beneath: the clusters keep the room their rows
+/// need (up to half the screen), the modules take the rest.
+pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    if app.rows.hub_modules.is_empty() {
+        draw_clusters(frame, area, app);
+        return;
+    }
+    let clusters = u16::try_from(app.visible(ListId::Fleet).len()).unwrap_or(u16::MAX);
+    let [top, bottom] = Layout::vertical([
+        Constraint::Length(clusters.saturating_add(3).min(area.height / 2)),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    draw_clusters(frame, top, app);
+    draw_modules(frame, bottom, app);
+}
+
 /// Draw every cluster. Cells are short, so the selected cluster's full detail (who acts, or why it cannot be
 /// reached) is repeated in the title. Narrow screens leave out the Shims, ImageCaches and ModuleDay0s; the
 /// approvals and degraded counts still count them.
-pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+fn draw_clusters(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let wide = area.width >= 110;
     let columns: &[Column<'_>] = if wide {
         &[
@@ -52,13 +71,73 @@ pub(super) fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         note: &note,
         columns,
         list: ListId::Fleet,
-        focused: true,
+        focused: app.fleet_focus == FleetFocus::Clusters,
         empty: "No contexts. The fleet follows every context of the kubeconfig (or those of --contexts)",
     }
     .draw(frame, area, app, |index| {
         let row = &app.rows.fleet[index];
         cells(app, row, wide)
     });
+}
+
+/// Draw the hubs' ManagedClusterModules, a row per selected cluster; the selected row's images and full reason
+/// are repeated in the title, as its cells are cut short.
+fn draw_modules(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let wide = area.width >= 110;
+    let columns: &[Column<'_>] = if wide {
+        &[
+            Column::keep("HUB"),
+            Column::keep("MODULE"),
+            Column::keep("CLUSTER"),
+            Column::keep("STATE"),
+            Column::keep("LOADED"),
+            Column::shrink("WHY"),
+        ]
+    } else {
+        &[
+            Column::keep("MODULE"),
+            Column::keep("CLUSTER"),
+            Column::keep("STATE"),
+            Column::keep("LOADED"),
+            Column::shrink("WHY"),
+        ]
+    };
+    let note = app
+        .selected_hub_module()
+        .map(|row| {
+            let to = format!("{} → namespace {}", row.module, row.spoke_namespace);
+            match row.images.as_slice() {
+                [] => format!("{to}: {}", row.why),
+                images => format!("{to}: {} · images {}", row.why, images.join(", ")),
+            }
+        })
+        .unwrap_or_default();
+    ListTable {
+        title: "ManagedClusterModules",
+        note: &note,
+        columns,
+        list: ListId::FleetModules,
+        focused: app.fleet_focus == FleetFocus::Modules,
+        empty: "No ManagedClusterModules on the fleet's hubs",
+    }
+    .draw(frame, area, app, |index| {
+        module_cells(app, &app.rows.hub_modules[index], wide)
+    });
+}
+
+/// The cells of one module and cluster.
+fn module_cells(app: &App, row: &HubModuleRow, wide: bool) -> TableRow {
+    let style = theme_health_style(&app.theme, row.health);
+    let mut cells = TableRow::new();
+    if wide {
+        cells = cells.cell(row.hub.as_str());
+    }
+    cells
+        .cell(row.module.as_str())
+        .cell(row.cluster.as_deref().unwrap_or("-"))
+        .styled(row.state.as_str(), style)
+        .cell(row.loaded.as_str())
+        .styled(row.why.as_str(), app.theme.muted())
 }
 
 /// The cells of one cluster.

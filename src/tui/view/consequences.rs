@@ -71,6 +71,15 @@ pub fn consequences(data: &ClusterData, request: &WriteRequest) -> Vec<String> {
             &module.name,
             image.as_deref(),
         ),
+        WriteRequest::RebuildOnHub { images, .. } => vec![
+            format!(
+                "The hub checks {} again under a new generation and builds (and signs) {} missing",
+                if images.len() == 1 { "the image" } else { "each image" },
+                if images.len() == 1 { "it if" } else { "those" }
+            ),
+            "Each cluster keeps the image it runs until the new one exists, then gets it through its ManifestWork"
+                .to_owned(),
+        ],
         WriteRequest::Delete { .. } | WriteRequest::Apply { .. } => Vec::new(),
     }
 }

@@ -9,6 +9,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use crate::tui::data::Kind;
 use crate::tui::target::Target;
 use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
+use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
 use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
 use kmm_api::shim::Shim;
@@ -30,6 +31,7 @@ pub fn api_resource(kind: Kind) -> ApiResource {
         Kind::PreflightValidation => ApiResource::erase::<PreflightValidation>(&()),
         Kind::ResourceSlice => ApiResource::erase::<ResourceSlice>(&()),
         Kind::ResourceClaim => ApiResource::erase::<ResourceClaim>(&()),
+        Kind::ManagedClusterModule => ApiResource::erase::<ManagedClusterModule>(&()),
     }
 }
 

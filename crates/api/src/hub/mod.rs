@@ -22,6 +22,13 @@ pub const DEFAULT_NAMESPACE: &str = "kmm-hub";
 /// ManifestWorks by, in every cluster namespace at once.
 pub const NAME_LABEL: &str = "kmm.node.kubernetes.io/managedclustermodule.name";
 
+/// The ModuleImagesConfig on the hub that checks, builds and signs the images of the ManagedClusterModule `mcm`:
+/// one for all the clusters it selects, so a kernel two clusters run is built once. The hub's engine writes it (in
+/// its hub namespace, controlled by the ManagedClusterModule); a console rebuilds by raising its generations.
+pub fn images_config_name(mcm: &str) -> String {
+    format!("{mcm}-fleet")
+}
+
 /// Condition (a kmm-tui addition): whether every selected cluster holds the Module as delivered.
 pub const CONDITION_DELIVERED: &str = "Delivered";
 
@@ -119,4 +126,8 @@ pub struct ClusterDelivery {
     /// Nodes of the cluster that should load it, from the same feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired_number: Option<i64>,
+    /// The images the cluster's kernels map to, built on the hub: what a rebuild for this cluster builds again,
+    /// and how a person sees which other clusters share them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }

@@ -7,6 +7,7 @@
 
 mod hub;
 mod kubeconfig;
+pub mod sample;
 mod spokes;
 
 use std::net::{IpAddr, SocketAddr};
@@ -129,6 +130,20 @@ impl EmbeddedFleet {
         // Written once every cluster serves: whoever waits for the file finds the whole fleet.
         fleet.write_kubeconfig()?;
         Ok(fleet)
+    }
+
+    /// Put [`sample`]'s ManagedClusterModule on the hub for every running spoke: what a console opened on an
+    /// embedded fleet shows at once.
+    pub async fn apply_sample(&self) -> anyhow::Result<()> {
+        let spokes: Vec<kube::Client> = self
+            .spoke_names()
+            .into_iter()
+            .filter_map(|name| self.spoke(name))
+            .map(EmbeddedCluster::client)
+            .collect();
+        sample::apply(&self.hub.client(), &spokes)
+            .await
+            .context("putting the sample ManagedClusterModule on the hub")
     }
 
     /// The hub.

@@ -41,6 +41,8 @@ pub(crate) struct ClusterPlan {
     /// Why the cluster is not served as the spec asks, when the hub side already knows: one of
     /// [`reasons`] and its message. `None` when the cluster's own answer (its ManifestWork's conditions) decides.
     pub(crate) blocked: Option<(&'static str, String)>,
+    /// The images its kernels map to, each once, whether delivered yet or not.
+    pub(crate) images: Vec<String>,
 }
 
 /// What the MCM asks for.
@@ -93,6 +95,7 @@ pub(crate) fn plan(
                     name: cluster.metadata.name.clone().unwrap_or_default(),
                     delivery: Delivery::Deliver(Mappings::new()),
                     blocked: None,
+                    images: Vec::new(),
                 })
                 .collect(),
         };
@@ -155,6 +158,7 @@ fn held(clusters: &[&ManagedCluster], message: String) -> Plan {
                     reasons::BAD_MAPPING,
                     format!("{message}; the cluster keeps the Module it was delivered"),
                 )),
+                images: Vec::new(),
             })
             .collect(),
     }
@@ -181,17 +185,20 @@ fn plan_cluster(
                     kmm_api::ocm::names::CLAIM_KERNEL_VERSIONS
                 ),
             )),
+            images: Vec::new(),
         };
     }
     let mut mappings = Mappings::new();
     let mut failed: Vec<String> = Vec::new();
     let mut waiting: Vec<String> = Vec::new();
     let mut unmapped: Vec<&str> = Vec::new();
+    let mut images: BTreeSet<String> = BTreeSet::new();
     for kernel in &kernels {
         let Some(Some(mapping)) = resolved.get(kernel) else {
             unmapped.push(kernel);
             continue;
         };
+        images.insert(mapping.image.clone());
         let wanted = Mapping {
             image: mapping.image.clone(),
             in_tree_modules_to_remove: mapping.in_tree_modules_to_remove.clone(),
@@ -222,6 +229,7 @@ fn plan_cluster(
                     unmapped.join(", ")
                 ),
             )),
+            images: Vec::new(),
         };
     }
     let blocked = if !failed.is_empty() {
@@ -240,6 +248,7 @@ fn plan_cluster(
         name,
         delivery,
         blocked,
+        images: images.into_iter().collect(),
     }
 }
 
@@ -341,6 +350,9 @@ mod tests {
                 .iter()
                 .all(|i| i.build.is_some())
         );
+        // Each cluster names the images its kernels need, so a rebuild for one says who else it serves.
+        let needs: Vec<&[String]> = plan.clusters.iter().map(|c| c.images.as_slice()).collect();
+        assert_eq!(needs, [&[image(OLD), image(NEW)][..], &[image(NEW)][..]]);
         for cluster in &plan.clusters {
             assert_eq!(cluster.delivery, Delivery::Keep, "nothing exists yet");
             assert_eq!(

@@ -21,7 +21,7 @@ use crate::runtime::writes::{patch_params, post_params};
 use kmm_api::errors::is_not_found;
 use kmm_api::hub::{
     CONDITION_DELIVERED, ClusterDelivery, ManagedClusterModule, ManagedClusterModuleStatus,
-    NAME_LABEL, reasons,
+    NAME_LABEL, images_config_name, reasons,
 };
 use kmm_api::kmm::{
     ImagePullPolicy, ModuleImagesConfig, ModuleImagesConfigImage, ModuleImagesConfigSpec,
@@ -29,12 +29,6 @@ use kmm_api::kmm::{
 use kmm_api::ocm::cluster::ManagedCluster;
 use kmm_api::ocm::names::{WORK_APPLIED, WORK_DEGRADED};
 use kmm_api::ocm::work::ManifestWork;
-
-/// The hub's ModuleImagesConfig of `mcm`: one for all the clusters it selects, so a kernel two clusters run is built
-/// once.
-pub(crate) fn mic_name(mcm: &str) -> String {
-    format!("{mcm}-fleet")
-}
 
 /// The pass, then what it found told to a person when they must act.
 pub(super) async fn reconcile(
@@ -86,7 +80,7 @@ async fn pass(mcm: &ManagedClusterModule, context: &HubContext) -> Result<Action
 
     let namespace = &context.engine.settings.hub_namespace;
     let mics: Api<ModuleImagesConfig> = Api::namespaced(client.clone(), namespace);
-    let mic_name = mic_name(&name);
+    let mic_name = images_config_name(&name);
     let current_mic = read_mic(&mics, namespace, &mic_name).await?;
     let plan = plan::plan(mcm, &selected, &delivered, current_mic.as_ref());
     if let Some(images) = &plan.images {
@@ -335,6 +329,7 @@ fn delivery(
         message,
         available_number: feedback(AVAILABLE),
         desired_number: feedback(DESIRED),
+        images: plan.images.clone(),
     }
 }
 

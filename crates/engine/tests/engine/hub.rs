@@ -219,6 +219,13 @@ async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_s
         .map(|(kernel, _)| format!("quay.io/acme/acme-accmod:{kernel}"))
         .collect();
     assert_eq!(images, expected);
+    // Each cluster names the images its kernels need: spoke-2's is the second of spoke-1's.
+    let needs: Vec<&[String]> = delivered
+        .clusters
+        .iter()
+        .map(|c| c.images.as_slice())
+        .collect();
+    assert_eq!(needs, [&expected[..], &expected[1..]]);
     for spoke in ["spoke-1", "spoke-2"] {
         let builds = Api::<Pod>::all(fleet.spoke(spoke))
             .list(&ListParams::default().labels(kmm_api::kmm::labels::RESOURCE_TYPE))
