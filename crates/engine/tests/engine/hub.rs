@@ -1,7 +1,7 @@
 //! The hub family on an embedded fleet: a ManagedClusterModule on the hub is built there once per kernel, delivered
 //! to every selected spoke through a ManifestWork, and loaded by each spoke's own engine; a cluster leaving the
 //! selector loses it, and bad input (no cluster selected, a spoke namespace that does not exist) gets a reason on
-//! the MCM and an Event.
+//! the MCM and an Event; a spoke killed mid-rollout gets the module once it returns.
 
 use std::sync::Arc;
 
@@ -25,13 +25,29 @@ const HUB_NAMESPACE: &str = kmm_api::hub::DEFAULT_NAMESPACE;
 /// kernel, each cluster with its own engine, and the spoke namespace `acme` on every spoke.
 struct Fleet {
     fleet: EmbeddedFleet,
-    engines: Vec<(CancellationToken, tokio::task::JoinHandle<()>)>,
+    /// Each cluster's engine, by cluster name.
+    engines: Vec<(String, CancellationToken, tokio::task::JoinHandle<()>)>,
+    /// Where the clusters keep their stores, so a restarted spoke comes back with what it held.
+    _state: tempfile::TempDir,
+}
+
+/// An engine on `client`, named after its cluster.
+fn engine(
+    name: &str,
+    client: kube::Client,
+) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
+    let context = Context::new(client, PodImages::default(), Some(name.to_owned()));
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
+    (name.to_owned(), stop, task)
 }
 
 impl Fleet {
     async fn start() -> Self {
+        let state = tempfile::tempdir().expect("a state directory");
         let fleet = EmbeddedFleet::start(FleetOptions {
             lease_duration_seconds: 2,
+            state_dir: Some(state.path().to_owned()),
             ..FleetOptions::new(2, 1)
         })
         .await
@@ -60,15 +76,33 @@ impl Fleet {
         }
         let engines = clients
             .into_iter()
-            .map(|(name, client)| {
-                let context = Context::new(client, PodImages::default(), Some(name));
-                let stop = CancellationToken::new();
-                let task =
-                    tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
-                (stop, task)
-            })
+            .map(|(name, client)| engine(&name, client))
             .collect();
-        Self { fleet, engines }
+        Self {
+            fleet,
+            engines,
+            _state: state,
+        }
+    }
+
+    /// Kill spoke `name` and its engine, as a cluster that goes away.
+    async fn kill_spoke(&mut self, name: &str) {
+        if let Some(index) = self.engines.iter().position(|(n, _, _)| n == name) {
+            let (_, stop, task) = self.engines.remove(index);
+            stop.cancel();
+            let _ = task.await;
+        }
+        self.fleet.stop_spoke(name).await.expect("the spoke stops");
+    }
+
+    /// Bring spoke `name` back, with its store, and an engine on it.
+    async fn restart_spoke(&mut self, name: &str) {
+        self.fleet
+            .start_spoke(name)
+            .await
+            .expect("the spoke starts again");
+        let client = self.spoke(name);
+        self.engines.push(engine(name, client));
     }
 
     fn hub(&self) -> kube::Client {
@@ -80,7 +114,7 @@ impl Fleet {
     }
 
     async fn shutdown(self) {
-        for (stop, task) in self.engines {
+        for (_, stop, task) in self.engines {
             stop.cancel();
             let _ = task.await;
         }
@@ -386,5 +420,59 @@ async fn a_cluster_leaving_the_selector_loses_its_module_and_bad_input_gets_a_re
             .is_some(),
         "spoke-1 keeps it"
     );
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoke_killed_mid_rollout_converges_once_it_returns() {
+    let mut fleet = Fleet::start().await;
+    let hub = fleet.hub();
+    let mcms: Api<ManagedClusterModule> = Api::all(hub.clone());
+    mcms.create(&PostParams::default(), &mcm("accmod", "default", "acme"))
+        .await
+        .expect("the MCM is created");
+    // spoke-2 goes away while the hub builds: its work is written meanwhile, and nothing reaches it.
+    fleet.kill_spoke("spoke-2").await;
+    eventually(120, "spoke-1 loads the module meanwhile", || {
+        let mcms = mcms.clone();
+        async move {
+            cluster_reason(&mcms, "accmod", "spoke-1").await.as_deref() == Some(reasons::APPLIED)
+        }
+    })
+    .await;
+    eventually(60, "the hub sees spoke-2 gone", || {
+        let clusters: Api<ManagedCluster> = Api::all(hub.clone());
+        async move {
+            clusters
+                .get("spoke-2")
+                .await
+                .is_ok_and(|cluster| !cluster.is_available())
+        }
+    })
+    .await;
+    let held = cluster_reason(&mcms, "accmod", "spoke-2").await;
+    assert_ne!(held.as_deref(), Some(reasons::APPLIED), "spoke-2 is down");
+
+    fleet.restart_spoke("spoke-2").await;
+    let modules: Api<Module> = Api::namespaced(fleet.spoke("spoke-2"), "acme");
+    eventually(120, "spoke-2 loads the module once it is back", || {
+        let modules = modules.clone();
+        async move {
+            modules
+                .get("accmod")
+                .await
+                .ok()
+                .and_then(|m| m.status?.module_loader)
+                .is_some_and(|counts| counts.available_number == 1)
+        }
+    })
+    .await;
+    eventually(60, "the MCM counts spoke-2 applied again", || {
+        let mcms = mcms.clone();
+        async move {
+            cluster_reason(&mcms, "accmod", "spoke-2").await.as_deref() == Some(reasons::APPLIED)
+        }
+    })
+    .await;
     fleet.shutdown().await;
 }
