@@ -104,6 +104,23 @@ impl ServeProcess {
         &self.kubeconfig
     }
 
+    /// The server's log once it holds `text`, waiting for it: the server prints its banner after it writes the
+    /// kubeconfig, so a test that reads the log straight away can run ahead of it on a loaded machine.
+    pub(crate) fn wait_for_log(&self, text: &str) -> String {
+        let deadline = Instant::now() + STARTUP_LIMIT;
+        loop {
+            let log = self.log_text();
+            if log.contains(text) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not print {text:?} in {STARTUP_LIMIT:?}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The server's process id, for signals.
     pub(crate) fn id(&self) -> u32 {
         self.child.id()

@@ -131,11 +131,8 @@ fn the_kubeconfigs_of_two_named_servers_merge_and_keep_both_clusters() {
         "{}",
         String::from_utf8_lossy(&west_answer.stderr)
     );
-    assert!(
-        east.log_text().contains("--context east-viewer"),
-        "serve names the read-only context:\n{}",
-        east.log_text()
-    );
+    // Serve names the read-only context (waiting fails the test with the log when it does not).
+    east.wait_for_log("--context east-viewer");
 }
 
 #[test]
