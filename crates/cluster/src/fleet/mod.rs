@@ -51,6 +51,9 @@ pub struct FleetOptions {
     pub lease_duration_seconds: i32,
     /// What containers of the project's own image run in-process, on every cluster.
     pub own_image: Option<sim::OwnImagePrograms>,
+    /// Simulated seconds per wall-clock second on every cluster (builds, pulls, loads); the simulation's default
+    /// when None. Tests raise it so that a hub's builds take a second, not ten.
+    pub time_scale: Option<f64>,
 }
 
 impl FleetOptions {
@@ -66,6 +69,7 @@ impl FleetOptions {
             state_dir: None,
             lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
             own_image: None,
+            time_scale: None,
         }
     }
 }
@@ -99,7 +103,8 @@ impl EmbeddedFleet {
             names.push(&spoke.name);
         }
         let hub_kernels = [DEFAULT_KERNELS[0].0.to_owned()];
-        let hub_scenario = spokes::scenario(HUB, &hub_kernels, options.hub_nodes)?;
+        let hub_scenario =
+            spokes::scenario(HUB, &hub_kernels, options.hub_nodes, options.time_scale)?;
         // One registry for the whole fleet, as every cluster reaches the same quay.io: what the hub builds, the
         // spokes pull.
         let registry = sim::SharedRegistry::new(&hub_scenario);
@@ -116,7 +121,12 @@ impl EmbeddedFleet {
             kubeconfig: None,
         };
         for spoke in &options.spokes {
-            let scenario = spokes::scenario(&spoke.name, &spoke.kernels, spoke.nodes_per_kernel)?;
+            let scenario = spokes::scenario(
+                &spoke.name,
+                &spoke.kernels,
+                spoke.nodes_per_kernel,
+                options.time_scale,
+            )?;
             let spoke_options = cluster_options(&options, &spoke.name, scenario, &registry)?;
             fleet.spokes.push((
                 spoke.name.clone(),

@@ -57,11 +57,13 @@ fn os_image(kernel: &str) -> &'static str {
         .map_or("Linux", |(_, image)| image)
 }
 
-/// The scenario of a cluster with `nodes_per_kernel` workers on each of `kernels`, named `source` in messages.
+/// The scenario of a cluster with `nodes_per_kernel` workers on each of `kernels`, named `source` in messages,
+/// running at `time_scale` (the simulation's default when None).
 pub(crate) fn scenario(
     source: &str,
     kernels: &[String],
     nodes_per_kernel: u32,
+    time_scale: Option<f64>,
 ) -> Result<Scenario, ScenarioError> {
     let groups: Vec<serde_json::Value> = kernels
         .iter()
@@ -76,7 +78,11 @@ pub(crate) fn scenario(
             })
         })
         .collect();
-    let text = serde_json::json!({ "nodes": groups }).to_string();
+    let mut scenario = serde_json::json!({ "nodes": groups });
+    if let Some(scale) = time_scale {
+        scenario["timeScale"] = scale.into();
+    }
+    let text = scenario.to_string();
     // JSON is YAML: the scenario reader checks it as it checks any file.
     Scenario::parse(&text, source, None)
 }

@@ -47,6 +47,8 @@ impl Fleet {
         let state = tempfile::tempdir().expect("a state directory");
         let fleet = EmbeddedFleet::start(FleetOptions {
             lease_duration_seconds: 2,
+            // Builds take about a second rather than ten.
+            time_scale: Some(60.0),
             state_dir: Some(state.path().to_owned()),
             ..FleetOptions::new(2, 1)
         })
