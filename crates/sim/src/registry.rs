@@ -2,6 +2,10 @@
 //! download. Build and sign pods push to it; faults can take it down or remove images. Images are held under
 //! the name containerd gives them ([`comparison_key`]), so `busybox:1.36` and `docker.io/library/busybox:1.36` are
 //! one image.
+//!
+//! Every image has a manifest digest, and is held under it too (`repository@sha256:…`): a push to a tag that
+//! already exists moves the tag to the new digest and keeps the old one, so a reference pinned to a digest pulls
+//! exactly what it was pinned to, as a real registry serves it until its garbage collection.
 
 mod image_config;
 
@@ -10,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kmm_api::image_ref::{ImageRef, comparison_key};
+use sha2::{Digest, Sha256};
 
 pub(crate) use self::image_config::{ImageConfig, container_argv};
 use super::scenario::{ImageSpec, OsImage, RegistrySpec, Scenario, ShimArtifact};
@@ -61,15 +66,18 @@ struct Entry {
     /// The config the scenario declares for the image; `None` when it declares none (then the built-in defaults
     /// apply).
     config: Option<ImageConfig>,
+    /// The manifest digest, `sha256:…`.
+    digest: String,
 }
 
 impl Entry {
-    /// An image of `size_bytes` anyone may pull, with no declared config.
-    fn public(size_bytes: u64) -> Self {
+    /// An image of `size_bytes` anyone may pull, with no declared config, whose digest is `digest`.
+    fn public(size_bytes: u64, digest: String) -> Self {
         Self {
             size_bytes,
             pull_secret: None,
             config: None,
+            digest,
         }
     }
 
@@ -83,16 +91,43 @@ impl Entry {
                 entrypoint: spec.entrypoint.clone().unwrap_or_default(),
                 cmd: spec.cmd.clone().unwrap_or_default(),
             }),
+            digest: content_digest(&["listed", &comparison_key(&spec.name)]),
         }
     }
+}
+
+/// A `sha256:…` digest of `parts`: what an image made of them would be addressed by. An image the scenario lists
+/// gets one from its name, a pushed image one from what pushed it, so every build pushes a new digest.
+pub(crate) fn content_digest(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+/// `key` (a normalised reference) as its digest names it: `repository@sha256:…`.
+fn digest_key(key: &str, digest: &str) -> String {
+    let repository = ImageRef::parse(key).map_or_else(|_| key.to_owned(), |r| r.repository());
+    format!("{repository}@{digest}")
 }
 
 /// What the registry holds beyond and short of what the scenario lists: the images pushed (with their sizes) and
 /// the listed images removed. It is all a restarted simulation needs to find the registry as it was.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Changes {
-    /// Images pushed, by normalised reference, with their size in bytes.
+    /// Images pushed, by normalised reference (a tag, or the digest a push made), with their size in bytes.
     pub pushed: BTreeMap<String, u64>,
+    /// The digest each pushed tag names (a record written before digests were kept has none: such a tag gets one
+    /// made from its name).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub digests: BTreeMap<String, String>,
     /// Images removed (those the scenario lists among them), by normalised reference.
     pub removed: std::collections::BTreeSet<String>,
 }
@@ -137,9 +172,12 @@ impl SimRegistry {
     /// the OS image of every release in `os_images`: a release payload's images are published with it, so a pod can
     /// run one. A layered OS image (no release) is held only when the scenario lists it or a build pushes it.
     pub fn new(spec: &RegistrySpec, own_repository: &str, os_images: &[OsImage]) -> Self {
-        let system = SYSTEM_IMAGES
-            .iter()
-            .map(|(name, mib)| (comparison_key(name), Entry::public(mib * 1024 * 1024)));
+        let public = |name: &str, mib: u64| {
+            let key = comparison_key(name);
+            let digest = content_digest(&["listed", &key]);
+            (key, Entry::public(mib * 1024 * 1024, digest))
+        };
+        let system = SYSTEM_IMAGES.iter().map(|(name, mib)| public(name, *mib));
         let listed = spec
             .images
             .iter()
@@ -147,11 +185,13 @@ impl SimRegistry {
         let releases = os_images
             .iter()
             .filter(|image| image.release.is_some())
-            .map(|image| {
-                let entry = Entry::public(RELEASE_OS_IMAGE_MIB * 1024 * 1024);
-                (comparison_key(&image.url), entry)
-            });
-        let images = system.chain(releases).chain(listed).collect();
+            .map(|image| public(&image.url, RELEASE_OS_IMAGE_MIB));
+        let tagged: Vec<(String, Entry)> = system.chain(releases).chain(listed).collect();
+        let by_digest: Vec<(String, Entry)> = tagged
+            .iter()
+            .map(|(key, entry)| (digest_key(key, &entry.digest), entry.clone()))
+            .collect();
+        let images = tagged.into_iter().chain(by_digest).collect();
         Self {
             images: Mutex::new(images),
             changes: Mutex::default(),
@@ -192,6 +232,14 @@ impl SimRegistry {
         }
     }
 
+    /// The manifest digest (`sha256:…`) of an image that exists, however it is spelled; `None` for a missing
+    /// image and for kmm-tui's own tags (the runtime makes one up for those).
+    pub fn digest(&self, image: &str) -> Option<String> {
+        self.images()
+            .get(&comparison_key(image))
+            .map(|entry| entry.digest.clone())
+    }
+
     /// Whether the image exists.
     pub fn exists(&self, image: &str) -> bool {
         self.images().contains_key(&comparison_key(image)) || self.is_own(image)
@@ -213,25 +261,55 @@ impl SimRegistry {
         self.latency + Duration::from_secs_f64(size_bytes as f64 / self.bytes_per_second)
     }
 
-    /// Push (or overwrite) an image.
-    pub fn push(&self, image: &str, size_bytes: u64) {
+    /// Push (or overwrite) an image whose manifest digest is `digest` (`sha256:…`): the tag moves to it, and the
+    /// image is held under the digest too.
+    pub fn push(&self, image: &str, size_bytes: u64, digest: &str) {
         let key = comparison_key(image);
-        self.images().insert(key.clone(), Entry::public(size_bytes));
+        let pinned = digest_key(&key, digest);
+        let entry = Entry::public(size_bytes, digest.to_owned());
+        {
+            let mut images = self.images();
+            images.insert(pinned.clone(), entry.clone());
+            images.insert(key.clone(), entry);
+        }
         let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
         changes.0 += 1;
-        changes.1.removed.remove(&key);
-        changes.1.pushed.insert(key, size_bytes);
+        for name in [&key, &pinned] {
+            changes.1.removed.remove(name);
+            changes.1.pushed.insert(name.clone(), size_bytes);
+        }
+        if key != pinned {
+            changes.1.digests.insert(key, digest.to_owned());
+        }
     }
 
-    /// Remove an image; returns whether it existed.
+    /// Remove an image, under the name given and the digest it names: what it pointed to is gone. Returns whether
+    /// it existed.
     pub fn remove(&self, image: &str) -> bool {
         let key = comparison_key(image);
-        let existed = self.images().remove(&key).is_some();
+        let removed = {
+            let mut images = self.images();
+            let removed = images.remove(&key);
+            if let Some(entry) = &removed {
+                images.remove(&digest_key(&key, &entry.digest));
+            }
+            removed
+        };
+        let mut names = vec![key];
+        if let Some(entry) = &removed {
+            let pinned = digest_key(&names[0], &entry.digest);
+            if pinned != names[0] {
+                names.push(pinned);
+            }
+        }
         let mut changes = self.changes.lock().unwrap_or_else(|p| p.into_inner());
         changes.0 += 1;
-        changes.1.pushed.remove(&key);
-        changes.1.removed.insert(key);
-        existed
+        for name in names {
+            changes.1.pushed.remove(&name);
+            changes.1.digests.remove(&name);
+            changes.1.removed.insert(name);
+        }
+        removed.is_some()
     }
 
     /// The pushes and removals since the scenario, and how many changes that is.
@@ -248,7 +326,18 @@ impl SimRegistry {
             self.remove(image);
         }
         for (image, size) in &recorded.pushed {
-            self.push(image, *size);
+            let digest = match ImageRef::parse(image)
+                .ok()
+                .and_then(|r| r.digest().map(str::to_owned))
+            {
+                Some(named) => named,
+                None => recorded
+                    .digests
+                    .get(image)
+                    .cloned()
+                    .unwrap_or_else(|| content_digest(&["listed", image])),
+            };
+            self.push(image, *size, &digest);
         }
     }
 
@@ -282,10 +371,51 @@ mod tests {
                 "docker.io/library/busybox:1.3".to_owned()
             ))
         );
-        registry.push("quay.io/org/app", 5);
+        registry.push("quay.io/org/app", 5, &content_digest(&["app"]));
         assert!(registry.exists("quay.io/org/app:latest"));
         assert!(registry.remove("quay.io/org/app:latest"));
         assert!(!registry.exists("quay.io/org/app"));
+    }
+
+    #[test]
+    fn a_push_moves_the_tag_and_the_old_digest_still_pulls() {
+        let listing = "    - {name: quay.io/org/kmod:1, sizeMiB: 3}\n";
+        let restarted = registry(listing);
+        let registry = registry(listing);
+        let listed = registry
+            .digest("quay.io/org/kmod:1")
+            .expect("a listed image has a digest");
+        let pinned = |digest: &str| format!("quay.io/org/kmod:1@{digest}");
+        assert_eq!(registry.resolve(&pinned(&listed), &[]), Ok(3 * 1024 * 1024));
+
+        let rebuilt = content_digest(&["a build"]);
+        registry.push("quay.io/org/kmod:1", 5, &rebuilt);
+        assert_eq!(registry.digest("quay.io/org/kmod:1"), Some(rebuilt.clone()));
+        assert_eq!(registry.resolve(&pinned(&rebuilt), &[]), Ok(5));
+        assert_eq!(
+            registry.resolve(&pinned(&listed), &[]),
+            Ok(3 * 1024 * 1024),
+            "the digest the tag named before is still there"
+        );
+        let unknown = content_digest(&["never pushed"]);
+        assert!(matches!(
+            registry.resolve(&pinned(&unknown), &[]),
+            Err(PullError::NotFound(_))
+        ));
+
+        // A registry restarted from the record finds the tag where the push left it.
+        restarted.adopt(&registry.changes().1);
+        assert_eq!(
+            restarted.digest("quay.io/org/kmod:1"),
+            Some(rebuilt.clone())
+        );
+        assert_eq!(restarted.resolve(&pinned(&rebuilt), &[]), Ok(5));
+
+        assert!(registry.remove("quay.io/org/kmod:1"));
+        assert!(
+            !registry.exists(&pinned(&rebuilt)),
+            "what the tag named is gone"
+        );
     }
 
     #[test]

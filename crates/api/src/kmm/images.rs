@@ -97,6 +97,11 @@ pub struct ModuleImageState {
     /// The spec `generation` this state answers (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The manifest digest (`sha256:…`) the image `Exists` at: what its pull pod pulled, or what its build or
+    /// sign pushed (a kmm-tui addition). A hub delivers the image pinned to it, so every spoke runs what was
+    /// checked even if the tag moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// What a check found about an image.
@@ -184,6 +189,10 @@ pub struct BuildSignImageStatus {
     /// The spec `generation` this outcome answers (a kmm-tui addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// The digest (`sha256:…`) a successful push made, as the pod's termination message reported it (a kmm-tui
+    /// addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// How a build or sign ended.

@@ -264,7 +264,8 @@ async fn a_restarted_simulation_keeps_the_images_pushed_to_its_registry() {
     };
     let cluster = start(options()).await;
     let world = cluster.simulation().expect("a simulation").world().clone();
-    world.registry.push("quay.io/org/built:1", 1024);
+    let built = format!("sha256:{}", "b".repeat(64));
+    world.registry.push("quay.io/org/built:1", 1024, &built);
     world.registry.remove("quay.io/org/app:1");
     registry_record::persist(&world).await;
     cluster.shutdown().await;
@@ -272,6 +273,11 @@ async fn a_restarted_simulation_keeps_the_images_pushed_to_its_registry() {
     let cluster = start(options()).await;
     let registry = &cluster.simulation().expect("a simulation").world().registry;
     assert!(registry.exists("quay.io/org/built:1"), "the pushed image");
+    assert_eq!(
+        registry.digest("quay.io/org/built:1"),
+        Some(built),
+        "at the digest it was pushed with"
+    );
     assert!(!registry.exists("quay.io/org/app:1"), "the removed image");
     let record: Value = serde_json::to_value(
         faults(&cluster.client())

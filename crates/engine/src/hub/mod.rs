@@ -17,6 +17,8 @@
 //! - A kernel whose new image is not ready keeps the image its cluster was delivered, and a mapping with a typo
 //!   holds every cluster as it is: an edit never unloads a fleet while it builds (upstream holds back a cluster until
 //!   all its images exist, and drops kernels it cannot map).
+//! - Each image is delivered pinned to the digest the hub's ModuleImagesConfig recorded for it (pulled, built or
+//!   signed): every spoke runs what the hub checked, even if the tag moves (upstream delivers the tag).
 //! - A cluster leaving the selector loses its ManifestWork at once: every ManagedCluster change wakes every
 //!   ManagedClusterModule.
 //! - Each selected cluster's state is in `status.clusters`, the worst in a `Delivered` condition, and a change into

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::kmm::kernel::{self, ResolvedMapping};
 use crate::kmm::mic::stage::{ImageStage, requested_generation, stage};
 use kmm_api::hub::{ManagedClusterModule, reasons};
-use kmm_api::kmm::{ModuleImageSpec, ModuleImagesConfig};
+use kmm_api::kmm::{ImageState, ModuleImageSpec, ModuleImagesConfig};
 use kmm_api::ocm::cluster::ManagedCluster;
 
 /// What one selected cluster is delivered: one literal mapping per kernel, kernel → image.
@@ -205,7 +205,11 @@ fn plan_cluster(
         };
         match image_stage(mic, &mapping.image) {
             ImageStage::Exists => {
-                mappings.insert(kernel.clone(), wanted);
+                let image = pinned(
+                    &mapping.image,
+                    mic.and_then(|m| exists_at(m, &mapping.image)),
+                );
+                mappings.insert(kernel.clone(), Mapping { image, ..wanted });
                 continue;
             }
             ImageStage::Failed { message, .. } => failed.push(message),
@@ -249,6 +253,31 @@ fn plan_cluster(
         delivery,
         blocked,
         images: images.into_iter().collect(),
+    }
+}
+
+/// The digest the hub's MIC says `image` exists at, for the generation it asks for now.
+fn exists_at<'m>(mic: &'m ModuleImagesConfig, image: &str) -> Option<&'m str> {
+    let generation = requested_generation(mic, image)?;
+    mic.status
+        .as_ref()?
+        .images_states
+        .iter()
+        .find(|state| {
+            state.image == image
+                && state.status == ImageState::Exists
+                && state.observed_generation.unwrap_or(1) == generation
+        })?
+        .digest
+        .as_deref()
+}
+
+/// `image` pinned to `digest` (`repository:tag@sha256:…`, which a runtime pulls by the digest alone and a person
+/// still reads by its tag); as it is when no digest is known or it names one already.
+fn pinned(image: &str, digest: Option<&str>) -> String {
+    match digest {
+        Some(digest) if !image.contains('@') => format!("{image}@{digest}"),
+        _ => image.to_owned(),
     }
 }
 
@@ -386,6 +415,35 @@ mod tests {
         assert_eq!(
             plan2.clusters[0].delivery,
             Delivery::Deliver(mappings.clone())
+        );
+    }
+
+    #[test]
+    fn an_image_is_delivered_pinned_to_the_digest_the_hub_found_it_at() {
+        let one = cluster("spoke-1", &[OLD]);
+        let digest = format!("sha256:{}", "d".repeat(64));
+        let mut found = mic(&[(&image(OLD), "Exists")]);
+        let delivered_image = |mic: &ModuleImagesConfig| {
+            let plan = plan(&templated(), &[&one], &BTreeMap::new(), Some(mic));
+            let Delivery::Deliver(mappings) = &plan.clusters[0].delivery else {
+                panic!("the existing image is delivered: {plan:?}");
+            };
+            (mappings[OLD].image.clone(), plan.clusters[0].images.clone())
+        };
+        assert_eq!(
+            delivered_image(&found).0,
+            image(OLD),
+            "no digest known: the tag as it is"
+        );
+        if let Some(status) = found.status.as_mut() {
+            status.images_states[0].digest = Some(digest.clone());
+        }
+        let (pinned, needs) = delivered_image(&found);
+        assert_eq!(pinned, format!("{}@{digest}", image(OLD)));
+        assert_eq!(
+            needs,
+            [image(OLD)],
+            "the images a cluster needs are named by tag"
         );
     }
 

@@ -210,10 +210,13 @@ async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_s
         async move {
             let mcm = mcms.get("accmod").await.ok()?;
             let status = mcm.status?;
+            // The feedback of every node loaded: an earlier report (desired 0, available 0, as each spoke starts)
+            // would also read as settled.
             let loaded = status
                 .clusters
                 .iter()
-                .all(|c| c.available_number.is_some() && c.available_number == c.desired_number);
+                .map(|c| (c.name.as_str(), c.available_number.zip(c.desired_number)))
+                .eq([("spoke-1", Some((2, 2))), ("spoke-2", Some((1, 1)))]);
             let delivered = status
                 .conditions
                 .iter()
@@ -306,7 +309,94 @@ async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_s
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let after = generations(works.list(&params).await.expect("works").items);
     assert_eq!(before, after, "the works are not written again");
+
+    // Each spoke runs the image pinned to the digest the hub's build pushed, the registry's digest of it now.
+    let registry = &fleet
+        .fleet
+        .hub()
+        .simulation()
+        .expect("the hub simulates")
+        .world()
+        .registry;
+    let shared = &expected[1];
+    let built = registry.digest(shared).expect("the hub pushed the image");
+    assert_eq!(
+        recorded_digest(&mic_of(&hub).await, shared).as_deref(),
+        Some(built.as_str()),
+        "the hub's MIC records the digest the build pushed"
+    );
+    let pinned = format!("{shared}@{built}");
+    assert_eq!(
+        spoke_images(&fleet.spoke("spoke-2")).await,
+        std::slice::from_ref(&pinned)
+    );
+
+    // Someone pushes another image over the tag: the spokes keep running the image the hub checked.
+    let pushed_over = format!("sha256:{}", "e".repeat(64));
+    registry.push(shared, 1024, &pushed_over);
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(
+        spoke_images(&fleet.spoke("spoke-2")).await,
+        std::slice::from_ref(&pinned)
+    );
+
+    // `R` on the hub (a new generation of the image) checks it again, finds the new digest, and the spokes follow.
+    let mics = Api::<ModuleImagesConfig>::namespaced(hub.clone(), HUB_NAMESPACE);
+    let mut raised = mic_of(&hub).await.spec;
+    for image in raised.images.iter_mut().filter(|i| i.spec.image == *shared) {
+        image.generation = Some(image.generation.unwrap_or(1) + 1);
+    }
+    mics.patch(
+        "accmod-fleet",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": raised})),
+    )
+    .await
+    .expect("the check is asked for");
+    let spoke_2 = fleet.spoke("spoke-2");
+    let repinned = format!("{shared}@{pushed_over}");
+    eventually(60, "spoke-2 runs the image now at the tag", || {
+        let spoke = spoke_2.clone();
+        let repinned = repinned.clone();
+        async move { spoke_images(&spoke).await == [repinned] }
+    })
+    .await;
     fleet.shutdown().await;
+}
+
+/// The hub's ModuleImagesConfig of `accmod`.
+async fn mic_of(hub: &kube::Client) -> ModuleImagesConfig {
+    Api::<ModuleImagesConfig>::namespaced(hub.clone(), HUB_NAMESPACE)
+        .get("accmod-fleet")
+        .await
+        .expect("the hub's ModuleImagesConfig")
+}
+
+/// The digest `mic` records `image` to exist at.
+fn recorded_digest(mic: &ModuleImagesConfig, image: &str) -> Option<String> {
+    mic.status
+        .as_ref()?
+        .images_states
+        .iter()
+        .find(|state| state.image == image)?
+        .digest
+        .clone()
+}
+
+/// The images the Module `acme/accmod` on `spoke` maps its kernels to.
+async fn spoke_images(spoke: &kube::Client) -> Vec<String> {
+    let module = Api::<Module>::namespaced(spoke.clone(), "acme")
+        .get("accmod")
+        .await
+        .expect("the spoke's Module");
+    module
+        .spec
+        .module_loader
+        .map(|loader| loader.container.kernel_mappings)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mapping| mapping.container_image)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

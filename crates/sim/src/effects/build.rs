@@ -7,9 +7,13 @@ use rand::Rng;
 
 use super::podspec::{annotation, command_line, flag_value, label};
 use super::{ContainerRun, Outcome, World};
+use crate::registry::content_digest;
 use kmm_api::kmm::labels::{
     DOCKERFILE as DOCKERFILE_ANNOTATION, RESOURCE_TYPE as RESOURCE_TYPE_LABEL,
 };
+
+/// Where a container's termination message is read from unless its spec says otherwise.
+const TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// The size of a built image when nothing else tells.
 const DEFAULT_SIZE_BYTES: u64 = 120 * 1024 * 1024;
@@ -57,7 +61,7 @@ struct Job {
     work: Duration,
     /// Size of the resulting image.
     size_bytes: u64,
-    /// The pushed image's digest (hex), as the registry would report it.
+    /// The pushed image's digest (`sha256:…`), as the registry reports it.
     digest: String,
 }
 
@@ -96,9 +100,9 @@ fn job(world: &World, run: &ContainerRun, kind: Kind) -> Job {
         Some(image) => world.registry.resolve(image, &[]).unwrap_or(built_size),
         None => built_size,
     };
-    let digest = (0..4)
-        .map(|_| format!("{:016x}", rng.random::<u64>()))
-        .collect();
+    // No two builds push the same manifest, even of the same sources: each pod's build is its own.
+    let uid = run.pod.metadata.uid.as_deref().unwrap_or_default();
+    let digest = content_digest(&[&format!("{kind:?}"), &subject, uid]);
     Job {
         destination,
         unsigned,
@@ -181,7 +185,9 @@ pub(super) fn finish(world: &World, run: &ContainerRun, kind: Kind) -> Outcome {
             ),
         );
     }
-    world.registry.push(&destination, job.size_bytes);
+    world
+        .registry
+        .push(&destination, job.size_bytes, &job.digest);
     let repository = destination
         .rsplit_once(':')
         .filter(|(_, tag)| !tag.contains('/'))
@@ -189,9 +195,19 @@ pub(super) fn finish(world: &World, run: &ContainerRun, kind: Kind) -> Outcome {
     let pushed_at = job.work + world.registry.pull_duration(job.size_bytes);
     logs.push(info(
         pushed_at,
-        &format!("Pushed {repository}@sha256:{}", job.digest),
+        &format!("Pushed {repository}@{}", job.digest),
     ));
-    Outcome::success(logs)
+    // kaniko writes the digest where `--digest-file` says; written to the termination log, the kubelet reports it
+    // as the container's termination message, where whoever made the pod reads what was pushed.
+    let termination_log = run
+        .container
+        .termination_message_path
+        .as_deref()
+        .unwrap_or(TERMINATION_LOG);
+    let line = command_line(run.container);
+    let message = (flag_value(&line, &["--digest-file"]) == Some(termination_log))
+        .then(|| job.digest.clone());
+    Outcome::succeeded_saying(logs, message)
 }
 
 #[cfg(test)]
@@ -229,6 +245,29 @@ spec:
     }
 
     const DEST: &str = "quay.io/org/kmm-ci:5.14.0-284.el9.x86_64";
+
+    #[tokio::test]
+    async fn each_build_pushes_a_new_digest_and_reports_it_where_digest_file_says() {
+        let world = world();
+        let args = format!("[--destination, \"{DEST}\", --digest-file=/dev/termination-log]");
+        let mut pod = build_pod("BuildImage", &args, None);
+        pod.metadata.uid = Some("first-build".to_owned());
+        let first = run_container(&world, &pod, "kaniko");
+        let pushed = world.registry.digest(DEST).expect("the image is pushed");
+        assert_eq!(first.message.as_deref(), Some(pushed.as_str()), "{first:?}");
+
+        pod.metadata.uid = Some("second-build".to_owned());
+        let second = run_container(&world, &pod, "kaniko");
+        let rebuilt = world
+            .registry
+            .digest(DEST)
+            .expect("the image is pushed again");
+        assert_ne!(rebuilt, pushed, "a rebuild is a new manifest");
+        assert_eq!(second.message, Some(rebuilt));
+
+        let silent = build_pod("BuildImage", &format!("[--destination, \"{DEST}\"]"), None);
+        assert_eq!(run_container(&world, &silent, "kaniko").message, None);
+    }
 
     #[tokio::test]
     async fn a_build_pushes_its_destination_after_a_reproducible_build_time() {

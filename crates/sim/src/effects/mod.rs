@@ -153,6 +153,14 @@ impl Outcome {
         Self::exited(0, logs, None)
     }
 
+    /// A container that did its work and left `message` (if any) as its termination message.
+    fn succeeded_saying(logs: Vec<String>, message: Option<String>) -> Self {
+        Self {
+            message,
+            ..Self::success(logs)
+        }
+    }
+
     /// A container that failed with `exit_code`; `message` is its last word, also appended to the logs.
     fn failure(exit_code: i32, mut logs: Vec<String>, message: impl Into<String>) -> Self {
         let message = message.into();

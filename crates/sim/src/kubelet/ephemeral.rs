@@ -80,7 +80,8 @@ async fn run(
         "containerd://{}",
         ids::hex(&[uid.as_str(), container.name.as_str(), "ephemeral"], 64)
     );
-    status::start(&mut state, &id, &ids::image_digest(&image));
+    let image_id = ids::image_digest(&image, world.registry.digest(&image).as_deref());
+    status::start(&mut state, &id, &image_id);
     state.ready = false;
     world
         .server

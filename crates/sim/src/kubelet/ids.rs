@@ -31,8 +31,9 @@ pub(super) fn uuid(parts: &[&str]) -> String {
     )
 }
 
-/// The digest reference (`repository@sha256:…`) a runtime reports as a container's imageID.
-pub(super) fn image_digest(image: &str) -> String {
+/// The digest reference (`repository@sha256:…`) a runtime reports as a container's imageID: the registry's
+/// `digest` of the image, or one made up from its name for an image the registry does not list (kmm-tui's own).
+pub(super) fn image_digest(image: &str, digest: Option<&str>) -> String {
     let repository = match image.rsplit_once('@') {
         Some((repository, _)) => repository,
         None => {
@@ -43,7 +44,10 @@ pub(super) fn image_digest(image: &str) -> String {
             }
         }
     };
-    format!("{repository}@sha256:{}", hex(&["image", image], 64))
+    match digest {
+        Some(digest) => format!("{repository}@{digest}"),
+        None => format!("{repository}@sha256:{}", hex(&["image", image], 64)),
+    }
 }
 
 #[cfg(test)]
@@ -56,7 +60,15 @@ mod tests {
         assert_ne!(hex(&["a"], 64), hex(&["b"], 64));
         assert_eq!(hex(&["a"], 64).len(), 64);
         assert_eq!(uuid(&["n"]).len(), 36);
-        assert!(image_digest("quay.io/org/kmod:5.14").starts_with("quay.io/org/kmod@sha256:"));
-        assert!(image_digest("localhost:5000/kmod").starts_with("localhost:5000/kmod@sha256:"));
+        assert!(
+            image_digest("quay.io/org/kmod:5.14", None).starts_with("quay.io/org/kmod@sha256:")
+        );
+        assert!(
+            image_digest("localhost:5000/kmod", None).starts_with("localhost:5000/kmod@sha256:")
+        );
+        assert_eq!(
+            image_digest("quay.io/org/kmod:5.14", Some("sha256:abc")),
+            "quay.io/org/kmod@sha256:abc"
+        );
     }
 }

@@ -391,7 +391,7 @@ pub(super) fn reported_images(machine: &Machine, max: usize) -> Vec<ContainerIma
         .into_iter()
         .take(max)
         .map(|(name, size)| ContainerImage {
-            names: Some(vec![ids::image_digest(name), name.clone()]),
+            names: Some(vec![ids::image_digest(name, None), name.clone()]),
             size_bytes: Some(size as i64),
         })
         .collect()

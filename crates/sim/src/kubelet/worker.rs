@@ -72,7 +72,7 @@ impl PodRun {
                     64
                 )
             );
-            let image_id = ids::image_digest(&image);
+            let image_id = ids::image_digest(&image, world.registry.digest(&image).as_deref());
             self.events
                 .record(
                     Kind::Normal,

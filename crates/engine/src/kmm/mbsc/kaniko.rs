@@ -21,6 +21,9 @@ pub(super) const CONTAINER: &str = "kaniko";
 /// Where the pod's Dockerfile is mounted; it is also the build context.
 pub(super) const WORKSPACE: &str = "/workspace";
 
+/// Where the kubelet reads a container's termination message by default.
+const TERMINATION_LOG: &str = "/dev/termination-log";
+
 /// Where kaniko reads registry credentials.
 const DOCKER_CONFIG_DIR: &str = "/kaniko/.docker";
 
@@ -77,7 +80,13 @@ pub(super) fn destination_args(image: &str, push: bool, tls: Option<&TlsOptions>
     if !push {
         return vec!["--no-push".to_owned()];
     }
-    let mut args = vec!["--destination".to_owned(), image.to_owned()];
+    // kaniko writes the digest it pushed to the termination log, where the kubelet reports it as the container's
+    // termination message: the MBSC records it, and a hub pins the image it delivers to it.
+    let mut args = vec![
+        "--destination".to_owned(),
+        image.to_owned(),
+        format!("--digest-file={TERMINATION_LOG}"),
+    ];
     if let Some(tls) = tls {
         if tls.insecure {
             args.push("--insecure".to_owned());
@@ -241,7 +250,13 @@ mod tests {
         };
         assert_eq!(
             destination_args("r/i:1", true, Some(&tls)),
-            ["--destination", "r/i:1", "--insecure", "--skip-tls-verify"]
+            [
+                "--destination",
+                "r/i:1",
+                "--digest-file=/dev/termination-log",
+                "--insecure",
+                "--skip-tls-verify"
+            ]
         );
         assert_eq!(destination_args("r/i:1", false, Some(&tls)), ["--no-push"]);
         assert_eq!(

@@ -285,7 +285,14 @@ async fn plan<'p>(
         };
         if let Some(pod) = pod
             && let Some(outcome) = outcomes::proven(pod, generation)
-            && outcomes::record(&mut plan.outcomes, image, entry.action, outcome, generation)
+            && outcomes::record(
+                &mut plan.outcomes,
+                image,
+                entry.action,
+                outcome,
+                generation,
+                outcomes::pushed_digest(pod),
+            )
         {
             plan.finished.push((pod, entry, outcome));
         }

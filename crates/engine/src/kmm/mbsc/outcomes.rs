@@ -64,19 +64,22 @@ pub(crate) fn succeeded_at(
     })
 }
 
-/// Record an outcome of (image, action), replacing an older one; true when it was not recorded yet.
+/// Record an outcome of (image, action) with the digest it pushed, replacing an older one; true when it was not
+/// recorded yet.
 pub(crate) fn record(
     outcomes: &mut Vec<BuildSignImageStatus>,
     image: &str,
     action: BuildSignAction,
     status: BuildSignOutcome,
     generation: i64,
+    digest: Option<&str>,
 ) -> bool {
     let outcome = BuildSignImageStatus {
         image: image.to_owned(),
         action,
         status,
         generation: Some(generation),
+        digest: digest.map(str::to_owned),
     };
     match outcomes
         .iter_mut()
@@ -101,6 +104,31 @@ pub(crate) fn forget(
     action: BuildSignAction,
 ) {
     outcomes.retain(|o| !(o.image == image && o.action == action));
+}
+
+/// The digest a succeeded pod pushed: kaniko writes it to the termination log (`--digest-file`), so the kubelet
+/// reports it as the container's termination message. Anything else there is no digest.
+pub(crate) fn pushed_digest(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+        .filter(|t| t.exit_code == 0)
+        .filter_map(|t| t.message.as_deref())
+        .map(str::trim)
+        .find(|message| is_sha256_digest(message))
+}
+
+/// Whether `text` is a `sha256:` digest: 64 lowercase hex digits after the algorithm.
+pub(crate) fn is_sha256_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// What a failed pod's container said last (its termination message), if anything.
@@ -149,6 +177,28 @@ mod tests {
     }
 
     #[test]
+    fn a_digest_is_read_only_from_a_container_that_succeeded_and_wrote_one() {
+        let digest = format!("sha256:{}", "0a".repeat(32));
+        let finished = |exit_code: i32, message: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p"},
+                "status": {"containerStatuses": [{
+                    "name": "kaniko", "image": "k", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": exit_code, "message": message}},
+                }]},
+            }))
+            .expect("pod")
+        };
+        assert_eq!(
+            pushed_digest(&finished(0, &format!("{digest}\n"))),
+            Some(digest.as_str())
+        );
+        assert_eq!(pushed_digest(&finished(1, &digest)), None);
+        assert_eq!(pushed_digest(&finished(0, "sha256:short")), None);
+        assert_eq!(pushed_digest(&finished(0, "pushed")), None);
+    }
+
+    #[test]
     fn recording_replaces_and_reports_news_once() {
         let mut outcomes = Vec::new();
         let build = BuildSignAction::BuildImage;
@@ -157,14 +207,16 @@ mod tests {
             "i",
             build,
             BuildSignOutcome::Failure,
-            1
+            1,
+            None
         ));
         assert!(!record(
             &mut outcomes,
             "i",
             build,
             BuildSignOutcome::Failure,
-            1
+            1,
+            None
         ));
         assert!(!succeeded_at(&outcomes, "i", build, 2));
         assert!(record(
@@ -172,7 +224,8 @@ mod tests {
             "i",
             build,
             BuildSignOutcome::Success,
-            2
+            2,
+            None
         ));
         assert!(succeeded_at(&outcomes, "i", build, 2));
         assert!(!succeeded_at(&outcomes, "i", BuildSignAction::SignImage, 2));

@@ -42,6 +42,28 @@ pub(super) fn after_build_sign(
     }
 }
 
+/// The digest the image's last step pushed at its current generation: the sign's when it is signed, else the
+/// build's.
+pub(super) fn pushed_digest<'o>(
+    wanted: &Wanted,
+    outcomes: &'o [BuildSignImageStatus],
+) -> Option<&'o str> {
+    let last = if wanted.signs() {
+        BuildSignAction::SignImage
+    } else {
+        BuildSignAction::BuildImage
+    };
+    outcomes
+        .iter()
+        .find(|o| {
+            o.image == wanted.image()
+                && o.action == last
+                && o.status == BuildSignOutcome::Success
+                && o.generation.unwrap_or(1) == wanted.generation
+        })
+        .and_then(|o| o.digest.as_deref())
+}
+
 /// The MBSC spec the MIC needs: the current entries of images still in the MIC, with an entry (the image's recipe,
 /// the action, its generation) upserted for each image that needs building or signing, and the MIC's registry
 /// secret, push setting and tolerations.
@@ -120,6 +142,7 @@ mod tests {
             action,
             status,
             generation: Some(generation),
+            digest: None,
         }
     }
 

@@ -11,7 +11,7 @@ use super::pull_pod::{pod_image, pod_type};
 use super::ready::ImageProgress;
 use super::wanted::{ONE_TIME_PULL, Wanted};
 use crate::kmm::mbsc::controlled_by;
-use crate::kmm::mbsc::outcomes::pod_generation;
+use crate::kmm::mbsc::outcomes::{is_sha256_digest, pod_generation};
 use kmm_api::kmm::ImageState;
 
 /// What to do with one pull pod.
@@ -30,6 +30,8 @@ pub(super) enum Verdict {
         state: ImageState,
         /// The kubelet's reason and message, when the pull failed.
         pull_error: Option<String>,
+        /// The digest the image was pulled at, when it was.
+        digest: Option<String>,
     },
     /// It has not answered yet: leave it.
     Waiting {
@@ -52,6 +54,8 @@ pub(super) struct Findings {
     pub waiting: BTreeMap<String, ImageProgress>,
     /// Images the kubelet could not pull, with its reason and message.
     pub pull_errors: BTreeMap<String, String>,
+    /// Images pulled, with the digest the runtime pulled them at.
+    pub digests: BTreeMap<String, String>,
     /// Pods to delete once the states are recorded: answered, stale or lost.
     pub doomed: Vec<String>,
 }
@@ -72,9 +76,13 @@ pub(super) fn judge_all(
                 image,
                 state,
                 pull_error,
+                digest,
             } => {
                 if let Some(error) = pull_error {
                     findings.pull_errors.insert(image.clone(), error);
+                }
+                if let Some(digest) = digest {
+                    findings.digests.insert(image.clone(), digest);
                 }
                 states.insert(image, state);
                 findings.doomed.push(pod.name_any());
@@ -122,12 +130,14 @@ pub(super) fn judge(
             image,
             state: ImageState::Exists,
             pull_error: None,
+            digest: pulled_digest(pod),
         },
         PullAnswer::NotPulled(error) if wanted.pull_pod_type() == ONE_TIME_PULL => {
             Verdict::Answered {
                 image,
                 state: wanted.missing_state(),
                 pull_error: Some(error),
+                digest: None,
             }
         }
         PullAnswer::NotPulled(error) => Verdict::Waiting {
@@ -140,6 +150,20 @@ pub(super) fn judge(
         },
         PullAnswer::Lost(why) => Verdict::Lost { why },
     }
+}
+
+/// The digest the runtime pulled the pod's image at: the `sha256:…` of its container's `imageID`
+/// (`repository@sha256:…`, or with a `docker-pullable://` scheme on older runtimes).
+fn pulled_digest(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .filter_map(|c| c.image_id.rsplit_once('@'))
+        .map(|(_, digest)| digest)
+        .find(|digest| is_sha256_digest(digest))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -194,7 +218,8 @@ mod tests {
             Verdict::Answered {
                 image: "build".into(),
                 state: ImageState::NeedsBuilding,
-                pull_error: Some("ErrImagePull: not found".into())
+                pull_error: Some("ErrImagePull: not found".into()),
+                digest: None
             }
         );
         assert_eq!(
@@ -214,13 +239,18 @@ mod tests {
                 progress: ImageProgress::AwaitingImage("ImagePullBackOff: not found".into())
             }
         );
+        // The runtime's imageID names the digest the image was pulled at.
+        let pulled = format!("sha256:{}", "7".repeat(64));
         assert_eq!(
             judge(
                 &pod(
                     "wait",
                     "1",
                     "until-success",
-                    serde_json::json!({"phase": "Succeeded"})
+                    serde_json::json!({"phase": "Succeeded", "containerStatuses": [{
+                        "name": "puller", "image": "wait", "ready": false, "restartCount": 0,
+                        "imageID": format!("docker.io/library/wait@{pulled}"),
+                    }]})
                 ),
                 uid,
                 &wanted,
@@ -229,7 +259,8 @@ mod tests {
             Verdict::Answered {
                 image: "wait".into(),
                 state: ImageState::Exists,
-                pull_error: None
+                pull_error: None,
+                digest: Some(pulled)
             }
         );
     }

@@ -1,6 +1,7 @@
 //! The ModuleImagesConfig reconciler: proves with pull pods whether each image exists, hands the missing images
 //! that have a build or sign recipe to the MIC's ModuleBuildSignConfig, and records each image's state, stamped
-//! with the image generation it answers, with a Ready condition saying why images are not there yet.
+//! with the image generation it answers (an existing image with the digest it was pulled or pushed at), with a
+//! Ready condition saying why images are not there yet.
 //!
 //! A pass: a new `imageRebuildTriggerGeneration` restarts every check; pull pods are read and judged; the MBSC's
 //! outcomes move images on; the status is written; only then are answered pull pods deleted, new ones created
@@ -152,9 +153,18 @@ async fn pass(api: &MicApi, mic: &ModuleImagesConfig, context: &Context) -> Resu
         .and_then(|m| m.status.as_ref())
         .map(|s| s.images.as_slice())
         .unwrap_or_default();
+    let mut digests = wanted::current_digests(&stored.images_states, &before);
+    digests.extend(findings.digests.clone());
     for w in &wanted {
         if let Some(state) = states.get_mut(w.image()) {
-            *state = build_sign::after_build_sign(w, *state, outcomes);
+            let was = *state;
+            *state = build_sign::after_build_sign(w, was, outcomes);
+            if *state == ImageState::Exists
+                && was != ImageState::Exists
+                && let Some(digest) = build_sign::pushed_digest(w, outcomes)
+            {
+                digests.insert(w.image().to_owned(), digest.to_owned());
+            }
         }
     }
     let build_pods = if states.values().any(|s| *s != ImageState::Exists) {
@@ -178,7 +188,7 @@ async fn pass(api: &MicApi, mic: &ModuleImagesConfig, context: &Context) -> Resu
         })
         .collect();
 
-    let status = new_status(&mic, &stored, &wanted, &states, &progress);
+    let status = new_status(&mic, &stored, &wanted, (&states, &digests), &progress);
     if Some(&status) != recorded.as_ref() {
         api.write_status(&mic, &status).await?;
     }
@@ -216,17 +226,17 @@ async fn pass(api: &MicApi, mic: &ModuleImagesConfig, context: &Context) -> Resu
     Ok(context.resync())
 }
 
-/// The status after this pass: the states, the counts, the trigger acted upon, and the Ready condition.
+/// The status after this pass: the states (with the digests existing images are at), the counts, the trigger acted upon, and the Ready condition.
 fn new_status(
     mic: &ModuleImagesConfig,
     stored: &ModuleImagesConfigStatus,
     wanted: &[Wanted],
-    states: &BTreeMap<String, ImageState>,
+    (states, digests): (&BTreeMap<String, ImageState>, &BTreeMap<String, String>),
     progress: &[(&str, ImageProgress)],
 ) -> ModuleImagesConfigStatus {
     let readiness = ready::readiness(progress);
     let mut status = stored.clone();
-    status.images_states = wanted::to_record(wanted, states);
+    status.images_states = wanted::to_record(wanted, states, digests);
     status.image_rebuild_trigger_generation = mic.spec.image_rebuild_trigger_generation;
     status.observed_generation = mic.metadata.generation;
     let existing = progress

@@ -113,6 +113,7 @@ mod tests {
             action: BuildSignAction::BuildImage,
             status: BuildSignOutcome::Failure,
             generation: Some(1),
+            digest: None,
         }];
         let known = Known {
             mic: "acme",

@@ -99,10 +99,25 @@ pub(super) fn current_states(
         .collect()
 }
 
-/// The states to record, in spec order, each stamped with the generation it answers.
+/// The digests recorded for images whose recorded state still answers them (see [`current_states`]) and says
+/// they exist.
+pub(super) fn current_digests(
+    recorded: &[ModuleImageState],
+    states: &BTreeMap<String, ImageState>,
+) -> BTreeMap<String, String> {
+    recorded
+        .iter()
+        .filter(|state| states.get(&state.image) == Some(&ImageState::Exists))
+        .filter_map(|state| Some((state.image.clone(), state.digest.clone()?)))
+        .collect()
+}
+
+/// The states to record, in spec order, each stamped with the generation it answers, an existing image with the
+/// digest it exists at when that is known.
 pub(super) fn to_record(
     wanted: &[Wanted],
     states: &BTreeMap<String, ImageState>,
+    digests: &BTreeMap<String, String>,
 ) -> Vec<ModuleImageState> {
     wanted
         .iter()
@@ -111,6 +126,9 @@ pub(super) fn to_record(
                 image: w.image().to_owned(),
                 status: *status,
                 observed_generation: Some(w.generation),
+                digest: (*status == ImageState::Exists)
+                    .then(|| digests.get(w.image()).cloned())
+                    .flatten(),
             })
         })
         .collect()
@@ -167,22 +185,26 @@ mod tests {
             image: image.into(),
             status: ImageState::Exists,
             observed_generation: generation,
+            digest: Some(format!("sha256:{image}")),
         };
         let building_without_recipe = ModuleImageState {
             status: ImageState::NeedsBuilding,
             ..recorded("a", Some(2))
         };
-        let states = current_states(
-            &wanted,
-            &[
-                recorded("a", Some(1)),
-                building_without_recipe,
-                recorded("b", None),
-                recorded("gone", Some(1)),
-            ],
-        );
+        let all = [
+            recorded("a", Some(1)),
+            building_without_recipe,
+            recorded("b", None),
+            recorded("gone", Some(1)),
+        ];
+        let states = current_states(&wanted, &all);
         assert_eq!(states.keys().map(String::as_str).collect::<Vec<_>>(), ["b"]);
-        let record = to_record(&wanted, &states);
+        let digests = current_digests(&all, &states);
+        assert_eq!(
+            digests.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["b"]
+        );
+        let record = to_record(&wanted, &states, &digests);
         assert_eq!(record, [recorded("b", Some(1))]);
     }
 }
