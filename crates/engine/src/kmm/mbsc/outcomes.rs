@@ -1,7 +1,7 @@
 //! What finished build and sign pods prove, as the MBSC status keeps it: one outcome per (image, action), stamped
 //! with the image generation it answers, so an outcome of earlier work never answers a newer request.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 
 use kmm_api::kmm::labels::IMAGE_GENERATION;
 use kmm_api::kmm::{BuildSignAction, BuildSignImageStatus, BuildSignOutcome};
@@ -109,16 +109,19 @@ pub(crate) fn forget(
 /// The digest a succeeded pod pushed: kaniko writes it to the termination log (`--digest-file`), so the kubelet
 /// reports it as the container's termination message. Anything else there is no digest.
 pub(crate) fn pushed_digest(pod: &Pod) -> Option<&str> {
-    pod.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+    terminated(pod)
         .filter(|t| t.exit_code == 0)
         .filter_map(|t| t.message.as_deref())
         .map(str::trim)
         .find(|message| is_sha256_digest(message))
+}
+
+/// The terminated states of the pod's containers.
+fn terminated(pod: &Pod) -> impl Iterator<Item = &ContainerStateTerminated> {
+    pod.status
+        .iter()
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
 }
 
 /// Whether `text` is a `sha256:` digest: 64 lowercase hex digits after the algorithm.
@@ -133,12 +136,7 @@ pub(crate) fn is_sha256_digest(text: &str) -> bool {
 
 /// What a failed pod's container said last (its termination message), if anything.
 pub(crate) fn termination_message(pod: &Pod) -> Option<&str> {
-    pod.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+    terminated(pod)
         .find(|t| t.exit_code != 0)
         .and_then(|t| t.message.as_deref())
         .map(str::trim)
