@@ -34,6 +34,27 @@ check() {
     fi
 }
 
+# eventually NAME EXTENDED-REGEX COMMAND...: like check, for what a controller does after the command before it
+# returns (a StatefulSet's pod becoming ready, a Service's endpoints): the command is tried again every half second
+# for up to 30 seconds, as an administrator would run it again, and only the last try counts.
+eventually() {
+    local name=$1 pattern=$2 out status deadline=$((SECONDS + 30))
+    shift 2
+    while :; do
+        out=$(timeout 60 "$@" 2>&1)
+        status=$?
+        if ((status == 0)) && grep -qE -- "$pattern" <<<"$out"; then
+            PASSED=$((PASSED + 1))
+            echo "pass: $name"
+            return
+        fi
+        ((SECONDS < deadline)) || break
+        sleep 0.5
+    done
+    FAILED+=("$name")
+    printf 'FAIL: %s (exit %s, for 30 s): %s\n' "$name" "$status" "$(head -c 600 <<<"$out")"
+}
+
 # refused NAME EXTENDED-REGEX COMMAND...: the command must fail, saying something matching.
 refused() {
     local name=$1 pattern=$2 out
@@ -109,8 +130,8 @@ check "autoscale" 'horizontalpodautoscaler.autoscaling/web autoscaled' kubectl -
 check "get hpa" '^web +Deployment/web ' kubectl -n "$NS" get hpa web
 check "expose" 'service/web exposed' kubectl -n "$NS" expose deployment web --port=80 --target-port=8080
 check "get svc" '^web +ClusterIP +10\.[0-9.]+ +<none> +80/TCP' kubectl -n "$NS" get svc web
-check "endpoints follow the Service" '^web +[0-9.]+:8080' kubectl -n "$NS" get endpoints web
-check "endpointslices" '^web-[a-z0-9]+ +IPv4 +8080' kubectl -n "$NS" get endpointslices -l kubernetes.io/service-name=web
+eventually "endpoints follow the Service" '^web +[0-9.]+:8080' kubectl -n "$NS" get endpoints web
+eventually "endpointslices" '^web-[a-z0-9]+ +IPv4 +8080' kubectl -n "$NS" get endpointslices -l kubernetes.io/service-name=web
 check "describe svc" 'Endpoints:' kubectl -n "$NS" describe svc web
 check "create service nodeport" 'service/edge created' kubectl -n "$NS" create service nodeport edge --tcp=80:8080
 check "nodeport ports" '^edge +NodePort +10\.[0-9.]+ +<none> +80:3[0-9]+/TCP' kubectl -n "$NS" get svc edge
@@ -179,7 +200,7 @@ metadata: {name: web, labels: {app: shop}}
 spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
 EOF
 check "apply" 'statefulset.apps/store created' kubectl -n "$NS" apply -f "$WORK/app/app.yaml"
-check "get statefulset" '^store +1/1 ' kubectl -n "$NS" get statefulset store
+eventually "get statefulset" '^store +1/1 ' kubectl -n "$NS" get statefulset store
 check "scale statefulset" 'scaled' kubectl -n "$NS" scale statefulset store --replicas=2
 check "ordered statefulset pods" 'store-1' kubectl -n "$NS" wait pod/store-1 --for=condition=Ready --timeout=50s
 check "get pvc, ingress" 'ingress.networking.k8s.io/shop' kubectl -n "$NS" get pvc,ingress -o name
