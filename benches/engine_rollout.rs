@@ -559,16 +559,7 @@ async fn bench() {
     let client = cluster.client();
     count_workers(client.clone());
 
-    let named = tower::ServiceBuilder::new()
-        .map_request(|mut request: http::Request<kube::client::Body>| {
-            request.headers_mut().insert(
-                http::header::USER_AGENT,
-                http::HeaderValue::from_static(ENGINE_AGENT),
-            );
-            request
-        })
-        .service(server.clone());
-    let engine_client = kube::Client::new(named, "default");
+    let engine_client = cluster.client_named(ENGINE_AGENT);
     let stop = CancellationToken::new();
     let context = Arc::new(Context::new(engine_client, PodImages::default(), None));
     let engine = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));

@@ -4,10 +4,14 @@
 //! so a burst of 5,000 node updates costs a handful of redraws. A first list is sent as its pages arrive, so a
 //! cluster of 5,000 nodes is on screen with its first 500 rather than once all are read. Two single objects are
 //! followed apart: the engine Lease and the engine's record of the kernels of the cluster's OS images. DRA's
-//! ResourceSlices and ResourceClaims are watched only once discovery says the cluster serves them. Watch errors
-//! are reported and retried with backoff; the last lists stay on screen meanwhile.
+//! ResourceSlices and ResourceClaims are watched only once discovery says the cluster serves them. Events are taken
+//! in by field selector, only those about what the console shows ([`event_sources`]), so their cost does not grow
+//! with a busy cluster's churn. Watch errors are reported and retried with backoff; the last lists stay on screen
+//! meanwhile.
 
-use std::collections::HashMap;
+mod event_sources;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,12 +25,14 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::action::{Action, EngineEvent};
 use super::data::{DraServing, FeedState, Kind, KindSnapshot, event_time};
 use super::kept::Kept;
 use super::worded::Why;
+use event_sources::PodNamespaces;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
 use kmm_api::hub::ManagedClusterModule;
 use kmm_api::imagecache::ImageCache;
@@ -64,7 +70,8 @@ pub fn start(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
-    let sink = &Sink::new(server, sender, cancel);
+    let (pod_namespaces, pod_namespaces_changes) = watch::channel(PodNamespaces::default());
+    let sink = &Sink::new(server, sender, cancel, pod_namespaces);
     let scoped = |client: &Client| -> (Api<Module>, Api<ModuleImagesConfig>, Api<Pod>, Api<Event>) {
         match namespace {
             Some(ns) => (
@@ -124,9 +131,32 @@ pub fn start(
         KindSnapshot::Pods,
         sink,
     );
+    let fixed: Vec<_> = event_sources::fixed_selectors()
+        .iter()
+        .map(|selector| (events.clone(), all().fields(selector)))
+        .collect();
+    // A console kept to one namespace takes in the Events about pods there; else those of every namespace where the
+    // console's objects make pods, as they come and go.
+    let (fixed, follow) = match namespace {
+        Some(ns) => {
+            let pods = (
+                events.clone(),
+                all().fields(&event_sources::pod_selector(ns)),
+            );
+            (fixed.into_iter().chain([pods]).collect(), None)
+        }
+        None => {
+            let follow = Follow {
+                keys: pod_namespaces_changes,
+                api: events,
+                selector: event_sources::pod_selector,
+            };
+            (fixed, Some(follow))
+        }
+    };
     spawn_kept(
         Kind::Event,
-        vec![(events, all())],
+        Sources { fixed, follow },
         Some(Newest {
             limit: EVENT_LIMIT,
             time: event_time,
@@ -157,7 +187,7 @@ pub fn start_counted(
     sender: &UnboundedSender<Action>,
     cancel: &CancellationToken,
 ) {
-    let sink = &Sink::new(server, sender, cancel);
+    let sink = &Sink::new(server, sender, cancel, watch::Sender::default());
     spawn_counted_kinds(
         client,
         Api::all(client.clone()),
@@ -225,6 +255,8 @@ struct Sink {
     cancel: CancellationToken,
     /// `host:port` of the API server, when it is reached over the network.
     server: Option<Arc<str>>,
+    /// Where the lists of pod-making kinds say which namespaces they make pods in, for the Events watch.
+    pod_namespaces: watch::Sender<PodNamespaces>,
 }
 
 impl Sink {
@@ -232,12 +264,29 @@ impl Sink {
         server: Option<&str>,
         sender: &UnboundedSender<Action>,
         cancel: &CancellationToken,
+        pod_namespaces: watch::Sender<PodNamespaces>,
     ) -> Sink {
         Sink {
             sender: sender.clone(),
             cancel: cancel.clone(),
             server: server.map(Arc::from),
+            pod_namespaces,
         }
+    }
+
+    /// Record the namespaces the objects of a pod-making `kind` in `lists` make pods in.
+    fn publish_pod_namespaces<K: Kept + Resource>(&self, kind: Kind, lists: &[Option<Objects<K>>]) {
+        if !event_sources::POD_MAKERS.contains(&kind) {
+            return;
+        }
+        let namespaces: BTreeSet<String> = lists
+            .iter()
+            .flatten()
+            .flat_map(Objects::shown)
+            .filter_map(|object| event_sources::pods_namespace(kind, object.meta()))
+            .collect();
+        self.pod_namespaces
+            .send_if_modified(|known| known.set(kind, namespaces));
     }
 }
 
@@ -444,41 +493,137 @@ impl<K> Watched for K where
 /// later changes gathered over [`COALESCE`].
 fn spawn<K>(
     kind: Kind,
-    sources: Vec<(Api<K>, watcher::Config)>,
+    sources: Vec<Source<K>>,
     snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
     sink: &Sink,
 ) where
     K: Watched + Kept,
 {
+    let sources = Sources {
+        fixed: sources,
+        follow: None,
+    };
     spawn_kept(kind, sources, None, snapshot, sink);
 }
 
-/// [`spawn`], keeping of each source only the newest objects `newest` allows (all without it).
+/// Where a kind's list comes from: the union of watches, some fixed and some that follow a set of keys.
+struct Sources<K> {
+    /// Watches held for as long as the console watches the cluster.
+    fixed: Vec<Source<K>>,
+    /// Watches started and stopped as a set of keys changes, if any.
+    follow: Option<Follow<K>>,
+}
+
+/// One watch per key of a set that changes: the Events about pods of each namespace where the console's objects
+/// make pods.
+struct Follow<K> {
+    /// The set, as the lists of pod-making kinds publish it.
+    keys: watch::Receiver<PodNamespaces>,
+    /// Where every key's watch looks.
+    api: Api<K>,
+    /// The field selector of one key's watch.
+    selector: fn(&str) -> String,
+}
+
+/// One watch of a kind: where, and with which selectors.
+type Source<K> = (Api<K>, watcher::Config);
+
+/// The changes one watch brings, tagged with its slot.
+type Changes<K> =
+    futures::stream::BoxStream<'static, (usize, Result<watcher::Event<K>, watcher::Error>)>;
+
+/// The watches of a kind's list that run now: each one's objects by slot (None once stopped), and how to stop
+/// those that follow a key.
+struct Running<K> {
+    lists: Vec<Option<Objects<K>>>,
+    streams: futures::stream::SelectAll<Changes<K>>,
+    followed: BTreeMap<String, (usize, CancellationToken)>,
+    newest: Option<Newest<K>>,
+}
+
+impl<K: Watched + Kept> Running<K> {
+    /// Start watching `api` with `config`, until `stop` fires if given.
+    fn open(
+        &mut self,
+        api: Api<K>,
+        config: watcher::Config,
+        stop: Option<CancellationToken>,
+    ) -> usize {
+        let slot = self.lists.len();
+        // A watch that lists in one go (no page size) has one page, ended by its last object.
+        self.lists.push(Some(Objects::new(
+            config.page_size.unwrap_or(u32::MAX),
+            self.newest,
+        )));
+        let events = watcher(api, config)
+            .default_backoff()
+            .map(move |event| (slot, event));
+        match stop {
+            Some(stop) => self
+                .streams
+                .push(events.take_until(stop.cancelled_owned()).boxed()),
+            None => self.streams.push(events.boxed()),
+        }
+        slot
+    }
+
+    /// Hold one watch per key of `follow`'s set now: start those of new keys and stop those of keys gone. Returns
+    /// whether a stopped watch took objects off the list.
+    fn follow(&mut self, follow: &mut Follow<K>) -> bool {
+        let wanted = follow.keys.borrow_and_update().all();
+        let gone: Vec<String> = self
+            .followed
+            .keys()
+            .filter(|key| !wanted.contains(*key))
+            .cloned()
+            .collect();
+        let mut removed = false;
+        for key in gone {
+            if let Some((slot, stop)) = self.followed.remove(&key) {
+                stop.cancel();
+                removed |= self.lists[slot]
+                    .take()
+                    .is_some_and(|list| list.shown().next().is_some());
+            }
+        }
+        for key in wanted {
+            if !self.followed.contains_key(&key) {
+                let config = watcher::Config::default().fields(&(follow.selector)(&key));
+                let stop = CancellationToken::new();
+                let slot = self.open(follow.api.clone(), config, Some(stop.clone()));
+                self.followed.insert(key, (slot, stop));
+            }
+        }
+        removed
+    }
+}
+
+/// [`spawn`] from `sources`, keeping of each watch only the newest objects `newest` allows (all without it).
 fn spawn_kept<K>(
     kind: Kind,
-    sources: Vec<(Api<K>, watcher::Config)>,
+    sources: Sources<K>,
     newest: Option<Newest<K>>,
     snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
     sink: &Sink,
 ) where
     K: Watched + Kept,
 {
-    let sender = sink.sender.clone();
-    let cancel = sink.cancel.clone();
-    let server = sink.server.clone();
+    let sink = sink.clone();
     tokio::spawn(async move {
-        let mut lists: Vec<Objects<K>> = Vec::new();
-        let mut streams = futures::stream::SelectAll::new();
-        for (index, (api, config)) in sources.into_iter().enumerate() {
-            // A watch that lists in one go (no page size) has one page, ended by its last object.
-            lists.push(Objects::new(config.page_size.unwrap_or(u32::MAX), newest));
-            streams.push(
-                watcher(api, config)
-                    .default_backoff()
-                    .map(move |event| (index, event))
-                    .boxed(),
-            );
+        let Sources { fixed, mut follow } = sources;
+        let mut running = Running {
+            lists: Vec::new(),
+            streams: futures::stream::SelectAll::new(),
+            followed: BTreeMap::new(),
+            newest,
+        };
+        for (api, config) in fixed {
+            running.open(api, config, None);
         }
+        if let Some(follow) = &mut follow {
+            running.follow(follow);
+        }
+        let sender = &sink.sender;
         let _ = sender.send(Action::Feed(kind, FeedState::Loading));
         let mut sent_any = false;
         let mut listed = false;
@@ -489,30 +634,47 @@ fn spawn_kept<K>(
             tokio::select! {
                 // Changes already there are taken in before a gathered list goes out.
                 biased;
-                () = cancel.cancelled() => return,
-                next = streams.next() => match next {
-                    None => return,
-                    Some((index, Ok(event))) => {
+                () = sink.cancel.cancelled() => return,
+                changed = follow_changes(follow.as_mut()), if follow.is_some() => {
+                    match (changed, follow.as_mut()) {
+                        (true, Some(follow)) => {
+                            if running.follow(follow) && !pending {
+                                deadline = tokio::time::Instant::now() + COALESCE;
+                                pending = true;
+                            }
+                        }
+                        // Nobody publishes the set any more: the watches held stay.
+                        _ => follow = None,
+                    }
+                }
+                next = running.streams.next(), if !running.streams.is_empty() => match next {
+                    // Only watches that follow a key end, when it leaves.
+                    None => {}
+                    Some((slot, Ok(event))) => {
                         if failing {
                             failing = false;
                             let _ = sender.send(Action::Feed(kind, FeedState::Live));
                         }
+                        let Some(list) = running.lists[slot].as_mut() else {
+                            continue;
+                        };
                         // A relist's pages change nothing shown until it is whole.
                         let shown_changes = match &event {
                             watcher::Event::Init => false,
-                            watcher::Event::InitApply(_) => !lists[index].listed,
+                            watcher::Event::InitApply(_) => !list.listed,
                             _ => true,
                         };
-                        lists[index].apply(event);
-                        let whole = lists.iter().all(|list| list.listed);
+                        list.apply(event);
+                        let page_ended = list.page_ended();
+                        let whole = running.lists.iter().flatten().all(|list| list.listed);
                         // The first page, and the first whole list, go out at once; the rest is gathered.
-                        let first_page = shown_changes && !sent_any && lists[index].page_ended();
+                        let first_page = shown_changes && !sent_any && page_ended;
                         let first_whole = whole && !listed;
-                        listed = whole;
+                        listed |= whole;
                         if first_page || first_whole {
                             pending = false;
                             sent_any = true;
-                            if !send(&sender, &lists, listed, snapshot) {
+                            if !send(&sink, kind, &running.lists, listed, snapshot) {
                                 return;
                             }
                         } else if shown_changes && !pending {
@@ -523,20 +685,21 @@ fn spawn_kept<K>(
                     // A kind the cluster does not serve (its CRD is not installed) has no objects; the watch
                     // keeps retrying and finds them once it is.
                     Some((_, Err(error))) if not_served(&error) => {
-                        if sender.send(Action::Data(snapshot(Vec::new()))).is_err() {
+                        let nothing = Action::Data(snapshot(Vec::new()));
+                        if sender.send(nothing).is_err() {
                             return;
                         }
                     }
                     Some((_, Err(error))) => {
                         failing = true;
-                        let why = Why::of_watch(&error, server.as_deref());
+                        let why = Why::of_watch(&error, sink.server.as_deref());
                         let _ = sender.send(Action::Feed(kind, FeedState::Failing(why)));
                     }
                 },
                 () = tokio::time::sleep_until(deadline), if pending => {
                     pending = false;
                     sent_any = true;
-                    if !send(&sender, &lists, listed, snapshot) {
+                    if !send(&sink, kind, &running.lists, listed, snapshot) {
                         return;
                     }
                 }
@@ -545,21 +708,36 @@ fn spawn_kept<K>(
     });
 }
 
+/// Wait until the set `follow` follows changes: false once nobody publishes it.
+async fn follow_changes<K>(follow: Option<&mut Follow<K>>) -> bool {
+    match follow {
+        Some(follow) => follow.keys.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
 /// Send the union of `lists` to the UI task: the kind's list once every source has listed (`listed`), what has
-/// arrived of it before. Returns whether the UI task still listens.
-fn send<K: Kept>(
-    sender: &UnboundedSender<Action>,
-    lists: &[Objects<K>],
+/// arrived of it before; a pod-making kind also says where its pods are. Returns whether the UI task still listens.
+fn send<K: Kept + Resource>(
+    sink: &Sink,
+    kind: Kind,
+    lists: &[Option<Objects<K>>],
     listed: bool,
     snapshot: fn(Vec<Arc<K>>) -> KindSnapshot,
 ) -> bool {
-    let list = lists.iter().flat_map(Objects::shown).cloned().collect();
+    sink.publish_pod_namespaces(kind, lists);
+    let list = lists
+        .iter()
+        .flatten()
+        .flat_map(Objects::shown)
+        .cloned()
+        .collect();
     let action = if listed {
         Action::Data(snapshot(list))
     } else {
         Action::Listing(snapshot(list))
     };
-    sender.send(action).is_ok()
+    sink.sender.send(action).is_ok()
 }
 
 /// What one watch has seen, by namespace and name. A relist gathers its pages apart and replaces the list once it

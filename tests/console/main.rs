@@ -2,6 +2,7 @@
 //! and its writes against the embedded cluster through a real `kube::Client`.
 
 mod app;
+mod churn;
 mod config;
 mod devices;
 mod engine;

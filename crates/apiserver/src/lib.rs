@@ -27,6 +27,22 @@ pub fn client_with_token(server: &ApiServer, token: &str) -> anyhow::Result<kube
     Ok(bearer_client(server, authorization))
 }
 
+/// An in-process client of `server` (as its administrator) that names itself `agent` in its `User-Agent`, so the
+/// server's metrics count what it asks and is sent apart from every other client.
+pub fn client_named(server: &ApiServer, agent: &'static str) -> kube::Client {
+    let agent = http::HeaderValue::from_static(agent);
+    let service =
+        server
+            .clone()
+            .map_request(move |mut request: http::Request<kube::client::Body>| {
+                request
+                    .headers_mut()
+                    .insert(http::header::USER_AGENT, agent.clone());
+                request
+            });
+    kube::Client::new(service, "default")
+}
+
 fn bearer_client(server: &ApiServer, authorization: http::HeaderValue) -> kube::Client {
     let service = apiserver::Authenticated(server.clone()).map_request(
         move |mut request: http::Request<kube::client::Body>| {

@@ -212,6 +212,12 @@ impl EmbeddedCluster {
         client_with_token(&self.server, token)
     }
 
+    /// A client served in-process, as [`Self::client`], that names itself `agent` in its `User-Agent`: the API
+    /// server's metrics then count its requests and what it is sent apart from everyone else's.
+    pub fn client_named(&self, agent: &'static str) -> kube::Client {
+        kmm_apiserver::client_named(&self.server, agent)
+    }
+
     /// The API server, for the parts of the simulation that live beside it (e.g. container logs).
     pub fn server(&self) -> &ApiServer {
         &self.server

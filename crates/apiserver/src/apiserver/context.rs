@@ -129,11 +129,14 @@ impl RequestContext {
 
     /// The field manager recorded in managedFields.
     pub fn manager(&self) -> String {
-        let user_agent = self
-            .headers
+        objects::field_manager(self.query.get("fieldManager"), self.user_agent())
+    }
+
+    /// The `User-Agent` header, which names the client in managedFields and in the metrics.
+    pub fn user_agent(&self) -> Option<&str> {
+        self.headers
             .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok());
-        objects::field_manager(self.query.get("fieldManager"), user_agent)
+            .and_then(|v| v.to_str().ok())
     }
 
     /// How to treat unknown fields.

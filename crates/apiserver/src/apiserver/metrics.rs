@@ -40,6 +40,14 @@ struct DurationLabels {
     resource: Arc<str>,
 }
 
+/// Labels of the counts of objects sent to each client: what a console or an engine takes in, apart from what the
+/// server holds, so a test can tell a client that follows only its own objects from one that follows everything.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SentLabels {
+    resource: Arc<str>,
+    client: Arc<str>,
+}
+
 /// Labels of the per-resource gauges.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabels {
@@ -72,6 +80,8 @@ pub struct ApiMetrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<DurationLabels, Histogram, fn() -> Histogram>,
     watches: Family<ResourceLabels, Gauge>,
+    watch_events: Family<SentLabels, Counter>,
+    list_objects: Family<SentLabels, Counter>,
     clients: Arc<RwLock<HashSet<Arc<str>>>>,
 }
 
@@ -81,6 +91,8 @@ impl Default for ApiMetrics {
             requests: Family::default(),
             durations: Family::new_with_constructor(duration_histogram),
             watches: Family::default(),
+            watch_events: Family::default(),
+            list_objects: Family::default(),
             clients: Arc::default(),
         }
     }
@@ -114,6 +126,28 @@ impl ApiMetrics {
         });
         gauge.inc();
         OpenWatch(gauge)
+    }
+
+    /// The count of objects sent on `resource`'s watches to the client of `user_agent`: a watch takes it when it
+    /// starts and counts each ADDED, MODIFIED and DELETED it sends (not bookmarks), so what every event costs a
+    /// client is not looked up again per event.
+    pub fn watch_events(&self, resource: &str, user_agent: Option<&str>) -> Counter {
+        self.watch_events
+            .get_or_create_owned(&self.sent_labels(resource, user_agent))
+    }
+
+    /// Count `objects` returned by one LIST (one page) of `resource` to the client of `user_agent`.
+    pub fn list_returned(&self, resource: &str, user_agent: Option<&str>, objects: usize) {
+        self.list_objects
+            .get_or_create(&self.sent_labels(resource, user_agent))
+            .inc_by(u64::try_from(objects).unwrap_or(u64::MAX));
+    }
+
+    fn sent_labels(&self, resource: &str, user_agent: Option<&str>) -> SentLabels {
+        SentLabels {
+            resource: Arc::from(resource),
+            client: self.client(user_agent),
+        }
     }
 
     /// The client label of a user agent: its product token (`kubectl` of `kubectl/v1.34.0 (linux/amd64) ...`),
@@ -155,6 +189,16 @@ impl ApiMetrics {
             "apiserver_registered_watchers",
             "Watches open now, by resource",
             self.watches.clone(),
+        );
+        registry.register(
+            "apiserver_watch_events",
+            "Objects sent on watches (added, modified, deleted; not bookmarks), by resource and client",
+            self.watch_events.clone(),
+        );
+        registry.register(
+            "apiserver_storage_list_returned_objects",
+            "Objects returned by LIST requests, by resource and client",
+            self.list_objects.clone(),
         );
         let usage = store.usage();
         let objects = Family::<ResourceLabels, Gauge>::default();
@@ -267,6 +311,11 @@ mod tests {
         metrics.record(&sample);
         metrics.record(&sample);
         let watch = metrics.watch_opened("pods");
+        let sent = metrics.watch_events("events", Some("kmm-tui/0.1.0"));
+        sent.inc();
+        sent.inc();
+        metrics.list_returned("events", Some("kubectl/v1.34.0"), 500);
+        metrics.list_returned("events", Some("kubectl/v1.34.0"), 7);
         let store = Store::in_memory(100);
         let text = metrics.encode(&store);
         assert!(
@@ -283,6 +332,16 @@ mod tests {
         );
         assert!(
             text.contains(r#"apiserver_registered_watchers{resource="pods"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"apiserver_watch_events_total{resource="events",client="kmm-tui"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"apiserver_storage_list_returned_objects_total{resource="events",client="kubectl"} 507"#
+            ),
             "{text}"
         );
         assert!(text.contains("apiserver_watch_history_events 0"), "{text}");

@@ -142,6 +142,9 @@ pub(super) async fn list(
         }
         items.push(obj.clone());
     }
+    server
+        .metrics()
+        .list_returned(&ctx.rt.plural, ctx.user_agent(), items.len());
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(next) = &next {
         meta["continue"] = json!(next);

@@ -28,6 +28,7 @@ use futures::StreamExt;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
+use prometheus_client::metrics::counter::Counter;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::TryRecvError;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +67,9 @@ pub(super) async fn watch(
         bookmarks: ctx.query.flag("allowWatchBookmarks"),
         table: wants_table(ctx.accept()),
         metadata_only: partial_metadata::requested(ctx)?,
+        sent: server
+            .metrics()
+            .watch_events(&ctx.rt.plural, ctx.user_agent()),
     };
     let store = server.store().clone();
     let requested = match ctx.query.get("resourceVersion") {
@@ -149,6 +153,8 @@ struct Watcher {
     table: bool,
     /// Each event's object reduced to its metadata, when the client asked for that.
     metadata_only: Option<PartialMetadata>,
+    /// The count of objects this client was sent on watches of the resource.
+    sent: Counter,
 }
 
 /// Where a watch's next line comes from: the initial objects, then the end of the initial events, then the
@@ -302,7 +308,9 @@ impl Watcher {
         Some(self.encode(kind, &event.object))
     }
 
+    /// The line of one object event, counted as sent.
     fn encode(&self, kind: &str, obj: &StoredObject) -> Bytes {
+        self.sent.inc();
         let object = if let Some(form) = self.metadata_only {
             let reduced = form.object(&self.ctx.present_value(obj));
             Bytes::from(serde_json::to_vec(&reduced).unwrap_or_default())
