@@ -1,11 +1,13 @@
-//! The console and the engine on a cluster whose other workloads churn: the pods and Events of a busy namespace,
-//! and the nodes' heartbeat Leases, cost neither of them anything, counted from the API server's metrics of what
-//! each client was sent, while a watcher of the whole cluster is sent every one of them. The Events about pods
-//! where a Module makes its pods do reach the console.
+//! The console and the engine on a cluster whose other workloads churn: the pods, Deployment and Events of a busy
+//! namespace, and the nodes' heartbeat Leases, cost neither of them anything, counted from the API server's
+//! metrics of what each client was sent, while a watcher of the whole cluster is sent every one of them. The Events
+//! about pods where a Module makes its pods do reach the console.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
@@ -33,11 +35,18 @@ const EVERYTHING: &str = "whole-cluster-watcher";
 /// How many pods the busy namespace creates and deletes, and how many Events it records about them.
 const PODS: usize = 60;
 const EVENTS: usize = 300;
+/// How often the busy Deployment changes.
+const CHANGES: usize = 30;
 /// How many heartbeat Leases, and how often each is renewed.
 const NODES: usize = 20;
 const RENEWALS: usize = 3;
-/// What the console and the engine may be sent meanwhile: their own objects' changes, far fewer than the churn.
+/// The resources that churn.
+const CHURNED: [&str; 4] = ["pods", "events", "deployments", "leases"];
+/// The pods and Events the console and the engine may be sent meanwhile: their own work's, far fewer than the
+/// churn's.
 const OWN_WORK: u64 = 40;
+/// The Leases they may be sent meanwhile: renewals of the engine's own.
+const OWN_LEASES: u64 = 3;
 
 const SCENARIO: &str = r#"
 seed: 5
@@ -108,6 +117,19 @@ async fn a_busy_namespace_and_node_heartbeats_cost_the_console_and_the_engine_no
             .await
             .expect("a busy pod is deleted");
     }
+    // A Deployment of the busy namespace changes as often as its pods do.
+    let workloads: Api<Deployment> = Api::namespaced(admin.clone(), "busy");
+    workloads
+        .create(&PostParams::default(), &busy_deployment())
+        .await
+        .expect("the busy Deployment is created");
+    for change in 0..CHANGES {
+        let patch = json!({"metadata": {"annotations": {"busy/change": change.to_string()}}});
+        workloads
+            .patch("busy", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("the busy Deployment changes");
+    }
     // And every node renews its heartbeat Lease.
     let heartbeats: Api<Lease> = Api::namespaced(admin.clone(), "kube-node-lease");
     for renewal in 0..RENEWALS {
@@ -123,26 +145,32 @@ async fn a_busy_namespace_and_node_heartbeats_cost_the_console_and_the_engine_no
                 .expect("a heartbeat is renewed");
         }
     }
-    let churn = (PODS * 2 + EVENTS + NODES * RENEWALS) as u64;
+    let churn = (PODS * 2 + EVENTS + 1 + CHANGES + NODES * RENEWALS) as u64;
     eventually(
         60,
         "the whole-cluster watcher is sent the churn",
-        || async {
-            let sent = Sent::of(server).minus(&before);
-            sent.everything >= churn
-        },
+        || async { Sent::of(server).minus(&before).churned_to(EVERYTHING) >= churn },
     )
     .await;
     // Once the console shows an Event recorded after the churn, it has been sent whatever of the churn it would be.
     mark(&drivers_events, &events, "mark-2").await;
     let sent = Sent::of(server).minus(&before);
-    println!("pods, Leases and Events sent during the churn: {sent:?}");
-    assert!(
-        sent.console < OWN_WORK && sent.engine < OWN_WORK,
-        "the console was sent {} pods, Leases and Events and the engine {}, while the churn was {churn} ({sent:?})",
-        sent.console,
-        sent.engine
-    );
+    for client in [CONSOLE, ENGINE] {
+        let got = |resource| sent.to(client, resource);
+        println!(
+            "{client} was sent during the churn: {} pods, {} Events, {} Deployments, {} Leases",
+            got("pods"),
+            got("events"),
+            got("deployments"),
+            got("leases")
+        );
+        assert!(
+            got("pods") + got("events") < OWN_WORK
+                && got("deployments") == 0
+                && got("leases") <= OWN_LEASES,
+            "{client} took in the churn ({sent:?})"
+        );
+    }
 
     stop.cancel();
     let _ = engine.await;
@@ -172,13 +200,9 @@ async fn mark(api: &Api<Event>, shown: &Mutex<Vec<Arc<Event>>>, name: &str) {
     .await;
 }
 
-/// Objects of pods and Events sent to each client so far, on watches and in lists.
+/// Objects sent to each client so far, on watches and in lists, by client and resource.
 #[derive(Debug, Default)]
-struct Sent {
-    console: u64,
-    engine: u64,
-    everything: u64,
-}
+struct Sent(BTreeMap<(String, String), u64>);
 
 impl Sent {
     fn of(server: &ApiServer) -> Sent {
@@ -194,38 +218,55 @@ impl Sent {
             .and_then(|rest| rest.split_once("} ")) else {
                 continue;
             };
-            let churned = ["pods", "events", "leases"]
-                .iter()
-                .any(|resource| labels.contains(&format!(r#"resource="{resource}""#)));
-            if !churned {
-                continue;
-            }
+            let label = |name: &str| {
+                labels
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                    .map(|value| value.trim_end_matches('"').to_owned())
+                    .expect("the label is there")
+            };
             let count: u64 = count.trim().parse().expect("a count");
-            for (client, total) in [
-                (CONSOLE, &mut sent.console),
-                (ENGINE, &mut sent.engine),
-                (EVERYTHING, &mut sent.everything),
-            ] {
-                if labels.contains(&format!(r#"client="{client}""#)) {
-                    *total += count;
-                }
-            }
+            *sent
+                .0
+                .entry((label("client"), label("resource")))
+                .or_default() += count;
         }
         sent
     }
 
+    /// What `client` was sent of `resource`.
+    fn to(&self, client: &str, resource: &str) -> u64 {
+        self.0
+            .get(&(client.to_owned(), resource.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// What `client` was sent of every churning resource.
+    fn churned_to(&self, client: &str) -> u64 {
+        CHURNED
+            .iter()
+            .map(|resource| self.to(client, resource))
+            .sum()
+    }
+
     fn minus(&self, before: &Sent) -> Sent {
-        Sent {
-            console: self.console - before.console,
-            engine: self.engine - before.engine,
-            everything: self.everything - before.everything,
-        }
+        Sent(
+            self.0
+                .iter()
+                .map(|(key, count)| (key.clone(), count - before.0.get(key).copied().unwrap_or(0)))
+                .collect(),
+        )
     }
 }
 
-/// Watch every pod, Lease and Event of the cluster until `stop`, taking in whatever comes.
+/// Watch every pod, Deployment, Lease and Event of the cluster until `stop`, taking in whatever comes.
 fn watch_everything(client: Client, stop: &CancellationToken) {
     let pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    let deployments = watcher(
+        Api::<Deployment>::all(client.clone()),
+        watcher::Config::default(),
+    );
     let leases = watcher(
         Api::<Lease>::all(client.clone()),
         watcher::Config::default(),
@@ -236,6 +277,7 @@ fn watch_everything(client: Client, stop: &CancellationToken) {
         let mut both = futures::stream::select_all([
             pods.default_backoff().map(drop).boxed(),
             leases.default_backoff().map(drop).boxed(),
+            deployments.default_backoff().map(drop).boxed(),
             events.default_backoff().map(drop).boxed(),
         ]);
         loop {
@@ -278,6 +320,23 @@ fn module() -> Module {
         }
     }))
     .expect("a Module")
+}
+
+/// The busy namespace's Deployment, scaled to nothing so that only its own changes count.
+fn busy_deployment() -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "busy", "namespace": "busy"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "busy"}},
+            "template": {
+                "metadata": {"labels": {"app": "busy"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.example/busy:1"}]}
+            }
+        }
+    }))
+    .expect("a Deployment")
 }
 
 fn lease_name(node: usize) -> String {

@@ -10,12 +10,13 @@
 //! namespace holding a ServiceAccount bound cluster-wide is trusted as much as that binding already trusts whoever
 //! can run pods there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::{BoxStream, SelectAll};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -23,6 +24,7 @@ use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -273,63 +275,55 @@ fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Str
 /// without it.
 const FIRST_LOOK: Duration = Duration::from_secs(5);
 
-/// Where every node's kubelet renews its heartbeat Lease, every 10 seconds: 500 writes a second on 5,000 nodes,
-/// none of them an operator's, so the watch of Leases leaves the namespace out.
-const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
-
 /// How often a stale Lease is judged again when nothing changes (a Lease stops changing when its operator is gone).
 const REJUDGE: Duration = Duration::from_secs(30);
 
-/// Follow every Lease, Deployment and ClusterRoleBinding until `stop`, publishing the families upstream operators
-/// act on. The value is `None` until all three have been listed once. A kind that cannot be listed (not permitted,
-/// not served) counts as empty, so the engine still runs.
+/// Follow what the judgement reads until `stop`, publishing the families upstream operators act on: the Leases of
+/// the recognised operators' names (not the thousands of nodes' heartbeats and other controllers' elections), every
+/// ClusterRoleBinding, and the Deployments of the namespaces whose ServiceAccounts those bindings name (not a busy
+/// cluster's thousands of others, whose status changes with every pod). The value is `None` until all three have
+/// been listed once. A kind that cannot be listed (not permitted, not served) counts as empty, so the engine still
+/// runs.
 pub fn follow(
     client: kube::Client,
     stop: CancellationToken,
 ) -> watch::Receiver<Option<BTreeMap<Family, Upstream>>> {
     let (sender, receiver) = watch::channel(None);
     tokio::spawn(async move {
-        let (leases, lease_writer) = reflector::store::<Lease>();
-        let (deployments, deployment_writer) = reflector::store::<Deployment>();
+        let mut leases = Watches::<Lease>::default();
+        for name in lease_names() {
+            let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+            leases.open(name, Api::all(client.clone()), config);
+        }
+        let mut deployments = Watches::<Deployment>::default();
         let (bindings, binding_writer) = reflector::store::<ClusterRoleBinding>();
-        let not_heartbeats = watcher::Config::default()
-            .fields(&format!("metadata.namespace!={NODE_LEASE_NAMESPACE}"));
-        let mut lease_events = reflector(
-            lease_writer,
-            watcher(Api::all(client.clone()), not_heartbeats).default_backoff(),
-        )
-        .boxed();
-        let mut deployment_events = reflector(
-            deployment_writer,
+        let mut binding_events = reflector(
+            binding_writer,
             watcher(Api::all(client.clone()), watcher::Config::default()).default_backoff(),
         )
         .boxed();
-        let mut binding_events = reflector(
-            binding_writer,
-            watcher(Api::all(client), watcher::Config::default()).default_backoff(),
-        )
-        .boxed();
-        let (mut leases_seen, mut deployments_seen, mut bindings_seen) = (false, false, false);
+        let mut bindings_seen = false;
         let started = tokio::time::Instant::now();
         let mut rejudge = tokio::time::interval(REJUDGE);
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                event = lease_events.next() => match seen(event, "Leases") {
-                    Some(looked) => leases_seen |= looked,
-                    None => return,
-                },
-                event = deployment_events.next() => match seen(event, "Deployments") {
-                    Some(looked) => deployments_seen |= looked,
-                    None => return,
-                },
-                event = binding_events.next() => match seen(event, "ClusterRoleBindings") {
-                    Some(looked) => bindings_seen |= looked,
-                    None => return,
-                },
+                Some((name, event)) = leases.changes.next() => leases.seen(&name, event, "Leases"),
+                Some((namespace, event)) = deployments.changes.next() => {
+                    deployments.seen(&namespace, event, "Deployments");
+                }
+                event = binding_events.next() => {
+                    match seen(event, "ClusterRoleBindings") {
+                        Some(looked) => bindings_seen |= looked,
+                        None => return,
+                    }
+                    deployments.follow(&bound_namespaces(&bindings.state()), |namespace| {
+                        (Api::namespaced(client.clone(), namespace), watcher::Config::default())
+                    });
+                }
                 _ = rejudge.tick() => {}
             }
-            let looked = (leases_seen && deployments_seen && bindings_seen)
+            let looked = (leases.looked() && bindings_seen && deployments.looked())
                 || started.elapsed() >= FIRST_LOOK;
             if looked {
                 let found = detect(
@@ -349,6 +343,107 @@ pub fn follow(
         }
     });
     receiver
+}
+
+/// The namespaces of the ServiceAccounts ClusterRoleBindings name: the only ones whose Deployments can be vouched
+/// for.
+fn bound_namespaces(bindings: &[Arc<ClusterRoleBinding>]) -> BTreeSet<String> {
+    bindings
+        .iter()
+        .flat_map(|binding| binding.subjects.iter().flatten())
+        .filter(|subject| subject.kind == "ServiceAccount")
+        .filter_map(|subject| subject.namespace.clone())
+        .collect()
+}
+
+/// Watches of one kind, each under a key (a Lease name, a namespace) with a cache of its own, whose union the
+/// judgement reads.
+struct Watches<K: Resource<DynamicType = ()> + Clone + 'static> {
+    by_key: BTreeMap<String, Watched<K>>,
+    changes: SelectAll<BoxStream<'static, (String, Change<K>)>>,
+}
+
+/// One watch event, or its failure.
+type Change<K> = Result<watcher::Event<K>, watcher::Error>;
+
+/// One watch: its cache, whether it has been looked at, and how to stop it.
+struct Watched<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: reflector::Store<K>,
+    looked: bool,
+    stop: CancellationToken,
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Default for Watches<K> {
+    fn default() -> Self {
+        Watches {
+            by_key: BTreeMap::new(),
+            changes: SelectAll::new(),
+        }
+    }
+}
+
+impl<K> Watches<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+{
+    /// Start watching `api` with `config` under `key`.
+    fn open(&mut self, key: &str, api: Api<K>, config: watcher::Config) {
+        let (store, writer) = reflector::store();
+        let stop = CancellationToken::new();
+        let owned = key.to_owned();
+        let events = reflector(writer, watcher(api, config).default_backoff())
+            .take_until(stop.clone().cancelled_owned())
+            .map(move |event| (owned.clone(), event))
+            .boxed();
+        self.changes.push(events);
+        let watched = Watched {
+            store,
+            looked: false,
+            stop,
+        };
+        self.by_key.insert(key.to_owned(), watched);
+    }
+
+    /// Hold one watch per key of `wanted`, made by `source`: start those of new keys, stop those of keys gone.
+    fn follow(
+        &mut self,
+        wanted: &BTreeSet<String>,
+        source: impl Fn(&str) -> (Api<K>, watcher::Config),
+    ) {
+        self.by_key.retain(|key, watched| {
+            let keep = wanted.contains(key);
+            if !keep {
+                watched.stop.cancel();
+            }
+            keep
+        });
+        for key in wanted {
+            if !self.by_key.contains_key(key) {
+                let (api, config) = source(key);
+                self.open(key, api, config);
+            }
+        }
+    }
+
+    /// Take in one event of the watch under `key`.
+    fn seen(&mut self, key: &str, event: Change<K>, kind: &str) {
+        if let Some(watched) = self.by_key.get_mut(key) {
+            watched.looked |= seen(Some(event), kind).unwrap_or(true);
+        }
+    }
+
+    /// Whether every watch has been looked at.
+    fn looked(&self) -> bool {
+        self.by_key.values().all(|watched| watched.looked)
+    }
+
+    /// The union of every watch's cache.
+    fn state(&self) -> Vec<Arc<K>> {
+        self.by_key
+            .values()
+            .flat_map(|watched| watched.store.state())
+            .collect()
+    }
 }
 
 /// Whether a watch event of `kind` means the kind has been looked at (listed, changed, or found unlistable); `None`
@@ -428,6 +523,22 @@ mod tests {
 
     fn at(second: i64) -> jiff::Timestamp {
         jiff::Timestamp::from_second(second).expect("a time")
+    }
+
+    #[test]
+    fn only_namespaces_of_service_accounts_bound_cluster_wide_are_watched_for_deployments() {
+        let bindings = [
+            account_binding("kmm-manager", INSTALLED, "manager"),
+            account_binding("fledged", "kube-fledged", "kubefledged-controller"),
+            binding(
+                "everyone",
+                serde_json::json!([{"kind": "Group", "name": "system:authenticated"}]),
+            ),
+        ];
+        assert_eq!(
+            bound_namespaces(&bindings),
+            BTreeSet::from([INSTALLED.to_owned(), "kube-fledged".to_owned()])
+        );
     }
 
     #[test]
