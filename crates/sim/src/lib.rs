@@ -11,6 +11,7 @@
 //! Time is simulated ([`clock::SimClock`]) and every random choice comes from the scenario's seed, so a run is
 //! reproducible and tests go through minutes of simulated time in milliseconds.
 
+pub mod background;
 mod clock;
 mod containers;
 mod disruption;

@@ -6,8 +6,8 @@ use tokio::task::JoinHandle;
 
 use super::scenario::Scenario;
 use super::{
-    OwnImagePrograms, SharedRegistry, World, disruption, endpoint_slices, inject, kubelet, mco,
-    objects, registry_record, scheduler, workloads,
+    OwnImagePrograms, SharedRegistry, World, background, disruption, endpoint_slices, inject,
+    kubelet, mco, objects, registry_record, scheduler, workloads,
 };
 use kmm_apiserver::apiserver::ApiServer;
 
@@ -19,7 +19,7 @@ pub struct Simulation {
 
 impl Simulation {
     /// Check the scenario's objects against the server, take over the registry a previous run recorded, register
-    /// the nodes, apply the objects and start the scheduler, kubelets (which also apply the scenario's timed faults
+    /// the nodes, apply the objects, write the background workloads and start their churn, and start the scheduler, kubelets (which also apply the scenario's timed faults
     /// and the injected ones), the Machine Config Operator, the Deployment, ReplicaSet, ReplicationController,
     /// resource claim and EndpointSlice controllers and the follower of injected faults.
     pub async fn start(
@@ -34,7 +34,10 @@ impl Simulation {
         registry_record::adopt(&world).await?;
         kubelet::register(&world).await?;
         objects::apply(&world).await?;
+        let loading = world.clone();
+        let loaded = tokio::task::spawn_blocking(move || background::load(&loading)).await??;
         let mut tasks = kubelet::spawn(world.clone());
+        tasks.extend(loaded.and_then(|loaded| background::spawn(world.clone(), loaded)));
         tasks.push(scheduler::spawn(world.clone()));
         tasks.push(mco::spawn(world.clone()));
         tasks.push(workloads::spawn(world.clone()));

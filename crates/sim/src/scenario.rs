@@ -20,6 +20,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("day0", include_str!("scenarios/day0.yaml")),
     ("empty", include_str!("scenarios/empty.yaml")),
     ("clients", include_str!("scenarios/clients.yaml")),
+    ("envelope", include_str!("scenarios/envelope.yaml")),
 ];
 
 /// A whole scenario.
@@ -50,6 +51,9 @@ pub struct Scenario {
     /// Kubelet settings shared by every node.
     #[serde(default)]
     pub kubelet: KubeletSpec,
+    /// Ordinary workloads beside this project's: what a busy cluster runs ([`crate::background`]).
+    #[serde(default)]
+    pub background: Option<Background>,
     /// Repository of kmm-tui's own image. The registry holds every tag of it, and a container of it whose args
     /// start with `controller` runs the engine in-process for as long as its pod runs.
     #[serde(default = "default_controller_image")]
@@ -72,6 +76,44 @@ fn default_controller_image() -> String {
 
 fn default_time_scale() -> f64 {
     10.0
+}
+
+/// The Deployments, DaemonSets and Jobs of a busy cluster, and how fast their pods are replaced.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Background {
+    /// How many namespaces the workloads spread over (one Deployment and one Job in each).
+    pub namespaces: u32,
+    /// Pods per node on average, counting the two DaemonSets' and the Jobs'.
+    pub pods_per_node: u32,
+    /// The most pods a node runs: Kubernetes' limit is 110.
+    pub max_pods_per_node: u32,
+    /// Deployment pods replaced per real second, each with the Events a real cluster records for it.
+    pub churn_per_second: f64,
+}
+
+impl Background {
+    fn check(&self) -> Result<(), String> {
+        if self.namespaces == 0 {
+            return Err("background.namespaces: must be at least 1".into());
+        }
+        if !(3..=self.max_pods_per_node).contains(&self.pods_per_node)
+            || self.max_pods_per_node > 110
+        {
+            return Err(format!(
+                "background: podsPerNode ({}) must be at least 3 (two DaemonSets' pods and one more) and at most \
+                 maxPodsPerNode ({}), which is at most 110, Kubernetes' limit",
+                self.pods_per_node, self.max_pods_per_node
+            ));
+        }
+        if !(self.churn_per_second >= 0.0 && self.churn_per_second.is_finite()) {
+            return Err(format!(
+                "background.churnPerSecond: must be a number of pods a second, got {}",
+                self.churn_per_second
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `count` nodes named `namePrefix` + index, all alike.
@@ -732,6 +774,12 @@ impl Scenario {
             return Err("registry.bandwidthMiBPerSecond: must be positive".into());
         }
         self.registry.check_images()?;
+        if let Some(background) = &self.background {
+            background.check()?;
+            if names.is_empty() {
+                return Err("background: needs nodes to run on".into());
+            }
+        }
         for (i, fault) in self.faults.iter().enumerate() {
             fault.check(&names).map_err(|e| format!("faults[{i}]{e}"))?;
         }

@@ -25,6 +25,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use super::background::NOT_BACKGROUND;
 use super::{node_for_placement, pod_as_cached};
 
 /// A change as subscribers receive it: kube's watch event, with the object shared with the cache.
@@ -147,7 +148,8 @@ async fn follow<K>(
 ) where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let events = watcher(api, watcher::Config::default())
+    // The background workloads are not the simulation's to run.
+    let events = watcher(api, watcher::Config::default().labels(NOT_BACKGROUND))
         .modify(slim)
         .default_backoff();
     futures::pin_mut!(events);

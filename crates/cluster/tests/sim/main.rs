@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod background;
 mod common_control;
 mod common_kubelet;
 mod control;

@@ -41,6 +41,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
+use super::background::NOT_BACKGROUND;
 use super::scheduler::events::{Recorder, Severity};
 use super::{MANAGER, World, forget_managed_fields};
 
@@ -166,7 +167,12 @@ where
 {
     reflector::reflector(
         writer,
-        watcher(Api::<K>::all(client.clone()), Default::default()).modify(forget_managed_fields),
+        // The background workloads' owners are not the simulation's to reconcile.
+        watcher(
+            Api::<K>::all(client.clone()),
+            watcher::Config::default().labels(NOT_BACKGROUND),
+        )
+        .modify(forget_managed_fields),
     )
     .default_backoff()
     .map(|_| true)
