@@ -2,8 +2,8 @@
 //!
 //! A scenario is read and checked completely before anything starts, so a malformed file never leaves a
 //! half-configured cluster: every error names the file, the line and the key. Built-in scenarios (`demo`, `large`,
-//! `chaos`, `day0`) are YAML files compiled into the binary; any other name is read as a path. The format is documented in
-//! the README.
+//! `chaos`, `day0`, `empty`, `clients`, `envelope`) are YAML files compiled into the binary; any other name is read
+//! as a path. The format is documented in the README.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
