@@ -12,7 +12,8 @@
 //!
 //! kdash is looked for as `$KDASH`, then `kdash` on the `PATH`; without it the run says so and measures kmm-tui
 //! alone. To repeat the comparison: `cargo install kdash --locked --version 2.1.1`, then
-//! `cargo bench --bench console_first_frame`. `RUNS` sets the number of starts of each. Linux only.
+//! `cargo bench --bench console_first_frame`. `RUNS` sets the number of starts of each, `SCENARIO` the cluster
+//! (`large` by default; `envelope` adds 150,000 churning pods). Linux only.
 //!
 //! Where the time went (release build, 2-core machine): the console used to send a kind's list only once the
 //! whole of it had arrived and then after a 100 ms pause to gather changes, so 5,000 nodes (ten pages of 500,
@@ -68,20 +69,21 @@ struct Console {
     second_means: &'static str,
 }
 
-/// Start `kmm-tui serve --scenario large` and wait until it is ready and settled; its kubeconfig is written to
-/// `dir`.
+/// Start `kmm-tui serve --scenario <SCENARIO>` (`large` unless the environment names another, such as
+/// `envelope`) and wait until it is ready and settled; its kubeconfig is written to `dir`.
 fn serve(dir: &Path) -> (Serve, PathBuf) {
     let kubeconfig = dir.join("kubeconfig");
     let started = Instant::now();
+    let scenario = std::env::var("SCENARIO").unwrap_or_else(|_| "large".to_owned());
     let serve = Serve::start(
         Path::new(env!("CARGO_BIN_EXE_kmm-tui")),
-        ["--scenario", "large"],
+        ["--scenario", scenario.as_str()],
         &kubeconfig,
         dir,
         Duration::from_secs(600),
     );
     println!(
-        "serve --scenario large: ready after {:.1?}; settling for {SETTLE:?}",
+        "serve --scenario {scenario}: ready after {:.1?}; settling for {SETTLE:?}",
         started.elapsed()
     );
     std::thread::sleep(SETTLE);
