@@ -25,6 +25,7 @@ pub mod errors;
 pub mod events;
 pub(crate) mod handlers;
 pub mod jsonpath;
+mod list_snapshots;
 pub mod logs;
 pub mod long_running;
 pub mod metrics;
@@ -88,6 +89,8 @@ pub(crate) struct Inner {
     pub(crate) open_watches: std::sync::Mutex<CancellationToken>,
     /// ValidatingAdmissionPolicies and bindings, compiled once per resourceVersion.
     pub(crate) admission_policies: admission_policy::Compiled,
+    /// The lists read in pages, for the pages after the first.
+    pub(crate) list_snapshots: list_snapshots::ListSnapshots,
 }
 
 impl ApiServer {
@@ -135,6 +138,7 @@ impl ApiServer {
             open_watches: std::sync::Mutex::new(shutdown.child_token()),
             shutdown,
             admission_policies: admission_policy::Compiled::default(),
+            list_snapshots: list_snapshots::ListSnapshots::default(),
         };
         Self {
             inner: Arc::new(inner),

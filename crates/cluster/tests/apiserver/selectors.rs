@@ -197,3 +197,50 @@ async fn pagination_is_one_consistent_snapshot() {
         "{err:?}"
     );
 }
+
+/// A list read in pages on a busy cluster stays one whole snapshot after the history has moved past its first page,
+/// as kube-apiserver's does until etcd compacts: a client paging through every pod of a churning cluster gets them
+/// all.
+#[tokio::test]
+async fn pages_continue_after_the_history_has_moved_past_the_first() {
+    let cluster = super::common::cluster_with(kmm_cluster::EmbeddedOptions {
+        history: Some(50),
+        ..Default::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    for i in 0..30 {
+        labelled(&api, &format!("cm-{i:02}"), &[("batch", "paged")]).await;
+    }
+    let paged = ListParams::default().labels("batch=paged").limit(10);
+    let first = api.list(&paged).await.unwrap();
+    let token = first.metadata.continue_.clone().expect("more pages");
+    // Far more writes than the history holds, before the next page is asked for.
+    let churn: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    for i in 0..120 {
+        labelled(&churn, &format!("churn-{i:03}"), &[]).await;
+    }
+    api.delete("cm-15", &Default::default()).await.unwrap();
+    let mut seen: Vec<String> = first
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    let mut params = paged.clone().continue_token(&token);
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .expect("the next page of the snapshot");
+        seen.extend(page.items.into_iter().filter_map(|c| c.metadata.name));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = paged.clone().continue_token(&token),
+            _ => break,
+        }
+    }
+    let expected: Vec<String> = (0..30).map(|i| format!("cm-{i:02}")).collect();
+    assert_eq!(
+        seen, expected,
+        "every object of the snapshot, the deleted one too"
+    );
+}

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::RequestContext;
 use super::filter::Filter;
 use crate::apiserver::errors::ApiError;
+use crate::apiserver::list_snapshots::SnapshotKey;
 use crate::apiserver::request::wants_table;
 use crate::apiserver::{ApiServer, ResponseBody, bytes_response, json_response, table};
 use crate::store::{Store, StoredObject};
@@ -103,22 +104,52 @@ pub(super) async fn list(
         .map(ContinueToken::decode)
         .transpose()?;
     let store = server.store();
-    let (all, rv) = match (
+    let snapshots = &server.inner().list_snapshots;
+    let snapshot_key = |rv: u64, indexed: Option<(&str, &str)>| SnapshotKey {
+        resource: ctx.storage.clone(),
+        namespace: filter.namespace().map(str::to_owned),
+        rv,
+        indexed: indexed.map(|(field, value)| (field.to_owned(), value.to_owned())),
+    };
+    // The fields the store's index may have selected the first page by, and none.
+    let candidates: Vec<Option<(&str, &str)>> = std::iter::once(None)
+        .chain(filter.field_equalities().map(Some))
+        .collect();
+    let (all, rv, indexed) = match (
         &token,
         ctx.query.get("resourceVersionMatch"),
         ctx.query.get("resourceVersion"),
     ) {
-        (Some(t), _, _) => (snapshot_at(server, ctx, &filter, t.rv)?, t.rv),
+        (Some(t), _, _) => {
+            let kept = candidates.iter().find_map(|indexed| {
+                let objects = snapshots.get(&snapshot_key(t.rv, *indexed))?;
+                Some((objects, *indexed))
+            });
+            match kept {
+                Some((objects, indexed)) => (objects, t.rv, indexed),
+                None => (
+                    Arc::new(snapshot_at(server, ctx, &filter, t.rv)?),
+                    t.rv,
+                    None,
+                ),
+            }
+        }
         (None, Some("Exact"), Some(rv)) => {
             let rv = parse_rv(rv)?;
-            (snapshot_at(server, ctx, &filter, rv)?, rv)
+            (Arc::new(snapshot_at(server, ctx, &filter, rv)?), rv, None)
         }
-        _ => filter
-            .field_equalities()
-            .find_map(|(field, value)| {
-                store.list_by_field(&ctx.storage, filter.namespace(), field, value)
-            })
-            .unwrap_or_else(|| store.list(&ctx.storage, filter.namespace())),
+        _ => {
+            let by_index = filter.field_equalities().find_map(|(field, value)| {
+                let (objects, rv) =
+                    store.list_by_field(&ctx.storage, filter.namespace(), field, value)?;
+                Some((objects, rv, Some((field, value))))
+            });
+            let (objects, rv, indexed) = by_index.unwrap_or_else(|| {
+                let (objects, rv) = store.list(&ctx.storage, filter.namespace());
+                (objects, rv, None)
+            });
+            (Arc::new(objects), rv, indexed)
+        }
     };
     let start = match &token {
         Some(t) => all.partition_point(|o| {
@@ -141,6 +172,10 @@ pub(super) async fn list(
             break;
         }
         items.push(obj.clone());
+    }
+    // The first page of a list read in pages keeps what it cut, for the pages after it.
+    if token.is_none() && next.is_some() {
+        snapshots.keep(snapshot_key(rv, indexed), all.clone());
     }
     server
         .metrics()
