@@ -13,7 +13,9 @@
 //! kdash is looked for as `$KDASH`, then `kdash` on the `PATH`; without it the run says so and measures kmm-tui
 //! alone. To repeat the comparison: `cargo install kdash --locked --version 2.1.1`, then
 //! `cargo bench --bench console_first_frame`. `RUNS` sets the number of starts of each, `SCENARIO` the cluster
-//! (`large` by default; `envelope` adds 150,000 churning pods). Linux only.
+//! (`large` by default; `envelope` adds 150,000 churning pods). With `IDLE_SECONDS`, each console is then started
+//! once more and left running that long once all is on screen: its share of a core and its memory meanwhile.
+//! Linux only.
 //!
 //! Where the time went (release build, 2-core machine): the console used to send a kind's list only once the
 //! whole of it had arrived and then after a 100 ms pause to gather changes, so 5,000 nodes (ten pages of 500,
@@ -33,6 +35,7 @@ use std::process::{Command, Stdio};
 use std::sync::{LazyLock, mpsc};
 use std::time::{Duration, Instant};
 
+use kmm_testing::process::{cpu_time, peak_mib, rss_mib};
 use kmm_testing::serve::Serve;
 use nix::pty::{Winsize, openpty};
 use regex::Regex;
@@ -101,9 +104,21 @@ fn own_terminal() -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a console cost once all was on screen: its share of a core over the window, and its memory at the end.
+struct Idle {
+    cpu_percent: f64,
+    rss_mib: f64,
+    peak_mib: f64,
+}
+
 /// Start `console` once in a fresh pty and return when each mark first showed, measured from just before the
-/// process was spawned; `None` for a mark that never showed within [`LIMIT`].
-fn time_once(console: &Console, kubeconfig: &Path) -> (Option<Duration>, Option<Duration>) {
+/// process was spawned; `None` for a mark that never showed within [`LIMIT`]. With `idle`, the console is left
+/// running that long after the second mark, and what it cost meanwhile is returned too.
+fn time_once(
+    console: &Console,
+    kubeconfig: &Path,
+    idle: Option<Duration>,
+) -> (Option<Duration>, Option<Duration>, Option<Idle>) {
     let (rows, columns) = SIZE;
     let size = Winsize {
         ws_row: rows,
@@ -167,12 +182,27 @@ fn time_once(console: &Console, kubeconfig: &Path) -> (Option<Duration>, Option<
             second = Some(at);
         }
     }
+    let idle = idle.filter(|_| second.is_some()).map(|window| {
+        let pid = child.id();
+        let before = cpu_time(pid);
+        let watched = Instant::now();
+        // The console keeps drawing what changes; its output is taken in and dropped.
+        while let Some(left) = window.checked_sub(watched.elapsed()) {
+            let _ = arrivals.recv_timeout(left);
+        }
+        Idle {
+            cpu_percent: (cpu_time(pid) - before).as_secs_f64() / watched.elapsed().as_secs_f64()
+                * 100.0,
+            rss_mib: rss_mib(pid),
+            peak_mib: peak_mib(pid),
+        }
+    });
     let _ = child.kill();
     let _ = child.wait();
     drop(writer);
     drop(arrivals);
     let _ = pump.join();
-    (first, second)
+    (first, second, idle)
 }
 
 /// When a mark showed in each start; `None` where it never did.
@@ -207,6 +237,16 @@ fn median(times: &[Option<Duration>]) -> Option<f64> {
     let mut shown: Vec<f64> = times.iter().flatten().map(Duration::as_secs_f64).collect();
     shown.sort_by(f64::total_cmp);
     shown.get(shown.len() / 2).copied()
+}
+
+/// How long each console is left running, once all is on screen, to measure what it costs while the cluster
+/// changes underneath (`IDLE_SECONDS`; none by default).
+fn idle_window() -> Option<Duration> {
+    std::env::var("IDLE_SECONDS")
+        .ok()
+        .and_then(|seconds| seconds.parse().ok())
+        .filter(|&seconds| seconds > 0)
+        .map(Duration::from_secs)
 }
 
 /// kdash, where it is installed.
@@ -258,7 +298,7 @@ fn main() {
     // Each round starts every console once, so a slow moment of the machine falls on all of them alike.
     for round in 0..runs {
         for (console, (firsts, seconds)) in consoles.iter().zip(&mut times) {
-            let (first, second) = time_once(console, &kubeconfig);
+            let (first, second, _) = time_once(console, &kubeconfig, None);
             println!(
                 "  {round:>2} {:<8} first data {:>6} ms, {} {:>6} ms",
                 console.name,
@@ -269,6 +309,21 @@ fn main() {
             firsts.push(first);
             seconds.push(second);
             std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    if let Some(window) = idle_window() {
+        for console in &consoles {
+            println!(
+                "{}: left running {window:?} once all is on screen",
+                console.name
+            );
+            match time_once(console, &kubeconfig, Some(window)).2 {
+                Some(idle) => println!(
+                    "  {:.2} % of a core, resident {:.0} MiB, peak {:.0} MiB",
+                    idle.cpu_percent, idle.rss_mib, idle.peak_mib
+                ),
+                None => println!("  never showed everything"),
+            }
         }
     }
     println!();

@@ -78,10 +78,10 @@ static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kmm_api::kmm::Module;
+use kmm_testing::process::{cpu_time, peak_mib, rss_mib};
 use kube::Api;
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -123,61 +123,19 @@ struct Figures {
     peak_mib: f64,
 }
 
-/// Clock ticks per second, the unit of /proc/<pid>/stat's times.
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|output| String::from_utf8(output.stdout).ok())
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// User plus system CPU time of a process in clock ticks: fields 14 and 15 of /proc/<pid>/stat.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .unwrap_or_else(|error| panic!("reading /proc/{pid}/stat: {error}"));
-    let after_name = stat
-        .rfind(')')
-        .map(|end| &stat[end + 1..])
-        .expect("/proc/<pid>/stat names the command in parentheses");
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let field = |index: usize| -> u64 {
-        fields
-            .get(index)
-            .and_then(|value| value.parse().ok())
-            .expect("utime and stime in /proc/<pid>/stat")
-    };
-    field(11) + field(12)
-}
-
-/// A memory figure of /proc/<pid>/status (`VmRSS:` now, `VmHWM:` the peak) in MiB.
-fn status_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_else(|error| panic!("reading /proc/{pid}/status: {error}"));
-    let kib: f64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|value| value.split_whitespace().next())
-        .and_then(|value| value.parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"));
-    kib / 1024.0
-}
-
 /// Let start-up work settle, then measure `pid` over [`WINDOW`].
 fn measure(pid: u32) -> Figures {
     std::thread::sleep(SETTLE);
     println!("  measuring pid {pid} for {}s", WINDOW.as_secs());
-    let before = cpu_ticks(pid);
+    let before = cpu_time(pid);
     let started = Instant::now();
     std::thread::sleep(WINDOW);
-    let ticks = cpu_ticks(pid) - before;
+    let used = cpu_time(pid) - before;
     let wall = started.elapsed().as_secs_f64();
     let figures = Figures {
-        cpu_percent: ticks as f64 / clock_ticks() / wall * 100.0,
-        rss_mib: status_mib(pid, "VmRSS:"),
-        peak_mib: status_mib(pid, "VmHWM:"),
+        cpu_percent: used.as_secs_f64() / wall * 100.0,
+        rss_mib: rss_mib(pid),
+        peak_mib: peak_mib(pid),
     };
     println!(
         "  {:.2}% of a core, RSS {:.0} MiB, peak {:.0} MiB",

@@ -18,32 +18,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
+use kmm_testing::process::{cpu_time, rss_mib};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-
-/// User plus system CPU time of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks).
-fn cpu_time(pid: u32) -> Duration {
-    let stat =
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/<pid>/stat");
-    let after_name = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_secs_f64(ticks as f64 / 100.0)
-}
-
-/// Resident set size in MiB, from /proc/<pid>/status.
-fn rss_mib(pid: u32) -> f64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/<pid>/status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS");
-    kib / 1024.0
-}
 
 #[tokio::main]
 async fn main() {

@@ -20,35 +20,13 @@ static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kmm_testing::process::{cpu_time, rss_mib};
+
 /// Idle measurement window.
 const IDLE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Window over which start-up work is judged finished.
 const SETTLE_WINDOW: Duration = Duration::from_secs(5);
-
-/// User plus system CPU time of a process, from /proc/<pid>/stat (fields 14 and 15, in clock ticks).
-fn cpu_time(pid: u32) -> Duration {
-    let stat =
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reading /proc/<pid>/stat");
-    let after_name = &stat[stat.rfind(')').expect("stat has a command name") + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_secs_f64(ticks as f64 / 100.0)
-}
-
-/// Resident set size in MiB, from /proc/<pid>/status.
-fn rss_mib(pid: u32) -> f64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading /proc/<pid>/status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS");
-    kib / 1024.0
-}
 
 fn main() {
     kmm_tui::allocator::return_freed_memory_promptly();
