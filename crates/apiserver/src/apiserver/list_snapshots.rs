@@ -8,8 +8,9 @@
 //!
 //! So the first page keeps the list it cut (shared pointers to the stored objects, no copies) here, and later
 //! pages read it: each page costs its own length, and a list stays whole for [`KEPT_FOR`], as long as
-//! kube-apiserver keeps one. At most [`MAX_SNAPSHOTS`] are held, the oldest let go first; a page whose snapshot is
-//! gone falls back to the history.
+//! kube-apiserver keeps one. The last page lets its snapshot go, so the objects a list read are not held alive
+//! once the client has them all. At most [`MAX_SNAPSHOTS`] are held, the oldest let go first; a page whose snapshot
+//! is gone falls back to the history.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,13 @@ impl ListSnapshots {
         });
     }
 
+    /// Let go of the snapshot of `key`: its last page was served. A client that reads to the end holds no old
+    /// objects alive after it; only lists left unfinished stay for [`KEPT_FOR`].
+    pub(crate) fn forget(&self, key: &SnapshotKey) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|k| k.key != *key);
+    }
+
     /// The snapshot of `key`, if it is still kept.
     pub(crate) fn get(&self, key: &SnapshotKey) -> Option<Arc<Vec<Arc<StoredObject>>>> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
@@ -97,5 +105,7 @@ mod tests {
             ..key(2)
         };
         assert!(snapshots.get(&other_namespace).is_none());
+        snapshots.forget(&key(2));
+        assert!(snapshots.get(&key(2)).is_none(), "the last page let it go");
     }
 }

@@ -173,9 +173,11 @@ pub(super) async fn list(
         }
         items.push(obj.clone());
     }
-    // The first page of a list read in pages keeps what it cut, for the pages after it.
-    if token.is_none() && next.is_some() {
-        snapshots.keep(snapshot_key(rv, indexed), all.clone());
+    // The first page of a list read in pages keeps what it cut, for the pages after it; the last lets it go.
+    match (&token, &next) {
+        (None, Some(_)) => snapshots.keep(snapshot_key(rv, indexed), all.clone()),
+        (Some(_), None) => snapshots.forget(&snapshot_key(rv, indexed)),
+        _ => {}
     }
     server
         .metrics()
