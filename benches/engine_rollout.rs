@@ -221,30 +221,18 @@ fn status_field(name: &str) -> String {
 fn engine_writes(server: &ApiServer) -> BTreeMap<String, u64> {
     let text = server.metrics().encode(server.store());
     let mut writes = BTreeMap::new();
-    for line in text.lines() {
-        let Some(labels) = line
-            .strip_prefix("apiserver_request_total{")
-            .and_then(|rest| rest.split_once('}'))
-        else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .0
-                .split(',')
-                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
-                .map(|value| value.trim_end_matches('"'))
-        };
+    for sample in kmm_testing::metrics::samples(&text, "apiserver_request_total") {
         let is_write = matches!(
-            label("verb"),
+            sample.label("verb"),
             Some("POST" | "PUT" | "PATCH" | "APPLY" | "DELETE")
         );
-        let succeeded = label("code").is_some_and(|code| code.starts_with('2'));
-        if is_write && succeeded && label("client") == Some(ENGINE_AGENT) {
-            let count: u64 = labels.1.trim().parse().unwrap_or(0);
+        let succeeded = sample
+            .label("code")
+            .is_some_and(|code| code.starts_with('2'));
+        if is_write && succeeded && sample.label("client") == Some(ENGINE_AGENT) {
             *writes
-                .entry(label("resource").unwrap_or_default().to_owned())
-                .or_default() += count;
+                .entry(sample.label("resource").unwrap_or_default().to_owned())
+                .or_default() += sample.value as u64;
         }
     }
     writes

@@ -18,6 +18,7 @@ use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
 use kmm_engine::{Context, PodImages};
 use kmm_testing::eventually;
+use kmm_testing::metrics::samples;
 use kmm_tui::tui::action::Action;
 use kmm_tui::tui::data::KindSnapshot;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -208,28 +209,16 @@ impl Sent {
     fn of(server: &ApiServer) -> Sent {
         let text = server.metrics().encode(server.store());
         let mut sent = Sent::default();
-        for line in text.lines() {
-            let Some((labels, count)) = [
-                "apiserver_watch_events_total{",
-                "apiserver_storage_list_returned_objects_total{",
-            ]
-            .iter()
-            .find_map(|metric| line.strip_prefix(metric))
-            .and_then(|rest| rest.split_once("} ")) else {
-                continue;
-            };
-            let label = |name: &str| {
-                labels
-                    .split(',')
-                    .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
-                    .map(|value| value.trim_end_matches('"').to_owned())
-                    .expect("the label is there")
-            };
-            let count: u64 = count.trim().parse().expect("a count");
+        let metrics = [
+            "apiserver_watch_events_total",
+            "apiserver_storage_list_returned_objects_total",
+        ];
+        for sample in metrics.iter().flat_map(|metric| samples(&text, metric)) {
+            let label = |name| sample.label(name).expect("the label is there").to_owned();
             *sent
                 .0
                 .entry((label("client"), label("resource")))
-                .or_default() += count;
+                .or_default() += sample.value as u64;
         }
         sent
     }

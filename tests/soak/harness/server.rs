@@ -221,28 +221,14 @@ pub(super) async fn conflicts_answered_to_engines(
     let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
     let text = client.request_text(request).await.ok()?;
     let mut conflicts = std::collections::BTreeMap::new();
-    for line in text.lines() {
-        let Some((labels, count)) = line
-            .strip_prefix("apiserver_request_total{")
-            .and_then(|rest| rest.split_once('}'))
-        else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
-                .map(|value| value.trim_end_matches('"').to_owned())
-        };
-        if label("code").as_deref() == Some("409")
-            && label("client").as_deref() == Some(ENGINE_AGENT)
-        {
+    for sample in kmm_testing::metrics::samples(&text, "apiserver_request_total") {
+        if sample.label("code") == Some("409") && sample.label("client") == Some(ENGINE_AGENT) {
             let key = format!(
                 "{} {}",
-                label("verb").unwrap_or_default(),
-                label("resource").unwrap_or_default()
+                sample.label("verb").unwrap_or_default(),
+                sample.label("resource").unwrap_or_default()
             );
-            *conflicts.entry(key).or_default() += count.trim().parse::<u64>().unwrap_or(0);
+            *conflicts.entry(key).or_default() += sample.value as u64;
         }
     }
     Some(conflicts)
