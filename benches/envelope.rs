@@ -13,12 +13,13 @@
 #[global_allocator]
 static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
 use kmm_testing::process::{cpu_time, rss_mib};
+use kmm_testing::serve::Serve;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -35,33 +36,15 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-        .args([
-            "serve",
-            "--scenario",
-            "envelope",
-            "--listen",
-            "127.0.0.1:0",
-            "--log",
-            "warn",
-        ])
-        .args(["--event-ttl", &event_ttl, "--kubeconfig-out"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starting kmm-tui serve");
-    while !kubeconfig.exists() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("kmm-tui serve exited during start-up: {status}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "not ready after 10 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let serve = Serve::start(
+        Path::new(env!("CARGO_BIN_EXE_kmm-tui")),
+        ["--scenario", "envelope", "--event-ttl", &event_ttl],
+        &kubeconfig,
+        dir.path(),
+        Duration::from_secs(600),
+    );
     let ready = started.elapsed();
-    let pid = child.id();
+    let pid = serve.id();
     let rss_ready = rss_mib(pid);
 
     let config = Kubeconfig::read_from(&kubeconfig).expect("reading the written kubeconfig");
@@ -110,8 +93,7 @@ async fn main() {
     let watched = watching.elapsed();
     let cpu = cpu_time(pid) - cpu_before;
     let rss_end = rss_mib(pid);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(serve);
     let seconds = watched.as_secs_f64();
     println!("envelope scenario (5,000 nodes, 150,000 background pods, --event-ttl {event_ttl})");
     println!("  start-up until ready      {ready:>10.2?}");

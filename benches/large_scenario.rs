@@ -17,10 +17,11 @@
 #[global_allocator]
 static ALLOCATOR: kmm_tui::allocator::Allocator = kmm_tui::allocator::ALLOCATOR;
 
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kmm_testing::process::{cpu_time, rss_mib};
+use kmm_testing::serve::Serve;
 
 /// Idle measurement window.
 const IDLE_WINDOW: Duration = Duration::from_secs(60);
@@ -33,33 +34,15 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kmm-tui"))
-        .args([
-            "serve",
-            "--scenario",
-            "large",
-            "--listen",
-            "127.0.0.1:0",
-            "--log",
-            "warn",
-            "--kubeconfig-out",
-        ])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starting kmm-tui serve");
-    while !kubeconfig.exists() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("kmm-tui serve exited during start-up: {status}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "not ready after 10 minutes"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let serve = Serve::start(
+        Path::new(env!("CARGO_BIN_EXE_kmm-tui")),
+        ["--scenario", "large"],
+        &kubeconfig,
+        dir.path(),
+        Duration::from_secs(600),
+    );
     let startup = started.elapsed();
-    let pid = child.id();
+    let pid = serve.id();
     // Start-up work goes on after the kubeconfig appears (node status and machine records are published in the
     // background): wait until a 5-second window uses under 5 % of a core before measuring idle.
     let settling = Instant::now();
@@ -78,8 +61,7 @@ fn main() {
     std::thread::sleep(IDLE_WINDOW);
     let idle_cpu = cpu_time(pid) - before;
     let rss = rss_mib(pid);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(serve);
     println!("large scenario (5,000 nodes)");
     println!("  start-up until ready      {startup:>10.2?}");
     println!("  background work settled   {settled:>10.2?} later");

@@ -172,9 +172,26 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn put_pod(&mut self, pod: Value) -> anyhow::Result<()> {
+    /// Write a pod of `of`, with the `pod-template-hash` label when its owner is a ReplicaSet; its name.
+    fn put_pod(&mut self, of: &PodOf<'_>, template_hash: Option<&str>) -> anyhow::Result<String> {
+        let name = format!("{}-{}", of.prefix, self.suffix());
+        let uid = self.uid();
+        let mut pod = pod(
+            &name,
+            of.namespace,
+            &uid,
+            of.app,
+            of.owner,
+            of.node,
+            &self.now,
+            of.phase,
+        );
+        if let Some(hash) = template_hash {
+            pod["metadata"]["labels"]["pod-template-hash"] = json!(hash);
+        }
         self.loaded.pods += 1;
-        self.put(&ResourceKey::new("", "pods"), pod)
+        self.put(&ResourceKey::new("", "pods"), pod)?;
+        Ok(name)
     }
 
     fn uid(&mut self) -> String {
@@ -215,12 +232,15 @@ impl Writer<'_> {
             self.put(&ResourceKey::new("apps", "daemonsets"), set)?;
             let owner = owner("apps/v1", "DaemonSet", name, &uid);
             for node in nodes {
-                let pod_name = format!("{name}-{}", self.suffix());
-                let pod_uid = self.uid();
-                let pod = pod(
-                    &pod_name, &namespace, &pod_uid, name, &owner, node, &self.now, "Running",
-                );
-                self.put_pod(pod)?;
+                let of = PodOf {
+                    prefix: name,
+                    namespace: &namespace,
+                    app: name,
+                    owner: &owner,
+                    node,
+                    phase: "Running",
+                };
+                self.put_pod(&of, None)?;
             }
         }
         for slot in slots.iter_mut() {
@@ -260,19 +280,15 @@ impl Writer<'_> {
             });
             self.put(&ResourceKey::new("batch", "jobs"), job)?;
             let owner = owner("batch/v1", "Job", name, &uid);
-            let pod_name = format!("{name}-{}", self.suffix());
-            let pod_uid = self.uid();
-            let pod = pod(
-                &pod_name,
-                &namespace,
-                &pod_uid,
-                name,
-                &owner,
-                &nodes[node],
-                &self.now,
-                "Succeeded",
-            );
-            self.put_pod(pod)?;
+            let of = PodOf {
+                prefix: name,
+                namespace: &namespace,
+                app: name,
+                owner: &owner,
+                node: &nodes[node],
+                phase: "Succeeded",
+            };
+            self.put_pod(&of, None)?;
         }
         Ok(())
     }
@@ -332,20 +348,15 @@ impl Writer<'_> {
             self.put(&ResourceKey::new("apps", "replicasets"), replica_set_object)?;
             let owner = owner("apps/v1", "ReplicaSet", &replica_set, &replica_set_uid);
             for node in places.by_ref().take(replicas) {
-                let pod_name = format!("{replica_set}-{}", self.suffix());
-                let pod_uid = self.uid();
-                let mut pod = pod(
-                    &pod_name,
-                    &namespace,
-                    &pod_uid,
-                    name,
-                    &owner,
-                    &nodes[node],
-                    &self.now,
-                    "Running",
-                );
-                pod["metadata"]["labels"]["pod-template-hash"] = json!(hash);
-                self.put_pod(pod)?;
+                let of = PodOf {
+                    prefix: &replica_set,
+                    namespace: &namespace,
+                    app: name,
+                    owner: &owner,
+                    node: &nodes[node],
+                    phase: "Running",
+                };
+                let pod_name = self.put_pod(&of, Some(&hash))?;
                 self.loaded.churning.push(ChurningPod {
                     namespace: namespace.clone(),
                     replica_set: replica_set.clone(),
@@ -357,6 +368,16 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// Whose and where a background pod is: named after `prefix`, of `app`, owned by `owner`, on `node`, in `phase`.
+struct PodOf<'a> {
+    prefix: &'a str,
+    namespace: &'a str,
+    app: &'a str,
+    owner: &'a Value,
+    node: &'a str,
+    phase: &'a str,
 }
 
 /// Replaces Deployment pods, one at a time, as the control plane and the kubelets would.
