@@ -82,6 +82,7 @@ pub struct ApiMetrics {
     watches: Family<ResourceLabels, Gauge>,
     watch_events: Family<SentLabels, Counter>,
     list_objects: Family<SentLabels, Counter>,
+    list_evaluated: Family<ResourceLabels, Counter>,
     clients: Arc<RwLock<HashSet<Arc<str>>>>,
 }
 
@@ -93,6 +94,7 @@ impl Default for ApiMetrics {
             watches: Family::default(),
             watch_events: Family::default(),
             list_objects: Family::default(),
+            list_evaluated: Family::default(),
             clients: Arc::default(),
         }
     }
@@ -140,6 +142,16 @@ impl ApiMetrics {
     pub fn list_returned(&self, resource: &str, user_agent: Option<&str>, objects: usize) {
         self.list_objects
             .get_or_create(&self.sent_labels(resource, user_agent))
+            .inc_by(u64::try_from(objects).unwrap_or(u64::MAX));
+    }
+
+    /// Count `objects` a LIST of `resource` tested against its selectors: every object of the resource (or of the
+    /// namespace asked for), unless an index of a selected field took only the matching ones.
+    pub fn list_evaluated(&self, resource: &str, objects: usize) {
+        self.list_evaluated
+            .get_or_create(&ResourceLabels {
+                resource: Arc::from(resource),
+            })
             .inc_by(u64::try_from(objects).unwrap_or(u64::MAX));
     }
 
@@ -199,6 +211,11 @@ impl ApiMetrics {
             "apiserver_storage_list_returned_objects",
             "Objects returned by LIST requests, by resource and client",
             self.list_objects.clone(),
+        );
+        registry.register(
+            "apiserver_storage_list_evaluated_objects",
+            "Objects LIST requests tested against their selectors, by resource",
+            self.list_evaluated.clone(),
         );
         let usage = store.usage();
         let objects = Family::<ResourceLabels, Gauge>::default();

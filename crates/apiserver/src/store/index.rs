@@ -1,9 +1,12 @@
 //! Field indexes: for a few fields that clients select on with `=` at scale, the store keeps which objects hold
 //! each value, so such a list reads only the matching objects instead of testing every object of the resource.
 //!
-//! Pods by `spec.nodeName` is the one that matters: every kubelet and every per-node reconciler lists the pods of
-//! one node, and with thousands of nodes a scan of every pod per list grows with the square of the cluster
-//! (kube-apiserver's watch cache keeps the same index for the same reason).
+//! Pods by `spec.nodeName` is the one that matters most: every kubelet and every per-node reconciler lists the pods
+//! of one node, and with thousands of nodes a scan of every pod per list grows with the square of the cluster
+//! (kube-apiserver's watch cache keeps the same index for the same reason). Events by the kind of object they are
+//! about and by the controller that reported them: a console lists the Events about the kinds it shows, a handful
+//! among the hundreds of thousands a busy cluster keeps for an hour, and Events are held only serialised, so a
+//! scan would parse every one of them for every such list.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -23,11 +26,23 @@ struct IndexedField {
 }
 
 /// The fields the store indexes.
-const INDEXED: &[IndexedField] = &[IndexedField {
-    resource: "/pods",
-    field: "spec.nodeName",
-    pointer: "/spec/nodeName",
-}];
+const INDEXED: &[IndexedField] = &[
+    IndexedField {
+        resource: "/pods",
+        field: "spec.nodeName",
+        pointer: "/spec/nodeName",
+    },
+    IndexedField {
+        resource: "/events",
+        field: "involvedObject.kind",
+        pointer: "/involvedObject/kind",
+    },
+    IndexedField {
+        resource: "/events",
+        field: "reportingComponent",
+        pointer: "/reportingComponent",
+    },
+];
 
 /// Which objects hold each value of the indexed fields. A missing field is indexed under the empty string, as
 /// field selectors read it (`spec.nodeName=` selects unscheduled pods).
@@ -86,18 +101,26 @@ impl FieldIndexes {
         }
     }
 
-    /// The keys of the objects of `resource` whose `field` equals `value`, in key order; `None` when that field
-    /// is not indexed.
-    pub(super) fn lookup(
-        &self,
+    /// The keys of the objects of `resource` (in `namespace`, when given) whose `field` equals `value`, in key
+    /// order; `None` when that field is not indexed. A namespace is a range of the keys, so the Events about pods
+    /// of one namespace are found without stepping over those of every other.
+    pub(super) fn lookup<'a>(
+        &'a self,
         resource: &ResourceKey,
+        namespace: Option<&'a str>,
         field: &str,
         value: &str,
-    ) -> Option<impl Iterator<Item = &ObjectKey>> {
+    ) -> Option<impl Iterator<Item = &'a ObjectKey>> {
         let position = INDEXED
             .iter()
             .position(|i| &*resource.0 == i.resource && i.field == field)?;
-        Some(self.values[position].get(value).into_iter().flatten())
+        let keys = self.values[position].get(value);
+        let from = (namespace.unwrap_or_default().to_owned(), String::new());
+        Some(
+            keys.into_iter()
+                .flat_map(move |keys| keys.range(from.clone()..))
+                .take_while(move |(ns, _)| namespace.is_none_or(|want| want == ns)),
+        )
     }
 }
 
@@ -119,7 +142,7 @@ mod tests {
 
     fn found(indexes: &FieldIndexes, node: &str) -> Vec<String> {
         indexes
-            .lookup(&ResourceKey::new("", "pods"), "spec.nodeName", node)
+            .lookup(&ResourceKey::new("", "pods"), None, "spec.nodeName", node)
             .expect("pods are indexed by node")
             .map(|(_, name)| name.clone())
             .collect()
@@ -144,11 +167,51 @@ mod tests {
     }
 
     #[test]
+    fn events_are_found_by_kind_within_one_namespace() {
+        let events = ResourceKey::new("", "events");
+        let mut indexes = FieldIndexes::new();
+        let about =
+            |kind: &str| json!({"involvedObject": {"kind": kind}, "reportingComponent": "kubelet"});
+        for (namespace, name, kind) in [
+            ("apps", "a", "Pod"),
+            ("drivers", "b", "Pod"),
+            ("drivers", "c", "Module"),
+            ("drivers-2", "d", "Pod"),
+        ] {
+            let key = (namespace.to_owned(), name.to_owned());
+            indexes.update(&events, &key, None, Some(&about(kind)));
+        }
+        let names = |namespace: Option<&str>, field: &str, value: &str| -> Vec<String> {
+            indexes
+                .lookup(&events, namespace, field, value)
+                .expect("events are indexed")
+                .map(|(_, name)| name.clone())
+                .collect()
+        };
+        assert_eq!(names(Some("drivers"), "involvedObject.kind", "Pod"), ["b"]);
+        assert_eq!(names(None, "involvedObject.kind", "Pod"), ["a", "b", "d"]);
+        assert_eq!(names(None, "involvedObject.kind", "Module"), ["c"]);
+        assert_eq!(
+            names(Some("drivers"), "reportingComponent", "kubelet"),
+            ["b", "c"]
+        );
+        assert!(names(Some("other"), "involvedObject.kind", "Pod").is_empty());
+    }
+
+    #[test]
     fn only_indexed_fields_answer() {
         let indexes = FieldIndexes::new();
         let pods = ResourceKey::new("", "pods");
-        assert!(indexes.lookup(&pods, "status.phase", "Running").is_none());
+        assert!(
+            indexes
+                .lookup(&pods, None, "status.phase", "Running")
+                .is_none()
+        );
         let nodes = ResourceKey::new("", "nodes");
-        assert!(indexes.lookup(&nodes, "spec.nodeName", "n1").is_none());
+        assert!(
+            indexes
+                .lookup(&nodes, None, "spec.nodeName", "n1")
+                .is_none()
+        );
     }
 }

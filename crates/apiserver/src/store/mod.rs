@@ -412,12 +412,9 @@ impl Store {
         value: &str,
     ) -> Option<(Vec<Arc<StoredObject>>, u64)> {
         let state = self.lock();
-        let keys = state.indexes.lookup(resource, field, value)?;
+        let keys = state.indexes.lookup(resource, namespace, field, value)?;
         let map = state.objects.get(resource);
-        let items = keys
-            .filter(|(ns, _)| namespace.is_none_or(|want| want == ns))
-            .filter_map(|key| map?.get(key).cloned())
-            .collect();
+        let items = keys.filter_map(|key| map?.get(key).cloned()).collect();
         Some((items, state.rv))
     }
 

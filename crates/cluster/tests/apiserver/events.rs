@@ -182,3 +182,98 @@ async fn expired_events_stay_gone_across_a_restart_and_downtime_counts() {
     assert!(took < ttl, "it went {took:?} after the restart began");
     cluster.shutdown().await;
 }
+
+/// An Event in `namespace` about a `kind`, reported by `controller`.
+fn event_about(namespace: &str, name: &str, kind: &str, controller: &str) -> NewEvent {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": kind, "name": "subject", "namespace": namespace},
+        "reason": "Seen", "note": "seen", "type": "Normal", "action": "See",
+        "reportingController": controller, "reportingInstance": format!("{controller}-1"),
+    }))
+    .expect("an event")
+}
+
+/// Objects the server's LISTs of Events have tested against their selectors so far.
+async fn events_evaluated(client: &kube::Client) -> f64 {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a request");
+    let text = client
+        .request_text(request)
+        .await
+        .expect("/metrics answers");
+    kmm_testing::metrics::samples(&text, "apiserver_storage_list_evaluated_objects_total")
+        .filter(|sample| sample.label("resource") == Some("events"))
+        .map(|sample| sample.value)
+        .sum()
+}
+
+/// A console lists the Events about the kinds it shows, a handful among the many a busy cluster keeps, by field
+/// selector; Events are held only serialised, so a scan would parse every one for every such list. The server reads
+/// them from its index of Events by kind and by reporter (within the namespace asked for), so a list tests only
+/// what it returns.
+#[tokio::test]
+async fn events_selected_by_kind_or_reporter_are_read_from_an_index() {
+    let cluster = cluster_with(EmbeddedOptions::default()).await;
+    let client = cluster.client();
+    for namespace in ["apps", "drivers"] {
+        let object: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a namespace");
+        Api::all(client.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .expect("the namespace is created");
+    }
+    let about = [
+        ("apps", "Pod", "kubelet", 50),
+        ("drivers", "Pod", "kubelet", 10),
+        ("drivers", "Module", "kmm", 3),
+        ("drivers", "Node", "kmm-tui-engine", 2),
+    ];
+    for (namespace, kind, controller, count) in about {
+        let events: Api<NewEvent> = Api::namespaced(client.clone(), namespace);
+        for i in 0..count {
+            let name = format!("{}-{i}", kind.to_lowercase());
+            events
+                .create(
+                    &PostParams::default(),
+                    &event_about(namespace, &name, kind, controller),
+                )
+                .await
+                .expect("the event is created");
+        }
+    }
+    let cases = [
+        (
+            None,
+            "regarding.kind=Module,reportingController!=kmm-tui-engine",
+            3,
+        ),
+        (None, "reportingController=kmm-tui-engine", 2),
+        (
+            Some("drivers"),
+            "regarding.kind=Pod,reportingController!=kmm-tui-engine",
+            10,
+        ),
+        (None, "regarding.kind=Pod", 60),
+    ];
+    for (namespace, selector, expected) in cases {
+        let events: Api<NewEvent> = match namespace {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        };
+        let before = events_evaluated(&client).await;
+        let listed = events
+            .list(&ListParams::default().fields(selector))
+            .await
+            .expect("the events are listed");
+        let evaluated = events_evaluated(&client).await - before;
+        assert_eq!(listed.items.len(), expected, "{selector} in {namespace:?}");
+        assert_eq!(
+            evaluated, expected as f64,
+            "{selector} in {namespace:?} tested {evaluated} Events for {expected}"
+        );
+    }
+}

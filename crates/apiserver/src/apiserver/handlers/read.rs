@@ -159,7 +159,9 @@ pub(super) async fn list(
     };
     let mut items: Vec<Arc<StoredObject>> = Vec::new();
     let mut next = None;
+    let mut evaluated = 0;
     for obj in &all[start..] {
+        evaluated += 1;
         if !filter.selects(obj) {
             continue;
         }
@@ -179,9 +181,9 @@ pub(super) async fn list(
         (Some(_), None) => snapshots.forget(&snapshot_key(rv, indexed)),
         _ => {}
     }
-    server
-        .metrics()
-        .list_returned(&ctx.rt.plural, ctx.user_agent(), items.len());
+    let metrics = server.metrics();
+    metrics.list_evaluated(&ctx.rt.plural, evaluated);
+    metrics.list_returned(&ctx.rt.plural, ctx.user_agent(), items.len());
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(next) = &next {
         meta["continue"] = json!(next);
