@@ -138,18 +138,18 @@ pub fn start(
     // A console kept to one namespace takes in the Events about pods there; else those of every namespace where the
     // console's objects make pods, as they come and go.
     let (fixed, follow) = match namespace {
-        Some(ns) => {
-            let pods = (
-                events.clone(),
-                all().fields(&event_sources::pod_selector(ns)),
-            );
+        Some(_) => {
+            let pods = (events.clone(), all().fields(&event_sources::pod_selector()));
             (fixed.into_iter().chain([pods]).collect(), None)
         }
         None => {
+            let client = client.clone();
             let follow = Follow {
                 keys: pod_namespaces_changes,
-                api: events,
-                selector: event_sources::pod_selector,
+                source: Box::new(move |ns: &str| {
+                    let api = Api::namespaced(client.clone(), ns);
+                    (api, all().fields(&event_sources::pod_selector()))
+                }),
             };
             (fixed, Some(follow))
         }
@@ -519,11 +519,12 @@ struct Sources<K> {
 struct Follow<K> {
     /// The set, as the lists of pod-making kinds publish it.
     keys: watch::Receiver<PodNamespaces>,
-    /// Where every key's watch looks.
-    api: Api<K>,
-    /// The field selector of one key's watch.
-    selector: fn(&str) -> String,
+    /// Where one key's watch looks, and with which selectors.
+    source: SourceOf<K>,
 }
+
+/// How the watch of one key of a followed set is made.
+type SourceOf<K> = Box<dyn Fn(&str) -> Source<K> + Send>;
 
 /// One watch of a kind: where, and with which selectors.
 type Source<K> = (Api<K>, watcher::Config);
@@ -588,9 +589,9 @@ impl<K: Watched + Kept> Running<K> {
         }
         for key in wanted {
             if !self.followed.contains_key(&key) {
-                let config = watcher::Config::default().fields(&(follow.selector)(&key));
+                let (api, config) = (follow.source)(&key);
                 let stop = CancellationToken::new();
-                let slot = self.open(follow.api.clone(), config, Some(stop.clone()));
+                let slot = self.open(api, config, Some(stop.clone()));
                 self.followed.insert(key, (slot, stop));
             }
         }

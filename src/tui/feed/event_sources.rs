@@ -6,9 +6,11 @@
 //! - whatever kmm-tui's engine reports, on any kind (an upstream operator's Deployment it hands a family over to):
 //!   `reportingController=kmm-tui-engine`;
 //! - pods in the namespaces where the console's objects make pods: a Module's, an ImageCache's and a ModuleDay0's
-//!   namespace, and the Shim installers' while a Shim exists. One watch per namespace,
-//!   `regarding.kind=Pod,regarding.namespace=<ns>`, started when the first such object appears there and stopped
-//!   when the last one leaves.
+//!   namespace, and the Shim installers' while a Shim exists. One watch of that namespace's Events per namespace,
+//!   `regarding.kind=Pod`, started when the first such object appears there and stopped when the last one leaves.
+//!
+//! Each of these is one lookup in the API server's index of Events by kind and reporter (within a namespace for
+//! the pods'), so listing them costs what they hold, not what the cluster keeps.
 //!
 //! The watches never overlap: all but the engine's leave out what the engine reports. What a field selector cannot
 //! tell apart still comes in: Events about other pods of a namespace that holds a Module (a selector cannot match
@@ -53,12 +55,10 @@ pub(super) fn fixed_selectors() -> Vec<String> {
         .collect()
 }
 
-/// The field selector of the Events about pods in `namespace`.
-pub(super) fn pod_selector(namespace: &str) -> String {
-    format!(
-        "regarding.kind=Pod,regarding.namespace={namespace},{}",
-        not_the_engines()
-    )
+/// The field selector of the Events about pods, for a watch of one namespace's Events (an Event about a pod lives in
+/// the pod's namespace): the server reads them from its index of Events by kind within that namespace.
+pub(super) fn pod_selector() -> String {
+    format!("regarding.kind=Pod,{}", not_the_engines())
 }
 
 /// Leaves out the Events the engine's own watch takes in.
@@ -109,8 +109,8 @@ mod tests {
             .collect();
         assert_eq!(engines, [&"reportingController=kmm-tui-engine".to_owned()]);
         assert_eq!(
-            pod_selector("drivers"),
-            "regarding.kind=Pod,regarding.namespace=drivers,reportingController!=kmm-tui-engine"
+            pod_selector(),
+            "regarding.kind=Pod,reportingController!=kmm-tui-engine"
         );
     }
 
