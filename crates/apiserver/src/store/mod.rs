@@ -413,9 +413,20 @@ impl Store {
     ) -> Option<(Vec<Arc<StoredObject>>, u64)> {
         let state = self.lock();
         let keys = state.indexes.lookup(resource, namespace, field, value)?;
-        let map = state.objects.get(resource);
-        let items = keys.filter_map(|key| map?.get(key).cloned()).collect();
-        Some((items, state.rv))
+        Some((indexed_objects(&state, resource, keys), state.rv))
+    }
+
+    /// Like [`Store::list`], but only the pods that hold the label `label`, read from the store's index of pods by
+    /// label key; `None` when that key is not indexed (the caller then lists and filters).
+    pub fn list_by_label(
+        &self,
+        resource: &ResourceKey,
+        namespace: Option<&str>,
+        label: &str,
+    ) -> Option<(Vec<Arc<StoredObject>>, u64)> {
+        let state = self.lock();
+        let keys = state.indexes.lookup_label(resource, namespace, label)?;
+        Some((indexed_objects(&state, resource, keys), state.rv))
     }
 
     /// The objects of a resource as they were at resourceVersion `at`, for paginated lists that must stay one
@@ -797,6 +808,16 @@ impl Store {
 }
 
 /// The objects of `resource` in `namespace` (or all), in key order: one `Arc` each.
+/// The objects of `resource` at `keys`, which an index gave.
+fn indexed_objects<'a>(
+    state: &State,
+    resource: &ResourceKey,
+    keys: impl Iterator<Item = &'a ObjectKey>,
+) -> Vec<Arc<StoredObject>> {
+    let map = state.objects.get(resource);
+    keys.filter_map(|key| map?.get(key).cloned()).collect()
+}
+
 fn objects_of(
     state: &State,
     resource: &ResourceKey,

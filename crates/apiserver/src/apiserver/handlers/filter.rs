@@ -64,6 +64,11 @@ impl Filter {
         })
     }
 
+    /// The label keys every selected object holds, from the label selector.
+    pub(super) fn required_labels(&self) -> impl Iterator<Item = &str> {
+        self.labels.iter().flat_map(LabelSelector::required_keys)
+    }
+
     /// Whether the stored object is selected, reading its parsed value only when a selector needs it (objects held
     /// only serialised are parsed for that).
     pub(super) fn selects(&self, obj: &StoredObject) -> bool {

@@ -81,6 +81,9 @@ impl ContinueToken {
     }
 }
 
+/// How a list's snapshot names the label key the store's index selected its first page by, beside the fields.
+const LABEL_KEY: &str = "metadata.labels";
+
 /// LIST a collection.
 pub(super) async fn list(
     server: &ApiServer,
@@ -111,9 +114,10 @@ pub(super) async fn list(
         rv,
         indexed: indexed.map(|(field, value)| (field.to_owned(), value.to_owned())),
     };
-    // The fields the store's index may have selected the first page by, and none.
+    // The fields and label keys the store's index may have selected the first page by, and none.
     let candidates: Vec<Option<(&str, &str)>> = std::iter::once(None)
         .chain(filter.field_equalities().map(Some))
+        .chain(filter.required_labels().map(|key| Some((LABEL_KEY, key))))
         .collect();
     let (all, rv, indexed) = match (
         &token,
@@ -144,7 +148,18 @@ pub(super) async fn list(
                     store.list_by_field(&ctx.storage, filter.namespace(), field, value)?;
                 Some((objects, rv, Some((field, value))))
             });
-            let (objects, rv, indexed) = by_index.unwrap_or_else(|| {
+            // Of the required label keys the index holds, the one the fewest objects hold.
+            let by_label = || {
+                filter
+                    .required_labels()
+                    .filter_map(|key| {
+                        let (objects, rv) =
+                            store.list_by_label(&ctx.storage, filter.namespace(), key)?;
+                        Some((objects, rv, Some((LABEL_KEY, key))))
+                    })
+                    .min_by_key(|(objects, _, _)| objects.len())
+            };
+            let (objects, rv, indexed) = by_index.or_else(by_label).unwrap_or_else(|| {
                 let (objects, rv) = store.list(&ctx.storage, filter.namespace());
                 (objects, rv, None)
             });

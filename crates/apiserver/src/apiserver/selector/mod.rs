@@ -281,6 +281,20 @@ impl LabelSelector {
         !self.selects_nothing && self.requirements.iter().all(|r| r.matches(labels))
     }
 
+    /// The label keys every selected object holds (those of `=`, `==`, `in` and existence requirements), so a
+    /// store's index of objects by label key can give the candidates.
+    pub fn required_keys(&self) -> impl Iterator<Item = &str> {
+        self.requirements
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.operator,
+                    Operator::Equals | Operator::DoubleEquals | Operator::In | Operator::Exists
+                )
+            })
+            .map(|r| r.key.as_str())
+    }
+
     /// Whether the selector selects every object, so callers can skip filtering.
     pub fn is_everything(&self) -> bool {
         !self.selects_nothing && self.requirements.is_empty()
