@@ -11,7 +11,7 @@ use kmm_cluster::EmbeddedOptions;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 
-use crate::common::{cluster_with, eventually};
+use crate::common::{cluster_with, eventually, list_evaluated};
 
 /// A core `v1` Event, as kubectl and client-go's recorder write them.
 fn core_event(name: &str) -> Event {
@@ -195,21 +195,6 @@ fn event_about(namespace: &str, name: &str, kind: &str, controller: &str) -> New
     .expect("an event")
 }
 
-/// Objects the server's LISTs of Events have tested against their selectors so far.
-async fn events_evaluated(client: &kube::Client) -> f64 {
-    let request = http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a request");
-    let text = client
-        .request_text(request)
-        .await
-        .expect("/metrics answers");
-    kmm_testing::metrics::samples(&text, "apiserver_storage_list_evaluated_objects_total")
-        .filter(|sample| sample.label("resource") == Some("events"))
-        .map(|sample| sample.value)
-        .sum()
-}
-
 /// A console lists the Events about the kinds it shows, a handful among the many a busy cluster keeps, by field
 /// selector; Events are held only serialised, so a scan would parse every one for every such list. The server reads
 /// them from its index of Events by kind and by reporter (within the namespace asked for), so a list tests only
@@ -264,12 +249,12 @@ async fn events_selected_by_kind_or_reporter_are_read_from_an_index() {
             Some(namespace) => Api::namespaced(client.clone(), namespace),
             None => Api::all(client.clone()),
         };
-        let before = events_evaluated(&client).await;
+        let before = list_evaluated(&client, "events").await;
         let listed = events
             .list(&ListParams::default().fields(selector))
             .await
             .expect("the events are listed");
-        let evaluated = events_evaluated(&client).await - before;
+        let evaluated = list_evaluated(&client, "events").await - before;
         assert_eq!(listed.items.len(), expected, "{selector} in {namespace:?}");
         assert_eq!(
             evaluated, expected as f64,

@@ -5,14 +5,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 
-use super::common::{cluster, eventually};
-
-async fn scrape(client: &kube::Client) -> String {
-    client
-        .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
-        .await
-        .expect("/metrics answers")
-}
+use super::common::{cluster, eventually, scrape};
 
 /// The sum of the samples of `metric` whose labels contain every one of `labels`.
 fn sum(text: &str, metric: &str, labels: &[&str]) -> f64 {

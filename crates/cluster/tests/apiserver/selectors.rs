@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference, Pod};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use serde_json::json;
 
-use super::common::cluster;
+use super::common::{cluster, list_evaluated};
 
 async fn labelled(api: &Api<ConfigMap>, name: &str, labels: &[(&str, &str)]) {
     let cm = ConfigMap {
@@ -245,21 +245,6 @@ async fn pages_continue_after_the_history_has_moved_past_the_first() {
     );
 }
 
-/// Objects the server's LISTs of pods have tested against their selectors so far.
-async fn pods_evaluated(client: &kube::Client) -> f64 {
-    let request = http::Request::get("/metrics")
-        .body(Vec::new())
-        .expect("a request");
-    let text = client
-        .request_text(request)
-        .await
-        .expect("/metrics answers");
-    kmm_testing::metrics::samples(&text, "apiserver_storage_list_evaluated_objects_total")
-        .filter(|sample| sample.label("resource") == Some("pods"))
-        .map(|sample| sample.value)
-        .sum()
-}
-
 /// A console or an operator lists its own few pods by a label of theirs among the hundred thousand of a busy
 /// cluster. The server reads the pods holding a required label key from its index (and in pages from the snapshot
 /// the first page cut), so such a list tests only them; a selector with no required key still tests every pod.
@@ -298,17 +283,17 @@ async fn pods_selected_by_a_required_label_are_read_from_an_index() {
         ("!kmm.node.kubernetes.io/worker-action", 40, 43.0),
     ];
     for (selector, expected, tested) in cases {
-        let before = pods_evaluated(&client).await;
+        let before = list_evaluated(&client, "pods").await;
         let listed = pods
             .list(&ListParams::default().labels(selector))
             .await
             .expect("the pods are listed");
-        let evaluated = pods_evaluated(&client).await - before;
+        let evaluated = list_evaluated(&client, "pods").await - before;
         assert_eq!(listed.items.len(), expected, "{selector}");
         assert_eq!(evaluated, tested, "{selector} tested {evaluated} pods");
     }
     // In pages of two: the pages after the first read the snapshot it cut from the index.
-    let before = pods_evaluated(&client).await;
+    let before = list_evaluated(&client, "pods").await;
     let mut names = Vec::new();
     let mut params = ListParams::default()
         .labels("kmm.node.kubernetes.io/worker-action")
@@ -322,5 +307,5 @@ async fn pods_selected_by_a_required_label_are_read_from_an_index() {
         }
     }
     assert_eq!(names, ["worker-0", "worker-1", "worker-2"]);
-    assert!(pods_evaluated(&client).await - before <= 4.0);
+    assert!(list_evaluated(&client, "pods").await - before <= 4.0);
 }
