@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::action::{Action, EngineEvent};
 use super::data::{DraServing, FeedState, Kind, KindSnapshot, event_time};
 use super::kept::Kept;
+use super::lean;
 use super::worded::Why;
 use event_sources::PodNamespaces;
 use kmm_api::day0::{KMM_MANAGED_LABEL, MachineConfig, MachineConfigPool, ModuleDay0};
@@ -556,9 +557,9 @@ impl<K: Watched + Kept> Running<K> {
             config.page_size.unwrap_or(u32::MAX),
             self.newest,
         )));
-        let events = watcher(api, config)
+        let events = watcher(lean::lean(api), config)
             .default_backoff()
-            .map(move |event| (slot, event));
+            .map(move |event| (slot, event.map(lean::unwrapped)));
         match stop {
             Some(stop) => self
                 .streams

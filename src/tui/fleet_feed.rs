@@ -27,6 +27,7 @@ use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
 use crate::tui::fleet::reach::{Reach, Why};
 use crate::tui::fleet::state::FleetChange;
+use crate::tui::lean;
 use crate::tui::worded;
 use kmm_engine::runtime::operators::{self, Upstream};
 use kmm_engine::{Family, runtime::nodes};
@@ -280,8 +281,10 @@ async fn count_nodes(
     sender: UnboundedSender<Action>,
     stop: CancellationToken,
 ) {
-    let mut stream = watcher(Api::<Node>::all(client), watcher::Config::default())
+    let nodes = lean::lean(Api::<Node>::all(client));
+    let mut stream = watcher(nodes, watcher::Config::default())
         .default_backoff()
+        .map(|event| event.map(lean::unwrapped))
         .boxed();
     let mut ready: HashMap<String, bool> = HashMap::new();
     let mut listing: Option<HashMap<String, bool>> = None;

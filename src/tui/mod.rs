@@ -24,6 +24,7 @@ pub mod gallery;
 mod help;
 mod kept;
 pub mod keymap;
+mod lean;
 pub mod live;
 mod logs;
 pub mod prompt;
