@@ -26,6 +26,7 @@ mod manual;
 mod places;
 
 use cli::*;
+use kmm_tui::agent::Program;
 use kmm_tui::controller::ControllerArgs;
 
 /// mimalloc, as `kmm_tui::allocator` explains: the library leaves the choice to each executable.
@@ -195,7 +196,12 @@ async fn install(args: InstallArgs) -> anyhow::Result<()> {
         let objects = kmm_tui::install::manifests(&options);
         return print_out(&kmm_tui::install::to_yaml(&objects), "the manifests");
     }
-    let client = connect(args.target.kubeconfig.as_deref(), args.target.context).await?;
+    let client = connect(
+        args.target.kubeconfig.as_deref(),
+        args.target.context,
+        Program::Install,
+    )
+    .await?;
     options.service_monitor = kmm_tui::install::serves_service_monitors(&client).await;
     let objects = kmm_tui::install::manifests(&options);
     for line in kmm_tui::install::apply(&client, &objects).await? {
@@ -214,7 +220,12 @@ async fn uninstall(args: UninstallArgs) -> anyhow::Result<()> {
     );
     let mut client = None;
     if args.apply || (args.include_crds && !args.force) {
-        let connected = connect(args.target.kubeconfig.as_deref(), args.target.context).await;
+        let connected = connect(
+            args.target.kubeconfig.as_deref(),
+            args.target.context,
+            Program::Install,
+        )
+        .await;
         client = Some(if args.apply {
             connected?
         } else {
@@ -458,7 +469,12 @@ async fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         print!("{}", EngineRbac::for_families(&lease, &families).to_yaml());
         return Ok(());
     }
-    let client = connect(args.kubeconfig.as_deref(), args.context).await?;
+    let client = connect(
+        args.kubeconfig.as_deref(),
+        args.context,
+        Program::Controller,
+    )
+    .await?;
     let shutdown = shutdown_on_signal(|| tracing::info!("signal received; shutting down"))?;
     tracing::info!(
         identity = %lease.identity,
@@ -512,12 +528,13 @@ async fn stopped_within(
 async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<String>,
+    program: Program,
 ) -> anyhow::Result<kube::Client> {
     let options = kube::config::KubeConfigOptions {
         context,
         ..Default::default()
     };
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -532,6 +549,7 @@ async fn connect(
             .await
             .context("finding a cluster (no kubeconfig, no in-cluster service account)")?,
     };
+    program.name_in(&mut config);
     let url = config.cluster_url.clone();
     let client =
         kube::Client::try_from(config).with_context(|| format!("setting up a client for {url}"))?;

@@ -24,6 +24,7 @@ use super::theme::Theme;
 use super::view::engine::CONSOLE_PREFIX;
 use super::worded::{self, Why};
 use super::{access, feed, live, logs, ui, writes};
+use crate::agent::Program;
 use kmm_cluster::fleet::{self, EmbeddedFleet, FleetOptions};
 use kmm_cluster::sim::scenario::Scenario;
 use kmm_cluster::{EmbeddedCluster, EmbeddedOptions};
@@ -520,9 +521,10 @@ async fn client_for(
         context: Some(context.to_owned()),
         ..Default::default()
     };
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
         .await
         .with_context(|| format!("loading context {context} of the kubeconfig"))?;
+    Program::Console.name_in(&mut config);
     let url = config.cluster_url.clone();
     let server = worded::server_of(&config);
     let client =

@@ -22,6 +22,7 @@ use kube::{Api, Client};
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Program;
 use crate::tui::action::{Action, EngineEvent};
 use crate::tui::data::{FeedState, Kind};
 use crate::tui::feed;
@@ -187,6 +188,7 @@ async fn connect(member: &Member) -> Result<Connected, Why> {
                 .await
                 .map_err(|error| Why::kubeconfig(&anyhow::Error::new(error)))?;
             config.connect_timeout = Some(CONNECT_TIMEOUT);
+            Program::Console.name_in(&mut config);
             let server = worded::server_of(&config);
             let client =
                 Client::try_from(config).map_err(|error| Why::of(&error, server.as_deref()))?;

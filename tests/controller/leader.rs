@@ -205,6 +205,18 @@ async fn one_controller_acts_and_a_standby_takes_over_within_the_lease_duration_
         !standby_log.contains(ACTING),
         "the standby acts while {leader} leads:\n{standby_log}"
     );
+    // The server's metrics name the controllers by their User-Agent, as they do kube-apiserver's components.
+    let metrics = client
+        .request_text(http::Request::get("/metrics").body(Vec::new()).expect("a request"))
+        .await
+        .expect("the server's metrics");
+    let agent = r#"client="kmm-tui-controller""#;
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("apiserver_request_total") && line.contains(agent)),
+        "no request counted for {agent}"
+    );
 
     controllers[leading].kill_9();
     let standby = controllers[standing].identity.clone();
