@@ -207,7 +207,11 @@ async fn one_controller_acts_and_a_standby_takes_over_within_the_lease_duration_
     );
     // The server's metrics name the controllers by their User-Agent, as they do kube-apiserver's components.
     let metrics = client
-        .request_text(http::Request::get("/metrics").body(Vec::new()).expect("a request"))
+        .request_text(
+            http::Request::get("/metrics")
+                .body(Vec::new())
+                .expect("a request"),
+        )
         .await
         .expect("the server's metrics");
     let agent = r#"client="kmm-tui-controller""#;
