@@ -19,8 +19,9 @@
 //!   all its images exist, and drops kernels it cannot map).
 //! - Each image is delivered pinned to the digest the hub's ModuleImagesConfig recorded for it (pulled, built or
 //!   signed): every spoke runs what the hub checked, even if the tag moves (upstream delivers the tag).
-//! - A cluster leaving the selector loses its ManifestWork at once: every ManagedCluster change wakes every
-//!   ManagedClusterModule.
+//! - A cluster leaving the selector loses its ManifestWork at once: a ManagedCluster changing what a pass reads of
+//!   it (its labels, its kernels, whether it is available), joining or leaving wakes every ManagedClusterModule;
+//!   its other status writes wake none ([`waking_changes`]).
 //! - Each selected cluster's state is in `status.clusters`, the worst in a `Delivered` condition, and a change into
 //!   a state a person must act on is an Event (upstream only logs).
 //!
@@ -31,9 +32,14 @@ mod manifest;
 mod plan;
 mod reconcile;
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{Stream, StreamExt};
+
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -118,8 +124,8 @@ async fn reconcile_modules(context: Arc<Context>, stop: CancellationToken) {
         watcher::Config::default(),
     )
     .default_backoff()
-    .reflect(writer)
-    .touched_objects();
+    .reflect(writer);
+    let cluster_changes = waking_changes(cluster_changes);
     let hub_context = Arc::new(HubContext {
         engine: context.clone(),
         clusters,
@@ -129,7 +135,8 @@ async fn reconcile_modules(context: Arc<Context>, stop: CancellationToken) {
     wiring
         .with(|controller| {
             controller
-                // A cluster joining, leaving, relabelled or stating other kernels can change what any MCM selects.
+                // A cluster joining, leaving, relabelled, stating other kernels or going unavailable can change what
+                // any MCM selects or tells.
                 .watches_stream(cluster_changes, move |_cluster: ManagedCluster| {
                     modules
                         .state()
@@ -168,4 +175,106 @@ async fn reconcile_modules(context: Arc<Context>, stop: CancellationToken) {
             "ManagedClusterModule",
         )
         .await;
+}
+
+/// What a pass reads of a ManagedCluster besides its name: the labels its selector matches, the kernels it states
+/// and whether it is available.
+fn what_a_pass_reads(cluster: &ManagedCluster) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    cluster.metadata.labels.hash(&mut hasher);
+    cluster.kernel_versions().hash(&mut hasher);
+    cluster.is_available().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The clusters of `events` whose change can alter a pass: each one listed, joining or leaving, and each one
+/// updated in [`what_a_pass_reads`]. A hub's clusters write their status for much else (capacity, versions, other
+/// claims), and each such write would otherwise start a pass of every ManagedClusterModule.
+fn waking_changes<S>(events: S) -> impl Stream<Item = Result<ManagedCluster, watcher::Error>>
+where
+    S: Stream<Item = Result<watcher::Event<ManagedCluster>, watcher::Error>>,
+{
+    let mut read: HashMap<String, u64> = HashMap::new();
+    events.filter_map(move |event| {
+        let woken = match event {
+            Err(error) => Some(Err(error)),
+            Ok(watcher::Event::Apply(cluster)) => {
+                let fingerprint = what_a_pass_reads(&cluster);
+                (read.insert(cluster.name_any(), fingerprint) != Some(fingerprint))
+                    .then_some(Ok(cluster))
+            }
+            Ok(watcher::Event::InitApply(cluster)) => {
+                read.insert(cluster.name_any(), what_a_pass_reads(&cluster));
+                Some(Ok(cluster))
+            }
+            Ok(watcher::Event::Delete(cluster)) => {
+                read.remove(&cluster.name_any());
+                Some(Ok(cluster))
+            }
+            // A relist names every cluster there is: those gone meanwhile are forgotten with the rest.
+            Ok(watcher::Event::Init) => {
+                read.clear();
+                None
+            }
+            Ok(watcher::Event::InitDone) => None,
+        };
+        std::future::ready(woken)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// spoke-1 with `kernels`, its Available condition `available` and `cpu` allocatable.
+    fn cluster(kernels: &str, available: &str, cpu: &str) -> ManagedCluster {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+            "metadata": {"name": "spoke-1", "labels": {"cluster.open-cluster-management.io/clusterset": "default"}},
+            "spec": {"hubAcceptsClient": true},
+            "status": {
+                "conditions": [{"type": "ManagedClusterConditionAvailable", "status": available, "reason": "",
+                    "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "allocatable": {"cpu": cpu},
+                "clusterClaims": [{"name": "kernel-versions.kmm.node.kubernetes.io", "value": kernels}],
+            },
+        }))
+        .expect("a cluster")
+    }
+
+    #[tokio::test]
+    async fn only_what_a_pass_reads_wakes_the_modules() {
+        let events = [
+            watcher::Event::Init,
+            watcher::Event::InitApply(cluster("6.1", "True", "8")),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(cluster("6.1", "True", "16")),
+            watcher::Event::Apply(cluster("6.1\n6.2", "True", "16")),
+            watcher::Event::Apply(cluster("6.1\n6.2", "Unknown", "16")),
+            watcher::Event::Apply(cluster("6.1\n6.2", "Unknown", "24")),
+            watcher::Event::Delete(cluster("6.1\n6.2", "Unknown", "24")),
+        ];
+        let woken: Vec<(Vec<String>, bool)> =
+            waking_changes(futures::stream::iter(events.into_iter().map(Ok)))
+                .map(|cluster| {
+                    let cluster = cluster.expect("no error");
+                    let kernels = cluster.kernel_versions().into_iter().map(str::to_owned);
+                    (kernels.collect(), cluster.is_available())
+                })
+                .collect()
+                .await;
+        let kernels = |list: &[&str]| list.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            woken,
+            [
+                (kernels(&["6.1"]), true),
+                (kernels(&["6.1", "6.2"]), true),
+                (kernels(&["6.1", "6.2"]), false),
+                (kernels(&["6.1", "6.2"]), false),
+            ],
+            "the listing, the new kernel, the lost availability and the deletion; not the capacity"
+        );
+    }
 }

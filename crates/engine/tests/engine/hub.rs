@@ -27,19 +27,42 @@ struct Fleet {
     fleet: EmbeddedFleet,
     /// Each cluster's engine, by cluster name.
     engines: Vec<(String, CancellationToken, tokio::task::JoinHandle<()>)>,
+    /// The hub engine's context, whose metrics count its passes.
+    hub_engine: Arc<Context>,
     /// Where the clusters keep their stores, so a restarted spoke comes back with what it held.
     _state: tempfile::TempDir,
 }
 
-/// An engine on `client`, named after its cluster.
+/// The context of an engine on `client`, named after its cluster.
+fn engine_context(name: &str, client: kube::Client) -> Arc<Context> {
+    Arc::new(Context::new(
+        client,
+        PodImages::default(),
+        Some(name.to_owned()),
+    ))
+}
+
+/// An engine on `context`, named after its cluster.
 fn engine(
     name: &str,
-    client: kube::Client,
+    context: Arc<Context>,
 ) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
-    let context = Context::new(client, PodImages::default(), Some(name.to_owned()));
     let stop = CancellationToken::new();
-    let task = tokio::spawn(kmm_engine::run_reconcilers(Arc::new(context), stop.clone()));
+    let task = tokio::spawn(kmm_engine::run_reconcilers(context, stop.clone()));
     (name.to_owned(), stop, task)
+}
+
+/// How many passes the hub engine of `fleet` made over ManagedClusterModules, whatever their result.
+fn hub_passes(fleet: &Fleet) -> f64 {
+    fleet
+        .hub_engine
+        .metrics
+        .encode()
+        .lines()
+        .filter(|line| line.starts_with("controller_runtime_reconcile_total{"))
+        .filter(|line| line.contains(r#"controller="managedclustermodule""#))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 impl Fleet {
@@ -76,13 +99,22 @@ impl Fleet {
                 .expect("the spoke namespace is created");
             clients.push((name.to_owned(), spoke));
         }
+        let hub_engine = engine_context(HUB, clients[0].1.clone());
         let engines = clients
             .into_iter()
-            .map(|(name, client)| engine(&name, client))
+            .map(|(name, client)| {
+                let context = if name == HUB {
+                    hub_engine.clone()
+                } else {
+                    engine_context(&name, client)
+                };
+                engine(&name, context)
+            })
             .collect();
         Self {
             fleet,
             engines,
+            hub_engine,
             _state: state,
         }
     }
@@ -104,7 +136,8 @@ impl Fleet {
             .await
             .expect("the spoke starts again");
         let client = self.spoke(name);
-        self.engines.push(engine(name, client));
+        self.engines
+            .push(engine(name, engine_context(name, client)));
     }
 
     fn hub(&self) -> kube::Client {
@@ -309,6 +342,30 @@ async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_s
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let after = generations(works.list(&params).await.expect("works").items);
     assert_eq!(before, after, "the works are not written again");
+
+    // A cluster's status moving where no pass reads (its allocatable CPU, as a node joins) wakes no MCM: with many
+    // MCMs and clusters, such writes would otherwise cost a pass of every MCM each.
+    let clusters: Api<ManagedCluster> = Api::all(hub.clone());
+    let quiet_from = hub_passes(&fleet);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let quiet = hub_passes(&fleet) - quiet_from;
+    let writes_from = hub_passes(&fleet);
+    for cpu in 1..=20 {
+        clusters
+            .patch_status(
+                "spoke-1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"allocatable": {"cpu": cpu.to_string()}}})),
+            )
+            .await
+            .expect("the cluster's status is written");
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+    let during_writes = hub_passes(&fleet) - writes_from;
+    assert!(
+        during_writes <= quiet + 2.0,
+        "{during_writes} passes during 20 status writes, {quiet} in as long a quiet spell"
+    );
 
     // Each spoke runs the image pinned to the digest the hub's build pushed, the registry's digest of it now.
     let registry = &fleet
