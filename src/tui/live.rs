@@ -4,62 +4,21 @@
 //! it once.
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::Client;
+use kube::api::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
-use super::data::Kind;
 use super::target::Target;
 use super::worded::Why;
-use kmm_api::day0::{MachineConfig, MachineConfigPool, ModuleDay0};
-use kmm_api::hub::ManagedClusterModule;
-use kmm_api::imagecache::ImageCache;
-use kmm_api::kmm::{Module, ModuleImagesConfig, NodeModulesConfig, PreflightValidation};
-use kmm_api::shim::Shim;
-
-/// Where the API serves objects of `kind`.
-fn api_resource(kind: Kind) -> ApiResource {
-    fn of<K: Resource<DynamicType = ()>>() -> ApiResource {
-        ApiResource::erase::<K>(&())
-    }
-    match kind {
-        Kind::Module => of::<Module>(),
-        Kind::ModuleImagesConfig => of::<ModuleImagesConfig>(),
-        Kind::NodeModulesConfig => of::<NodeModulesConfig>(),
-        Kind::Node => of::<Node>(),
-        Kind::Pod => of::<Pod>(),
-        Kind::Event => of::<Event>(),
-        Kind::Shim => of::<Shim>(),
-        Kind::ImageCache => of::<ImageCache>(),
-        Kind::ModuleDay0 => of::<ModuleDay0>(),
-        Kind::MachineConfigPool => of::<MachineConfigPool>(),
-        Kind::MachineConfig => of::<MachineConfig>(),
-        Kind::PreflightValidation => of::<PreflightValidation>(),
-        Kind::ResourceSlice => of::<ResourceSlice>(),
-        Kind::ResourceClaim => of::<ResourceClaim>(),
-        Kind::ManagedClusterModule => of::<ManagedClusterModule>(),
-    }
-}
-
-/// The API of `target`'s kind, in its namespace if it has one.
-fn api(client: &Client, target: &Target) -> Api<DynamicObject> {
-    let resource = api_resource(target.kind);
-    match &target.namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    }
-}
+use super::writes::resources::dynamic_api;
 
 /// `target` as the API server has it now, as JSON; or why it cannot be read.
 pub async fn read(client: &Client, target: &Target) -> Result<Value, String> {
-    let object = api(client, target)
+    let object = dynamic_api(client, target)
         .get(&target.name)
         .await
         .map_err(|error| format!("cannot read {target}: {}", Why::of(&error, None)))?;
@@ -75,7 +34,7 @@ pub fn follow(
     cancel: CancellationToken,
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={}", target.name));
-    let events = watcher(api(client, &target), config).default_backoff();
+    let events = watcher(dynamic_api(client, &target), config).default_backoff();
     let sender = sender.clone();
     tokio::spawn(async move {
         let mut events = events.boxed();

@@ -1,4 +1,5 @@
-//! Where each kind the console shows lives in the API, so writes and access reviews address the same resource.
+//! Where each kind the console shows lives in the API, so writes, access reviews and the YAML view address the same
+//! resource.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
