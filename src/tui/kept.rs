@@ -4,7 +4,8 @@
 //! a list: a pod's volumes and the module configuration its annotations carry, a node's capacity and its other
 //! conditions, the tolerations an NMC repeats for every module. The console drops those as objects arrive, so it
 //! holds a fraction of what the cluster stores. The YAML view and the editor read the whole object from the API
-//! server instead ([`super::live`]). `managedFields` goes from every kind: no pane shows it.
+//! server instead ([`super::live`]). `managedFields` never gets this far: every watched object is read without it
+//! ([`super::lean`]).
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerImage, Node, NodeStatus, NodeSystemInfo, Pod, PodSpec, PodStatus,
@@ -24,10 +25,9 @@ use kmm_api::shim::Shim;
 
 /// An object the console lists, and what of it the console keeps.
 pub(super) trait Kept: Resource {
-    /// Drop what no pane draws and no action reads. Without an override, only `managedFields`.
-    fn keep_shown(&mut self) {
-        self.meta_mut().managed_fields = None;
-    }
+    /// Drop what no pane draws and no action reads. Without an override, the whole object is kept: the kinds
+    /// that come in the thousands override it.
+    fn keep_shown(&mut self) {}
 }
 
 impl Kept for Module {}
@@ -48,7 +48,6 @@ impl Kept for ManagedClusterModule {}
 /// no pane shows them.
 impl Kept for Node {
     fn keep_shown(&mut self) {
-        self.metadata.managed_fields = None;
         if let Some(status) = self.status.take() {
             self.status = Some(NodeStatus {
                 conditions: status.conditions.map(node_ready_only),
@@ -80,7 +79,6 @@ impl Kept for Node {
 /// and boot ID of every entry go.
 impl Kept for NodeModulesConfig {
     fn keep_shown(&mut self) {
-        self.metadata.managed_fields = None;
         self.spec.modules.shrink_to_fit();
         for module in &mut self.spec.modules {
             module.tolerations = Vec::new();
@@ -102,7 +100,6 @@ impl Kept for NodeModulesConfig {
 /// tolerations, addresses and conditions go.
 impl Kept for Pod {
     fn keep_shown(&mut self) {
-        self.metadata.managed_fields = None;
         if let Some(annotations) = &mut self.metadata.annotations {
             annotations.remove(labels::WORKER_CONFIG);
             annotations.remove(labels::WORKER_TOLERATIONS);
