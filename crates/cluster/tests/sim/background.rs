@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kmm_cluster::sim::background::LABEL;
-use kmm_testing::eventually;
+use kmm_testing::{eventually, wait_for};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
@@ -40,26 +40,6 @@ async fn background_workloads_fill_the_nodes_and_churn_without_the_simulation_ru
     let cluster = cluster_on(&scenario()).await;
     let client = cluster.client();
 
-    let pods = background_pods(&client).await;
-    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
-    for pod in &pods {
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-        *per_node
-            .entry(node.expect("every pod is bound"))
-            .or_default() += 1;
-    }
-    assert_eq!(per_node.len(), NODES, "every node runs background pods");
-    assert!(
-        per_node
-            .values()
-            .all(|&count| (3..=MAX_PODS).contains(&count)),
-        "each node within its room: {per_node:?}"
-    );
-    let average = pods.len() / NODES;
-    assert!(
-        (20..=40).contains(&average),
-        "about 30 a node on average: {average}"
-    );
     let daemon_sets = Api::<DaemonSet>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -80,10 +60,37 @@ async fn background_workloads_fill_the_nodes_and_churn_without_the_simulation_ru
         .iter()
         .map(|d| d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0))
         .sum();
-    assert_eq!(
-        usize::try_from(replicas).unwrap() + 2 * NODES + NAMESPACES,
-        pods.len(),
-        "the Deployments' replicas, a DaemonSet pod of each on every node and a Job pod per namespace"
+    let written = usize::try_from(replicas).unwrap() + 2 * NODES + NAMESPACES;
+    // The Deployments' replicas, a DaemonSet pod of each on every node and a Job pod per namespace. The churn
+    // replaces one pod at a time, deleting it before it creates the next: a list may fall in between, one pod short,
+    // and the next is listed.
+    let pods = wait_for(
+        10,
+        "a list of every pod written, between two replacements",
+        || {
+            let client = client.clone();
+            async move { Some(background_pods(&client).await).filter(|pods| pods.len() == written) }
+        },
+    )
+    .await;
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in &pods {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        *per_node
+            .entry(node.expect("every pod is bound"))
+            .or_default() += 1;
+    }
+    assert_eq!(per_node.len(), NODES, "every node runs background pods");
+    assert!(
+        per_node
+            .values()
+            .all(|&count| (3..=MAX_PODS).contains(&count)),
+        "each node within its room: {per_node:?}"
+    );
+    let average = pods.len() / NODES;
+    assert!(
+        (20..=40).contains(&average),
+        "about 30 a node on average: {average}"
     );
 
     // The simulation's own caches never hold them: its scheduler, kubelets and controllers leave them alone.
