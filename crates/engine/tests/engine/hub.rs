@@ -12,6 +12,7 @@ use kmm_api::ocm::cluster::ManagedCluster;
 use kmm_api::ocm::work::ManifestWork;
 use kmm_cluster::fleet::{DEFAULT_KERNELS, EmbeddedFleet, FleetOptions, HUB};
 use kmm_engine::{Context, PodImages};
+use kmm_testing::metrics::samples;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -54,14 +55,10 @@ fn engine(
 
 /// How many passes the hub engine of `fleet` made over ManagedClusterModules, whatever their result.
 fn hub_passes(fleet: &Fleet) -> f64 {
-    fleet
-        .hub_engine
-        .metrics
-        .encode()
-        .lines()
-        .filter(|line| line.starts_with("controller_runtime_reconcile_total{"))
-        .filter(|line| line.contains(r#"controller="managedclustermodule""#))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+    let scrape = fleet.hub_engine.metrics.encode();
+    samples(&scrape, "controller_runtime_reconcile_total")
+        .filter(|sample| sample.label("controller") == Some("managedclustermodule"))
+        .map(|sample| sample.value)
         .sum()
 }
 
@@ -347,6 +344,7 @@ async fn a_managed_cluster_module_is_built_once_on_the_hub_and_loaded_by_every_s
     // MCMs and clusters, such writes would otherwise cost a pass of every MCM each.
     let clusters: Api<ManagedCluster> = Api::all(hub.clone());
     let quiet_from = hub_passes(&fleet);
+    assert!(quiet_from > 0.0, "the hub engine's passes are counted");
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let quiet = hub_passes(&fleet) - quiet_from;
     let writes_from = hub_passes(&fleet);
